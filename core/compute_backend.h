@@ -1,0 +1,76 @@
+// The compute-backend interface: every numeric kernel a model needs, so that a model runs
+// unchanged on the CPU (OpenBLAS) or a GPU (cuBLAS). All matrices are row-major float32.
+#ifndef MONSOON_CORE_COMPUTE_BACKEND_H_
+#define MONSOON_CORE_COMPUTE_BACKEND_H_
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace monsoon {
+
+enum class Activation { kRelu, kTanh, kSigmoid };
+
+// Owns `size` floats in a backend's memory space (host memory for the CPU backend, device
+// memory for a GPU backend). Move-only; frees through the deleter the backend supplied.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(float* data, size_t size, std::function<void(float*)> deleter)
+      : data_(data, std::move(deleter)), size_(size) {}
+
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<float, std::function<void(float*)>> data_;
+  size_t size_ = 0;
+};
+
+// Loss value and (for classification) the number of correct argmax predictions.
+struct LossResult {
+  double loss_sum = 0;  // summed over the batch (divide by rows for the mean)
+  int correct = 0;
+};
+
+// Pointers passed to these methods live in the backend's memory space unless named `host`.
+// A backend is used by one thread at a time.
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+
+  virtual std::string name() const = 0;
+
+  // Zero-initialised buffer of n floats.
+  virtual DeviceBuffer Allocate(size_t n) = 0;
+  virtual void CopyToDevice(const float* host, float* device, size_t n) = 0;
+  virtual void CopyToHost(const float* device, float* host, size_t n) = 0;
+
+  // C[m x n] = alpha * op(A) * op(B) + beta * C, with op(A) of shape m x k and op(B) k x n.
+  virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
+                    const float* a, const float* b, float beta, float* c) = 0;
+  // x[r][c] += bias[c] for a rows x cols matrix x.
+  virtual void AddBias(const float* bias, int rows, int cols, float* x) = 0;
+  // out[c] = sum_r x[r][c].
+  virtual void ColumnSum(const float* x, int rows, int cols, float* out) = 0;
+  // y = f(x), elementwise over n values (x == y allowed).
+  virtual void ActivationForward(Activation f, const float* x, float* y, size_t n) = 0;
+  // dx = dy * f'(x), expressed through the forward output y = f(x) (dx == dy allowed).
+  virtual void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
+                                  size_t n) = 0;
+  // Softmax cross-entropy of logits [rows x classes] against integer labels stored as floats.
+  // Writes dlogits = (softmax - onehot) / rows, the gradient of the batch-mean loss.
+  virtual LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,
+                                         int classes, float* dlogits) = 0;
+  // Mean squared error 0.5 * ||pred - target||^2 per row; dpred = (pred - target) / rows.
+  virtual LossResult MeanSquaredError(const float* pred, const float* target, int rows,
+                                      int cols, float* dpred) = 0;
+  // y += alpha * x.
+  virtual void Axpy(float alpha, const float* x, float* y, size_t n) = 0;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_COMPUTE_BACKEND_H_

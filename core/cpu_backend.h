@@ -1,0 +1,34 @@
+// ComputeBackend on the host: OpenBLAS cblas_sgemm for matrix products, plain loops for the rest.
+#ifndef MONSOON_CORE_CPU_BACKEND_H_
+#define MONSOON_CORE_CPU_BACKEND_H_
+
+#include "core/compute_backend.h"
+
+namespace monsoon {
+
+class CpuBackend : public ComputeBackend {
+ public:
+  // `blas_threads` sets OpenBLAS's thread count (process-wide in OpenBLAS).
+  explicit CpuBackend(int blas_threads = 1);
+
+  std::string name() const override { return "cpu"; }
+  DeviceBuffer Allocate(size_t n) override;
+  void CopyToDevice(const float* host, float* device, size_t n) override;
+  void CopyToHost(const float* device, float* host, size_t n) override;
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            const float* b, float beta, float* c) override;
+  void AddBias(const float* bias, int rows, int cols, float* x) override;
+  void ColumnSum(const float* x, int rows, int cols, float* out) override;
+  void ActivationForward(Activation f, const float* x, float* y, size_t n) override;
+  void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
+                          size_t n) override;
+  LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
+                                 float* dlogits) override;
+  LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
+                              float* dpred) override;
+  void Axpy(float alpha, const float* x, float* y, size_t n) override;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_CPU_BACKEND_H_

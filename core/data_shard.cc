@@ -1,0 +1,53 @@
+#include "core/data_shard.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+namespace monsoon {
+
+DataShard::DataShard(const Dataset* data, int index, int count, uint64_t seed)
+    : data_(data), index_(index), seed_(seed) {
+  std::vector<size_t> all(data->size());
+  std::iota(all.begin(), all.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(all.begin(), all.end(), rng);
+  const size_t n = all.size();
+  const size_t begin = n * index / count;
+  const size_t end = n * (index + 1) / count;
+  members_.assign(all.begin() + begin, all.begin() + end);
+  Shuffle();
+}
+
+void DataShard::Shuffle() {
+  order_ = members_;
+  std::mt19937_64 rng(seed_ ^ (0x9e3779b97f4a7c15ULL * (index_ + 1)) ^ (uint64_t(epoch_) << 32));
+  std::shuffle(order_.begin(), order_.end(), rng);
+  cursor_ = 0;
+}
+
+double DataShard::progress() const {
+  return order_.empty() ? 0.0 : epoch_ + static_cast<double>(cursor_) / order_.size();
+}
+
+int DataShard::NextBatch(int batch, std::vector<float>* x, std::vector<float>* y) {
+  if (order_.empty()) return 0;
+  if (cursor_ == order_.size()) {
+    ++epoch_;
+    Shuffle();
+  }
+  const int rows = static_cast<int>(std::min<size_t>(batch, order_.size() - cursor_));
+  const size_t fd = data_->feature_dim;
+  const size_t td = data_->target_dim;
+  x->resize(rows * fd);
+  y->resize(rows * td);
+  for (int r = 0; r < rows; ++r) {
+    const size_t e = order_[cursor_ + r];
+    std::copy_n(data_->features.data() + e * fd, fd, x->data() + r * fd);
+    std::copy_n(data_->targets.data() + e * td, td, y->data() + r * td);
+  }
+  cursor_ += rows;
+  return rows;
+}
+
+}  // namespace monsoon

@@ -1,0 +1,42 @@
+// One worker's disjoint share of a data set, visited in a fresh seeded order every epoch.
+#ifndef MONSOON_CORE_DATA_SHARD_H_
+#define MONSOON_CORE_DATA_SHARD_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "core/dataset.h"
+
+namespace monsoon {
+
+// Worker `index` of `count` owns the examples at positions [index*n/count, (index+1)*n/count)
+// of one seed-wide permutation of the data set, so shards are disjoint and cover every
+// example. Each epoch the shard is reshuffled from (seed, index, epoch). Borrows `data`.
+class DataShard {
+ public:
+  DataShard(const Dataset* data, int index, int count, uint64_t seed);
+
+  size_t size() const { return order_.size(); }
+  // Completed passes over the shard.
+  int epoch() const { return epoch_; }
+  // Fractional epochs consumed so far.
+  double progress() const;
+  // Copies the next min(batch, remaining-in-epoch) examples into x / y (resized), advancing
+  // to the next epoch (and reshuffling) when the current one is used up. Returns the row count.
+  int NextBatch(int batch, std::vector<float>* x, std::vector<float>* y);
+
+ private:
+  void Shuffle();
+
+  const Dataset* const data_;  // borrowed
+  const int index_;
+  const uint64_t seed_;
+  std::vector<size_t> members_;  // this shard's examples, fixed
+  std::vector<size_t> order_;    // this epoch's visiting order
+  size_t cursor_ = 0;
+  int epoch_ = 0;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_DATA_SHARD_H_

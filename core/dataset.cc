@@ -1,0 +1,155 @@
+#include "core/dataset.h"
+
+#include <zlib.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace monsoon {
+namespace {
+
+// Reads a whole file through zlib, which passes plain (non-gzip) files through unchanged.
+absl::StatusOr<std::string> ReadMaybeGzipped(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  std::string out;
+  char buf[1 << 16];
+  int n;
+  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
+  int err = Z_OK;
+  const char* msg = gzerror(f, &err);
+  const bool failed = n < 0 || (err != Z_OK && err != Z_STREAM_END);
+  const std::string err_text = msg != nullptr ? msg : "";
+  gzclose(f);
+  if (failed) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", err_text));
+  return out;
+}
+
+uint32_t BigEndian32(const std::string& s, size_t at) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data() + at);
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+}  // namespace
+
+absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
+                                       const std::string& labels_path) {
+  auto images = ReadMaybeGzipped(images_path);
+  if (!images.ok()) return images.status();
+  auto labels = ReadMaybeGzipped(labels_path);
+  if (!labels.ok()) return labels.status();
+  if (images->size() < 16 || BigEndian32(*images, 0) != 0x803) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, ": not an IDX image file (magic 0x803)"));
+  }
+  if (labels->size() < 8 || BigEndian32(*labels, 0) != 0x801) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(labels_path, ": not an IDX label file (magic 0x801)"));
+  }
+  const size_t count = BigEndian32(*images, 4);
+  const size_t pixels = size_t{BigEndian32(*images, 8)} * BigEndian32(*images, 12);
+  if (images->size() != 16 + count * pixels) {
+    return absl::InvalidArgumentError(absl::StrCat(images_path, ": expected ", 16 + count * pixels,
+                                                   " bytes, found ", images->size()));
+  }
+  if (BigEndian32(*labels, 4) != count || labels->size() != 8 + count) {
+    return absl::InvalidArgumentError(absl::StrCat(labels_path, ": expected ", count,
+                                                   " labels to match ", images_path));
+  }
+  Dataset data;
+  data.feature_dim = static_cast<int>(pixels);
+  data.features.resize(count * pixels);
+  const auto* px = reinterpret_cast<const unsigned char*>(images->data() + 16);
+  for (size_t i = 0; i < count * pixels; ++i) data.features[i] = px[i] * (1.0f / 255.0f);
+  data.targets.resize(count);
+  int max_label = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const int label = static_cast<unsigned char>((*labels)[8 + i]);
+    max_label = std::max(max_label, label);
+    data.targets[i] = static_cast<float>(label);
+  }
+  data.num_classes = max_label + 1;
+  return data;
+}
+
+absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  Dataset data;
+  std::string line;
+  int line_no = 0;
+  size_t columns = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const absl::string_view row = absl::StripAsciiWhitespace(line);
+    if (row.empty()) continue;
+    std::vector<absl::string_view> cells = absl::StrSplit(row, ',');
+    if (columns == 0) {  // header
+      columns = cells.size();
+      if (columns < 2) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_no, ": need at least one feature column and a target"));
+      }
+      continue;
+    }
+    if (cells.size() != columns) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": expected ", columns,
+                                                     " columns, found ", cells.size()));
+    }
+    for (size_t c = 0; c < columns; ++c) {
+      float v;
+      if (!absl::SimpleAtof(absl::StripAsciiWhitespace(cells[c]), &v) || !std::isfinite(v)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": column ", c + 1,
+                                                       " is not a finite number: '", cells[c], "'"));
+      }
+      (c + 1 == columns ? data.targets : data.features).push_back(v);
+    }
+  }
+  if (data.targets.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no data rows"));
+  data.feature_dim = static_cast<int>(columns - 1);
+  return data;
+}
+
+Dataset GenerateLinearDataset(const LinearDataSpec& spec) {
+  std::mt19937_64 rng(spec.seed);
+  std::uniform_real_distribution<double> x_dist(spec.x_min, spec.x_max);
+  std::normal_distribution<double> noise(0.0, spec.noise);
+  Dataset data;
+  data.feature_dim = 1;
+  for (int i = 0; i < spec.rows; ++i) {
+    const double x = x_dist(rng);
+    data.features.push_back(static_cast<float>(x));
+    data.targets.push_back(static_cast<float>(spec.slope * x + spec.intercept + noise(rng)));
+  }
+  return data;
+}
+
+absl::Status WriteCsvDataset(const Dataset& data, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  for (int c = 0; c < data.feature_dim; ++c) out << "x" << c << ",";
+  out << "y\n";
+  for (size_t r = 0; r < data.size(); ++r) {
+    for (int c = 0; c < data.feature_dim; ++c) {
+      out << data.features[r * data.feature_dim + c] << ",";
+    }
+    out << data.targets[r] << "\n";
+  }
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat("failed writing ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace monsoon

@@ -1,0 +1,460 @@
+#include "core/job_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "core/status_macros.h"
+
+namespace monsoon {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Reads the fields of one YAML mapping, remembering which keys were read so that any other
+// key is reported as unknown. Every error message starts with the field's dotted path.
+class Section {
+ public:
+  Section(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {}
+
+  absl::Status CheckIsMap() const {
+    if (!node_ || node_.IsNull() || node_.IsMap()) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(Name(), ": expected a mapping of fields"));
+  }
+
+  absl::StatusOr<Section> Child(const std::string& key) {
+    known_.insert(key);
+    Section child(Get(key), Path(key));
+    MONSOON_RETURN_IF_ERROR(child.CheckIsMap());
+    return child;
+  }
+
+  absl::Status Int(const std::string& key, int min, int max, int* out) {
+    std::string text;
+    MONSOON_ASSIGN_OR_RETURN(bool present, Scalar(key, &text));
+    if (!present) return absl::OkStatus();
+    int v;
+    if (!absl::SimpleAtoi(text, &v) || v < min || v > max) {
+      return absl::InvalidArgumentError(absl::StrCat(Path(key), ": expected an integer in [", min,
+                                                     ", ", max, "], got '", text, "'"));
+    }
+    *out = v;
+    return absl::OkStatus();
+  }
+
+  absl::Status Uint64(const std::string& key, uint64_t* out) {
+    std::string text;
+    MONSOON_ASSIGN_OR_RETURN(bool present, Scalar(key, &text));
+    if (!present) return absl::OkStatus();
+    if (!absl::SimpleAtoi(text, out)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Path(key), ": expected a non-negative integer, got '", text, "'"));
+    }
+    return absl::OkStatus();
+  }
+
+  // Accepts min < v <= max when min_exclusive, else min <= v <= max.
+  template <typename T>
+  absl::Status Real(const std::string& key, double min, bool min_exclusive, double max, T* out) {
+    std::string text;
+    MONSOON_ASSIGN_OR_RETURN(bool present, Scalar(key, &text));
+    if (!present) return absl::OkStatus();
+    double v;
+    const bool in_range = absl::SimpleAtod(text, &v) && std::isfinite(v) &&
+                          (min_exclusive ? v > min : v >= min) && v <= max;
+    if (!in_range) {
+      return absl::InvalidArgumentError(absl::StrCat(Path(key), ": expected a number in ",
+                                                     min_exclusive ? "(" : "[", min, ", ", max,
+                                                     "], got '", text, "'"));
+    }
+    *out = static_cast<T>(v);
+    return absl::OkStatus();
+  }
+
+  absl::Status Bool(const std::string& key, bool* out) {
+    std::string text;
+    MONSOON_ASSIGN_OR_RETURN(bool present, Scalar(key, &text));
+    if (!present) return absl::OkStatus();
+    if (text == "true") {
+      *out = true;
+    } else if (text == "false") {
+      *out = false;
+    } else {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Path(key), ": expected true or false, got '", text, "'"));
+    }
+    return absl::OkStatus();
+  }
+
+  // A string; when `allowed` is not empty the value must be one of them.
+  absl::Status String(const std::string& key, const std::vector<std::string>& allowed,
+                      std::string* out) {
+    std::string text;
+    MONSOON_ASSIGN_OR_RETURN(bool present, Scalar(key, &text));
+    if (!present) return absl::OkStatus();
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), text) == allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(Path(key), ": '", text,
+                                                     "' is not allowed (allowed: ",
+                                                     absl::StrJoin(allowed, ", "), ")"));
+    }
+    *out = text;
+    return absl::OkStatus();
+  }
+
+  absl::Status IntList(const std::string& key, int min, std::vector<int>* out) {
+    known_.insert(key);
+    const YAML::Node n = Get(key);
+    if (!n || n.IsNull()) return absl::OkStatus();
+    if (!n.IsSequence()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Path(key), ": expected a list of integers like [256, 128]"));
+    }
+    std::vector<int> values;
+    for (size_t i = 0; i < n.size(); ++i) {
+      int v;
+      if (!n[i].IsScalar() || !absl::SimpleAtoi(n[i].Scalar(), &v) || v < min) {
+        return absl::InvalidArgumentError(absl::StrCat(Path(key), "[", i,
+                                                       "]: expected an integer >= ", min));
+      }
+      values.push_back(v);
+    }
+    *out = values;
+    return absl::OkStatus();
+  }
+
+  // A path to an existing file; relative paths resolve against base_dir.
+  absl::Status File(const std::string& key, const std::string& base_dir, bool required,
+                    std::string* out) {
+    std::string text;
+    MONSOON_ASSIGN_OR_RETURN(bool present, Scalar(key, &text));
+    if (!present || text.empty()) {
+      if (required) return absl::InvalidArgumentError(absl::StrCat(Path(key), ": required"));
+      return absl::OkStatus();
+    }
+    fs::path p(text);
+    if (p.is_relative()) p = fs::path(base_dir) / p;
+    std::error_code ec;
+    p = fs::absolute(p, ec).lexically_normal();
+    if (!fs::is_regular_file(p, ec)) {
+      return absl::NotFoundError(absl::StrCat(Path(key), ": file not found: ", p.string()));
+    }
+    *out = p.string();
+    return absl::OkStatus();
+  }
+
+  // InvalidArgument naming the first key that no reader asked for.
+  absl::Status CheckNoUnknownKeys() const {
+    if (!node_ || !node_.IsMap()) return absl::OkStatus();
+    for (const auto& kv : node_) {
+      const std::string key = kv.first.Scalar();
+      if (known_.count(key) == 0) {
+        return absl::InvalidArgumentError(absl::StrCat(Path(key), ": unknown key (allowed: ",
+                                                       absl::StrJoin(known_, ", "), ")"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  YAML::Node Get(const std::string& key) const {
+    if (!node_ || !node_.IsMap()) return YAML::Node();
+    return node_[key];
+  }
+  std::string Path(const std::string& key) const {
+    return path_.empty() ? key : absl::StrCat(path_, ".", key);
+  }
+  std::string Name() const { return path_.empty() ? "top level" : path_; }
+
+  // Returns false when the key is absent (or null), true and the text when it is a scalar.
+  absl::StatusOr<bool> Scalar(const std::string& key, std::string* text) {
+    known_.insert(key);
+    const YAML::Node n = Get(key);
+    if (!n || n.IsNull()) return false;
+    if (!n.IsScalar()) {
+      return absl::InvalidArgumentError(absl::StrCat(Path(key), ": expected a single value"));
+    }
+    *text = n.Scalar();
+    return true;
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  std::set<std::string> known_;
+};
+
+absl::Status ApplyOverride(YAML::Node root, const std::string& assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--set ", assignment, ": expected key.path=value"));
+  }
+  const std::string path = assignment.substr(0, eq);
+  const YAML::Node value = YAML::Load(assignment.substr(eq + 1));
+  std::vector<std::string> keys = absl::StrSplit(path, '.');
+  // yaml-cpp nodes are handles: walking with reset() keeps edits inside `root`.
+  YAML::Node node = root;
+  for (size_t i = 0; i + 1 < keys.size(); ++i) {
+    if (node[keys[i]] && !node[keys[i]].IsMap() && !node[keys[i]].IsNull()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--set ", path, ": '", keys[i], "' is not a section"));
+    }
+    YAML::Node next = node[keys[i]];
+    node.reset(next);
+  }
+  node[keys.back()] = value;
+  return absl::OkStatus();
+}
+
+absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobConfig* c) {
+  if (!root.IsMap()) return absl::InvalidArgumentError("top level: expected a mapping of sections");
+  Section top(root, "");
+  MONSOON_RETURN_IF_ERROR(top.String("job", {}, &c->job));
+  MONSOON_RETURN_IF_ERROR(top.Uint64("seed", &c->seed));
+
+  MONSOON_ASSIGN_OR_RETURN(Section cluster, top.Child("cluster"));
+  MONSOON_RETURN_IF_ERROR(cluster.Int("servers", 1, 1024, &c->cluster.servers));
+  MONSOON_RETURN_IF_ERROR(cluster.Int("workers", 1, 4096, &c->cluster.workers));
+  MONSOON_RETURN_IF_ERROR(cluster.Bool("evaluator", &c->cluster.evaluator));
+  MONSOON_RETURN_IF_ERROR(cluster.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section model, top.Child("model"));
+  std::string type = "mlp", activation = "relu", loss;
+  MONSOON_RETURN_IF_ERROR(
+      model.String("type", {"linear_regression", "softmax_regression", "mlp"}, &type));
+  MONSOON_ASSIGN_OR_RETURN(c->model.type, ParseModelType(type));
+  MONSOON_RETURN_IF_ERROR(model.Int("input_dim", 1, 1 << 24, &c->model.input_dim));
+  MONSOON_RETURN_IF_ERROR(model.Int("output_dim", 1, 1 << 24, &c->model.output_dim));
+  if (c->model.input_dim == 0) return absl::InvalidArgumentError("model.input_dim: required");
+  if (c->model.output_dim == 0) return absl::InvalidArgumentError("model.output_dim: required");
+  MONSOON_RETURN_IF_ERROR(model.IntList("hidden", 1, &c->model.hidden));
+  if (c->model.type != ModelType::kMlp && !c->model.hidden.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.hidden: only an mlp has hidden layers (model.type is ", type, ")"));
+  }
+  MONSOON_RETURN_IF_ERROR(model.String("activation", {"relu", "tanh", "sigmoid"}, &activation));
+  MONSOON_ASSIGN_OR_RETURN(c->model.activation, ParseActivation(activation));
+  loss = c->model.type == ModelType::kLinearRegression ? "mean_squared_error"
+                                                       : "softmax_cross_entropy";
+  MONSOON_RETURN_IF_ERROR(
+      model.String("loss", {"softmax_cross_entropy", "mean_squared_error"}, &loss));
+  MONSOON_ASSIGN_OR_RETURN(c->model.loss, ParseLossType(loss));
+  if (c->model.type == ModelType::kSoftmaxRegression &&
+      c->model.loss != LossType::kSoftmaxCrossEntropy) {
+    return absl::InvalidArgumentError(
+        "model.loss: softmax_regression needs softmax_cross_entropy");
+  }
+  if (c->model.loss == LossType::kSoftmaxCrossEntropy && c->model.output_dim < 2) {
+    return absl::InvalidArgumentError(
+        "model.output_dim: softmax_cross_entropy needs at least 2 classes");
+  }
+  MONSOON_RETURN_IF_ERROR(model.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section data, top.Child("data"));
+  MONSOON_RETURN_IF_ERROR(data.String("format", {"idx", "csv"}, &c->data.format));
+  const bool idx = c->data.format == "idx";
+  MONSOON_RETURN_IF_ERROR(data.File("train_images", base_dir, idx, &c->data.train_images));
+  MONSOON_RETURN_IF_ERROR(data.File("train_labels", base_dir, idx, &c->data.train_labels));
+  MONSOON_RETURN_IF_ERROR(data.File("test_images", base_dir, idx, &c->data.test_images));
+  MONSOON_RETURN_IF_ERROR(data.File("test_labels", base_dir, idx, &c->data.test_labels));
+  MONSOON_RETURN_IF_ERROR(data.File("train", base_dir, !idx, &c->data.train));
+  MONSOON_RETURN_IF_ERROR(data.File("test", base_dir, !idx, &c->data.test));
+  if (idx && !c->data.train.empty()) {
+    return absl::InvalidArgumentError("data.train: only for format csv (idx uses train_images)");
+  }
+  if (!idx && !c->data.train_images.empty()) {
+    return absl::InvalidArgumentError("data.train_images: only for format idx (csv uses train)");
+  }
+  MONSOON_RETURN_IF_ERROR(data.CheckNoUnknownKeys());
+  const bool has_test = !(idx ? c->data.test_images : c->data.test).empty();
+  if (idx && c->data.test_images.empty() != c->data.test_labels.empty()) {
+    return absl::InvalidArgumentError("data.test_labels: give test_images and test_labels together");
+  }
+
+  if (c->cluster.evaluator && !has_test) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.", idx ? "test_images" : "test", ": required when cluster.evaluator is true"));
+  }
+
+  MONSOON_ASSIGN_OR_RETURN(Section training, top.Child("training"));
+  MONSOON_RETURN_IF_ERROR(training.String("algorithm", {"downpour"}, &c->training.algorithm));
+  MONSOON_RETURN_IF_ERROR(training.Int("epochs", 1, 100000, &c->training.epochs));
+  MONSOON_RETURN_IF_ERROR(training.Int("batch_size", 1, 1 << 20, &c->training.batch_size));
+  MONSOON_RETURN_IF_ERROR(
+      training.Real("timeout_seconds", 0, true, 1e7, &c->training.timeout_seconds));
+  MONSOON_RETURN_IF_ERROR(training.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section downpour, top.Child("downpour"));
+  MONSOON_RETURN_IF_ERROR(downpour.Int("n_fetch", 1, 1 << 20, &c->downpour.n_fetch));
+  MONSOON_RETURN_IF_ERROR(downpour.Int("n_push", 1, 1 << 20, &c->downpour.n_push));
+  MONSOON_RETURN_IF_ERROR(downpour.Real("local_learning_rate", 0, false, 1e3,
+                                        &c->downpour.local_learning_rate));
+  MONSOON_RETURN_IF_ERROR(downpour.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section optimizer, top.Child("optimizer"));
+  std::string opt = "sgd";
+  MONSOON_RETURN_IF_ERROR(optimizer.String("type", {"sgd", "momentum", "adagrad"}, &opt));
+  MONSOON_ASSIGN_OR_RETURN(c->optimizer.type, ParseOptimizerType(opt));
+  MONSOON_RETURN_IF_ERROR(
+      optimizer.Real("learning_rate", 0, true, 1e3, &c->optimizer.learning_rate));
+  MONSOON_RETURN_IF_ERROR(optimizer.Real("momentum", 0, false, 0.999999, &c->optimizer.momentum));
+  MONSOON_RETURN_IF_ERROR(optimizer.Real("epsilon", 0, true, 1, &c->optimizer.epsilon));
+  MONSOON_RETURN_IF_ERROR(optimizer.Real("initial_accumulator", 0, false, 1e6,
+                                         &c->optimizer.initial_accumulator));
+  MONSOON_RETURN_IF_ERROR(optimizer.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section evaluation, top.Child("evaluation"));
+  MONSOON_RETURN_IF_ERROR(
+      evaluation.Real("interval_seconds", 0, true, 1e6, &c->evaluation.interval_seconds));
+  MONSOON_RETURN_IF_ERROR(evaluation.Int("batch_size", 1, 1 << 20, &c->evaluation.batch_size));
+  MONSOON_RETURN_IF_ERROR(evaluation.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section transport, top.Child("transport"));
+  MONSOON_RETURN_IF_ERROR(transport.Int("chunk_kib", 4, 256 * 1024, &c->transport.chunk_kib));
+  MONSOON_RETURN_IF_ERROR(transport.Int("max_in_flight", 1, 64, &c->transport.max_in_flight));
+  MONSOON_RETURN_IF_ERROR(transport.Real("rpc_timeout_seconds", 0, true, 3600,
+                                         &c->transport.rpc_timeout_seconds));
+  MONSOON_RETURN_IF_ERROR(transport.Real("rendezvous_timeout_seconds", 0, true, 3600,
+                                         &c->transport.rendezvous_timeout_seconds));
+  MONSOON_RETURN_IF_ERROR(transport.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section compute, top.Child("compute"));
+  MONSOON_RETURN_IF_ERROR(compute.String("device", {"cpu"}, &c->compute.device));
+  MONSOON_RETURN_IF_ERROR(compute.Int("threads", 1, 256, &c->compute.threads));
+  MONSOON_RETURN_IF_ERROR(compute.CheckNoUnknownKeys());
+
+  return top.CheckNoUnknownKeys();
+}
+
+std::string Quote(const std::string& s) {
+  YAML::Emitter e;
+  e << YAML::DoubleQuoted << s;
+  return e.c_str();
+}
+
+const char* ModelTypeName(ModelType t) {
+  switch (t) {
+    case ModelType::kLinearRegression: return "linear_regression";
+    case ModelType::kSoftmaxRegression: return "softmax_regression";
+    case ModelType::kMlp: return "mlp";
+  }
+  return "";
+}
+
+const char* ActivationName(Activation a) {
+  switch (a) {
+    case Activation::kRelu: return "relu";
+    case Activation::kTanh: return "tanh";
+    case Activation::kSigmoid: return "sigmoid";
+  }
+  return "";
+}
+
+const char* OptimizerName(OptimizerType t) {
+  switch (t) {
+    case OptimizerType::kSgd: return "sgd";
+    case OptimizerType::kMomentum: return "momentum";
+    case OptimizerType::kAdagrad: return "adagrad";
+  }
+  return "";
+}
+
+// Shortest text that parses back to the same value.
+template <typename T>
+std::string Num(T v) {
+  std::ostringstream os;
+  os.precision(std::numeric_limits<T>::max_digits10);
+  os << v;
+  return os.str();
+}
+
+}  // namespace
+
+absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,
+                                         const std::vector<std::string>& overrides) {
+  // yaml-cpp reports errors by exception; this is the one place they are caught.
+  try {
+    YAML::Node root = YAML::Load(yaml_text);
+    if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+    for (const std::string& o : overrides) MONSOON_RETURN_IF_ERROR(ApplyOverride(root, o));
+    JobConfig config;
+    MONSOON_RETURN_IF_ERROR(ParseTree(root, base_dir, &config));
+    return config;
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat("YAML syntax error at line ", e.mark.line + 1,
+                                                   ", column ", e.mark.column + 1, ": ", e.msg));
+  }
+}
+
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
+                                        const std::vector<std::string>& overrides) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("config file not found: ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string dir = fs::absolute(fs::path(path)).parent_path().string();
+  auto config = ParseJobConfig(text.str(), dir, overrides);
+  if (!config.ok()) {
+    return absl::Status(config.status().code(),
+                        absl::StrCat(path, ": ", config.status().message()));
+  }
+  return config;
+}
+
+std::string JobConfigToYaml(const JobConfig& c) {
+  std::ostringstream y;
+  y << "# Resolved Monsoon job configuration (every default filled in).\n";
+  y << "job: " << Quote(c.job) << "\n";
+  y << "seed: " << c.seed << "\n";
+  y << "cluster:\n  servers: " << c.cluster.servers << "\n  workers: " << c.cluster.workers
+    << "\n  evaluator: " << (c.cluster.evaluator ? "true" : "false") << "\n";
+  y << "model:\n  type: " << ModelTypeName(c.model.type) << "\n  input_dim: " << c.model.input_dim
+    << "\n  output_dim: " << c.model.output_dim << "\n";
+  if (c.model.type == ModelType::kMlp) {
+    y << "  hidden: [" << absl::StrJoin(c.model.hidden, ", ") << "]\n";
+  }
+  y << "  activation: " << ActivationName(c.model.activation) << "\n  loss: "
+    << (c.model.loss == LossType::kSoftmaxCrossEntropy ? "softmax_cross_entropy"
+                                                       : "mean_squared_error")
+    << "\n";
+  y << "data:\n  format: " << c.data.format << "\n";
+  if (c.data.format == "idx") {
+    y << "  train_images: " << Quote(c.data.train_images) << "\n  train_labels: "
+      << Quote(c.data.train_labels) << "\n";
+    if (!c.data.test_images.empty()) {
+      y << "  test_images: " << Quote(c.data.test_images) << "\n  test_labels: "
+        << Quote(c.data.test_labels) << "\n";
+    }
+  } else {
+    y << "  train: " << Quote(c.data.train) << "\n";
+    if (!c.data.test.empty()) y << "  test: " << Quote(c.data.test) << "\n";
+  }
+  y << "training:\n  algorithm: " << c.training.algorithm << "\n  epochs: " << c.training.epochs
+    << "\n  batch_size: " << c.training.batch_size
+    << "\n  timeout_seconds: " << Num(c.training.timeout_seconds) << "\n";
+  y << "downpour:\n  n_fetch: " << c.downpour.n_fetch << "\n  n_push: " << c.downpour.n_push
+    << "\n  local_learning_rate: " << Num(c.downpour.local_learning_rate) << "\n";
+  y << "optimizer:\n  type: " << OptimizerName(c.optimizer.type)
+    << "\n  learning_rate: " << Num(c.optimizer.learning_rate)
+    << "\n  momentum: " << Num(c.optimizer.momentum) << "\n  epsilon: " << Num(c.optimizer.epsilon)
+    << "\n  initial_accumulator: " << Num(c.optimizer.initial_accumulator) << "\n";
+  y << "evaluation:\n  interval_seconds: " << Num(c.evaluation.interval_seconds)
+    << "\n  batch_size: " << c.evaluation.batch_size << "\n";
+  y << "transport:\n  chunk_kib: " << c.transport.chunk_kib
+    << "\n  max_in_flight: " << c.transport.max_in_flight
+    << "\n  rpc_timeout_seconds: " << Num(c.transport.rpc_timeout_seconds)
+    << "\n  rendezvous_timeout_seconds: " << Num(c.transport.rendezvous_timeout_seconds) << "\n";
+  y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads << "\n";
+  return y.str();
+}
+
+}  // namespace monsoon

@@ -1,0 +1,96 @@
+// The job configuration: one YAML file describes a whole job. Loading validates every field
+// and names the offending one (`training.epochs: expected an integer >= 1, got 'abc'`).
+#ifndef MONSOON_CORE_JOB_CONFIG_H_
+#define MONSOON_CORE_JOB_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/model.h"
+#include "core/optimizer.h"
+
+namespace monsoon {
+
+struct ClusterConfig {
+  int servers = 1;
+  int workers = 1;
+  bool evaluator = true;
+};
+
+struct DataConfig {
+  std::string format = "idx";  // idx | csv
+  // idx
+  std::string train_images, train_labels, test_images, test_labels;
+  // csv
+  std::string train, test;
+};
+
+struct TrainingConfig {
+  std::string algorithm = "downpour";
+  int epochs = 1;
+  int batch_size = 64;
+  double timeout_seconds = 1800;  // the launcher ends a job that runs longer
+};
+
+// Downpour-SGD (Dean et al. 2012).
+struct DownpourConfig {
+  int n_fetch = 1;  // pull the server weights every n_fetch steps
+  int n_push = 1;   // push the gradients accumulated over n_push steps
+  // When > 0 the worker also applies each gradient to its own copy (plain SGD at this rate)
+  // between fetches; 0 leaves the local copy as last pulled.
+  double local_learning_rate = 0;
+};
+
+struct EvaluationConfig {
+  double interval_seconds = 2;
+  int batch_size = 1000;
+};
+
+struct TransportConfig {
+  int chunk_kib = 1024;             // largest chunk of the flat parameter space
+  int max_in_flight = 4;            // chunk RPCs in flight per server
+  double rpc_timeout_seconds = 30;  // deadline of every RPC
+  double rendezvous_timeout_seconds = 60;
+};
+
+struct ComputeConfig {
+  std::string device = "cpu";
+  int threads = 1;  // BLAS threads per worker
+};
+
+struct JobConfig {
+  std::string job = "job";
+  uint64_t seed = 1;
+  ClusterConfig cluster;
+  ModelSpec model;
+  DataConfig data;
+  TrainingConfig training;
+  DownpourConfig downpour;
+  OptimizerSpec optimizer;  // applied by the servers
+  EvaluationConfig evaluation;
+  TransportConfig transport;
+  ComputeConfig compute;
+
+  size_t chunk_floats() const { return static_cast<size_t>(transport.chunk_kib) * 1024 / 4; }
+};
+
+// Parses YAML text. `base_dir` resolves relative data paths; `overrides` are "a.b=value"
+// strings (value in YAML syntax) applied before validation. Errors are InvalidArgument (bad
+// field: the message starts with the field's dotted path) or NotFound (a data file is missing:
+// the message names the field and the file).
+absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,
+                                         const std::vector<std::string>& overrides = {});
+
+// Reads and parses a YAML file (relative paths resolve against the file's directory).
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
+                                        const std::vector<std::string>& overrides = {});
+
+// The fully resolved configuration (every default filled in, absolute paths) as YAML that
+// ParseJobConfig reads back to the same JobConfig.
+std::string JobConfigToYaml(const JobConfig& config);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_JOB_CONFIG_H_

@@ -1,0 +1,38 @@
+#include "core/layers.h"
+
+namespace monsoon {
+
+std::vector<ParamShape> DenseLayer::param_shapes() const {
+  return {{name_ + ".weight", in_, out_}, {name_ + ".bias", 1, out_}};
+}
+
+void DenseLayer::Bind(float* params, float* grads) {
+  w_ = params;
+  b_ = params + static_cast<size_t>(in_) * out_;
+  dw_ = grads;
+  db_ = grads + static_cast<size_t>(in_) * out_;
+}
+
+void DenseLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  backend.Gemm(false, false, batch, out_, in_, 1.0f, x, w_, 0.0f, y);
+  backend.AddBias(b_, batch, out_, y);
+}
+
+void DenseLayer::Backward(ComputeBackend& backend, const float* x, const float* y,
+                          const float* dy, int batch, float* dx) {
+  // dW = x^T dy, db = column sums of dy, dx = dy W^T.
+  backend.Gemm(true, false, in_, out_, batch, 1.0f, x, dy, 0.0f, dw_);
+  backend.ColumnSum(dy, batch, out_, db_);
+  if (dx != nullptr) backend.Gemm(false, true, batch, in_, out_, 1.0f, dy, w_, 0.0f, dx);
+}
+
+void ActivationLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  backend.ActivationForward(f_, x, y, static_cast<size_t>(batch) * dim_);
+}
+
+void ActivationLayer::Backward(ComputeBackend& backend, const float* x, const float* y,
+                               const float* dy, int batch, float* dx) {
+  if (dx != nullptr) backend.ActivationBackward(f_, y, dy, dx, static_cast<size_t>(batch) * dim_);
+}
+
+}  // namespace monsoon

@@ -1,0 +1,79 @@
+// Layers of a feed-forward model. Parameters and their gradients live in the model's flat
+// buffers; a layer only borrows pointers into them (see Layer::Bind).
+#ifndef MONSOON_CORE_LAYERS_H_
+#define MONSOON_CORE_LAYERS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/compute_backend.h"
+
+namespace monsoon {
+
+// Shape of one parameter tensor (rows x cols; a vector has rows == 1).
+struct ParamShape {
+  std::string name;
+  int rows = 0;
+  int cols = 0;
+  size_t size() const { return static_cast<size_t>(rows) * cols; }
+};
+
+// Forward and backward over a batch of row-major activations [batch x dim].
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  virtual int input_dim() const = 0;
+  virtual int output_dim() const = 0;
+  virtual std::vector<ParamShape> param_shapes() const { return {}; }
+  // Borrows this layer's slices of the flat parameter and gradient buffers, laid out in
+  // param_shapes() order. Called once, before Forward.
+  virtual void Bind(float* params, float* grads) {}
+  // y = layer(x).
+  virtual void Forward(ComputeBackend& backend, const float* x, int batch, float* y) = 0;
+  // Given x, y = layer(x) and dL/dy, overwrites this layer's gradients with dL/dparams and,
+  // when dx is not null, writes dL/dx.
+  virtual void Backward(ComputeBackend& backend, const float* x, const float* y,
+                        const float* dy, int batch, float* dx) = 0;
+};
+
+// y = x W + b with W [in x out] and b [out].
+class DenseLayer : public Layer {
+ public:
+  DenseLayer(std::string name, int in, int out) : name_(std::move(name)), in_(in), out_(out) {}
+  int input_dim() const override { return in_; }
+  int output_dim() const override { return out_; }
+  std::vector<ParamShape> param_shapes() const override;
+  void Bind(float* params, float* grads) override;
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
+                int batch, float* dx) override;
+
+ private:
+  const std::string name_;
+  const int in_;
+  const int out_;
+  float* w_ = nullptr;  // borrowed, [in x out]
+  float* b_ = nullptr;  // borrowed, [out]
+  float* dw_ = nullptr;
+  float* db_ = nullptr;
+};
+
+// y = f(x) elementwise: ReLU, tanh or sigmoid.
+class ActivationLayer : public Layer {
+ public:
+  ActivationLayer(Activation f, int dim) : f_(f), dim_(dim) {}
+  int input_dim() const override { return dim_; }
+  int output_dim() const override { return dim_; }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
+                int batch, float* dx) override;
+
+ private:
+  const Activation f_;
+  const int dim_;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_LAYERS_H_

@@ -1,0 +1,171 @@
+#include "core/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace monsoon {
+namespace {
+
+std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec) {
+  std::vector<std::unique_ptr<Layer>> layers;
+  int in = spec.input_dim;
+  if (spec.type == ModelType::kMlp) {
+    for (size_t i = 0; i < spec.hidden.size(); ++i) {
+      layers.push_back(std::make_unique<DenseLayer>(absl::StrCat("dense", i), in, spec.hidden[i]));
+      layers.push_back(std::make_unique<ActivationLayer>(spec.activation, spec.hidden[i]));
+      in = spec.hidden[i];
+    }
+  }
+  layers.push_back(
+      std::make_unique<DenseLayer>(absl::StrCat("dense", layers.size() / 2), in, spec.output_dim));
+  return layers;
+}
+
+}  // namespace
+
+std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
+  std::vector<ParamTensor> tensors;
+  size_t offset = 0;
+  for (const auto& layer : BuildLayers(spec)) {
+    for (const ParamShape& shape : layer->param_shapes()) {
+      tensors.push_back({shape, offset});
+      offset += shape.size();
+    }
+  }
+  return tensors;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
+                                                     ComputeBackend* backend) {
+  if (spec.input_dim <= 0 || spec.output_dim <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("model dimensions must be positive, got input ",
+                                                   spec.input_dim, " output ", spec.output_dim));
+  }
+  for (int h : spec.hidden) {
+    if (h <= 0) return absl::InvalidArgumentError("model hidden widths must be positive");
+  }
+  return std::unique_ptr<Model>(new Model(spec, backend));
+}
+
+Model::Model(const ModelSpec& spec, ComputeBackend* backend)
+    : spec_(spec), backend_(backend), layers_(BuildLayers(spec)), tensors_(Layout(spec)) {
+  for (const ParamTensor& t : tensors_) num_params_ += t.shape.size();
+  params_ = backend_->Allocate(num_params_);
+  grads_ = backend_->Allocate(num_params_);
+  size_t offset = 0;
+  for (auto& layer : layers_) {
+    size_t layer_size = 0;
+    for (const ParamShape& shape : layer->param_shapes()) layer_size += shape.size();
+    layer->Bind(params_.data() + offset, grads_.data() + offset);
+    offset += layer_size;
+  }
+}
+
+void Model::InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
+                          absl::Span<float> out) {
+  std::fill(out.begin(), out.end(), 0.0f);
+  if (spec.type == ModelType::kLinearRegression) return;
+  const size_t end = offset + out.size();
+  for (const ParamTensor& t : Layout(spec)) {
+    if (t.shape.rows == 1) continue;  // biases start at zero
+    const size_t lo = std::max(offset, t.offset);
+    const size_t hi = std::min(end, t.offset + t.shape.size());
+    const double limit = std::sqrt(6.0 / (t.shape.rows + t.shape.cols));
+    for (size_t i = lo; i < hi; ++i) {
+      // SplitMix64 of (seed, i): a counter-based generator, uniform in [-limit, limit).
+      uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (i + 1);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      z ^= z >> 31;
+      const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
+      out[i - offset] = static_cast<float>((2.0 * u - 1.0) * limit);
+    }
+  }
+}
+
+void Model::SetParams(const float* host) { backend_->CopyToDevice(host, params_.data(), num_params_); }
+void Model::GetParams(float* host) { backend_->CopyToHost(params_.data(), host, num_params_); }
+void Model::GetGrads(float* host) { backend_->CopyToHost(grads_.data(), host, num_params_); }
+
+void Model::ApplyLocalSgd(float learning_rate) {
+  backend_->Axpy(-learning_rate, grads_.data(), params_.data(), num_params_);
+}
+
+void Model::EnsureWorkspace(int rows) {
+  if (rows <= workspace_rows_) return;
+  activations_.clear();
+  activations_.push_back(backend_->Allocate(static_cast<size_t>(rows) * spec_.input_dim));
+  int widest = spec_.input_dim;
+  for (const auto& layer : layers_) {
+    activations_.push_back(backend_->Allocate(static_cast<size_t>(rows) * layer->output_dim()));
+    widest = std::max(widest, layer->output_dim());
+  }
+  const int target_cols = spec_.loss == LossType::kSoftmaxCrossEntropy ? 1 : spec_.output_dim;
+  targets_ = backend_->Allocate(static_cast<size_t>(rows) * target_cols);
+  loss_grad_ = backend_->Allocate(static_cast<size_t>(rows) * spec_.output_dim);
+  for (DeviceBuffer& s : scratch_) s = backend_->Allocate(static_cast<size_t>(rows) * widest);
+  workspace_rows_ = rows;
+}
+
+BatchResult Model::Forward(const float* x_host, const float* targets_host, int rows) {
+  EnsureWorkspace(rows);
+  backend_->CopyToDevice(x_host, activations_[0].data(), static_cast<size_t>(rows) * spec_.input_dim);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->Forward(*backend_, activations_[i].data(), rows, activations_[i + 1].data());
+  }
+  const bool classify = spec_.loss == LossType::kSoftmaxCrossEntropy;
+  const size_t target_floats = static_cast<size_t>(rows) * (classify ? 1 : spec_.output_dim);
+  backend_->CopyToDevice(targets_host, targets_.data(), target_floats);
+  const float* out = activations_.back().data();
+  const LossResult loss =
+      classify ? backend_->SoftmaxCrossEntropy(out, targets_.data(), rows, spec_.output_dim,
+                                               loss_grad_.data())
+               : backend_->MeanSquaredError(out, targets_.data(), rows, spec_.output_dim,
+                                            loss_grad_.data());
+  return {loss.loss_sum, loss.correct, rows};
+}
+
+BatchResult Model::ComputeGradients(const float* x_host, const float* targets_host, int rows) {
+  const BatchResult result = Forward(x_host, targets_host, rows);
+  const float* dy = loss_grad_.data();
+  for (size_t i = layers_.size(); i-- > 0;) {
+    // The first layer's input gradient is never needed.
+    float* dx = i == 0 ? nullptr : scratch_[i % 2].data();
+    layers_[i]->Backward(*backend_, activations_[i].data(), activations_[i + 1].data(), dy, rows,
+                         dx);
+    dy = dx;
+  }
+  return result;
+}
+
+BatchResult Model::Evaluate(const float* x_host, const float* targets_host, int rows) {
+  return Forward(x_host, targets_host, rows);
+}
+
+absl::StatusOr<ModelType> ParseModelType(const std::string& name) {
+  if (name == "linear_regression") return ModelType::kLinearRegression;
+  if (name == "softmax_regression") return ModelType::kSoftmaxRegression;
+  if (name == "mlp") return ModelType::kMlp;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown model type '", name, "' (allowed: linear_regression, softmax_regression, mlp)"));
+}
+
+absl::StatusOr<Activation> ParseActivation(const std::string& name) {
+  if (name == "relu") return Activation::kRelu;
+  if (name == "tanh") return Activation::kTanh;
+  if (name == "sigmoid") return Activation::kSigmoid;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown activation '", name, "' (allowed: relu, tanh, sigmoid)"));
+}
+
+absl::StatusOr<LossType> ParseLossType(const std::string& name) {
+  if (name == "softmax_cross_entropy") return LossType::kSoftmaxCrossEntropy;
+  if (name == "mean_squared_error") return LossType::kMeanSquaredError;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown loss '", name, "' (allowed: softmax_cross_entropy, mean_squared_error)"));
+}
+
+}  // namespace monsoon

@@ -1,0 +1,101 @@
+// A feed-forward model (linear regression, softmax regression, MLP) over one flat parameter
+// vector, computed on a ComputeBackend. The flat layout is what the sharding plan cuts.
+#ifndef MONSOON_CORE_MODEL_H_
+#define MONSOON_CORE_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/compute_backend.h"
+#include "core/layers.h"
+
+namespace monsoon {
+
+enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp };
+enum class LossType { kSoftmaxCrossEntropy, kMeanSquaredError };
+
+struct ModelSpec {
+  ModelType type = ModelType::kMlp;
+  int input_dim = 0;
+  // Number of classes (classification) or of regression targets.
+  int output_dim = 0;
+  std::vector<int> hidden;  // MLP only
+  Activation activation = Activation::kRelu;
+  LossType loss = LossType::kSoftmaxCrossEntropy;
+};
+
+// A parameter tensor's place in the flat vector.
+struct ParamTensor {
+  ParamShape shape;
+  size_t offset = 0;
+};
+
+// Result of one forward (and possibly backward) pass over a batch.
+struct BatchResult {
+  double loss_sum = 0;  // summed over the batch's rows
+  int correct = 0;      // classification only
+  int rows = 0;
+};
+
+// Owns its layers, its flat parameter and gradient buffers and its activation workspace.
+// Not thread-safe; the backend it borrows must outlive it.
+class Model {
+ public:
+  static absl::StatusOr<std::unique_ptr<Model>> Create(const ModelSpec& spec,
+                                                       ComputeBackend* backend);
+
+  // The flat layout, computed from the spec alone (same on every role).
+  static std::vector<ParamTensor> Layout(const ModelSpec& spec);
+
+  const ModelSpec& spec() const { return spec_; }
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  size_t num_params() const { return num_params_; }
+
+  // Initial values of the flat range [offset, offset + out.size()): Glorot-uniform weights
+  // and zero biases (all zero for linear regression). Each value depends only on
+  // (spec, seed, its index), so a server can initialise just its own chunks.
+  static void InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
+                            absl::Span<float> out);
+  void SetParams(const float* host);
+  void GetParams(float* host);
+  void GetGrads(float* host);
+  // params -= learning_rate * grads, on the backend (a worker's local SGD step).
+  void ApplyLocalSgd(float learning_rate);
+
+  // Forward + backward on x_host [rows x input_dim], targets_host [rows] (class ids) or
+  // [rows x output_dim] (regression). Overwrites grads with the batch-mean loss gradient.
+  BatchResult ComputeGradients(const float* x_host, const float* targets_host, int rows);
+  // Forward only; loss and accuracy of the batch.
+  BatchResult Evaluate(const float* x_host, const float* targets_host, int rows);
+
+ private:
+  Model(const ModelSpec& spec, ComputeBackend* backend);
+  void EnsureWorkspace(int rows);
+  BatchResult Forward(const float* x_host, const float* targets_host, int rows);
+
+  const ModelSpec spec_;
+  ComputeBackend* const backend_;  // borrowed
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<ParamTensor> tensors_;
+  size_t num_params_ = 0;
+  DeviceBuffer params_;
+  DeviceBuffer grads_;
+  // activations_[0] is the input batch, activations_[i + 1] the output of layer i.
+  std::vector<DeviceBuffer> activations_;
+  DeviceBuffer targets_;
+  DeviceBuffer loss_grad_;
+  DeviceBuffer scratch_[2];  // ping-pong dL/d(activation) buffers for Backward
+  int workspace_rows_ = 0;
+};
+
+absl::StatusOr<ModelType> ParseModelType(const std::string& name);
+absl::StatusOr<Activation> ParseActivation(const std::string& name);
+absl::StatusOr<LossType> ParseLossType(const std::string& name);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_MODEL_H_

@@ -1,0 +1,83 @@
+// First-order optimizers applied to a span of parameters with a per-parameter state span.
+// Used by servers (one call per chunk) and by workers for local steps.
+#ifndef MONSOON_CORE_OPTIMIZER_H_
+#define MONSOON_CORE_OPTIMIZER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+
+namespace monsoon {
+
+enum class OptimizerType { kSgd, kMomentum, kAdagrad };
+
+struct OptimizerSpec {
+  OptimizerType type = OptimizerType::kSgd;
+  float learning_rate = 0.01f;
+  float momentum = 0.9f;              // kMomentum
+  float epsilon = 1e-8f;              // kAdagrad
+  float initial_accumulator = 0.0f;   // kAdagrad
+};
+
+// Stateless apart from the caller-owned state span; thread-compatible (const methods).
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // Floats of optimizer state per parameter (0, 1 or more).
+  virtual int state_per_param() const = 0;
+  // Initial value of every state float.
+  virtual float initial_state() const { return 0.0f; }
+  // Applies gradient g to weights w; state has w.size() * state_per_param() floats.
+  virtual void Apply(absl::Span<float> w, absl::Span<const float> g,
+                     absl::Span<float> state) const = 0;
+
+  static std::unique_ptr<Optimizer> Create(const OptimizerSpec& spec);
+};
+
+// w <- w - eta * g
+class SgdOptimizer : public Optimizer {
+ public:
+  explicit SgdOptimizer(float eta) : eta_(eta) {}
+  int state_per_param() const override { return 0; }
+  void Apply(absl::Span<float> w, absl::Span<const float> g,
+             absl::Span<float> state) const override;
+
+ private:
+  const float eta_;
+};
+
+// Heavy-ball momentum: v <- mu * v + g;  w <- w - eta * v
+class MomentumOptimizer : public Optimizer {
+ public:
+  MomentumOptimizer(float eta, float mu) : eta_(eta), mu_(mu) {}
+  int state_per_param() const override { return 1; }
+  void Apply(absl::Span<float> w, absl::Span<const float> g,
+             absl::Span<float> state) const override;
+
+ private:
+  const float eta_;
+  const float mu_;
+};
+
+// Per-coordinate Adagrad as in DistBelief: a_i <- a_i + g_i^2;  w_i <- w_i - gamma * g_i / (sqrt(a_i) + eps)
+class AdagradOptimizer : public Optimizer {
+ public:
+  AdagradOptimizer(float gamma, float eps, float a0) : gamma_(gamma), eps_(eps), a0_(a0) {}
+  int state_per_param() const override { return 1; }
+  float initial_state() const override { return a0_; }
+  void Apply(absl::Span<float> w, absl::Span<const float> g,
+             absl::Span<float> state) const override;
+
+ private:
+  const float gamma_;
+  const float eps_;
+  const float a0_;
+};
+
+absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_OPTIMIZER_H_

@@ -1,0 +1,50 @@
+// The sharding plan: the model's flat parameter space cut into contiguous chunks, spread over
+// S servers so that each holds about the same number of bytes. Every role computes the same
+// plan from (number of parameters, S, chunk size); the fingerprint detects a mismatch.
+#ifndef MONSOON_CORE_SHARDING_PLAN_H_
+#define MONSOON_CORE_SHARDING_PLAN_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+
+namespace monsoon {
+
+struct Chunk {
+  int id = 0;
+  size_t offset = 0;  // first parameter, in floats
+  size_t size = 0;    // in floats
+  int server = 0;
+};
+
+class ShardingPlan {
+ public:
+  // Cuts num_params floats into max(ceil(num_params / max_chunk_floats), num_servers) chunks of
+  // near-equal size (never more chunks than parameters) and deals them round-robin, so that
+  // servers differ by at most one chunk. InvalidArgument on non-positive inputs.
+  static absl::StatusOr<ShardingPlan> Create(size_t num_params, int num_servers,
+                                             size_t max_chunk_floats);
+
+  size_t num_params() const { return num_params_; }
+  int num_servers() const { return num_servers_; }
+  const std::vector<Chunk>& chunks() const { return chunks_; }
+  const Chunk& chunk(int id) const { return chunks_[id]; }
+  // Chunks held by one server, in id order.
+  std::vector<Chunk> ChunksOf(int server) const;
+  size_t FloatsOf(int server) const;
+  size_t max_chunk_size() const;
+  // Identifies (num_params, servers, chunk boundaries).
+  uint64_t fingerprint() const { return fingerprint_; }
+
+ private:
+  size_t num_params_ = 0;
+  int num_servers_ = 0;
+  std::vector<Chunk> chunks_;
+  uint64_t fingerprint_ = 0;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_SHARDING_PLAN_H_

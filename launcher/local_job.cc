@@ -1,0 +1,89 @@
+#include "launcher/local_job.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/status_macros.h"
+#include "launcher/process_group.h"
+#include "launcher/summary.h"
+
+namespace monsoon {
+namespace {
+
+std::string ProgressLine(const JobConfig& config, const JobProgress& p, double elapsed) {
+  std::string line = absl::StrFormat("[%6.1fs] epoch %.2f/%d | %.0f samples/s", elapsed,
+                                     p.min_epoch, config.training.epochs, p.samples_per_second);
+  if (p.has_eval) {
+    if (config.model.loss == LossType::kSoftmaxCrossEntropy) {
+      absl::StrAppendFormat(&line, " | test acc %.4f loss %.4f", p.test_accuracy, p.test_loss);
+    } else {
+      absl::StrAppendFormat(&line, " | test loss %.6f", p.test_loss);
+    }
+  }
+  return line;
+}
+
+}  // namespace
+
+absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
+                         const LocalJobOptions& options, const std::atomic<bool>* stop) {
+  ProcessGroup children;
+  auto start_role = [&](const std::string& name, const std::string& role, int index) {
+    std::vector<std::string> argv = {options.self_exe, role, "--run-dir", run_dir.root};
+    if (index >= 0) {
+      argv.push_back("--index");
+      argv.push_back(std::to_string(index));
+    }
+    return children.Start(name, argv, absl::StrCat(run_dir.logs_dir(), "/", name, ".log"));
+  };
+  for (int j = 0; j < config.cluster.servers; ++j) {
+    MONSOON_RETURN_IF_ERROR(start_role(absl::StrCat("server-", j), "server", j));
+  }
+  for (int i = 0; i < config.cluster.workers; ++i) {
+    MONSOON_RETURN_IF_ERROR(start_role(absl::StrCat("worker-", i), "worker", i));
+  }
+  if (config.cluster.evaluator) MONSOON_RETURN_IF_ERROR(start_role("evaluator", "evaluator", -1));
+
+  const bool tty = isatty(STDERR_FILENO);
+  const absl::Time start = absl::Now();
+  // Children enforce training.timeout_seconds themselves; this margin catches a stuck one.
+  const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds + 30);
+  absl::Time next_progress = start + options.progress_interval;
+  while (children.running() > 0) {
+    for (const ChildExit& e : children.Reap()) {
+      if (e.ok()) continue;
+      if (tty) std::fprintf(stderr, "\n");
+      children.StopAll(absl::Seconds(5));
+      return absl::AbortedError(absl::StrCat(e.Describe(), "; the job was stopped. Last lines of ",
+                                             e.log_path, ":\n", TailOfFile(e.log_path, 8)));
+    }
+    if (stop != nullptr && stop->load()) {
+      if (tty) std::fprintf(stderr, "\n");
+      children.StopAll(absl::Seconds(5));
+      return absl::CancelledError("interrupted: all roles stopped");
+    }
+    if (absl::Now() > deadline) {
+      children.StopAll(absl::Seconds(5));
+      return absl::DeadlineExceededError(absl::StrCat(
+          "job still running after ", config.training.timeout_seconds,
+          " s (training.timeout_seconds): all roles stopped; see ", run_dir.logs_dir()));
+    }
+    if (absl::Now() >= next_progress) {
+      const std::string line = ProgressLine(config, ReadProgress(config, run_dir),
+                                            absl::ToDoubleSeconds(absl::Now() - start));
+      std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
+      next_progress += options.progress_interval;
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
+  std::fprintf(stderr, tty ? "\r%s\033[K\n" : "%s\n",
+               ProgressLine(config, ReadProgress(config, run_dir), wall).c_str());
+  return WriteSummary(config, run_dir, wall).status();
+}
+
+}  // namespace monsoon

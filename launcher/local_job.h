@@ -1,0 +1,29 @@
+// `monsoon run`: a whole job on this machine. Servers, workers and the evaluator run as
+// child processes of the launcher on loopback; the launcher shows live progress, stops the
+// whole job when any child fails, and writes summary.json at the end.
+#ifndef MONSOON_LAUNCHER_LOCAL_JOB_H_
+#define MONSOON_LAUNCHER_LOCAL_JOB_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/status.h"
+#include "core/job_config.h"
+#include "core/run_dir.h"
+
+namespace monsoon {
+
+struct LocalJobOptions {
+  std::string self_exe;  // the monsoon binary, re-executed for each role
+  absl::Duration progress_interval = absl::Seconds(2);
+};
+
+// Runs the job whose resolved config is already in run_dir (with its token). OK when every
+// child exited 0 and the summary was written; otherwise an error naming the failed role and
+// its log. Cancelled when *stop becomes true (Ctrl-C), after stopping every child.
+absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
+                         const LocalJobOptions& options, const std::atomic<bool>* stop);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_LAUNCHER_LOCAL_JOB_H_

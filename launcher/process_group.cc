@@ -1,0 +1,108 @@
+#include "launcher/process_group.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+namespace monsoon {
+
+std::string ChildExit::Describe() const {
+  if (signal != 0) return absl::StrCat(name, " was killed by signal ", signal, " (", strsignal(signal), ")");
+  return absl::StrCat(name, " exited with status ", exit_code);
+}
+
+ProcessGroup::~ProcessGroup() { StopAll(absl::Seconds(2)); }
+
+absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std::string>& argv,
+                                 const std::string& log_path) {
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    return absl::PermissionDeniedError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno)));
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(log_fd);
+    return absl::ResourceExhaustedError(absl::StrCat("fork failed: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    const int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(log_fd);
+  children_.push_back({name, log_path, pid, true});
+  return absl::OkStatus();
+}
+
+std::vector<ChildExit> ProcessGroup::Reap() {
+  std::vector<ChildExit> exits;
+  for (Child& c : children_) {
+    if (!c.running) continue;
+    int status = 0;
+    const pid_t r = waitpid(c.pid, &status, WNOHANG);
+    if (r != c.pid) continue;
+    c.running = false;
+    ChildExit e{c.name, c.log_path, 0, 0};
+    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    exits.push_back(e);
+  }
+  return exits;
+}
+
+int ProcessGroup::running() const {
+  int n = 0;
+  for (const Child& c : children_) n += c.running ? 1 : 0;
+  return n;
+}
+
+void ProcessGroup::StopAll(absl::Duration grace) {
+  for (const Child& c : children_) {
+    if (c.running) kill(c.pid, SIGTERM);
+  }
+  const absl::Time deadline = absl::Now() + grace;
+  while (running() > 0 && absl::Now() < deadline) {
+    Reap();
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  for (Child& c : children_) {
+    if (!c.running) continue;
+    kill(c.pid, SIGKILL);
+    waitpid(c.pid, nullptr, 0);
+    c.running = false;
+  }
+}
+
+std::string TailOfFile(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::deque<std::string> tail;
+  std::string line;
+  while (std::getline(in, line)) {
+    tail.push_back(line);
+    if (static_cast<int>(tail.size()) > lines) tail.pop_front();
+  }
+  return absl::StrJoin(tail, "\n");
+}
+
+}  // namespace monsoon

@@ -1,0 +1,63 @@
+// Child processes of a local job: started with their output in a log file, watched, and
+// stopped together. Children die with the launcher (PR_SET_PDEATHSIG), so none is orphaned.
+#ifndef MONSOON_LAUNCHER_PROCESS_GROUP_H_
+#define MONSOON_LAUNCHER_PROCESS_GROUP_H_
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace monsoon {
+
+struct ChildExit {
+  std::string name;
+  std::string log_path;
+  int exit_code = 0;    // valid when signal == 0
+  int signal = 0;       // the signal that killed it, or 0
+  bool ok() const { return signal == 0 && exit_code == 0; }
+  std::string Describe() const;
+};
+
+// Not thread-safe; owned by the launcher's main thread.
+class ProcessGroup {
+ public:
+  ProcessGroup() = default;
+  ProcessGroup(const ProcessGroup&) = delete;
+  ProcessGroup& operator=(const ProcessGroup&) = delete;
+  // Stops whatever is still running.
+  ~ProcessGroup();
+
+  // Starts `argv` (argv[0] is the executable path) named `name`, stdout and stderr appended
+  // to log_path.
+  absl::Status Start(const std::string& name, const std::vector<std::string>& argv,
+                     const std::string& log_path);
+
+  // Reaps children that have exited, without blocking.
+  std::vector<ChildExit> Reap();
+
+  int running() const;
+
+  // SIGTERM to every running child; SIGKILL to those still running after `grace`.
+  void StopAll(absl::Duration grace);
+
+ private:
+  struct Child {
+    std::string name;
+    std::string log_path;
+    pid_t pid = 0;
+    bool running = true;
+  };
+  std::vector<Child> children_;
+};
+
+// The last `lines` lines of a text file (for error reports).
+std::string TailOfFile(const std::string& path, int lines);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_LAUNCHER_PROCESS_GROUP_H_

@@ -1,0 +1,33 @@
+// summary.json: the one-file answer to "how did this run go", assembled from the run
+// directory's metrics and final weights.
+#ifndef MONSOON_LAUNCHER_SUMMARY_H_
+#define MONSOON_LAUNCHER_SUMMARY_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/job_config.h"
+#include "core/run_dir.h"
+
+namespace monsoon {
+
+// Live figures read from the metrics CSVs (for the progress line and the summary).
+struct JobProgress {
+  double min_epoch = 0;           // the slowest worker's epochs
+  double samples_per_second = 0;  // summed over workers
+  double worker_seconds = 0;      // the longest worker's training time
+  bool has_eval = false;
+  double test_accuracy = 0;
+  double test_loss = 0;
+  double global_step = 0;
+};
+JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir);
+
+// Writes RUN_DIR/summary.json and returns its text. Classification jobs report test accuracy;
+// regression jobs report null accuracy. Models of at most 64 parameters list their values.
+absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& run_dir,
+                                         double wall_seconds);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_LAUNCHER_SUMMARY_H_

@@ -1,0 +1,91 @@
+#include "proto/frame.h"
+
+#include <cstring>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace monsoon {
+namespace {
+
+grpc::Slice HeaderSlice(const google::protobuf::MessageLite& header) {
+  const size_t len = header.ByteSizeLong();
+  grpc::Slice slice(4 + len);
+  auto* p = const_cast<uint8_t*>(slice.begin());
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(len >> (8 * i));
+  header.SerializeWithCachedSizesToArray(p + 4);
+  return slice;
+}
+
+// Copies `len` bytes starting at `offset` of the slices' concatenation into dest.
+void Gather(const std::vector<grpc::Slice>& slices, size_t offset, size_t len, uint8_t* dest) {
+  for (const grpc::Slice& s : slices) {
+    if (len == 0) return;
+    if (offset >= s.size()) {
+      offset -= s.size();
+      continue;
+    }
+    const size_t n = std::min(len, s.size() - offset);
+    std::memcpy(dest, s.begin() + offset, n);
+    dest += n;
+    len -= n;
+    offset = 0;
+  }
+}
+
+}  // namespace
+
+grpc::Slice BorrowFloats(absl::Span<const float> floats) {
+  return grpc::Slice(const_cast<float*>(floats.data()), floats.size() * sizeof(float),
+                     grpc::Slice::STATIC_SLICE);
+}
+
+grpc::Slice AllocateFloats(size_t n, float** data) {
+  grpc::Slice slice(n * sizeof(float));
+  *data = reinterpret_cast<float*>(const_cast<uint8_t*>(slice.begin()));
+  return slice;
+}
+
+grpc::ByteBuffer EncodeFrame(const google::protobuf::MessageLite& header, grpc::Slice payload) {
+  grpc::Slice slices[2] = {HeaderSlice(header), std::move(payload)};
+  return grpc::ByteBuffer(slices, slices[1].size() == 0 ? 1 : 2);
+}
+
+absl::StatusOr<ReceivedFrame> ReceivedFrame::Parse(const grpc::ByteBuffer& buffer,
+                                                   google::protobuf::MessageLite* header) {
+  ReceivedFrame frame;
+  if (!buffer.Dump(&frame.slices_).ok()) return absl::InvalidArgumentError("unreadable frame");
+  size_t total = 0;
+  for (const grpc::Slice& s : frame.slices_) total += s.size();
+  if (total < 4) return absl::InvalidArgumentError(absl::StrCat("frame of ", total, " bytes"));
+  uint8_t len_bytes[4];
+  Gather(frame.slices_, 0, 4, len_bytes);
+  const size_t header_len = len_bytes[0] | (len_bytes[1] << 8) | (len_bytes[2] << 16) |
+                            (static_cast<size_t>(len_bytes[3]) << 24);
+  if (header_len > total - 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("frame header of ", header_len, " bytes in a ", total, "-byte frame"));
+  }
+  std::string header_bytes(header_len, '\0');
+  Gather(frame.slices_, 4, header_len, reinterpret_cast<uint8_t*>(header_bytes.data()));
+  if (!header->ParseFromString(header_bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed ", header->GetTypeName(), " frame header"));
+  }
+  frame.payload_offset_ = 4 + header_len;
+  frame.payload_bytes_ = total - frame.payload_offset_;
+  return frame;
+}
+
+absl::Status ReceivedFrame::CopyPayloadTo(absl::Span<float> dest) const {
+  if (dest.size() * sizeof(float) != payload_bytes_) {
+    return absl::InvalidArgumentError(absl::StrCat("payload of ", payload_bytes_,
+                                                   " bytes where ", dest.size() * sizeof(float),
+                                                   " were expected"));
+  }
+  Gather(slices_, payload_offset_, payload_bytes_, reinterpret_cast<uint8_t*>(dest.data()));
+  return absl::OkStatus();
+}
+
+}  // namespace monsoon

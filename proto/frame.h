@@ -1,0 +1,52 @@
+// Frames: the body of every Monsoon RPC, a small protobuf header followed by raw float32
+// payload bytes: [u32 little-endian header length][header][payload]. Payloads are never
+// protobuf fields, so a tensor is not copied into or out of a protobuf message.
+#ifndef MONSOON_PROTO_FRAME_H_
+#define MONSOON_PROTO_FRAME_H_
+
+#include <grpcpp/support/byte_buffer.h>
+#include <grpcpp/support/slice.h>
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "google/protobuf/message_lite.h"
+
+namespace monsoon {
+
+// Metadata key carrying the per-job secret token on every RPC.
+inline constexpr char kTokenMetadataKey[] = "x-monsoon-token";
+
+// A payload slice that *borrows* `floats` (no copy): the caller keeps them alive and
+// unchanged until the RPC carrying the frame has completed.
+grpc::Slice BorrowFloats(absl::Span<const float> floats);
+
+// A payload slice that owns fresh memory for n floats, returned through *data for filling.
+grpc::Slice AllocateFloats(size_t n, float** data);
+
+// The frame [u32 header length][header][payload]; an empty payload slice means none.
+grpc::ByteBuffer EncodeFrame(const google::protobuf::MessageLite& header,
+                             grpc::Slice payload = grpc::Slice());
+
+// A received frame: the header is parsed at once, the payload stays in gRPC's slices until
+// CopyPayloadTo writes it straight into its destination.
+class ReceivedFrame {
+ public:
+  // InvalidArgument when the buffer is not a well-formed frame for `header`'s type.
+  static absl::StatusOr<ReceivedFrame> Parse(const grpc::ByteBuffer& buffer,
+                                             google::protobuf::MessageLite* header);
+
+  size_t payload_bytes() const { return payload_bytes_; }
+  // InvalidArgument unless dest holds exactly payload_bytes().
+  absl::Status CopyPayloadTo(absl::Span<float> dest) const;
+
+ private:
+  std::vector<grpc::Slice> slices_;
+  size_t payload_offset_ = 0;  // into the concatenation of slices_
+  size_t payload_bytes_ = 0;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_PROTO_FRAME_H_

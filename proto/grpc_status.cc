@@ -1,0 +1,19 @@
+#include "proto/grpc_status.h"
+
+#include <string>
+
+namespace monsoon {
+
+// Both code enums use the canonical numbering (google.rpc.Code).
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
+}
+
+}  // namespace monsoon

@@ -1,0 +1,45 @@
+// The gRPC adapter in front of a ParameterServer: decodes frames, checks the job token,
+// calls the logic, encodes replies. No training logic lives here.
+#ifndef MONSOON_SERVER_GRPC_PARAMETER_SERVER_H_
+#define MONSOON_SERVER_GRPC_PARAMETER_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "server/parameter_server.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace monsoon {
+
+class ParameterServerService;
+
+// Serves one ParameterServer (borrowed; must outlive this object) over gRPC.
+class GrpcParameterServer {
+ public:
+  // Binds host:0 (an ephemeral port) and starts serving. Requests whose token differs from
+  // `token` fail with UNAUTHENTICATED; messages larger than the biggest chunk (plus framing)
+  // are refused by gRPC with RESOURCE_EXHAUSTED.
+  static absl::StatusOr<std::unique_ptr<GrpcParameterServer>> Start(ParameterServer* logic,
+                                                                    const std::string& host,
+                                                                    const std::string& token);
+  ~GrpcParameterServer();
+
+  // "host:port" clients connect to.
+  const std::string& address() const { return address_; }
+  // Stops accepting calls and waits (up to a few seconds) for those in flight.
+  void Shutdown();
+
+ private:
+  GrpcParameterServer() = default;
+  std::unique_ptr<ParameterServerService> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_SERVER_GRPC_PARAMETER_SERVER_H_

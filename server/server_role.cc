@@ -1,0 +1,70 @@
+#include "server/server_role.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/metrics.h"
+#include "core/model.h"
+#include "core/status_macros.h"
+#include "server/grpc_parameter_server.h"
+#include "server/parameter_server.h"
+
+namespace monsoon {
+
+absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
+                           const ServerRoleOptions& options, const std::atomic<bool>* stop) {
+  size_t num_params = 0;
+  for (const ParamTensor& t : Model::Layout(config.model)) num_params += t.shape.size();
+  MONSOON_ASSIGN_OR_RETURN(
+      ShardingPlan plan,
+      ShardingPlan::Create(num_params, config.cluster.servers, config.chunk_floats()));
+  ParameterServer logic(options.index, plan, config.model, config.seed,
+                        std::make_unique<DownpourRule>(config.optimizer), config.cluster.workers,
+                        config.cluster.evaluator);
+  MONSOON_ASSIGN_OR_RETURN(std::string token, ReadJobToken(run_dir));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,
+                           GrpcParameterServer::Start(&logic, options.bind_host, token));
+  MONSOON_RETURN_IF_ERROR(PublishServerAddress(run_dir, options.index, server->address()));
+  std::cout << "server " << options.index << " serving " << plan.ChunksOf(options.index).size()
+            << " chunks (" << plan.FloatsOf(options.index) << " parameters) on "
+            << server->address() << std::endl;
+
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<CsvMetricsWriter> metrics,
+      CsvMetricsWriter::Create(
+          absl::StrCat(run_dir.metrics_dir(), "/server-", options.index, ".csv"),
+          {"wall_seconds", "pushes_applied", "pushes_rejected", "pulls_served", "bytes_received",
+           "bytes_sent", "workers_finished"}));
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds);
+  auto record = [&]() {
+    const ServerStats s = logic.Stats();
+    return metrics->Append({absl::ToDoubleSeconds(absl::Now() - start),
+                            static_cast<double>(s.pushes_applied),
+                            static_cast<double>(s.pushes_rejected),
+                            static_cast<double>(s.pulls_served),
+                            static_cast<double>(s.bytes_received),
+                            static_cast<double>(s.bytes_sent),
+                            static_cast<double>(s.workers_finished)});
+  };
+  absl::Status result = absl::OkStatus();
+  while (!logic.WaitAllFinished(absl::Seconds(1))) {
+    MONSOON_RETURN_IF_ERROR(record());
+    if (stop != nullptr && stop->load()) {
+      result = absl::CancelledError("server stopped by signal");
+      break;
+    }
+    if (absl::Now() > deadline) {
+      result = absl::DeadlineExceededError(
+          absl::StrCat("server ", options.index, ": clients still running after ",
+                       config.training.timeout_seconds, " s (training.timeout_seconds)"));
+      break;
+    }
+  }
+  MONSOON_RETURN_IF_ERROR(record());
+  server->Shutdown();
+  return result;
+}
+
+}  // namespace monsoon

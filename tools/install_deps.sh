@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian package Monsoon needs to build, test and run. Idempotent:
+# packages already present are skipped, and apt is not touched when nothing is missing.
+set -euo pipefail
+
+PACKAGES=(
+  bazel-bootstrap bazel-rules-java            # build (Bazel 4.2.3, offline)
+  g++ pkg-config zlib1g-dev                   # compiler, library discovery
+  libgrpc++-dev protobuf-compiler-grpc        # RPC
+  libprotobuf-dev protobuf-compiler
+  libabsl-dev libgoogle-glog-dev              # status, flags, strings; logging
+  catch2 libyaml-cpp-dev libopenblas-dev      # tests, config, CPU GEMM
+  dataset-fashion-mnist                       # the default job's data
+  python3                                     # .ci/run result summary
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install_deps: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "install_deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,64 @@
+#include "worker/evaluator.h"
+
+#include <algorithm>
+
+#include "absl/time/clock.h"
+#include "core/status_macros.h"
+
+namespace monsoon {
+
+const std::vector<std::string>& EvaluatorMetricsColumns() {
+  static const auto* columns = new std::vector<std::string>{
+      "wall_seconds", "global_step", "test_loss", "test_accuracy"};
+  return *columns;
+}
+
+absl::StatusOr<EvalResult> Evaluator::EvaluateOnce() {
+  EvalResult result;
+  result.params.resize(model_->num_params());
+  MONSOON_ASSIGN_OR_RETURN(result.global_step, client_->PullAll(absl::MakeSpan(result.params)));
+  model_->SetParams(result.params.data());
+  const size_t rows = test_->size();
+  const size_t fd = test_->feature_dim;
+  const size_t td = test_->target_dim;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (size_t begin = 0; begin < rows; begin += batch_size_) {
+    const int n = static_cast<int>(std::min<size_t>(batch_size_, rows - begin));
+    const BatchResult batch = model_->Evaluate(test_->features.data() + begin * fd,
+                                               test_->targets.data() + begin * td, n);
+    loss_sum += batch.loss_sum;
+    correct += batch.correct;
+  }
+  result.test_loss = loss_sum / static_cast<double>(rows);
+  result.test_accuracy = static_cast<double>(correct) / static_cast<double>(rows);
+  result.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  if (metrics_ != nullptr) {
+    MONSOON_RETURN_IF_ERROR(metrics_->Append({result.wall_seconds,
+                                              static_cast<double>(result.global_step),
+                                              result.test_loss, result.test_accuracy}));
+  }
+  return result;
+}
+
+absl::StatusOr<EvalResult> Evaluator::RunUntilWorkersFinish(absl::Duration interval,
+                                                            const std::atomic<bool>* stop) {
+  while (true) {
+    const absl::Time next = absl::Now() + interval;
+    MONSOON_ASSIGN_OR_RETURN(std::vector<ServerStats> stats, client_->AllStats());
+    const bool workers_done = std::all_of(stats.begin(), stats.end(), [](const ServerStats& s) {
+      return s.workers_finished == s.workers_expected;
+    });
+    if (workers_done) break;
+    MONSOON_RETURN_IF_ERROR(EvaluateOnce().status());
+    while (absl::Now() < next) {
+      if (stop != nullptr && stop->load()) return absl::CancelledError("evaluator stopped by signal");
+      absl::SleepFor(std::min(absl::Milliseconds(50), next - absl::Now()));
+    }
+  }
+  MONSOON_ASSIGN_OR_RETURN(EvalResult final_result, EvaluateOnce());
+  MONSOON_RETURN_IF_ERROR(client_->Finish());
+  return final_result;
+}
+
+}  // namespace monsoon

@@ -1,0 +1,56 @@
+// The evaluator role's logic: periodically pull the server weights and score the test set;
+// once every worker has finished, score the final weights and report them.
+#ifndef MONSOON_WORKER_EVALUATOR_H_
+#define MONSOON_WORKER_EVALUATOR_H_
+
+#include <atomic>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/dataset.h"
+#include "core/metrics.h"
+#include "core/model.h"
+#include "worker/ps_client.h"
+
+namespace monsoon {
+
+struct EvalResult {
+  double wall_seconds = 0;
+  uint64_t global_step = 0;  // pushes applied to every chunk
+  double test_loss = 0;
+  double test_accuracy = 0;  // classification only
+  std::vector<float> params;  // the weights that were scored
+};
+
+// Columns of the evaluator metrics CSV.
+const std::vector<std::string>& EvaluatorMetricsColumns();
+
+// Borrows everything it is given.
+class Evaluator {
+ public:
+  Evaluator(Model* model, const Dataset* test, PsClient* client, int batch_size,
+            CsvMetricsWriter* metrics /* nullable */)
+      : model_(model), test_(test), client_(client), batch_size_(batch_size), metrics_(metrics) {}
+
+  // Pulls the current weights and scores the whole test set; appends a metrics row.
+  absl::StatusOr<EvalResult> EvaluateOnce();
+
+  // Evaluates every `interval` until all workers have finished (per the servers' stats), then
+  // once more, tells the servers it has finished and returns that final result. Cancelled
+  // when *stop becomes true.
+  absl::StatusOr<EvalResult> RunUntilWorkersFinish(absl::Duration interval,
+                                                   const std::atomic<bool>* stop);
+
+ private:
+  Model* const model_;
+  const Dataset* const test_;
+  PsClient* const client_;
+  const int batch_size_;
+  CsvMetricsWriter* const metrics_;
+  const absl::Time start_ = absl::Now();
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_WORKER_EVALUATOR_H_

@@ -1,0 +1,272 @@
+#include "worker/grpc_ps_client.h"
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <algorithm>
+#include <deque>
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "core/status_macros.h"
+#include "proto/frame.h"
+#include "proto/grpc_status.h"
+#include "proto/monsoon.pb.h"
+
+namespace monsoon {
+namespace {
+
+constexpr char kHello[] = "/monsoon.wire.ParameterServer/Hello";
+constexpr char kPull[] = "/monsoon.wire.ParameterServer/Pull";
+constexpr char kPush[] = "/monsoon.wire.ParameterServer/Push";
+constexpr char kStats[] = "/monsoon.wire.ParameterServer/Stats";
+constexpr char kFinish[] = "/monsoon.wire.ParameterServer/Finish";
+
+wire::Role ToWire(ClientRole role) {
+  return role == ClientRole::kWorker ? wire::ROLE_WORKER : wire::ROLE_EVALUATOR;
+}
+
+template <typename Header>
+absl::Status ParseReply(const grpc::ByteBuffer& reply, Header* header) {
+  return ReceivedFrame::Parse(reply, header).status();
+}
+
+}  // namespace
+
+GrpcPsClient::GrpcPsClient(std::vector<std::string> addresses, const ShardingPlan& plan,
+                           ClientIdentity identity, const GrpcPsClientOptions& options)
+    : addresses_(std::move(addresses)), plan_(plan), identity_(identity), options_(options) {
+  const int max_message = static_cast<int>(plan_.max_chunk_size() * sizeof(float)) + (64 << 10);
+  for (const std::string& address : addresses_) {
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(max_message);
+    args.SetMaxSendMessageSize(max_message);
+    // Keepalive: a dead server is noticed within ~15 s even with no call in flight.
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+    stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+  }
+}
+
+GrpcPsClient::~GrpcPsClient() = default;
+
+absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
+    const std::vector<std::string>& servers, const ShardingPlan& plan, ClientIdentity identity,
+    const GrpcPsClientOptions& options) {
+  if (static_cast<int>(servers.size()) != plan.num_servers()) {
+    return absl::InvalidArgumentError(absl::StrCat("plan has ", plan.num_servers(),
+                                                   " servers, ", servers.size(), " addresses given"));
+  }
+  std::unique_ptr<GrpcPsClient> client(new GrpcPsClient(servers, plan, identity, options));
+  for (int j = 0; j < plan.num_servers(); ++j) {
+    wire::HelloRequest hello;
+    hello.set_role(ToWire(identity.role));
+    hello.set_index(identity.index);
+    hello.set_plan_fingerprint(plan.fingerprint());
+    grpc::ByteBuffer reply;
+    MONSOON_RETURN_IF_ERROR(client->Call(j, kHello, EncodeFrame(hello), &reply));
+    wire::HelloResponse response;
+    MONSOON_RETURN_IF_ERROR(client->Annotate(j, "Hello", ParseReply(reply, &response)));
+    if (response.server_index() != j) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "address ", servers[j], " was published as server ", j, " but answers as server ",
+          response.server_index()));
+    }
+  }
+  return client;
+}
+
+absl::Status GrpcPsClient::Annotate(int server, const std::string& what,
+                                    const absl::Status& status) const {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat("server ", server, " (", addresses_[server],
+                                                  ") ", what, ": ", status.message()));
+}
+
+absl::Status GrpcPsClient::Call(int server, const std::string& method,
+                                const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, options_.token);
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  absl::Notification done;
+  grpc::Status status;
+  stubs_[server]->UnaryCall(&ctx, method, grpc::StubOptions(), &request, reply,
+                            [&](grpc::Status s) {
+                              status = std::move(s);
+                              done.Notify();
+                            });
+  done.WaitForNotification();
+  return Annotate(server, method.substr(method.rfind('/') + 1), FromGrpcStatus(status));
+}
+
+absl::Status GrpcPsClient::ForEachChunk(
+    const std::string& method, const std::function<grpc::ByteBuffer(const Chunk&)>& request,
+    const std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>& on_reply) {
+  struct InFlight {
+    const Chunk* chunk;
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer reply;
+  };
+  struct State {
+    absl::Mutex mu;
+    std::vector<std::deque<const Chunk*>> pending ABSL_GUARDED_BY(mu);
+    std::vector<std::unique_ptr<InFlight>> calls ABSL_GUARDED_BY(mu);
+    int outstanding ABSL_GUARDED_BY(mu) = 0;
+    absl::Status first_error ABSL_GUARDED_BY(mu);
+  } state;
+  const std::string what = method.substr(method.rfind('/') + 1);
+
+  // Claims the next pending chunk of `server` as a new in-flight call (nullptr when none is
+  // left or a call has failed). Keeping `outstanding` above zero until that call completes is
+  // what keeps `state` alive: the waiter below returns only when nothing is in flight.
+  auto claim_next = [&](int server) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) -> InFlight* {
+    if (!state.first_error.ok() || state.pending[server].empty()) return nullptr;
+    state.calls.push_back(std::make_unique<InFlight>());
+    InFlight* call = state.calls.back().get();
+    call->chunk = state.pending[server].front();
+    state.pending[server].pop_front();
+    ++state.outstanding;
+    return call;
+  };
+  std::function<void(int, InFlight*)> launch = [&](int server, InFlight* call) {
+    call->request = request(*call->chunk);
+    call->ctx.AddMetadata(kTokenMetadataKey, options_.token);
+    call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+    stubs_[server]->UnaryCall(
+        &call->ctx, method, grpc::StubOptions(), &call->request, &call->reply,
+        [&, call, server](grpc::Status s) {
+          absl::Status result = FromGrpcStatus(s);
+          if (result.ok()) result = on_reply(*call->chunk, call->reply);
+          InFlight* next;
+          {
+            absl::MutexLock lock(&state.mu);
+            if (!result.ok() && state.first_error.ok()) {
+              state.first_error =
+                  Annotate(server, absl::StrCat(what, " chunk ", call->chunk->id), result);
+            }
+            next = claim_next(server);
+            --state.outstanding;
+          }
+          // Past this point `state` may be gone unless `next` is in flight.
+          if (next != nullptr) launch(server, next);
+        });
+  };
+
+  std::vector<std::pair<int, InFlight*>> first_calls;
+  {
+    absl::MutexLock lock(&state.mu);
+    state.pending.resize(plan_.num_servers());
+    for (const Chunk& c : plan_.chunks()) state.pending[c.server].push_back(&c);
+    for (int server = 0; server < plan_.num_servers(); ++server) {
+      for (int i = 0; i < options_.max_in_flight; ++i) {
+        if (InFlight* call = claim_next(server)) first_calls.emplace_back(server, call);
+      }
+    }
+  }
+  for (const auto& [server, call] : first_calls) launch(server, call);
+  absl::MutexLock lock(&state.mu);
+  auto finished = [&state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+    if (state.outstanding > 0) return false;
+    if (!state.first_error.ok()) return true;
+    return std::all_of(state.pending.begin(), state.pending.end(),
+                       [](const std::deque<const Chunk*>& q) { return q.empty(); });
+  };
+  state.mu.Await(absl::Condition(&finished));
+  return state.first_error;
+}
+
+absl::StatusOr<uint64_t> GrpcPsClient::PullAll(absl::Span<float> params) {
+  if (params.size() != plan_.num_params()) {
+    return absl::InvalidArgumentError(absl::StrCat("pull into ", params.size(), " floats; the model has ",
+                                                   plan_.num_params()));
+  }
+  absl::Mutex version_mu;
+  uint64_t min_version = std::numeric_limits<uint64_t>::max();
+  MONSOON_RETURN_IF_ERROR(ForEachChunk(
+      kPull,
+      [](const Chunk& c) {
+        wire::PullRequest request;
+        request.set_chunk_id(c.id);
+        return EncodeFrame(request);
+      },
+      [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
+        wire::PullResponse header;
+        MONSOON_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceivedFrame::Parse(reply, &header));
+        if (header.chunk_id() != c.id) {
+          return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
+        }
+        MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(params.subspan(c.offset, c.size)));
+        absl::MutexLock lock(&version_mu);
+        min_version = std::min<uint64_t>(min_version, header.version());
+        return absl::OkStatus();
+      }));
+  bytes_received_ += params.size() * sizeof(float);
+  return min_version;
+}
+
+absl::Status GrpcPsClient::PushAll(absl::Span<const float> gradient, uint64_t base_version) {
+  if (gradient.size() != plan_.num_params()) {
+    return absl::InvalidArgumentError(absl::StrCat("push of ", gradient.size(), " floats; the model has ",
+                                                   plan_.num_params()));
+  }
+  MONSOON_RETURN_IF_ERROR(ForEachChunk(
+      kPush,
+      [&](const Chunk& c) {
+        wire::PushRequest request;
+        request.set_chunk_id(c.id);
+        request.set_worker_index(identity_.index);
+        request.set_num_floats(c.size);
+        request.set_base_version(base_version);
+        return EncodeFrame(request, BorrowFloats(gradient.subspan(c.offset, c.size)));
+      },
+      [](const Chunk&, const grpc::ByteBuffer& reply) {
+        wire::PushResponse header;
+        return ParseReply(reply, &header);
+      }));
+  bytes_sent_ += gradient.size() * sizeof(float);
+  return absl::OkStatus();
+}
+
+absl::Status GrpcPsClient::Finish() {
+  wire::FinishRequest request;
+  request.set_role(ToWire(identity_.role));
+  request.set_index(identity_.index);
+  for (int j = 0; j < plan_.num_servers(); ++j) {
+    grpc::ByteBuffer reply;
+    MONSOON_RETURN_IF_ERROR(Call(j, kFinish, EncodeFrame(request), &reply));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<ServerStats>> GrpcPsClient::AllStats() {
+  std::vector<ServerStats> all;
+  for (int j = 0; j < plan_.num_servers(); ++j) {
+    grpc::ByteBuffer reply;
+    MONSOON_RETURN_IF_ERROR(Call(j, kStats, EncodeFrame(wire::StatsRequest()), &reply));
+    wire::StatsResponse r;
+    MONSOON_RETURN_IF_ERROR(Annotate(j, "Stats", ParseReply(reply, &r)));
+    ServerStats s;
+    s.server_index = r.server_index();
+    s.pushes_applied = r.pushes_applied();
+    s.pushes_rejected = r.pushes_rejected();
+    s.pulls_served = r.pulls_served();
+    s.bytes_received = r.bytes_received();
+    s.bytes_sent = r.bytes_sent();
+    s.workers_finished = r.workers_finished();
+    s.workers_expected = r.workers_expected();
+    s.evaluator_finished = r.evaluator_finished();
+    all.push_back(s);
+  }
+  return all;
+}
+
+TransferCounters GrpcPsClient::counters() const {
+  return {bytes_sent_.load(), bytes_received_.load()};
+}
+
+}  // namespace monsoon

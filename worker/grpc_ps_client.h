@@ -1,0 +1,76 @@
+// PsClient over gRPC: one channel per server, chunk RPCs with a window of max_in_flight per
+// server, payloads as raw slices (pushes borrow the caller's gradient; pulls decode straight
+// into the caller's parameter vector). Every RPC carries the job token and a deadline.
+#ifndef MONSOON_WORKER_GRPC_PS_CLIENT_H_
+#define MONSOON_WORKER_GRPC_PS_CLIENT_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/sharding_plan.h"
+#include "worker/ps_client.h"
+
+namespace grpc {
+class ByteBuffer;
+template <class RequestType, class ResponseType>
+class TemplatedGenericStub;
+typedef TemplatedGenericStub<ByteBuffer, ByteBuffer> GenericStub;
+}  // namespace grpc
+
+namespace monsoon {
+
+struct GrpcPsClientOptions {
+  std::string token;
+  int max_in_flight = 4;  // chunk RPCs in flight per server
+  absl::Duration rpc_timeout = absl::Seconds(30);
+};
+
+class GrpcPsClient : public PsClient {
+ public:
+  // Connects to servers[j] = "host:port" of server j and checks with Hello that each holds
+  // the chunks `plan` gives it. Unavailable names a server that cannot be reached.
+  static absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(
+      const std::vector<std::string>& servers, const ShardingPlan& plan, ClientIdentity identity,
+      const GrpcPsClientOptions& options);
+  ~GrpcPsClient() override;
+
+  absl::StatusOr<uint64_t> PullAll(absl::Span<float> params) override;
+  absl::Status PushAll(absl::Span<const float> gradient, uint64_t base_version) override;
+  absl::Status Finish() override;
+  absl::StatusOr<std::vector<ServerStats>> AllStats() override;
+  TransferCounters counters() const override;
+
+ private:
+  GrpcPsClient(std::vector<std::string> addresses, const ShardingPlan& plan,
+               ClientIdentity identity, const GrpcPsClientOptions& options);
+
+  // Builds one request per chunk and runs them, at most max_in_flight per server at a time;
+  // on_reply runs on gRPC threads (concurrently for different chunks). Returns the first error.
+  absl::Status ForEachChunk(
+      const std::string& method, const std::function<grpc::ByteBuffer(const Chunk&)>& request,
+      const std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>& on_reply);
+  // One blocking call to one server.
+  absl::Status Call(int server, const std::string& method, const grpc::ByteBuffer& request,
+                    grpc::ByteBuffer* reply);
+  // Prefixes a failed call's status with the server's index and address.
+  absl::Status Annotate(int server, const std::string& what, const absl::Status& status) const;
+
+  // Immutable after construction.
+  const std::vector<std::string> addresses_;
+  const ShardingPlan plan_;
+  const ClientIdentity identity_;
+  const GrpcPsClientOptions options_;
+  std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;
+
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> bytes_received_{0};
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_WORKER_GRPC_PS_CLIENT_H_

@@ -1,0 +1,32 @@
+// PsClient calling ParameterServer objects in the same process: the training loops' tests
+// run against it without a network.
+#ifndef MONSOON_WORKER_IN_PROCESS_PS_CLIENT_H_
+#define MONSOON_WORKER_IN_PROCESS_PS_CLIENT_H_
+
+#include <vector>
+
+#include "worker/ps_client.h"
+
+namespace monsoon {
+
+class InProcessPsClient : public PsClient {
+ public:
+  // servers[j] is server j (borrowed, must outlive the client); all share one plan.
+  InProcessPsClient(std::vector<ParameterServer*> servers, ClientIdentity identity)
+      : servers_(std::move(servers)), identity_(identity) {}
+
+  absl::StatusOr<uint64_t> PullAll(absl::Span<float> params) override;
+  absl::Status PushAll(absl::Span<const float> gradient, uint64_t base_version) override;
+  absl::Status Finish() override;
+  absl::StatusOr<std::vector<ServerStats>> AllStats() override;
+  TransferCounters counters() const override { return counters_; }
+
+ private:
+  const std::vector<ParameterServer*> servers_;
+  const ClientIdentity identity_;
+  TransferCounters counters_;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_WORKER_IN_PROCESS_PS_CLIENT_H_

@@ -1,0 +1,133 @@
+#include "worker/worker_role.h"
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "core/cpu_backend.h"
+#include "core/data_shard.h"
+#include "core/dataset.h"
+#include "core/metrics.h"
+#include "core/model.h"
+#include "core/sharding_plan.h"
+#include "core/status_macros.h"
+#include "worker/downpour_worker.h"
+#include "worker/evaluator.h"
+#include "worker/grpc_ps_client.h"
+
+namespace monsoon {
+namespace {
+
+// Reads the training or test split named by the config and checks it fits the model.
+absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
+  const DataConfig& d = config.data;
+  absl::StatusOr<Dataset> data =
+      d.format == "idx" ? ReadIdxDataset(train ? d.train_images : d.test_images,
+                                         train ? d.train_labels : d.test_labels)
+                        : ReadCsvDataset(train ? d.train : d.test);
+  if (!data.ok()) return data.status();
+  const ModelSpec& m = config.model;
+  if (data->feature_dim != m.input_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("model.input_dim is ", m.input_dim,
+                                                   " but the data has ", data->feature_dim,
+                                                   " features per example"));
+  }
+  const bool classify = m.loss == LossType::kSoftmaxCrossEntropy;
+  if (classify && data->num_classes == 0) {
+    return absl::InvalidArgumentError(
+        "model.loss: softmax_cross_entropy needs class labels; this data set is regression");
+  }
+  if (classify && data->num_classes > m.output_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim,
+                                                   " but the data has ", data->num_classes,
+                                                   " classes"));
+  }
+  if (!classify && data->target_dim != m.output_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim,
+                                                   " but the data has ", data->target_dim,
+                                                   " targets per example"));
+  }
+  return data;
+}
+
+struct Connection {
+  ShardingPlan plan;
+  std::unique_ptr<GrpcPsClient> client;
+};
+
+absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDir& run_dir,
+                                            ClientIdentity identity,
+                                            const std::atomic<bool>* stop) {
+  size_t num_params = 0;
+  for (const ParamTensor& t : Model::Layout(config.model)) num_params += t.shape.size();
+  MONSOON_ASSIGN_OR_RETURN(
+      ShardingPlan plan,
+      ShardingPlan::Create(num_params, config.cluster.servers, config.chunk_floats()));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::vector<std::string> addresses,
+      WaitForServerAddresses(run_dir, config.cluster.servers,
+                             absl::Seconds(config.transport.rendezvous_timeout_seconds), stop));
+  GrpcPsClientOptions options;
+  MONSOON_ASSIGN_OR_RETURN(options.token, ReadJobToken(run_dir));
+  options.max_in_flight = config.transport.max_in_flight;
+  options.rpc_timeout = absl::Seconds(config.transport.rpc_timeout_seconds);
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcPsClient> client,
+                           GrpcPsClient::Connect(addresses, plan, identity, options));
+  return Connection{std::move(plan), std::move(client)};
+}
+
+}  // namespace
+
+absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index,
+                           const std::atomic<bool>* stop) {
+  MONSOON_ASSIGN_OR_RETURN(Dataset train, LoadSplit(config, /*train=*/true));
+  DataShard shard(&train, index, config.cluster.workers, config.seed);
+  if (shard.size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("worker ", index, " has no data: ",
+                                                   train.size(), " examples for ",
+                                                   config.cluster.workers, " workers"));
+  }
+  CpuBackend backend(config.compute.threads);
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));
+  MONSOON_ASSIGN_OR_RETURN(Connection conn,
+                           ConnectToServers(config, run_dir, {ClientRole::kWorker, index}, stop));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<CsvMetricsWriter> metrics,
+      CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),
+                               WorkerMetricsColumns()));
+  std::cout << "worker " << index << ": " << shard.size() << " examples, "
+            << model->num_params() << " parameters, backend " << backend.name() << std::endl;
+  DownpourWorker worker(config.training, config.downpour, model.get(), &shard, conn.client.get(),
+                        metrics.get());
+  MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
+  std::cout << "worker " << index << " done: " << report.steps << " steps, " << report.samples
+            << " samples in " << report.wall_seconds << " s, last loss " << report.last_loss
+            << std::endl;
+  return absl::OkStatus();
+}
+
+absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir,
+                              const std::atomic<bool>* stop) {
+  MONSOON_ASSIGN_OR_RETURN(Dataset test, LoadSplit(config, /*train=*/false));
+  CpuBackend backend(config.compute.threads);
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));
+  MONSOON_ASSIGN_OR_RETURN(Connection conn,
+                           ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<CsvMetricsWriter> metrics,
+      CsvMetricsWriter::Create(run_dir.metrics_dir() + "/evaluator.csv", EvaluatorMetricsColumns()));
+  Evaluator evaluator(model.get(), &test, conn.client.get(), config.evaluation.batch_size,
+                      metrics.get());
+  MONSOON_ASSIGN_OR_RETURN(
+      EvalResult final_result,
+      evaluator.RunUntilWorkersFinish(absl::Seconds(config.evaluation.interval_seconds), stop));
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
+      run_dir.params_path(),
+      std::string(reinterpret_cast<const char*>(final_result.params.data()),
+                  final_result.params.size() * sizeof(float))));
+  std::cout << "evaluator: final test loss " << final_result.test_loss << ", accuracy "
+            << final_result.test_accuracy << " at global step " << final_result.global_step
+            << std::endl;
+  return absl::OkStatus();
+}
+
+}  // namespace monsoon

@@ -1,0 +1,26 @@
+// Entry points of the worker and evaluator roles: load data, build the model, find the
+// servers through the run directory, and run the training loop or the evaluator.
+#ifndef MONSOON_WORKER_WORKER_ROLE_H_
+#define MONSOON_WORKER_WORKER_ROLE_H_
+
+#include <atomic>
+
+#include "absl/status/status.h"
+#include "core/job_config.h"
+#include "core/run_dir.h"
+
+namespace monsoon {
+
+// Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv.
+absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index,
+                           const std::atomic<bool>* stop);
+
+// Scores the server weights on the test set until the workers finish; writes
+// RUN_DIR/metrics/evaluator.csv (its last row is the final result) and RUN_DIR/params.bin
+// (the final weights as raw little-endian float32 in the model's flat layout).
+absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir,
+                              const std::atomic<bool>* stop);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_WORKER_WORKER_ROLE_H_
