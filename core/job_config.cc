@@ -267,7 +267,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(data.File("test_images", base_dir, idx, &c->data.test_images));
   MONSOON_RETURN_IF_ERROR(data.File("test_labels", base_dir, idx, &c->data.test_labels));
   MONSOON_RETURN_IF_ERROR(data.File("train", base_dir, !idx, &c->data.train));
-  MONSOON_RETURN_IF_ERROR(data.File("test", base_dir, !idx, &c->data.test));
+  MONSOON_RETURN_IF_ERROR(data.File("test", base_dir, false, &c->data.test));
   if (idx && !c->data.train.empty()) {
     return absl::InvalidArgumentError("data.train: only for format csv (idx uses train_images)");
   }

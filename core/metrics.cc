@@ -34,7 +34,7 @@ absl::Status CsvMetricsWriter::Append(const std::vector<double>& values) {
   }
   std::string line;
   for (size_t i = 0; i < values.size(); ++i) {
-    absl::StrAppendFormat(&line, "%s%.10g", i == 0 ? "" : ",", values[i]);
+    absl::StrAppendFormat(&line, "%s%.15g", i == 0 ? "" : ",", values[i]);
   }
   line += "\n";
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {

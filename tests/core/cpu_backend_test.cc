@@ -1,0 +1,105 @@
+#include "core/cpu_backend.h"
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace monsoon {
+namespace {
+
+std::vector<float> Random(size_t n, uint64_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> d(-1, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+TEST_CASE("CpuBackend: Gemm matches a naive product for every transpose combination",
+          "[core][backend]") {
+  CpuBackend backend;
+  const int m = 5, n = 7, k = 3;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      const auto a = Random(m * k, 1), b = Random(k * n, 2);
+      std::vector<float> c(m * n, 1.0f), expected(m * n);
+      for (int i = 0; i < m; ++i) {
+        for (int j = 0; j < n; ++j) {
+          double sum = 0;
+          for (int p = 0; p < k; ++p) {
+            const float av = ta ? a[p * m + i] : a[i * k + p];
+            const float bv = tb ? b[j * k + p] : b[p * n + j];
+            sum += av * bv;
+          }
+          expected[i * n + j] = static_cast<float>(2.0 * sum + 0.5 * 1.0);
+        }
+      }
+      backend.Gemm(ta, tb, m, n, k, 2.0f, a.data(), b.data(), 0.5f, c.data());
+      for (int i = 0; i < m * n; ++i) CHECK(c[i] == Approx(expected[i]).margin(1e-5));
+    }
+  }
+}
+
+TEST_CASE("CpuBackend: softmax cross-entropy loss, accuracy and gradient",
+          "[core][backend]") {
+  CpuBackend backend;
+  const std::vector<float> logits = {1.0f, 2.0f, 3.0f, 0.0f, 0.0f, 0.0f};
+  const std::vector<float> labels = {2.0f, 1.0f};
+  std::vector<float> grad(6);
+  const LossResult r = backend.SoftmaxCrossEntropy(logits.data(), labels.data(), 2, 3, grad.data());
+  const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  const double expected = -std::log(std::exp(3.0) / z) - std::log(1.0 / 3.0);
+  CHECK(r.loss_sum == Approx(expected));
+  CHECK(r.correct == 1);  // row 0 argmax 2 is right; row 1 is a tie resolved to class 0
+  CHECK(grad[2] == Approx((std::exp(3.0) / z - 1.0) / 2.0));
+  CHECK(grad[3] == Approx((1.0 / 3.0) / 2.0));
+  CHECK(grad[4] == Approx((1.0 / 3.0 - 1.0) / 2.0));
+}
+
+TEST_CASE("CpuBackend: activations and their derivatives through the output",
+          "[core][backend]") {
+  CpuBackend backend;
+  const std::vector<float> x = {-2.0f, -0.5f, 0.0f, 0.7f, 3.0f};
+  const std::vector<float> dy = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  std::vector<float> y(5), dx(5);
+  backend.ActivationForward(Activation::kTanh, x.data(), y.data(), 5);
+  backend.ActivationBackward(Activation::kTanh, y.data(), dy.data(), dx.data(), 5);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(y[i] == Approx(std::tanh(x[i])));
+    CHECK(dx[i] == Approx(dy[i] * (1 - std::tanh(x[i]) * std::tanh(x[i]))));
+  }
+  backend.ActivationForward(Activation::kSigmoid, x.data(), y.data(), 5);
+  backend.ActivationBackward(Activation::kSigmoid, y.data(), dy.data(), dx.data(), 5);
+  for (int i = 0; i < 5; ++i) {
+    const double s = 1 / (1 + std::exp(-x[i]));
+    CHECK(y[i] == Approx(s));
+    CHECK(dx[i] == Approx(dy[i] * s * (1 - s)));
+  }
+  backend.ActivationForward(Activation::kRelu, x.data(), y.data(), 5);
+  backend.ActivationBackward(Activation::kRelu, y.data(), dy.data(), dx.data(), 5);
+  CHECK(y == std::vector<float>{0, 0, 0, 0.7f, 3.0f});
+  CHECK(dx == std::vector<float>{0, 0, 0, 4.0f, 5.0f});
+}
+
+TEST_CASE("CpuBackend: bias add, column sum, MSE and axpy", "[core][backend]") {
+  CpuBackend backend;
+  std::vector<float> x = {1, 2, 3, 4, 5, 6};  // 2 x 3
+  const std::vector<float> bias = {10, 20, 30};
+  backend.AddBias(bias.data(), 2, 3, x.data());
+  CHECK(x == std::vector<float>{11, 22, 33, 14, 25, 36});
+  std::vector<float> sums(3);
+  backend.ColumnSum(x.data(), 2, 3, sums.data());
+  CHECK(sums == std::vector<float>{25, 47, 69});
+  const std::vector<float> pred = {1, 3}, target = {2, 1};
+  std::vector<float> grad(2);
+  const LossResult r = backend.MeanSquaredError(pred.data(), target.data(), 2, 1, grad.data());
+  CHECK(r.loss_sum == Approx(0.5 * (1 + 4)));
+  CHECK(grad == std::vector<float>{-0.5f, 1.0f});
+  std::vector<float> y = {1, 1};
+  backend.Axpy(-2.0f, grad.data(), y.data(), 2);
+  CHECK(y == std::vector<float>{2.0f, -1.0f});
+}
+
+}  // namespace
+}  // namespace monsoon

@@ -1,0 +1,135 @@
+#include "core/dataset.h"
+
+#include <zlib.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/data_shard.h"
+#include "tests/test_util.h"
+
+namespace monsoon {
+namespace {
+
+void WriteGz(const std::string& path, const std::string& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(f);
+}
+
+std::string Be32(uint32_t v) {
+  return {static_cast<char>(v >> 24), static_cast<char>(v >> 16), static_cast<char>(v >> 8),
+          static_cast<char>(v)};
+}
+
+TEST_CASE("ReadIdxDataset: reads gzip'd images and labels, scaled to [0, 1]", "[core][data]") {
+  const std::string images = TempPath("img.gz"), labels = TempPath("lbl.gz");
+  WriteGz(images, Be32(0x803) + Be32(2) + Be32(1) + Be32(2) + std::string("\x00\xff\x80\x01", 4));
+  WriteGz(labels, Be32(0x801) + Be32(2) + std::string("\x03\x01", 2));
+  auto data = ReadIdxDataset(images, labels);
+  REQUIRE(data.ok());
+  CHECK(data->size() == 2);
+  CHECK(data->feature_dim == 2);
+  CHECK(data->features[1] == Approx(1.0));
+  CHECK(data->features[2] == Approx(128 / 255.0));
+  CHECK(data->targets == std::vector<float>{3, 1});
+  CHECK(data->num_classes == 4);
+}
+
+TEST_CASE("ReadIdxDataset: malformed and missing files are named", "[core][data]") {
+  const std::string images = TempPath("bad.gz"), labels = TempPath("lbl2.gz");
+  WriteGz(images, Be32(0x803) + Be32(5) + Be32(1) + Be32(2) + "ab");  // truncated
+  WriteGz(labels, Be32(0x801) + Be32(5) + "abcde");
+  auto data = ReadIdxDataset(images, labels);
+  REQUIRE_FALSE(data.ok());
+  CHECK(std::string(data.status().message()).find(images) != std::string::npos);
+  auto missing = ReadIdxDataset(TempPath("nope.gz"), labels);
+  CHECK(absl::IsNotFound(missing.status()));
+}
+
+TEST_CASE("ReadIdxDataset: Debian's Fashion-MNIST has 60000 + 10000 28x28 images of 10 classes",
+          "[core][data][fmnist]") {
+  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  auto train = ReadIdxDataset(dir + "train-images-idx3-ubyte.gz", dir + "train-labels-idx1-ubyte.gz");
+  REQUIRE(train.ok());
+  CHECK(train->size() == 60000);
+  CHECK(train->feature_dim == 784);
+  CHECK(train->num_classes == 10);
+  auto test = ReadIdxDataset(dir + "t10k-images-idx3-ubyte.gz", dir + "t10k-labels-idx1-ubyte.gz");
+  REQUIRE(test.ok());
+  CHECK(test->size() == 10000);
+}
+
+TEST_CASE("CSV: generated linear data round-trips through WriteCsvDataset and ReadCsvDataset",
+          "[core][data]") {
+  LinearDataSpec spec;
+  spec.slope = 3.0;
+  spec.intercept = -2.0;
+  spec.noise = 0.0;
+  spec.rows = 50;
+  const Dataset data = GenerateLinearDataset(spec);
+  for (size_t i = 0; i < data.size(); ++i) {
+    CHECK(data.targets[i] == Approx(3.0 * data.features[i] - 2.0).margin(1e-5));
+  }
+  const std::string path = TempPath("lin.csv");
+  REQUIRE(WriteCsvDataset(data, path).ok());
+  auto back = ReadCsvDataset(path);
+  REQUIRE(back.ok());
+  CHECK(back->size() == 50);
+  CHECK(back->feature_dim == 1);
+  CHECK(back->num_classes == 0);
+  CHECK(back->features[7] == Approx(data.features[7]).margin(1e-5));
+}
+
+TEST_CASE("ReadCsvDataset: a bad cell names the file, line and column", "[core][data]") {
+  const std::string path = TempPath("bad.csv");
+  std::ofstream(path) << "x,y\n1,2\n3,oops\n";
+  auto data = ReadCsvDataset(path);
+  REQUIRE_FALSE(data.ok());
+  CHECK(std::string(data.status().message()) ==
+        path + ":3: column 2 is not a finite number: 'oops'");
+  std::ofstream(path) << "x,y\n1,2,3\n";
+  CHECK(std::string(ReadCsvDataset(path).status().message()).find("expected 2 columns") !=
+        std::string::npos);
+}
+
+TEST_CASE("DataShard: shards are disjoint, cover the data and reshuffle every epoch",
+          "[core][data]") {
+  Dataset data;
+  data.feature_dim = 1;
+  for (int i = 0; i < 103; ++i) {
+    data.features.push_back(static_cast<float>(i));
+    data.targets.push_back(0);
+  }
+  std::vector<int> seen(103, 0);
+  for (int w = 0; w < 4; ++w) {
+    DataShard shard(&data, w, 4, 9);
+    std::vector<float> x, y;
+    std::vector<float> first_epoch;
+    while (shard.progress() < 1.0) {
+      const int rows = shard.NextBatch(10, &x, &y);
+      for (int r = 0; r < rows; ++r) {
+        ++seen[static_cast<int>(x[r])];
+        first_epoch.push_back(x[r]);
+      }
+    }
+    CHECK(first_epoch.size() == shard.size());
+    std::vector<float> second_epoch;
+    while (shard.progress() < 2.0) {
+      const int rows = shard.NextBatch(10, &x, &y);
+      second_epoch.insert(second_epoch.end(), x.begin(), x.begin() + rows);
+    }
+    CHECK(shard.epoch() == 1);
+    CHECK(second_epoch != first_epoch);
+    std::sort(first_epoch.begin(), first_epoch.end());
+    std::sort(second_epoch.begin(), second_epoch.end());
+    CHECK(second_epoch == first_epoch);
+  }
+  for (int v : seen) REQUIRE(v == 1);
+}
+
+}  // namespace
+}  // namespace monsoon

@@ -1,0 +1,93 @@
+#include "core/job_config.h"
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <string>
+
+#include "tests/test_util.h"
+
+namespace monsoon {
+namespace {
+
+// A minimal valid CSV job; data files are created next to the YAML.
+std::string CsvJob(const std::string& extra = "") {
+  std::ofstream(TempPath("train.csv")) << "x,y\n1,2\n";
+  std::ofstream(TempPath("test.csv")) << "x,y\n1,2\n";
+  return "job: t\nmodel:\n  type: linear_regression\n  input_dim: 1\n  output_dim: 1\n"
+         "data:\n  format: csv\n  train: train.csv\n  test: test.csv\n" + extra;
+}
+
+std::string ErrorOf(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  auto config = ParseJobConfig(yaml, TempPath(""), sets);
+  return config.ok() ? "" : std::string(config.status().message());
+}
+
+TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {
+  auto fmnist = LoadJobConfig("configs/fmnist_downpour.yaml");
+  REQUIRE(fmnist.ok());
+  CHECK(fmnist->cluster.servers == 2);
+  CHECK(fmnist->cluster.workers == 2);
+  CHECK(fmnist->model.hidden == std::vector<int>{256, 128});
+  CHECK(fmnist->optimizer.type == OptimizerType::kMomentum);
+  auto linear = LoadJobConfig("configs/linear_regression.yaml");
+  REQUIRE(linear.ok());
+  CHECK(linear->model.loss == LossType::kMeanSquaredError);
+  CHECK(linear->data.train.find("configs/data/linear_train.csv") != std::string::npos);
+}
+
+TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][config]") {
+  CHECK(ErrorOf(CsvJob("training:\n  epoch: 3\n")).rfind("training.epoch: unknown key (allowed: ", 0) == 0);
+  CHECK(ErrorOf(CsvJob("training:\n  epochs: abc\n")) ==
+        "training.epochs: expected an integer in [1, 100000], got 'abc'");
+  CHECK(ErrorOf(CsvJob("optimizer:\n  type: adam\n")) ==
+        "optimizer.type: 'adam' is not allowed (allowed: sgd, momentum, adagrad)");
+  CHECK(ErrorOf(CsvJob("cluster:\n  evaluator: maybe\n")) ==
+        "cluster.evaluator: expected true or false, got 'maybe'");
+  CHECK(ErrorOf(CsvJob("optimizer:\n  learning_rate: -1\n")) ==
+        "optimizer.learning_rate: expected a number in (0, 1000], got '-1'");
+  CHECK(ErrorOf(CsvJob("bogus: 1\n")).rfind("bogus: unknown key", 0) == 0);
+  CHECK(ErrorOf(CsvJob("cluster: [1, 2]\n")).rfind("cluster: expected a mapping", 0) == 0);
+  CHECK(ErrorOf("job: [\n").rfind("YAML syntax error at line", 0) == 0);
+}
+
+TEST_CASE("JobConfig: a missing data file is named with its field", "[core][config]") {
+  const std::string yaml = "model:\n  type: linear_regression\n  input_dim: 1\n  output_dim: 1\n"
+                           "data:\n  format: csv\n  train: no_such.csv\n";
+  auto config = ParseJobConfig(yaml, "/nonexistent", {});
+  REQUIRE(absl::IsNotFound(config.status()));
+  CHECK(std::string(config.status().message()) ==
+        "data.train: file not found: /nonexistent/no_such.csv");
+}
+
+TEST_CASE("JobConfig: --set overrides any key before validation", "[core][config]") {
+  auto config = ParseJobConfig(CsvJob(), TempPath(""),
+                               {"training.epochs=7", "cluster.workers=3", "optimizer.type=adagrad"});
+  REQUIRE(config.ok());
+  CHECK(config->training.epochs == 7);
+  CHECK(config->cluster.workers == 3);
+  CHECK(config->optimizer.type == OptimizerType::kAdagrad);
+  CHECK(ErrorOf(CsvJob(), {"training.epochs=0"}).rfind("training.epochs:", 0) == 0);
+  CHECK(ErrorOf(CsvJob(), {"noequals"}) == "--set noequals: expected key.path=value");
+  CHECK(ErrorOf(CsvJob(), {"job.x=1"}) == "--set job.x: 'job' is not a section");
+}
+
+TEST_CASE("JobConfig: the resolved YAML parses back to the same config", "[core][config]") {
+  auto config = LoadJobConfig("configs/fmnist_downpour.yaml", {"optimizer.learning_rate=0.0123"});
+  REQUIRE(config.ok());
+  const std::string yaml = JobConfigToYaml(*config);
+  auto again = ParseJobConfig(yaml, "/", {});
+  REQUIRE(again.ok());
+  CHECK(JobConfigToYaml(*again) == yaml);
+  CHECK(again->optimizer.learning_rate == config->optimizer.learning_rate);
+  CHECK(again->data.train_images == config->data.train_images);
+}
+
+TEST_CASE("JobConfig: cross-field rules", "[core][config]") {
+  CHECK(ErrorOf(CsvJob(), {"model.hidden=[3]"}).rfind("model.hidden: only an mlp", 0) == 0);
+  CHECK(ErrorOf("model:\n  type: linear_regression\n  input_dim: 1\n  output_dim: 1\n"
+                "data:\n  format: csv\n  train: train.csv\n") ==
+        "data.test: required when cluster.evaluator is true");
+}
+
+}  // namespace
+}  // namespace monsoon

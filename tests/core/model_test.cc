@@ -1,0 +1,118 @@
+#include "core/model.h"
+
+#include <catch2/catch.hpp>
+#include <random>
+#include <vector>
+
+#include "core/cpu_backend.h"
+
+namespace monsoon {
+namespace {
+
+// Central finite differences of the batch-mean loss against the analytic gradient, on a
+// sample of coordinates of every tensor.
+void CheckGradients(const ModelSpec& spec, uint64_t seed) {
+  CpuBackend backend;
+  auto model_or = Model::Create(spec, &backend);
+  REQUIRE(model_or.ok());
+  Model& model = **model_or;
+  const int rows = 6;
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(rows * spec.input_dim), y;
+  for (float& v : x) v = u(rng);
+  const bool classify = spec.loss == LossType::kSoftmaxCrossEntropy;
+  for (int r = 0; r < rows; ++r) {
+    if (classify) {
+      y.push_back(static_cast<float>(r % spec.output_dim));
+    } else {
+      for (int c = 0; c < spec.output_dim; ++c) y.push_back(u(rng));
+    }
+  }
+  std::vector<float> params(model.num_params());
+  Model::InitialValues(spec, seed, 0, absl::MakeSpan(params));
+  for (float& p : params) p += 0.1f * u(rng);  // non-zero biases, off the init
+  model.SetParams(params.data());
+  model.ComputeGradients(x.data(), y.data(), rows);
+  std::vector<float> grads(model.num_params());
+  model.GetGrads(grads.data());
+
+  auto loss_at = [&](const std::vector<float>& p) {
+    model.SetParams(p.data());
+    return model.Evaluate(x.data(), y.data(), rows).loss_sum / rows;
+  };
+  const double h = 1e-3;
+  for (const ParamTensor& t : model.tensors()) {
+    for (size_t k = 0; k < t.shape.size(); k += 1 + t.shape.size() / 7) {
+      const size_t i = t.offset + k;
+      std::vector<float> plus = params, minus = params;
+      plus[i] += h;
+      minus[i] -= h;
+      const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * h);
+      INFO(t.shape.name << "[" << k << "] activation " << static_cast<int>(spec.activation));
+      CHECK(grads[i] == Approx(numeric).margin(2e-3).epsilon(2e-2));
+    }
+  }
+}
+
+TEST_CASE("Model: MLP gradients match finite differences for every activation",
+          "[core][model]") {
+  for (Activation a : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
+    ModelSpec spec;
+    spec.type = ModelType::kMlp;
+    spec.input_dim = 5;
+    spec.output_dim = 4;
+    spec.hidden = {7, 6};
+    spec.activation = a;
+    CheckGradients(spec, 3);
+  }
+}
+
+TEST_CASE("Model: softmax and linear regression gradients match finite differences",
+          "[core][model]") {
+  ModelSpec softmax;
+  softmax.type = ModelType::kSoftmaxRegression;
+  softmax.input_dim = 4;
+  softmax.output_dim = 3;
+  CheckGradients(softmax, 5);
+  ModelSpec linear;
+  linear.type = ModelType::kLinearRegression;
+  linear.input_dim = 3;
+  linear.output_dim = 2;
+  linear.loss = LossType::kMeanSquaredError;
+  CheckGradients(linear, 7);
+}
+
+TEST_CASE("Model: flat layout is contiguous, and initial values of any range match the whole",
+          "[core][model]") {
+  ModelSpec spec;
+  spec.input_dim = 784;
+  spec.output_dim = 10;
+  spec.hidden = {256, 128};
+  const auto layout = Model::Layout(spec);
+  REQUIRE(layout.size() == 6);
+  size_t offset = 0;
+  for (const ParamTensor& t : layout) {
+    CHECK(t.offset == offset);
+    offset += t.shape.size();
+  }
+  CHECK(offset == 784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+  std::vector<float> whole(offset);
+  Model::InitialValues(spec, 42, 0, absl::MakeSpan(whole));
+  std::vector<float> part(1000);
+  Model::InitialValues(spec, 42, 200500, absl::MakeSpan(part));
+  for (size_t i = 0; i < part.size(); ++i) CHECK(part[i] == whole[200500 + i]);
+  CHECK(whole[layout[1].offset] == 0.0f);  // biases start at zero
+  CHECK(whole[0] != 0.0f);
+}
+
+TEST_CASE("Model: bad dimensions are rejected", "[core][model]") {
+  CpuBackend backend;
+  ModelSpec spec;
+  spec.input_dim = 0;
+  spec.output_dim = 3;
+  CHECK(absl::IsInvalidArgument(Model::Create(spec, &backend).status()));
+}
+
+}  // namespace
+}  // namespace monsoon

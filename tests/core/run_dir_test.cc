@@ -1,0 +1,81 @@
+#include "core/run_dir.h"
+
+#include <sys/stat.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "core/metrics.h"
+#include "tests/test_util.h"
+
+namespace monsoon {
+namespace {
+
+RunDir FreshRunDir(const std::string& name) {
+  RunDir dir{TempPath(name)};
+  std::filesystem::remove_all(dir.root);
+  REQUIRE(dir.Create().ok());
+  return dir;
+}
+
+TEST_CASE("Job token: created with mode 0600 and read back; a readable token is refused",
+          "[core][run_dir]") {
+  const RunDir dir = FreshRunDir("token_run");
+  auto token = CreateJobToken(dir);
+  REQUIRE(token.ok());
+  CHECK(token->size() == 64);
+  struct stat st;
+  REQUIRE(stat(dir.token_path().c_str(), &st) == 0);
+  CHECK((st.st_mode & 0777) == 0600);
+  CHECK(*ReadJobToken(dir) == *token);
+  chmod(dir.token_path().c_str(), 0644);
+  CHECK(absl::IsPermissionDenied(ReadJobToken(dir).status()));
+  CHECK(*CreateJobToken(dir) != *token);
+}
+
+TEST_CASE("Rendezvous: waits for every server's published address", "[core][run_dir]") {
+  const RunDir dir = FreshRunDir("rdv_run");
+  std::thread publisher([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    CHECK(PublishServerAddress(dir, 1, "127.0.0.1:5001").ok());
+    CHECK(PublishServerAddress(dir, 0, "127.0.0.1:5000").ok());
+  });
+  auto addresses = WaitForServerAddresses(dir, 2, absl::Seconds(10), nullptr);
+  publisher.join();
+  REQUIRE(addresses.ok());
+  CHECK(*addresses == std::vector<std::string>{"127.0.0.1:5000", "127.0.0.1:5001"});
+}
+
+TEST_CASE("Rendezvous: the deadline error names the missing servers; stop cancels",
+          "[core][run_dir]") {
+  const RunDir dir = FreshRunDir("rdv_missing");
+  REQUIRE(PublishServerAddress(dir, 1, "127.0.0.1:5001").ok());
+  auto result = WaitForServerAddresses(dir, 3, absl::Milliseconds(300), nullptr);
+  REQUIRE(absl::IsDeadlineExceeded(result.status()));
+  CHECK(std::string(result.status().message()).find("server(s) 0, 2 have not published") !=
+        std::string::npos);
+  std::atomic<bool> stop{true};
+  CHECK(absl::IsCancelled(WaitForServerAddresses(dir, 3, absl::Seconds(30), &stop).status()));
+}
+
+TEST_CASE("CsvMetricsWriter: rows are readable as they are written", "[core][metrics]") {
+  const std::string path = TempPath("m.csv");
+  auto writer = CsvMetricsWriter::Create(path, {"step", "bytes"});
+  REQUIRE(writer.ok());
+  CHECK(ReadLastCsvRow(path).empty());
+  REQUIRE((*writer)->Append({1, 123456789012.0}).ok());
+  REQUIRE((*writer)->Append({2, 5}).ok());
+  auto row = ReadLastCsvRow(path);
+  REQUIRE(row.size() == 2);
+  CHECK(row[0].second == 2);
+  CHECK(row[1].second == 5);
+  CHECK(absl::IsInternal((*writer)->Append({1}) ));
+  REQUIRE((*writer)->Append({3, 123456789012.0}).ok());
+  CHECK(ReadLastCsvRow(path)[1].second == 123456789012.0);
+}
+
+}  // namespace
+}  // namespace monsoon

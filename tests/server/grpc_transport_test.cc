@@ -1,0 +1,159 @@
+// Real gRPC between a GrpcPsClient and GrpcParameterServers in this process, on port 0.
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include "absl/synchronization/notification.h"
+#include "proto/frame.h"
+#include "proto/monsoon.pb.h"
+#include "server/grpc_parameter_server.h"
+#include "worker/grpc_ps_client.h"
+
+namespace monsoon {
+namespace {
+
+// S servers over a linear-regression "model" with `params` parameters, SGD at rate 1 so a
+// push of g moves the weights by exactly -g.
+struct Cluster {
+  Cluster(size_t params, int servers, size_t chunk_floats) {
+    spec.type = ModelType::kLinearRegression;
+    spec.input_dim = static_cast<int>(params - 1);
+    spec.output_dim = 1;
+    spec.loss = LossType::kMeanSquaredError;
+    plan = *ShardingPlan::Create(params, servers, chunk_floats);
+    OptimizerSpec sgd;
+    sgd.learning_rate = 1.0f;
+    for (int j = 0; j < servers; ++j) {
+      logic.push_back(std::make_unique<ParameterServer>(
+          j, plan, spec, 1, std::make_unique<DownpourRule>(sgd), 2, false));
+      auto started = GrpcParameterServer::Start(logic.back().get(), "127.0.0.1", "secret");
+      REQUIRE(started.ok());
+      addresses.push_back((*started)->address());
+      grpc_servers.push_back(std::move(*started));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token, int in_flight = 4) {
+    GrpcPsClientOptions options;
+    options.token = token;
+    options.max_in_flight = in_flight;
+    options.rpc_timeout = absl::Seconds(20);
+    return GrpcPsClient::Connect(addresses, plan, {ClientRole::kWorker, 0}, options);
+  }
+  ModelSpec spec;
+  ShardingPlan plan;
+  std::vector<std::unique_ptr<ParameterServer>> logic;
+  std::vector<std::unique_ptr<GrpcParameterServer>> grpc_servers;
+  std::vector<std::string> addresses;
+};
+
+TEST_CASE("gRPC: push then pull round-trips every chunk across servers", "[grpc][integration]") {
+  Cluster cluster(10001, 3, 1000);  // 11 chunks over 3 servers
+  auto client = cluster.Connect("secret", 2);
+  REQUIRE(client.ok());
+  std::vector<float> params(10001);
+  auto v0 = (*client)->PullAll(absl::MakeSpan(params));
+  REQUIRE(v0.ok());
+  CHECK(*v0 == 0);
+  CHECK(std::all_of(params.begin(), params.end(), [](float x) { return x == 0.0f; }));
+  std::vector<float> grad(10001);
+  std::iota(grad.begin(), grad.end(), 0.0f);
+  REQUIRE((*client)->PushAll(grad, 0).ok());
+  auto v1 = (*client)->PullAll(absl::MakeSpan(params));
+  REQUIRE(v1.ok());
+  CHECK(*v1 == 1);
+  for (size_t i = 0; i < params.size(); ++i) REQUIRE(params[i] == -static_cast<float>(i));
+  CHECK((*client)->counters().bytes_sent == 10001 * 4);
+  auto stats = (*client)->AllStats();
+  REQUIRE(stats.ok());
+  CHECK(stats->size() == 3);
+  CHECK((*stats)[0].pulls_served == 2 * cluster.plan.ChunksOf(0).size());
+}
+
+TEST_CASE("gRPC: chunks above gRPC's 4 MiB default message size travel", "[grpc][integration]") {
+  const size_t n = 6 * 1024 * 1024;  // 24 MiB in 8 MiB chunks
+  Cluster cluster(n, 1, 2 * 1024 * 1024);
+  auto client = cluster.Connect("secret");
+  REQUIRE(client.ok());
+  std::vector<float> grad(n, 0.25f), params(n);
+  REQUIRE((*client)->PushAll(grad, 0).ok());
+  REQUIRE((*client)->PullAll(absl::MakeSpan(params)).ok());
+  CHECK(params.front() == -0.25f);
+  CHECK(params.back() == -0.25f);
+}
+
+TEST_CASE("gRPC: a wrong or missing token is refused and changes nothing", "[grpc][security]") {
+  Cluster cluster(100, 1, 100);
+  auto wrong = cluster.Connect("not-the-secret");
+  REQUIRE(absl::IsUnauthenticated(wrong.status()));
+  CHECK(std::string(wrong.status().message()).find("wrong job token") != std::string::npos);
+  auto missing = cluster.Connect("");
+  CHECK(absl::IsUnauthenticated(missing.status()));
+  CHECK(cluster.logic[0]->Stats().pulls_served == 0);
+}
+
+TEST_CASE("gRPC: NaN gradients are rejected with the server named; weights unchanged",
+          "[grpc][validation]") {
+  Cluster cluster(100, 2, 50);
+  auto client = cluster.Connect("secret");
+  REQUIRE(client.ok());
+  std::vector<float> grad(100, 1.0f);
+  grad[70] = std::numeric_limits<float>::quiet_NaN();  // in chunk 1, on server 1
+  const absl::Status pushed = (*client)->PushAll(grad, 0);
+  REQUIRE(absl::IsInvalidArgument(pushed));
+  CHECK(std::string(pushed.message()).find("server 1 (127.0.0.1:") == 0);
+  CHECK(cluster.logic[1]->Stats().pushes_applied == 0);
+}
+
+TEST_CASE("gRPC: an oversize or malformed request is refused by the server", "[grpc][validation]") {
+  Cluster cluster(1000, 1, 1000);
+  auto channel = grpc::CreateChannel(cluster.addresses[0], grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  auto call = [&](const grpc::ByteBuffer& request) {
+    grpc::ClientContext ctx;
+    ctx.AddMetadata(kTokenMetadataKey, "secret");
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    grpc::ByteBuffer reply;
+    absl::Notification done;
+    grpc::Status status;
+    stub.UnaryCall(&ctx, "/monsoon.wire.ParameterServer/Push", grpc::StubOptions(), &request,
+                   &reply, [&](grpc::Status s) {
+                     status = s;
+                     done.Notify();
+                   });
+    done.WaitForNotification();
+    return status;
+  };
+  wire::PushRequest header;
+  header.set_chunk_id(0);
+  header.set_num_floats(1 << 20);
+  std::vector<float> huge(1 << 20, 0.0f);  // 4 MiB, far above this server's 1000-float chunks
+  CHECK(call(EncodeFrame(header, BorrowFloats(huge))).error_code() ==
+        grpc::StatusCode::RESOURCE_EXHAUSTED);
+  grpc::Slice junk("\xff\xff\xff\x7f garbage", 12);
+  CHECK(call(grpc::ByteBuffer(&junk, 1)).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  header.set_num_floats(1000);
+  std::vector<float> short_payload(10, 0.0f);
+  CHECK(call(EncodeFrame(header, BorrowFloats(short_payload))).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
+}
+
+TEST_CASE("gRPC: a server that has gone away is reported by index and address",
+          "[grpc][reliability]") {
+  Cluster cluster(100, 2, 50);
+  auto client = cluster.Connect("secret");
+  REQUIRE(client.ok());
+  cluster.grpc_servers[1]->Shutdown();
+  std::vector<float> params(100);
+  const absl::Status pulled = (*client)->PullAll(absl::MakeSpan(params)).status();
+  REQUIRE(absl::IsUnavailable(pulled));
+  CHECK(std::string(pulled.message()).rfind("server 1 (" + cluster.addresses[1] + ")", 0) == 0);
+}
+
+}  // namespace
+}  // namespace monsoon
