@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Bad YAML and bad jobs: a non-zero exit with one clear line naming the field or file (no stack
+# dump), and a failing role stops the whole job with its name and log.
+source tests/launcher/test_lib.sh
+
+# expect_config_error NAME EXPECTED_SUBSTRING monsoon-args...
+expect_config_error() {
+  local name="$1" expected="$2"
+  shift 2
+  timeout 30 "$MONSOON" "$@" >"$WORK/out.txt" 2>"$WORK/err.txt"
+  local code=$?
+  local lines
+  lines=$(wc -l <"$WORK/err.txt")
+  if [ "$code" -eq 2 ] && [ "$lines" -eq 1 ] && grep -qF -- "$expected" "$WORK/err.txt"; then
+    pass "$name: $(cat "$WORK/err.txt")"
+  else
+    fail "$name: exit $code, $lines line(s): $(cat "$WORK/err.txt")"
+  fi
+}
+
+cp configs/linear_regression.yaml "$WORK/job.yaml"
+cp -r configs/data "$WORK/data"
+expect_config_error "unknown key" "training.epoch: unknown key" \
+  validate "$WORK/job.yaml" --set training.epoch=3
+expect_config_error "wrong type" "training.epochs: expected an integer" \
+  validate "$WORK/job.yaml" --set training.epochs=three
+expect_config_error "bad choice" "optimizer.type: 'adam' is not allowed (allowed: sgd, momentum, adagrad)" \
+  run "$WORK/job.yaml" --run-dir "$WORK/r1" --set optimizer.type=adam
+expect_config_error "missing data file" "data.train: file not found: $WORK/missing.csv" \
+  run "$WORK/job.yaml" --run-dir "$WORK/r2" --set data.train=missing.csv
+expect_config_error "missing config" "config file not found: $WORK/nope.yaml" \
+  run "$WORK/nope.yaml"
+printf 'job: x\ncluster: {servers: 2\n' >"$WORK/broken.yaml"
+expect_config_error "YAML syntax" "YAML syntax error at line" validate "$WORK/broken.yaml"
+expect_config_error "unknown option" "unknown option --bogus" run "$WORK/job.yaml" --bogus 1
+[ ! -e "$WORK/r1" ] && pass "no run directory for a bad config" || fail "run directory created for a bad config"
+
+# A role that fails (the data has 1 feature, the model wants 2) ends the job, named.
+timeout 60 "$MONSOON" run "$WORK/job.yaml" --run-dir "$WORK/r3" --set model.input_dim=2 \
+  >"$WORK/out.txt" 2>"$WORK/err.txt"
+code=$?
+expect_eq "failing worker: exit status" "$code" "1"
+grep -q "worker-[01] exited with status 1; the job was stopped" "$WORK/err.txt" \
+  && pass "failing worker is named" || fail "failing worker message: $(cat "$WORK/err.txt")"
+grep -q "model.input_dim is 2 but the data has 1 features" "$WORK/err.txt" \
+  && pass "the worker's own error is shown" || fail "worker error missing: $(cat "$WORK/err.txt")"
+sleep 0.5
+leftover=$(pgrep -f -- "--run-dir $WORK/r3" || true)
+expect_eq "no role left running" "$leftover" ""
+finish

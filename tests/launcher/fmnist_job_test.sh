@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The default job (configs/fmnist_downpour.yaml) on Debian's Fashion-MNIST: >= 0.85 test
+# accuracy within 3 minutes of wall time, as summary.json reports.
+source tests/launcher/test_lib.sh
+
+timeout 240 "$MONSOON" run configs/fmnist_downpour.yaml --run-dir "$WORK/fmnist" >"$WORK/out.txt" 2>&1
+expect_eq "default job exit status" "$?" "0"
+tail -2 "$WORK/out.txt"
+acc=$(json_get "$WORK/fmnist/summary.json" final_test_accuracy)
+wall=$(json_get "$WORK/fmnist/summary.json" wall_seconds)
+echo "final_test_accuracy=$acc wall_seconds=$wall"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
+  && pass "accuracy $acc >= 0.85" || fail "accuracy $acc < 0.85"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 180 else 1)" "$wall" \
+  && pass "wall time ${wall}s <= 180" || fail "wall time ${wall}s > 180"
+finish

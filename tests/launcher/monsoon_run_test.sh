@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# `monsoon run` end to end with real processes: the linear-regression job recovers m and b,
+# writes a complete run directory, and refuses to overwrite it.
+source tests/launcher/test_lib.sh
+
+RUN="$WORK/linear"
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$RUN" >"$WORK/out.txt" 2>&1
+expect_eq "linear job exit status" "$?" "0"
+tail -3 "$WORK/out.txt"
+
+for f in config.yaml token summary.json params.bin metrics/worker-0.csv metrics/worker-1.csv \
+         metrics/server-0.csv metrics/evaluator.csv logs/server-0.log logs/worker-1.log \
+         logs/evaluator.log rendezvous/server-0; do
+  if [ -s "$RUN/$f" ]; then pass "run dir has $f"; else fail "run dir lacks $f"; fi
+done
+expect_eq "token mode" "$(stat -c %a "$RUN/token")" "600"
+
+python3 - "$RUN/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = {t["name"]: t["values"] for t in s["parameters"]}
+m, b = p["dense0.weight"][0], p["dense0.bias"][0]
+print(f"learned m={m:.5f} b={b:.5f}")
+assert round(m, 2) == 2.50, m
+assert round(b, 2) == -1.25, b
+assert s["algorithm"] == "downpour"
+assert s["final_test_accuracy"] is None          # regression: no accuracy
+assert s["final_test_loss"] < 0.01, s["final_test_loss"]
+assert s["epochs"] == 20 and s["samples_per_second"] > 0 and s["wall_seconds"] > 0
+assert s["params_file"].endswith("params.bin")
+PY
+expect_eq "summary: m and b recovered to 2 decimals" "$?" "0"
+
+# The resolved config has every default and parses again.
+timeout 20 "$MONSOON" validate "$RUN/config.yaml" >/dev/null
+expect_eq "resolved config validates" "$?" "0"
+
+# Same run directory again: refused, nothing overwritten.
+before=$(md5sum "$RUN/summary.json")
+timeout 20 "$MONSOON" run configs/linear_regression.yaml --run-dir "$RUN" 2>"$WORK/err.txt"
+expect_eq "reusing a run directory exits 2" "$?" "2"
+grep -q "already holds a run" "$WORK/err.txt" && pass "reuse message" || fail "reuse message: $(cat "$WORK/err.txt")"
+expect_eq "summary untouched" "$(md5sum "$RUN/summary.json")" "$before"
+
+# --set reaches the job (one epoch, one worker).
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/short" \
+  --set training.epochs=1 --set cluster.workers=1 >/dev/null 2>&1
+expect_eq "--set run exit status" "$?" "0"
+expect_eq "--set epochs" "$(json_get "$WORK/short/summary.json" epochs)" "1"
+expect_eq "--set workers" "$(json_get "$WORK/short/summary.json" workers)" "1"
+finish
