@@ -321,6 +321,8 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_ASSIGN_OR_RETURN(Section transport, top.Child("transport"));
   MONSOON_RETURN_IF_ERROR(transport.Int("chunk_kib", 4, 256 * 1024, &c->transport.chunk_kib));
   MONSOON_RETURN_IF_ERROR(transport.Int("max_in_flight", 1, 64, &c->transport.max_in_flight));
+  MONSOON_RETURN_IF_ERROR(
+      transport.Int("channels_per_server", 1, 8, &c->transport.channels_per_server));
   MONSOON_RETURN_IF_ERROR(transport.Real("rpc_timeout_seconds", 0, true, 3600,
                                          &c->transport.rpc_timeout_seconds));
   MONSOON_RETURN_IF_ERROR(transport.Real("rendezvous_timeout_seconds", 0, true, 3600,
@@ -451,6 +453,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  batch_size: " << c.evaluation.batch_size << "\n";
   y << "transport:\n  chunk_kib: " << c.transport.chunk_kib
     << "\n  max_in_flight: " << c.transport.max_in_flight
+    << "\n  channels_per_server: " << c.transport.channels_per_server
     << "\n  rpc_timeout_seconds: " << Num(c.transport.rpc_timeout_seconds)
     << "\n  rendezvous_timeout_seconds: " << Num(c.transport.rendezvous_timeout_seconds) << "\n";
   y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads << "\n";

@@ -50,7 +50,8 @@ struct EvaluationConfig {
 
 struct TransportConfig {
   int chunk_kib = 1024;             // largest chunk of the flat parameter space
-  int max_in_flight = 4;            // chunk RPCs in flight per server
+  int max_in_flight = 16;           // chunk RPCs in flight per server
+  int channels_per_server = 2;      // TCP connections per server
   double rpc_timeout_seconds = 30;  // deadline of every RPC
   double rendezvous_timeout_seconds = 60;
 };

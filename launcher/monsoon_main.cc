@@ -13,6 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/process_setup.h"
 #include "absl/time/time.h"
 #include "core/dataset.h"
 #include "core/job_config.h"
@@ -248,6 +249,7 @@ int Main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   InstallSignalHandlers();
+  TuneAllocatorForLargeMessages();
   const std::string cmd = argv[1];
   std::vector<std::string> allowed;
   if (cmd == "run") allowed = {"--run-dir"};

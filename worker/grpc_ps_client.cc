@@ -40,15 +40,20 @@ GrpcPsClient::GrpcPsClient(std::vector<std::string> addresses, const ShardingPla
     : addresses_(std::move(addresses)), plan_(plan), identity_(identity), options_(options) {
   const int max_message = static_cast<int>(plan_.max_chunk_size() * sizeof(float)) + (64 << 10);
   for (const std::string& address : addresses_) {
-    grpc::ChannelArguments args;
-    args.SetMaxReceiveMessageSize(max_message);
-    args.SetMaxSendMessageSize(max_message);
-    // Keepalive: a dead server is noticed within ~15 s even with no call in flight.
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
-    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-    auto channel = grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
-    stubs_.push_back(std::make_unique<grpc::GenericStub>(channel));
+    stubs_.emplace_back();
+    for (int k = 0; k < std::max(1, options_.channels_per_server); ++k) {
+      grpc::ChannelArguments args;
+      args.SetMaxReceiveMessageSize(max_message);
+      args.SetMaxSendMessageSize(max_message);
+      // Keepalive: a dead server is noticed within ~15 s even with no call in flight.
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+      args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+      args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+      // Channels with different arguments never share a connection.
+      args.SetInt("monsoon.channel_index", k);
+      stubs_.back().push_back(std::make_unique<grpc::GenericStub>(
+          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+    }
   }
 }
 
@@ -58,8 +63,8 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
     const std::vector<std::string>& servers, const ShardingPlan& plan, ClientIdentity identity,
     const GrpcPsClientOptions& options) {
   if (static_cast<int>(servers.size()) != plan.num_servers()) {
-    return absl::InvalidArgumentError(absl::StrCat("plan has ", plan.num_servers(),
-                                                   " servers, ", servers.size(), " addresses given"));
+    return absl::InvalidArgumentError(absl::StrCat("plan has ", plan.num_servers(), " servers, ",
+                                                   servers.size(), " addresses given"));
   }
   std::unique_ptr<GrpcPsClient> client(new GrpcPsClient(servers, plan, identity, options));
   for (int j = 0; j < plan.num_servers(); ++j) {
@@ -72,9 +77,9 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
     wire::HelloResponse response;
     MONSOON_RETURN_IF_ERROR(client->Annotate(j, "Hello", ParseReply(reply, &response)));
     if (response.server_index() != j) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "address ", servers[j], " was published as server ", j, " but answers as server ",
-          response.server_index()));
+      return absl::FailedPreconditionError(
+          absl::StrCat("address ", servers[j], " was published as server ", j,
+                       " but answers as server ", response.server_index()));
     }
   }
   return client;
@@ -83,8 +88,8 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
 absl::Status GrpcPsClient::Annotate(int server, const std::string& what,
                                     const absl::Status& status) const {
   if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat("server ", server, " (", addresses_[server],
-                                                  ") ", what, ": ", status.message()));
+  return absl::Status(status.code(), absl::StrCat("server ", server, " (", addresses_[server], ") ",
+                                                  what, ": ", status.message()));
 }
 
 absl::Status GrpcPsClient::Call(int server, const std::string& method,
@@ -94,11 +99,11 @@ absl::Status GrpcPsClient::Call(int server, const std::string& method,
   ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
   absl::Notification done;
   grpc::Status status;
-  stubs_[server]->UnaryCall(&ctx, method, grpc::StubOptions(), &request, reply,
-                            [&](grpc::Status s) {
-                              status = std::move(s);
-                              done.Notify();
-                            });
+  stubs_[server][0]->UnaryCall(&ctx, method, grpc::StubOptions(), &request, reply,
+                               [&](grpc::Status s) {
+                                 status = std::move(s);
+                                 done.Notify();
+                               });
   done.WaitForNotification();
   return Annotate(server, method.substr(method.rfind('/') + 1), FromGrpcStatus(status));
 }
@@ -107,85 +112,98 @@ absl::Status GrpcPsClient::ForEachChunk(
     const std::string& method, const std::function<grpc::ByteBuffer(const Chunk&)>& request,
     const std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>& on_reply) {
   struct InFlight {
-    const Chunk* chunk;
+    const Chunk* chunk = nullptr;
+    int server = 0;
     grpc::ClientContext ctx;
     grpc::ByteBuffer request;
     grpc::ByteBuffer reply;
+    grpc::Status status;
   };
   struct State {
     absl::Mutex mu;
     std::vector<std::deque<const Chunk*>> pending ABSL_GUARDED_BY(mu);
     std::vector<std::unique_ptr<InFlight>> calls ABSL_GUARDED_BY(mu);
-    int outstanding ABSL_GUARDED_BY(mu) = 0;
+    std::deque<InFlight*> completed ABSL_GUARDED_BY(mu);  // replies not yet handled
+    int outstanding ABSL_GUARDED_BY(mu) = 0;              // calls gRPC still owns
     absl::Status first_error ABSL_GUARDED_BY(mu);
   } state;
   const std::string what = method.substr(method.rfind('/') + 1);
 
-  // Claims the next pending chunk of `server` as a new in-flight call (nullptr when none is
-  // left or a call has failed). Keeping `outstanding` above zero until that call completes is
-  // what keeps `state` alive: the waiter below returns only when nothing is in flight.
+  // Claims the next pending chunk of `server` as a new call (nullptr when none is left or a
+  // call has failed). `outstanding` stays above zero until that call completes, which keeps
+  // the waiter below, and so `state`, alive.
   auto claim_next = [&](int server) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) -> InFlight* {
     if (!state.first_error.ok() || state.pending[server].empty()) return nullptr;
     state.calls.push_back(std::make_unique<InFlight>());
     InFlight* call = state.calls.back().get();
     call->chunk = state.pending[server].front();
+    call->server = server;
     state.pending[server].pop_front();
     ++state.outstanding;
     return call;
   };
-  std::function<void(int, InFlight*)> launch = [&](int server, InFlight* call) {
+  // gRPC's callback only queues the reply and starts the server's next call: decoding (a
+  // payload copy for pulls) happens on the calling thread, overlapping the network.
+  std::function<void(InFlight*)> launch = [&](InFlight* call) {
     call->request = request(*call->chunk);
     call->ctx.AddMetadata(kTokenMetadataKey, options_.token);
     call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
-    stubs_[server]->UnaryCall(
-        &call->ctx, method, grpc::StubOptions(), &call->request, &call->reply,
-        [&, call, server](grpc::Status s) {
-          absl::Status result = FromGrpcStatus(s);
-          if (result.ok()) result = on_reply(*call->chunk, call->reply);
-          InFlight* next;
-          {
-            absl::MutexLock lock(&state.mu);
-            if (!result.ok() && state.first_error.ok()) {
-              state.first_error =
-                  Annotate(server, absl::StrCat(what, " chunk ", call->chunk->id), result);
-            }
-            next = claim_next(server);
-            --state.outstanding;
-          }
-          // Past this point `state` may be gone unless `next` is in flight.
-          if (next != nullptr) launch(server, next);
-        });
+    const auto& pool = stubs_[call->server];
+    const size_t channel = (call->chunk->id / plan_.num_servers()) % pool.size();
+    pool[channel]->UnaryCall(&call->ctx, method, grpc::StubOptions(), &call->request, &call->reply,
+                             [&, call](grpc::Status s) {
+                               InFlight* next;
+                               {
+                                 absl::MutexLock lock(&state.mu);
+                                 call->status = std::move(s);
+                                 state.completed.push_back(call);
+                                 next = call->status.ok() ? claim_next(call->server) : nullptr;
+                                 --state.outstanding;
+                               }
+                               // `state` may be gone now unless `next` is in flight.
+                               if (next != nullptr) launch(next);
+                             });
   };
 
-  std::vector<std::pair<int, InFlight*>> first_calls;
+  std::vector<InFlight*> first_calls;
   {
     absl::MutexLock lock(&state.mu);
     state.pending.resize(plan_.num_servers());
     for (const Chunk& c : plan_.chunks()) state.pending[c.server].push_back(&c);
     for (int server = 0; server < plan_.num_servers(); ++server) {
       for (int i = 0; i < options_.max_in_flight; ++i) {
-        if (InFlight* call = claim_next(server)) first_calls.emplace_back(server, call);
+        if (InFlight* call = claim_next(server)) first_calls.push_back(call);
       }
     }
   }
-  for (const auto& [server, call] : first_calls) launch(server, call);
-  absl::MutexLock lock(&state.mu);
-  auto finished = [&state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
-    if (state.outstanding > 0) return false;
-    if (!state.first_error.ok()) return true;
-    return std::all_of(state.pending.begin(), state.pending.end(),
-                       [](const std::deque<const Chunk*>& q) { return q.empty(); });
+  for (InFlight* call : first_calls) launch(call);
+
+  auto ready = [&state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+    return !state.completed.empty() || state.outstanding == 0;
   };
-  state.mu.Await(absl::Condition(&finished));
+  absl::MutexLock lock(&state.mu);
+  while (true) {
+    state.mu.Await(absl::Condition(&ready));
+    if (state.completed.empty()) break;  // nothing in flight and nothing left to handle
+    InFlight* call = state.completed.front();
+    state.completed.pop_front();
+    state.mu.Unlock();
+    absl::Status result = FromGrpcStatus(call->status);
+    if (result.ok()) result = on_reply(*call->chunk, call->reply);
+    state.mu.Lock();
+    if (!result.ok() && state.first_error.ok()) {
+      state.first_error =
+          Annotate(call->server, absl::StrCat(what, " chunk ", call->chunk->id), result);
+    }
+  }
   return state.first_error;
 }
 
 absl::StatusOr<uint64_t> GrpcPsClient::PullAll(absl::Span<float> params) {
   if (params.size() != plan_.num_params()) {
-    return absl::InvalidArgumentError(absl::StrCat("pull into ", params.size(), " floats; the model has ",
-                                                   plan_.num_params()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("pull into ", params.size(), " floats; the model has ", plan_.num_params()));
   }
-  absl::Mutex version_mu;
   uint64_t min_version = std::numeric_limits<uint64_t>::max();
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPull,
@@ -201,7 +219,6 @@ absl::StatusOr<uint64_t> GrpcPsClient::PullAll(absl::Span<float> params) {
           return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
         }
         MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(params.subspan(c.offset, c.size)));
-        absl::MutexLock lock(&version_mu);
         min_version = std::min<uint64_t>(min_version, header.version());
         return absl::OkStatus();
       }));
@@ -211,8 +228,8 @@ absl::StatusOr<uint64_t> GrpcPsClient::PullAll(absl::Span<float> params) {
 
 absl::Status GrpcPsClient::PushAll(absl::Span<const float> gradient, uint64_t base_version) {
   if (gradient.size() != plan_.num_params()) {
-    return absl::InvalidArgumentError(absl::StrCat("push of ", gradient.size(), " floats; the model has ",
-                                                   plan_.num_params()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("push of ", gradient.size(), " floats; the model has ", plan_.num_params()));
   }
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPush,

@@ -1,4 +1,4 @@
-// PsClient over gRPC: one channel per server, chunk RPCs with a window of max_in_flight per
+// PsClient over gRPC: a small pool of channels per server, chunk RPCs with a window of max_in_flight per
 // server, payloads as raw slices (pushes borrow the caller's gradient; pulls decode straight
 // into the caller's parameter vector). Every RPC carries the job token and a deadline.
 #ifndef MONSOON_WORKER_GRPC_PS_CLIENT_H_
@@ -26,7 +26,8 @@ namespace monsoon {
 
 struct GrpcPsClientOptions {
   std::string token;
-  int max_in_flight = 4;  // chunk RPCs in flight per server
+  int max_in_flight = 16;       // chunk RPCs in flight per server
+  int channels_per_server = 2;  // TCP connections per server; chunks alternate between them
   absl::Duration rpc_timeout = absl::Seconds(30);
 };
 
@@ -50,7 +51,8 @@ class GrpcPsClient : public PsClient {
                ClientIdentity identity, const GrpcPsClientOptions& options);
 
   // Builds one request per chunk and runs them, at most max_in_flight per server at a time;
-  // on_reply runs on gRPC threads (concurrently for different chunks). Returns the first error.
+  // on_reply runs on the calling thread, one reply at a time, while later calls are still in
+  // flight. After an error no new call starts; returns the first error.
   absl::Status ForEachChunk(
       const std::string& method, const std::function<grpc::ByteBuffer(const Chunk&)>& request,
       const std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>& on_reply);
@@ -65,7 +67,8 @@ class GrpcPsClient : public PsClient {
   const ShardingPlan plan_;
   const ClientIdentity identity_;
   const GrpcPsClientOptions options_;
-  std::vector<std::unique_ptr<grpc::GenericStub>> stubs_;
+  // stubs_[server][k]: one stub per channel of the server's pool.
+  std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>> stubs_;
 
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};

@@ -1,0 +1,113 @@
+// Compute benchmark: CPU training-step samples/s of the default MLP (784-256-128-10) next to
+// the time of the same-shape SGEMMs alone (forward 3, backward 5), at several batch sizes.
+// Prints one JSON object; ratio = GEMM-only time / full step time (1.0 = no overhead).
+//
+//   compute_bench [--steps N] [--threads T]
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "core/cpu_backend.h"
+#include "core/model.h"
+
+namespace monsoon {
+namespace {
+
+struct Shape {
+  bool ta, tb;
+  int m, n, k;
+};
+
+// The GEMMs of one step: for each dense layer (in -> out) at batch B, forward x W, then
+// dW = x^T dy and (except the first layer) dx = dy W^T.
+std::vector<Shape> StepGemms(int batch, const std::vector<int>& widths) {
+  std::vector<Shape> shapes;
+  for (size_t l = 0; l + 1 < widths.size(); ++l) {
+    const int in = widths[l], out = widths[l + 1];
+    shapes.push_back({false, false, batch, out, in});
+    shapes.push_back({true, false, in, out, batch});
+    if (l > 0) shapes.push_back({false, true, batch, in, out});
+  }
+  return shapes;
+}
+
+int Main(int argc, char** argv) {
+  int steps = 200, threads = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--steps") {
+      steps = std::stoi(argv[i + 1]);
+    } else if (flag == "--threads") {
+      threads = std::stoi(argv[i + 1]);
+    } else {
+      std::cerr << "usage: compute_bench [--steps N] [--threads T]\n";
+      return 2;
+    }
+  }
+  CpuBackend backend(threads);
+  ModelSpec spec;
+  spec.input_dim = 784;
+  spec.output_dim = 10;
+  spec.hidden = {256, 128};
+  const std::vector<int> widths = {784, 256, 128, 10};
+  auto model = Model::Create(spec, &backend);
+  std::vector<float> params((*model)->num_params());
+  Model::InitialValues(spec, 1, 0, absl::MakeSpan(params));
+  (*model)->SetParams(params.data());
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(0, 1);
+  std::cout << "{\n  \"benchmark\": \"compute\",\n  \"model\": \"mlp 784-256-128-10\",\n"
+            << "  \"backend\": \"" << backend.name() << "\",\n  \"blas_threads\": " << threads
+            << ",\n  \"results\": [\n";
+  const std::vector<int> batches = {64, 256, 1024};
+  for (size_t bi = 0; bi < batches.size(); ++bi) {
+    const int batch = batches[bi];
+    const int reps = std::max(10, steps * 64 / batch);
+    std::vector<float> x(static_cast<size_t>(batch) * 784), y(batch);
+    for (float& v : x) v = u(rng);
+    for (int r = 0; r < batch; ++r) y[r] = static_cast<float>(r % 10);
+    std::vector<float> grads((*model)->num_params());
+    auto step = [&] {
+      (*model)->ComputeGradients(x.data(), y.data(), batch);
+      (*model)->GetGrads(grads.data());
+    };
+    step();
+    absl::Time start = absl::Now();
+    for (int r = 0; r < reps; ++r) step();
+    const double step_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
+
+    // Same shapes, GEMMs only, on buffers of the right sizes.
+    const auto shapes = StepGemms(batch, widths);
+    std::vector<std::vector<float>> a, b, c;
+    for (const Shape& s : shapes) {
+      a.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);
+      b.emplace_back(static_cast<size_t>(s.k) * s.n, 0.25f);
+      c.emplace_back(static_cast<size_t>(s.m) * s.n, 0.0f);
+    }
+    auto gemms = [&] {
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const Shape& s = shapes[i];
+        backend.Gemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a[i].data(), b[i].data(), 0.0f, c[i].data());
+      }
+    };
+    gemms();
+    start = absl::Now();
+    for (int r = 0; r < reps; ++r) gemms();
+    const double gemm_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
+    std::printf(
+        "    {\"batch\": %d, \"step_samples_per_second\": %.0f, \"gemm_samples_per_second\": %.0f,"
+        " \"ratio\": %.3f}%s\n",
+        batch, batch / step_s, batch / gemm_s, gemm_s / step_s, bi + 1 < batches.size() ? "," : "");
+    std::fflush(stdout);
+  }
+  std::cout << "  ]\n}" << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace monsoon
+
+int main(int argc, char** argv) { return monsoon::Main(argc, argv); }

@@ -1,0 +1,249 @@
+// Transport benchmark: push and pull goodput through one parameter server (a separate
+// process) for 1, 4, 16 and 64 MiB tensors, next to a raw TCP socket pump between two
+// processes measured in the same run. Prints one JSON object.
+//
+//   transport_bench [--reps N] [--sizes 1,4,16,64] [--chunk-mib C] [--in-flight W]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "core/process_setup.h"
+#include "server/grpc_parameter_server.h"
+#include "worker/grpc_ps_client.h"
+
+namespace monsoon {
+namespace {
+
+constexpr char kToken[] = "bench-token";
+constexpr size_t kPumpWrite = 1 << 20;    // 1 MiB socket writes
+
+ModelSpec FlatModel(size_t floats) {
+  ModelSpec spec;  // a linear model is just a flat vector of floats, zero-initialised
+  spec.type = ModelType::kLinearRegression;
+  spec.input_dim = static_cast<int>(floats - 1);
+  spec.output_dim = 1;
+  spec.loss = LossType::kMeanSquaredError;
+  return spec;
+}
+
+// Child: serve a `floats`-parameter store in chunks of `chunk_floats` with SGD; print the
+// address; exit on stdin EOF.
+int Serve(size_t floats, size_t chunk_floats) {
+  auto plan = ShardingPlan::Create(floats, 1, chunk_floats);
+  OptimizerSpec sgd;
+  sgd.learning_rate = 1e-6f;
+  ParameterServer logic(0, *plan, FlatModel(floats), 1, std::make_unique<DownpourRule>(sgd), 1,
+                        false);
+  auto server = GrpcParameterServer::Start(&logic, "127.0.0.1", kToken);
+  if (!server.ok()) return 1;
+  std::cout << (*server)->address() << std::endl;
+  char c;
+  while (read(STDIN_FILENO, &c, 1) > 0) {
+  }
+  return 0;
+}
+
+// Child: accept one connection; for each message of `bytes` read, reply with one byte.
+int TcpSink(size_t bytes) {
+  const int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  listen(listener, 1);
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::cout << ntohs(addr.sin_port) << std::endl;
+  const int fd = accept(listener, nullptr, nullptr);
+  std::vector<char> buf(kPumpWrite);
+  size_t got = 0;
+  while (true) {
+    const ssize_t n = read(fd, buf.data(), buf.size());
+    if (n <= 0) break;
+    got += static_cast<size_t>(n);
+    while (got >= bytes) {
+      got -= bytes;
+      const char ack = 1;
+      if (write(fd, &ack, 1) != 1) return 1;
+    }
+  }
+  return 0;
+}
+
+// A child process running this binary in another mode, with a pipe to its stdin and from
+// its stdout. Closing stdin ends it.
+struct Child {
+  pid_t pid = 0;
+  int to_child = -1;
+  FILE* from_child = nullptr;
+
+  static Child Spawn(const std::vector<std::string>& argv) {
+    int in[2], out[2];
+    if (pipe(in) != 0 || pipe(out) != 0) std::abort();
+    Child c;
+    c.pid = fork();
+    if (c.pid == 0) {
+      dup2(in[0], STDIN_FILENO);
+      dup2(out[1], STDOUT_FILENO);
+      close(in[1]);
+      close(out[0]);
+      std::vector<char*> args;
+      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv("/proc/self/exe", args.data());
+      _exit(127);
+    }
+    close(in[0]);
+    close(out[1]);
+    c.to_child = in[1];
+    c.from_child = fdopen(out[0], "r");
+    return c;
+  }
+  std::string ReadLine() {
+    char line[256] = {};
+    if (std::fgets(line, sizeof(line), from_child) == nullptr) return "";
+    std::string s(line);
+    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+    return s;
+  }
+  void Stop() {
+    close(to_child);
+    fclose(from_child);
+    waitpid(pid, nullptr, 0);
+  }
+};
+
+double TcpPumpGbps(size_t bytes, int reps) {
+  Child sink = Child::Spawn({"transport_bench", "--tcp-sink", std::to_string(bytes)});
+  int port = 0;
+  if (!absl::SimpleAtoi(sink.ReadLine(), &port)) std::abort();
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
+  std::vector<char> payload(bytes, 7);
+  auto one = [&]() {
+    for (size_t done = 0; done < bytes;) {
+      const ssize_t n = write(fd, payload.data() + done, std::min(kPumpWrite, bytes - done));
+      if (n <= 0) std::abort();
+      done += static_cast<size_t>(n);
+    }
+    char ack;
+    if (read(fd, &ack, 1) != 1) std::abort();
+  };
+  one();  // warm-up
+  const absl::Time start = absl::Now();
+  for (int r = 0; r < reps; ++r) one();
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  close(fd);
+  sink.Stop();
+  return static_cast<double>(bytes) * reps / seconds / 1e9;
+}
+
+struct GrpcFigures {
+  double push_gbps = 0;
+  double pull_gbps = 0;
+};
+
+GrpcFigures GrpcGbps(size_t bytes, int reps, size_t chunk_floats, int in_flight) {
+  const size_t floats = bytes / sizeof(float);
+  Child server = Child::Spawn(
+      {"transport_bench", "--serve", std::to_string(floats), std::to_string(chunk_floats)});
+  const std::string address = server.ReadLine();
+  auto plan = ShardingPlan::Create(floats, 1, chunk_floats);
+  GrpcPsClientOptions options;
+  options.token = kToken;
+  options.max_in_flight = in_flight;
+  options.rpc_timeout = absl::Seconds(60);
+  auto client = GrpcPsClient::Connect({address}, *plan, {ClientRole::kWorker, 0}, options);
+  if (!client.ok()) {
+    std::cerr << client.status() << std::endl;
+    std::abort();
+  }
+  std::vector<float> grad(floats, 1.0f), params(floats);
+  auto time_it = [&](auto&& op) {
+    if (!op().ok()) std::abort();  // warm-up
+    const absl::Time start = absl::Now();
+    for (int r = 0; r < reps; ++r) {
+      if (!op().ok()) std::abort();
+    }
+    return static_cast<double>(bytes) * reps / absl::ToDoubleSeconds(absl::Now() - start) / 1e9;
+  };
+  GrpcFigures f;
+  f.push_gbps = time_it([&] { return (*client)->PushAll(grad, 0); });
+  f.pull_gbps = time_it([&] { return (*client)->PullAll(absl::MakeSpan(params)).status(); });
+  client->reset();
+  server.Stop();
+  return f;
+}
+
+int Main(int argc, char** argv) {
+  TuneAllocatorForLargeMessages();
+  if (argc == 4 && std::string(argv[1]) == "--serve") {
+    return Serve(std::stoul(argv[2]), std::stoul(argv[3]));
+  }
+  if (argc == 3 && std::string(argv[1]) == "--tcp-sink") return TcpSink(std::stoul(argv[2]));
+  int reps = 10, chunk_mib = 1, in_flight = 16;
+  std::vector<int> sizes = {1, 4, 16, 64};
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--reps") {
+      reps = std::stoi(argv[i + 1]);
+    } else if (flag == "--chunk-mib") {
+      chunk_mib = std::stoi(argv[i + 1]);
+    } else if (flag == "--in-flight") {
+      in_flight = std::stoi(argv[i + 1]);
+    } else if (flag == "--sizes") {
+      sizes.clear();
+      for (absl::string_view s : absl::StrSplit(argv[i + 1], ',')) {
+        int v;
+        if (absl::SimpleAtoi(s, &v)) sizes.push_back(v);
+      }
+    } else {
+      std::cerr << "usage: transport_bench [--reps N] [--sizes 1,4,16,64] [--chunk-mib C] "
+                   "[--in-flight W]\n";
+      return 2;
+    }
+  }
+  std::cout << "{\n  \"benchmark\": \"transport\",\n  \"chunk_mib\": " << chunk_mib
+            << ",\n  \"in_flight\": " << in_flight
+            << ",\n  \"channels_per_server\": " << GrpcPsClientOptions().channels_per_server
+            << ",\n  \"reps\": " << reps
+            << ",\n  \"results\": [\n";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const size_t bytes = static_cast<size_t>(sizes[i]) << 20;
+    const double tcp = TcpPumpGbps(bytes, reps);
+    const GrpcFigures g =
+        GrpcGbps(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight);
+    std::printf(
+        "    {\"mib\": %d, \"push_gbps\": %.3f, \"pull_gbps\": %.3f, \"tcp_pump_gbps\": %.3f, "
+        "\"push_ratio\": %.3f, \"pull_ratio\": %.3f}%s\n",
+        sizes[i], g.push_gbps, g.pull_gbps, tcp, g.push_gbps / tcp, g.pull_gbps / tcp,
+        i + 1 < sizes.size() ? "," : "");
+    std::fflush(stdout);
+  }
+  std::cout << "  ]\n}" << std::endl;
+  return 0;
+}
+
+}  // namespace
+}  // namespace monsoon
+
+int main(int argc, char** argv) { return monsoon::Main(argc, argv); }

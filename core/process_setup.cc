@@ -1,0 +1,15 @@
+#include "core/process_setup.h"
+
+#include <malloc.h>
+
+namespace monsoon {
+
+void TuneAllocatorForLargeMessages() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum on 64-bit
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // Per-thread arenas return freed pages to the kernel whatever the trim threshold, so gRPC's
+  // threads would refault their receive buffers; one arena keeps them.
+  mallopt(M_ARENA_MAX, 1);
+}
+
+}  // namespace monsoon
