@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs Monsoon's whole test suite from a checkout: installs the Debian packages it needs,
+# builds every target (benchmarks included), runs every test under Bazel's hard time limits,
+# and ends with its own line "N passed, N failed" (one per test target).
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+tools/install_deps.sh || { echo "0 passed, 1 failed"; exit 1; }
+
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+bazel test --noshow_progress //... 2>&1 | tee "$log"
+bazel_status=${PIPESTATUS[0]}
+
+passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
+failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log")
+if [ "$bazel_status" -ne 0 ] && [ "$failed" -eq 0 ]; then
+  failed=1  # the build itself failed: count it so that the line never reads as success
+fi
+echo "$passed passed, $failed failed"
+[ "$bazel_status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
