@@ -30,7 +30,7 @@ namespace monsoon {
 namespace {
 
 constexpr char kToken[] = "bench-token";
-constexpr size_t kPumpWrite = 1 << 20;    // 1 MiB socket writes
+constexpr size_t kPumpWrite = 1 << 20;  // 1 MiB socket writes
 
 ModelSpec FlatModel(size_t floats) {
   ModelSpec spec;  // a linear model is just a flat vector of floats, zero-initialised
@@ -225,13 +225,11 @@ int Main(int argc, char** argv) {
   std::cout << "{\n  \"benchmark\": \"transport\",\n  \"chunk_mib\": " << chunk_mib
             << ",\n  \"in_flight\": " << in_flight
             << ",\n  \"channels_per_server\": " << GrpcPsClientOptions().channels_per_server
-            << ",\n  \"reps\": " << reps
-            << ",\n  \"results\": [\n";
+            << ",\n  \"reps\": " << reps << ",\n  \"results\": [\n";
   for (size_t i = 0; i < sizes.size(); ++i) {
     const size_t bytes = static_cast<size_t>(sizes[i]) << 20;
     const double tcp = TcpPumpGbps(bytes, reps);
-    const GrpcFigures g =
-        GrpcGbps(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight);
+    const GrpcFigures g = GrpcGbps(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight);
     std::printf(
         "    {\"mib\": %d, \"push_gbps\": %.3f, \"pull_gbps\": %.3f, \"tcp_pump_gbps\": %.3f, "
         "\"push_ratio\": %.3f, \"pull_ratio\": %.3f}%s\n",

@@ -49,8 +49,8 @@ class ComputeBackend {
   virtual void CopyToHost(const float* device, float* host, size_t n) = 0;
 
   // C[m x n] = alpha * op(A) * op(B) + beta * C, with op(A) of shape m x k and op(B) k x n.
-  virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                    const float* a, const float* b, float beta, float* c) = 0;
+  virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                    const float* b, float beta, float* c) = 0;
   // x[r][c] += bias[c] for a rows x cols matrix x.
   virtual void AddBias(const float* bias, int rows, int cols, float* x) = 0;
   // out[c] = sum_r x[r][c].
@@ -65,8 +65,8 @@ class ComputeBackend {
   virtual LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,
                                          int classes, float* dlogits) = 0;
   // Mean squared error 0.5 * ||pred - target||^2 per row; dpred = (pred - target) / rows.
-  virtual LossResult MeanSquaredError(const float* pred, const float* target, int rows,
-                                      int cols, float* dpred) = 0;
+  virtual LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
+                                      float* dpred) = 0;
   // y += alpha * x.
   virtual void Axpy(float alpha, const float* x, float* y, size_t n) = 0;
 };

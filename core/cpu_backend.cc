@@ -29,8 +29,8 @@ void CpuBackend::CopyToHost(const float* device, float* host, size_t n) {
   if (host != device) std::memcpy(host, device, n * sizeof(float));
 }
 
-void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha,
-                      const float* a, const float* b, float beta, float* c) {
+void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                      const float* b, float beta, float* c) {
   const int lda = trans_a ? m : k;
   const int ldb = trans_b ? k : n;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
@@ -109,8 +109,8 @@ LossResult CpuBackend::SoftmaxCrossEntropy(const float* logits, const float* lab
   return result;
 }
 
-LossResult CpuBackend::MeanSquaredError(const float* pred, const float* target, int rows,
-                                        int cols, float* dpred) {
+LossResult CpuBackend::MeanSquaredError(const float* pred, const float* target, int rows, int cols,
+                                        float* dpred) {
   LossResult result;
   const float inv_rows = 1.0f / static_cast<float>(rows);
   const size_t n = static_cast<size_t>(rows) * cols;

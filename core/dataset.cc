@@ -65,8 +65,8 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
                                                    " bytes, found ", images->size()));
   }
   if (BigEndian32(*labels, 4) != count || labels->size() != 8 + count) {
-    return absl::InvalidArgumentError(absl::StrCat(labels_path, ": expected ", count,
-                                                   " labels to match ", images_path));
+    return absl::InvalidArgumentError(
+        absl::StrCat(labels_path, ": expected ", count, " labels to match ", images_path));
   }
   Dataset data;
   data.feature_dim = static_cast<int>(pixels);
@@ -86,7 +86,8 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
 
 absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
   std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  if (!in)
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   Dataset data;
   std::string line;
   int line_no = 0;
@@ -111,8 +112,8 @@ absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
     for (size_t c = 0; c < columns; ++c) {
       float v;
       if (!absl::SimpleAtof(absl::StripAsciiWhitespace(cells[c]), &v) || !std::isfinite(v)) {
-        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": column ", c + 1,
-                                                       " is not a finite number: '", cells[c], "'"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ":", line_no, ": column ", c + 1, " is not a finite number: '", cells[c], "'"));
       }
       (c + 1 == columns ? data.targets : data.features).push_back(v);
     }

@@ -103,9 +103,9 @@ class Section {
     MONSOON_ASSIGN_OR_RETURN(bool present, Scalar(key, &text));
     if (!present) return absl::OkStatus();
     if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), text) == allowed.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(Path(key), ": '", text,
-                                                     "' is not allowed (allowed: ",
-                                                     absl::StrJoin(allowed, ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(Path(key), ": '", text,
+                       "' is not allowed (allowed: ", absl::StrJoin(allowed, ", "), ")"));
     }
     *out = text;
     return absl::OkStatus();
@@ -123,8 +123,8 @@ class Section {
     for (size_t i = 0; i < n.size(); ++i) {
       int v;
       if (!n[i].IsScalar() || !absl::SimpleAtoi(n[i].Scalar(), &v) || v < min) {
-        return absl::InvalidArgumentError(absl::StrCat(Path(key), "[", i,
-                                                       "]: expected an integer >= ", min));
+        return absl::InvalidArgumentError(
+            absl::StrCat(Path(key), "[", i, "]: expected an integer >= ", min));
       }
       values.push_back(v);
     }
@@ -158,8 +158,8 @@ class Section {
     for (const auto& kv : node_) {
       const std::string key = kv.first.Scalar();
       if (known_.count(key) == 0) {
-        return absl::InvalidArgumentError(absl::StrCat(Path(key), ": unknown key (allowed: ",
-                                                       absl::StrJoin(known_, ", "), ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(Path(key), ": unknown key (allowed: ", absl::StrJoin(known_, ", "), ")"));
       }
     }
     return absl::OkStatus();
@@ -250,8 +250,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_ASSIGN_OR_RETURN(c->model.loss, ParseLossType(loss));
   if (c->model.type == ModelType::kSoftmaxRegression &&
       c->model.loss != LossType::kSoftmaxCrossEntropy) {
-    return absl::InvalidArgumentError(
-        "model.loss: softmax_regression needs softmax_cross_entropy");
+    return absl::InvalidArgumentError("model.loss: softmax_regression needs softmax_cross_entropy");
   }
   if (c->model.loss == LossType::kSoftmaxCrossEntropy && c->model.output_dim < 2) {
     return absl::InvalidArgumentError(
@@ -277,12 +276,13 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(data.CheckNoUnknownKeys());
   const bool has_test = !(idx ? c->data.test_images : c->data.test).empty();
   if (idx && c->data.test_images.empty() != c->data.test_labels.empty()) {
-    return absl::InvalidArgumentError("data.test_labels: give test_images and test_labels together");
+    return absl::InvalidArgumentError(
+        "data.test_labels: give test_images and test_labels together");
   }
 
   if (c->cluster.evaluator && !has_test) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.", idx ? "test_images" : "test", ": required when cluster.evaluator is true"));
+    return absl::InvalidArgumentError(absl::StrCat("data.", idx ? "test_images" : "test",
+                                                   ": required when cluster.evaluator is true"));
   }
 
   MONSOON_ASSIGN_OR_RETURN(Section training, top.Child("training"));
@@ -296,8 +296,8 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_ASSIGN_OR_RETURN(Section downpour, top.Child("downpour"));
   MONSOON_RETURN_IF_ERROR(downpour.Int("n_fetch", 1, 1 << 20, &c->downpour.n_fetch));
   MONSOON_RETURN_IF_ERROR(downpour.Int("n_push", 1, 1 << 20, &c->downpour.n_push));
-  MONSOON_RETURN_IF_ERROR(downpour.Real("local_learning_rate", 0, false, 1e3,
-                                        &c->downpour.local_learning_rate));
+  MONSOON_RETURN_IF_ERROR(
+      downpour.Real("local_learning_rate", 0, false, 1e3, &c->downpour.local_learning_rate));
   MONSOON_RETURN_IF_ERROR(downpour.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section optimizer, top.Child("optimizer"));
@@ -308,8 +308,8 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
       optimizer.Real("learning_rate", 0, true, 1e3, &c->optimizer.learning_rate));
   MONSOON_RETURN_IF_ERROR(optimizer.Real("momentum", 0, false, 0.999999, &c->optimizer.momentum));
   MONSOON_RETURN_IF_ERROR(optimizer.Real("epsilon", 0, true, 1, &c->optimizer.epsilon));
-  MONSOON_RETURN_IF_ERROR(optimizer.Real("initial_accumulator", 0, false, 1e6,
-                                         &c->optimizer.initial_accumulator));
+  MONSOON_RETURN_IF_ERROR(
+      optimizer.Real("initial_accumulator", 0, false, 1e6, &c->optimizer.initial_accumulator));
   MONSOON_RETURN_IF_ERROR(optimizer.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section evaluation, top.Child("evaluation"));
@@ -323,8 +323,8 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(transport.Int("max_in_flight", 1, 64, &c->transport.max_in_flight));
   MONSOON_RETURN_IF_ERROR(
       transport.Int("channels_per_server", 1, 8, &c->transport.channels_per_server));
-  MONSOON_RETURN_IF_ERROR(transport.Real("rpc_timeout_seconds", 0, true, 3600,
-                                         &c->transport.rpc_timeout_seconds));
+  MONSOON_RETURN_IF_ERROR(
+      transport.Real("rpc_timeout_seconds", 0, true, 3600, &c->transport.rpc_timeout_seconds));
   MONSOON_RETURN_IF_ERROR(transport.Real("rendezvous_timeout_seconds", 0, true, 3600,
                                          &c->transport.rendezvous_timeout_seconds));
   MONSOON_RETURN_IF_ERROR(transport.CheckNoUnknownKeys());
@@ -345,27 +345,36 @@ std::string Quote(const std::string& s) {
 
 const char* ModelTypeName(ModelType t) {
   switch (t) {
-    case ModelType::kLinearRegression: return "linear_regression";
-    case ModelType::kSoftmaxRegression: return "softmax_regression";
-    case ModelType::kMlp: return "mlp";
+    case ModelType::kLinearRegression:
+      return "linear_regression";
+    case ModelType::kSoftmaxRegression:
+      return "softmax_regression";
+    case ModelType::kMlp:
+      return "mlp";
   }
   return "";
 }
 
 const char* ActivationName(Activation a) {
   switch (a) {
-    case Activation::kRelu: return "relu";
-    case Activation::kTanh: return "tanh";
-    case Activation::kSigmoid: return "sigmoid";
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kSigmoid:
+      return "sigmoid";
   }
   return "";
 }
 
 const char* OptimizerName(OptimizerType t) {
   switch (t) {
-    case OptimizerType::kSgd: return "sgd";
-    case OptimizerType::kMomentum: return "momentum";
-    case OptimizerType::kAdagrad: return "adagrad";
+    case OptimizerType::kSgd:
+      return "sgd";
+    case OptimizerType::kMomentum:
+      return "momentum";
+    case OptimizerType::kAdagrad:
+      return "adagrad";
   }
   return "";
 }
@@ -430,11 +439,11 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n";
   y << "data:\n  format: " << c.data.format << "\n";
   if (c.data.format == "idx") {
-    y << "  train_images: " << Quote(c.data.train_images) << "\n  train_labels: "
-      << Quote(c.data.train_labels) << "\n";
+    y << "  train_images: " << Quote(c.data.train_images)
+      << "\n  train_labels: " << Quote(c.data.train_labels) << "\n";
     if (!c.data.test_images.empty()) {
-      y << "  test_images: " << Quote(c.data.test_images) << "\n  test_labels: "
-        << Quote(c.data.test_labels) << "\n";
+      y << "  test_images: " << Quote(c.data.test_images)
+        << "\n  test_labels: " << Quote(c.data.test_labels) << "\n";
     }
   } else {
     y << "  train: " << Quote(c.data.train) << "\n";

@@ -18,8 +18,8 @@ void DenseLayer::Forward(ComputeBackend& backend, const float* x, int batch, flo
   backend.AddBias(b_, batch, out_, y);
 }
 
-void DenseLayer::Backward(ComputeBackend& backend, const float* x, const float* y,
-                          const float* dy, int batch, float* dx) {
+void DenseLayer::Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
+                          int batch, float* dx) {
   // dW = x^T dy, db = column sums of dy, dx = dy W^T.
   backend.Gemm(true, false, in_, out_, batch, 1.0f, x, dy, 0.0f, dw_);
   backend.ColumnSum(dy, batch, out_, db_);

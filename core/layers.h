@@ -33,8 +33,8 @@ class Layer {
   virtual void Forward(ComputeBackend& backend, const float* x, int batch, float* y) = 0;
   // Given x, y = layer(x) and dL/dy, overwrites this layer's gradients with dL/dparams and,
   // when dx is not null, writes dL/dx.
-  virtual void Backward(ComputeBackend& backend, const float* x, const float* y,
-                        const float* dy, int batch, float* dx) = 0;
+  virtual void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
+                        int batch, float* dx) = 0;
 };
 
 // y = x W + b with W [in x out] and b [out].
@@ -46,8 +46,8 @@ class DenseLayer : public Layer {
   std::vector<ParamShape> param_shapes() const override;
   void Bind(float* params, float* grads) override;
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
-  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
-                int batch, float* dx) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
 
  private:
   const std::string name_;
@@ -66,8 +66,8 @@ class ActivationLayer : public Layer {
   int input_dim() const override { return dim_; }
   int output_dim() const override { return dim_; }
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
-  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
-                int batch, float* dx) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
 
  private:
   const Activation f_;

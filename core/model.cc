@@ -86,7 +86,9 @@ void Model::InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
   }
 }
 
-void Model::SetParams(const float* host) { backend_->CopyToDevice(host, params_.data(), num_params_); }
+void Model::SetParams(const float* host) {
+  backend_->CopyToDevice(host, params_.data(), num_params_);
+}
 void Model::GetParams(float* host) { backend_->CopyToHost(params_.data(), host, num_params_); }
 void Model::GetGrads(float* host) { backend_->CopyToHost(grads_.data(), host, num_params_); }
 
@@ -112,7 +114,8 @@ void Model::EnsureWorkspace(int rows) {
 
 BatchResult Model::Forward(const float* x_host, const float* targets_host, int rows) {
   EnsureWorkspace(rows);
-  backend_->CopyToDevice(x_host, activations_[0].data(), static_cast<size_t>(rows) * spec_.input_dim);
+  backend_->CopyToDevice(x_host, activations_[0].data(),
+                         static_cast<size_t>(rows) * spec_.input_dim);
   for (size_t i = 0; i < layers_.size(); ++i) {
     layers_[i]->Forward(*backend_, activations_[i].data(), rows, activations_[i + 1].data());
   }
@@ -120,11 +123,11 @@ BatchResult Model::Forward(const float* x_host, const float* targets_host, int r
   const size_t target_floats = static_cast<size_t>(rows) * (classify ? 1 : spec_.output_dim);
   backend_->CopyToDevice(targets_host, targets_.data(), target_floats);
   const float* out = activations_.back().data();
-  const LossResult loss =
-      classify ? backend_->SoftmaxCrossEntropy(out, targets_.data(), rows, spec_.output_dim,
-                                               loss_grad_.data())
-               : backend_->MeanSquaredError(out, targets_.data(), rows, spec_.output_dim,
-                                            loss_grad_.data());
+  const LossResult loss = classify
+                              ? backend_->SoftmaxCrossEntropy(out, targets_.data(), rows,
+                                                              spec_.output_dim, loss_grad_.data())
+                              : backend_->MeanSquaredError(out, targets_.data(), rows,
+                                                           spec_.output_dim, loss_grad_.data());
   return {loss.loss_sum, loss.correct, rows};
 }
 

@@ -16,9 +16,9 @@ enum class OptimizerType { kSgd, kMomentum, kAdagrad };
 struct OptimizerSpec {
   OptimizerType type = OptimizerType::kSgd;
   float learning_rate = 0.01f;
-  float momentum = 0.9f;              // kMomentum
-  float epsilon = 1e-8f;              // kAdagrad
-  float initial_accumulator = 0.0f;   // kAdagrad
+  float momentum = 0.9f;             // kMomentum
+  float epsilon = 1e-8f;             // kAdagrad
+  float initial_accumulator = 0.0f;  // kAdagrad
 };
 
 // Stateless apart from the caller-owned state span; thread-compatible (const methods).
@@ -61,7 +61,8 @@ class MomentumOptimizer : public Optimizer {
   const float mu_;
 };
 
-// Per-coordinate Adagrad as in DistBelief: a_i <- a_i + g_i^2;  w_i <- w_i - gamma * g_i / (sqrt(a_i) + eps)
+// Per-coordinate Adagrad as in DistBelief: a_i <- a_i + g_i^2;  w_i <- w_i - gamma * g_i /
+// (sqrt(a_i) + eps)
 class AdagradOptimizer : public Optimizer {
  public:
   AdagradOptimizer(float gamma, float eps, float a0) : gamma_(gamma), eps_(eps), a0_(a0) {}

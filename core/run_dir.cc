@@ -24,7 +24,8 @@ absl::Status RunDir::Create() const {
   std::error_code ec;
   for (const std::string& d : {root, rendezvous_dir(), metrics_dir(), logs_dir()}) {
     fs::create_directories(d, ec);
-    if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", d, ": ", ec.message()));
+    if (ec)
+      return absl::PermissionDeniedError(absl::StrCat("cannot create ", d, ": ", ec.message()));
   }
   return absl::OkStatus();
 }
@@ -32,7 +33,9 @@ absl::Status RunDir::Create() const {
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, int mode) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, mode);
-  if (fd < 0) return absl::PermissionDeniedError(absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+  if (fd < 0)
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
@@ -80,9 +83,9 @@ absl::StatusOr<std::string> ReadJobToken(const RunDir& dir) {
     return absl::NotFoundError(absl::StrCat("job token missing: ", dir.token_path()));
   }
   if ((st.st_mode & 077) != 0) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        dir.token_path(), " is readable by others (mode ", absl::Hex(st.st_mode & 0777),
-        "); it must be 0600"));
+    return absl::PermissionDeniedError(
+        absl::StrCat(dir.token_path(), " is readable by others (mode ",
+                     absl::Hex(st.st_mode & 0777), "); it must be 0600"));
   }
   MONSOON_ASSIGN_OR_RETURN(std::string token, ReadFile(dir.token_path()));
   return std::string(absl::StripAsciiWhitespace(token));
@@ -106,11 +109,13 @@ absl::StatusOr<std::vector<std::string>> WaitForServerAddresses(const RunDir& di
       if (addresses[i].empty()) missing.push_back(i);
     }
     if (missing.empty()) return addresses;
-    if (stop != nullptr && stop->load()) return absl::CancelledError("stopped while waiting for servers");
+    if (stop != nullptr && stop->load())
+      return absl::CancelledError("stopped while waiting for servers");
     if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "rendezvous: after ", absl::FormatDuration(timeout), " server(s) ",
-          absl::StrJoin(missing, ", "), " have not published an address in ", dir.rendezvous_dir()));
+      return absl::DeadlineExceededError(
+          absl::StrCat("rendezvous: after ", absl::FormatDuration(timeout), " server(s) ",
+                       absl::StrJoin(missing, ", "), " have not published an address in ",
+                       dir.rendezvous_dir()));
     }
     absl::SleepFor(absl::Milliseconds(50));
   }

@@ -9,10 +9,10 @@
 #define MONSOON_CONCAT_(a, b) MONSOON_CONCAT_INNER_(a, b)
 
 // Returns the status of `expr` from the enclosing function if it is not OK.
-#define MONSOON_RETURN_IF_ERROR(expr)                    \
-  do {                                                   \
-    const ::absl::Status monsoon_status_ = (expr);       \
-    if (!monsoon_status_.ok()) return monsoon_status_;   \
+#define MONSOON_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    const ::absl::Status monsoon_status_ = (expr);     \
+    if (!monsoon_status_.ok()) return monsoon_status_; \
   } while (false)
 
 // `lhs = *expr` when `expr` (a StatusOr) is OK; otherwise returns its status.

@@ -13,10 +13,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "core/process_setup.h"
 #include "absl/time/time.h"
 #include "core/dataset.h"
 #include "core/job_config.h"
+#include "core/process_setup.h"
 #include "core/run_dir.h"
 #include "launcher/local_job.h"
 #include "launcher/summary.h"
@@ -131,15 +131,17 @@ int Fail(const absl::Status& status, int code) {
 }
 
 int CmdRun(const Args& args) {
-  if (args.positional.size() != 1) return Fail(absl::InvalidArgumentError("run needs one CONFIG.yaml"), 2);
+  if (args.positional.size() != 1)
+    return Fail(absl::InvalidArgumentError("run needs one CONFIG.yaml"), 2);
   auto config = LoadJobConfig(args.positional[0], args.sets);
   if (!config.ok()) return Fail(config.status(), 2);
   RunDir run_dir;
   if (const std::string* d = args.Get("--run-dir")) {
     run_dir.root = *d;
   } else {
-    run_dir.root = absl::StrCat("runs/", config->job, "/",
-                                absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
+    run_dir.root =
+        absl::StrCat("runs/", config->job, "/",
+                     absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
   }
   if (access(run_dir.config_path().c_str(), F_OK) == 0) {
     return Fail(absl::AlreadyExistsError(absl::StrCat(
@@ -197,7 +199,8 @@ int CmdGenLinear(const Args& args) {
   }
   if (args.Get("--rows") != nullptr) {
     auto rows = IntFlag(args, "--rows");
-    if (!rows.ok() || *rows == 0) return Fail(absl::InvalidArgumentError("--rows needs a positive integer"), 2);
+    if (!rows.ok() || *rows == 0)
+      return Fail(absl::InvalidArgumentError("--rows needs a positive integer"), 2);
     spec.rows = *rows;
   }
   if (args.Get("--seed") != nullptr) {
@@ -227,8 +230,9 @@ int CmdRole(const std::string& role, const Args& args) {
     if (!index.ok()) return Fail(index.status(), 2);
     const int limit = role == "server" ? config->cluster.servers : config->cluster.workers;
     if (*index >= limit) {
-      return Fail(absl::InvalidArgumentError(absl::StrCat("--index ", *index, ": this job has ",
-                                                          limit, " ", role, "s")), 2);
+      return Fail(absl::InvalidArgumentError(
+                      absl::StrCat("--index ", *index, ": this job has ", limit, " ", role, "s")),
+                  2);
     }
     if (role == "server") {
       ServerRoleOptions options;
@@ -254,7 +258,8 @@ int Main(int argc, char** argv) {
   std::vector<std::string> allowed;
   if (cmd == "run") allowed = {"--run-dir"};
   if (cmd == "gen-linear") {
-    allowed = {"--out", "--slope", "--intercept", "--noise", "--rows", "--seed", "--x-min", "--x-max"};
+    allowed = {"--out",  "--slope", "--intercept", "--noise",
+               "--rows", "--seed",  "--x-min",     "--x-max"};
   }
   if (cmd == "server") allowed = {"--run-dir", "--index", "--bind"};
   if (cmd == "worker") allowed = {"--run-dir", "--index"};

@@ -18,7 +18,8 @@
 namespace monsoon {
 
 std::string ChildExit::Describe() const {
-  if (signal != 0) return absl::StrCat(name, " was killed by signal ", signal, " (", strsignal(signal), ")");
+  if (signal != 0)
+    return absl::StrCat(name, " was killed by signal ", signal, " (", strsignal(signal), ")");
   return absl::StrCat(name, " exited with status ", exit_code);
 }
 
@@ -28,7 +29,8 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
                                  const std::string& log_path) {
   const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log_fd < 0) {
-    return absl::PermissionDeniedError(absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno)));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno)));
   }
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));

@@ -25,10 +25,18 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           absl::StrAppend(&out, "\\u", absl::Hex(c, absl::kZeroPad4));
@@ -87,9 +95,8 @@ absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& 
   }
   std::vector<std::string> tensors;
   for (const ParamTensor& t : layout) {
-    std::string entry = absl::StrCat("    {\"name\": ", JsonString(t.shape.name),
-                                     ", \"shape\": [", t.shape.rows, ", ", t.shape.cols,
-                                     "], \"offset\": ", t.offset);
+    std::string entry = absl::StrCat("    {\"name\": ", JsonString(t.shape.name), ", \"shape\": [",
+                                     t.shape.rows, ", ", t.shape.cols, "], \"offset\": ", t.offset);
     if (have_params && num_params <= 64) {
       std::vector<std::string> v;
       for (size_t i = 0; i < t.shape.size(); ++i) v.push_back(JsonNumber(values[t.offset + i]));
@@ -98,24 +105,20 @@ absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& 
     tensors.push_back(entry + "}");
   }
   const std::string json = absl::StrCat(
-      "{\n",
-      "  \"job\": ", JsonString(config.job), ",\n",
+      "{\n", "  \"job\": ", JsonString(config.job), ",\n",
       "  \"algorithm\": ", JsonString(config.training.algorithm), ",\n",
-      "  \"run_dir\": ", JsonString(run_dir.root), ",\n",
-      "  \"servers\": ", config.cluster.servers, ",\n",
-      "  \"workers\": ", config.cluster.workers, ",\n",
-      "  \"final_test_accuracy\": ", p.has_eval && classify ? JsonNumber(p.test_accuracy) : "null", ",\n",
-      "  \"final_test_loss\": ", p.has_eval ? JsonNumber(p.test_loss) : "null", ",\n",
+      "  \"run_dir\": ", JsonString(run_dir.root), ",\n", "  \"servers\": ", config.cluster.servers,
+      ",\n", "  \"workers\": ", config.cluster.workers, ",\n",
+      "  \"final_test_accuracy\": ", p.has_eval && classify ? JsonNumber(p.test_accuracy) : "null",
+      ",\n", "  \"final_test_loss\": ", p.has_eval ? JsonNumber(p.test_loss) : "null", ",\n",
       "  \"global_step\": ", p.has_eval ? JsonNumber(p.global_step) : "null", ",\n",
       "  \"wall_seconds\": ", JsonNumber(wall_seconds), ",\n",
       "  \"training_seconds\": ", JsonNumber(p.worker_seconds), ",\n",
       "  \"samples_per_second\": ", JsonNumber(p.samples_per_second), ",\n",
-      "  \"epochs\": ", JsonNumber(p.min_epoch), ",\n",
-      "  \"num_parameters\": ", num_params, ",\n",
+      "  \"epochs\": ", JsonNumber(p.min_epoch), ",\n", "  \"num_parameters\": ", num_params, ",\n",
       "  \"params_file\": ", have_params ? JsonString(run_dir.params_path()) : "null", ",\n",
       "  \"params_format\": \"raw little-endian float32, flat layout below\",\n",
-      "  \"parameters\": [\n", absl::StrJoin(tensors, ",\n"), "\n  ]\n",
-      "}\n");
+      "  \"parameters\": [\n", absl::StrJoin(tensors, ",\n"), "\n  ]\n", "}\n");
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.summary_path(), json));
   return json;
 }

@@ -80,9 +80,8 @@ absl::StatusOr<ReceivedFrame> ReceivedFrame::Parse(const grpc::ByteBuffer& buffe
 
 absl::Status ReceivedFrame::CopyPayloadTo(absl::Span<float> dest) const {
   if (dest.size() * sizeof(float) != payload_bytes_) {
-    return absl::InvalidArgumentError(absl::StrCat("payload of ", payload_bytes_,
-                                                   " bytes where ", dest.size() * sizeof(float),
-                                                   " were expected"));
+    return absl::InvalidArgumentError(absl::StrCat("payload of ", payload_bytes_, " bytes where ",
+                                                   dest.size() * sizeof(float), " were expected"));
   }
   Gather(slices_, payload_offset_, payload_bytes_, reinterpret_cast<uint8_t*>(dest.data()));
   return absl::OkStatus();

@@ -72,9 +72,9 @@ class ParameterServerService final : public RawService {
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
       if (frame->payload_bytes() != request.num_floats() * sizeof(float)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "push header says ", request.num_floats(), " floats but carries ",
-            frame->payload_bytes(), " bytes"));
+        return absl::InvalidArgumentError(absl::StrCat("push header says ", request.num_floats(),
+                                                       " floats but carries ",
+                                                       frame->payload_bytes(), " bytes"));
       }
       // Reused per gRPC thread: decode straight from the received slices into it.
       thread_local std::vector<float> gradient;
@@ -136,8 +136,8 @@ class ParameterServerService final : public RawService {
     const auto& metadata = ctx->client_metadata();
     auto it = metadata.find(kTokenMetadataKey);
     if (it == metadata.end()) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                   "missing job token (x-monsoon-token)"));
+      reactor->Finish(
+          grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing job token (x-monsoon-token)"));
     } else if (std::string(it->second.data(), it->second.size()) != token_) {
       reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                                    "wrong job token: this server belongs to another job"));

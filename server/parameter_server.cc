@@ -46,10 +46,10 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
 
 absl::Status ParameterServer::Hello(uint64_t plan_fingerprint) const {
   if (plan_fingerprint != plan_.fingerprint()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "server ", index_, " has a different parameter layout (plan fingerprint ",
-        plan_.fingerprint(), ", client ", plan_fingerprint,
-        "): are all roles running the same job config?"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("server ", index_, " has a different parameter layout (plan fingerprint ",
+                     plan_.fingerprint(), ", client ", plan_fingerprint,
+                     "): are all roles running the same job config?"));
   }
   return absl::OkStatus();
 }
@@ -73,9 +73,8 @@ absl::StatusOr<uint64_t> ParameterServer::Pull(int chunk_id, absl::Span<float> o
   if (!found.ok()) return found.status();
   ChunkState* chunk = *found;
   if (out.size() != chunk->meta.size) {
-    return absl::InvalidArgumentError(absl::StrCat("pull of chunk ", chunk_id, " into ",
-                                                   out.size(), " floats; it has ",
-                                                   chunk->meta.size));
+    return absl::InvalidArgumentError(absl::StrCat("pull of chunk ", chunk_id, " into ", out.size(),
+                                                   " floats; it has ", chunk->meta.size));
   }
   uint64_t version;
   {
@@ -103,15 +102,14 @@ absl::StatusOr<uint64_t> ParameterServer::Push(int chunk_id, int worker_index,
         "push from worker ", worker_index, "; this job has workers 0..", workers_expected_ - 1)));
   }
   if (gradient.size() != chunk->meta.size) {
-    return reject(absl::InvalidArgumentError(absl::StrCat("gradient for chunk ", chunk_id,
-                                                          " has ", gradient.size(),
-                                                          " floats; the chunk has ",
-                                                          chunk->meta.size)));
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat("gradient for chunk ", chunk_id, " has ", gradient.size(),
+                     " floats; the chunk has ", chunk->meta.size)));
   }
   if (!AllFinite(gradient)) {
-    const size_t i = std::find_if(gradient.begin(), gradient.end(),
-                                  [](float g) { return !std::isfinite(g); }) -
-                     gradient.begin();
+    const size_t i =
+        std::find_if(gradient.begin(), gradient.end(), [](float g) { return !std::isfinite(g); }) -
+        gradient.begin();
     return reject(absl::InvalidArgumentError(
         absl::StrCat("gradient for chunk ", chunk_id, " from worker ", worker_index,
                      " is not finite at element ", i, " (", gradient[i], ")")));
@@ -134,9 +132,8 @@ absl::Status ParameterServer::Finish(ClientRole role, int index) {
     return absl::OkStatus();
   }
   if (index < 0 || index >= workers_expected_) {
-    return absl::InvalidArgumentError(absl::StrCat("finish from worker ", index,
-                                                   "; this job has workers 0..",
-                                                   workers_expected_ - 1));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "finish from worker ", index, "; this job has workers 0..", workers_expected_ - 1));
   }
   worker_finished_[index] = true;
   return absl::OkStatus();

@@ -40,13 +40,11 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds);
   auto record = [&]() {
     const ServerStats s = logic.Stats();
-    return metrics->Append({absl::ToDoubleSeconds(absl::Now() - start),
-                            static_cast<double>(s.pushes_applied),
-                            static_cast<double>(s.pushes_rejected),
-                            static_cast<double>(s.pulls_served),
-                            static_cast<double>(s.bytes_received),
-                            static_cast<double>(s.bytes_sent),
-                            static_cast<double>(s.workers_finished)});
+    return metrics->Append(
+        {absl::ToDoubleSeconds(absl::Now() - start), static_cast<double>(s.pushes_applied),
+         static_cast<double>(s.pushes_rejected), static_cast<double>(s.pulls_served),
+         static_cast<double>(s.bytes_received), static_cast<double>(s.bytes_sent),
+         static_cast<double>(s.workers_finished)});
   };
   absl::Status result = absl::OkStatus();
   while (!logic.WaitAllFinished(absl::Seconds(1))) {

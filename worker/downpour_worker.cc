@@ -9,8 +9,8 @@ namespace monsoon {
 
 const std::vector<std::string>& WorkerMetricsColumns() {
   static const auto* columns = new std::vector<std::string>{
-      "step", "wall_seconds", "epoch", "loss", "samples_per_second", "bytes_sent",
-      "bytes_received", "version"};
+      "step",       "wall_seconds",   "epoch",  "loss", "samples_per_second",
+      "bytes_sent", "bytes_received", "version"};
   return *columns;
 }
 

@@ -30,7 +30,11 @@ class DownpourWorker {
  public:
   DownpourWorker(const TrainingConfig& training, const DownpourConfig& downpour, Model* model,
                  DataShard* shard, PsClient* client, CsvMetricsWriter* metrics /* nullable */)
-      : training_(training), downpour_(downpour), model_(model), shard_(shard), client_(client),
+      : training_(training),
+        downpour_(downpour),
+        model_(model),
+        shard_(shard),
+        client_(client),
         metrics_(metrics) {}
 
   // Trains for training.epochs passes over the shard, then tells the servers it has finished.

@@ -8,8 +8,8 @@
 namespace monsoon {
 
 const std::vector<std::string>& EvaluatorMetricsColumns() {
-  static const auto* columns = new std::vector<std::string>{
-      "wall_seconds", "global_step", "test_loss", "test_accuracy"};
+  static const auto* columns =
+      new std::vector<std::string>{"wall_seconds", "global_step", "test_loss", "test_accuracy"};
   return *columns;
 }
 
@@ -34,9 +34,9 @@ absl::StatusOr<EvalResult> Evaluator::EvaluateOnce() {
   result.test_accuracy = static_cast<double>(correct) / static_cast<double>(rows);
   result.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   if (metrics_ != nullptr) {
-    MONSOON_RETURN_IF_ERROR(metrics_->Append({result.wall_seconds,
-                                              static_cast<double>(result.global_step),
-                                              result.test_loss, result.test_accuracy}));
+    MONSOON_RETURN_IF_ERROR(
+        metrics_->Append({result.wall_seconds, static_cast<double>(result.global_step),
+                          result.test_loss, result.test_accuracy}));
   }
   return result;
 }
@@ -52,7 +52,8 @@ absl::StatusOr<EvalResult> Evaluator::RunUntilWorkersFinish(absl::Duration inter
     if (workers_done) break;
     MONSOON_RETURN_IF_ERROR(EvaluateOnce().status());
     while (absl::Now() < next) {
-      if (stop != nullptr && stop->load()) return absl::CancelledError("evaluator stopped by signal");
+      if (stop != nullptr && stop->load())
+        return absl::CancelledError("evaluator stopped by signal");
       absl::SleepFor(std::min(absl::Milliseconds(50), next - absl::Now()));
     }
   }

@@ -19,7 +19,7 @@ struct EvalResult {
   double wall_seconds = 0;
   uint64_t global_step = 0;  // pushes applied to every chunk
   double test_loss = 0;
-  double test_accuracy = 0;  // classification only
+  double test_accuracy = 0;   // classification only
   std::vector<float> params;  // the weights that were scored
 };
 

@@ -1,6 +1,7 @@
-// PsClient over gRPC: a small pool of channels per server, chunk RPCs with a window of max_in_flight per
-// server, payloads as raw slices (pushes borrow the caller's gradient; pulls decode straight
-// into the caller's parameter vector). Every RPC carries the job token and a deadline.
+// PsClient over gRPC: a small pool of channels per server, chunk RPCs with a window of
+// max_in_flight per server, payloads as raw slices (pushes borrow the caller's gradient; pulls
+// decode straight into the caller's parameter vector). Every RPC carries the job token and a
+// deadline.
 #ifndef MONSOON_WORKER_GRPC_PS_CLIENT_H_
 #define MONSOON_WORKER_GRPC_PS_CLIENT_H_
 

@@ -20,17 +20,18 @@ absl::StatusOr<uint64_t> InProcessPsClient::PullAll(absl::Span<float> params) {
 
 absl::Status InProcessPsClient::PushAll(absl::Span<const float> gradient, uint64_t base_version) {
   for (const Chunk& c : servers_.front()->plan().chunks()) {
-    MONSOON_RETURN_IF_ERROR(servers_[c.server]
-                                ->Push(c.id, identity_.index, base_version,
-                                       gradient.subspan(c.offset, c.size))
-                                .status());
+    MONSOON_RETURN_IF_ERROR(
+        servers_[c.server]
+            ->Push(c.id, identity_.index, base_version, gradient.subspan(c.offset, c.size))
+            .status());
     counters_.bytes_sent += c.size * sizeof(float);
   }
   return absl::OkStatus();
 }
 
 absl::Status InProcessPsClient::Finish() {
-  for (ParameterServer* s : servers_) MONSOON_RETURN_IF_ERROR(s->Finish(identity_.role, identity_.index));
+  for (ParameterServer* s : servers_)
+    MONSOON_RETURN_IF_ERROR(s->Finish(identity_.role, identity_.index));
   return absl::OkStatus();
 }
 

@@ -20,10 +20,10 @@ namespace {
 // Reads the training or test split named by the config and checks it fits the model.
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
   const DataConfig& d = config.data;
-  absl::StatusOr<Dataset> data =
-      d.format == "idx" ? ReadIdxDataset(train ? d.train_images : d.test_images,
-                                         train ? d.train_labels : d.test_labels)
-                        : ReadCsvDataset(train ? d.train : d.test);
+  absl::StatusOr<Dataset> data = d.format == "idx"
+                                     ? ReadIdxDataset(train ? d.train_images : d.test_images,
+                                                      train ? d.train_labels : d.test_labels)
+                                     : ReadCsvDataset(train ? d.train : d.test);
   if (!data.ok()) return data.status();
   const ModelSpec& m = config.model;
   if (data->feature_dim != m.input_dim) {
@@ -37,9 +37,8 @@ absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
         "model.loss: softmax_cross_entropy needs class labels; this data set is regression");
   }
   if (classify && data->num_classes > m.output_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim,
-                                                   " but the data has ", data->num_classes,
-                                                   " classes"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.output_dim is ", m.output_dim, " but the data has ", data->num_classes, " classes"));
   }
   if (!classify && data->target_dim != m.output_dim) {
     return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim,
@@ -83,9 +82,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   MONSOON_ASSIGN_OR_RETURN(Dataset train, LoadSplit(config, /*train=*/true));
   DataShard shard(&train, index, config.cluster.workers, config.seed);
   if (shard.size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("worker ", index, " has no data: ",
-                                                   train.size(), " examples for ",
-                                                   config.cluster.workers, " workers"));
+    return absl::InvalidArgumentError(absl::StrCat("worker ", index, " has no data: ", train.size(),
+                                                   " examples for ", config.cluster.workers,
+                                                   " workers"));
   }
   CpuBackend backend(config.compute.threads);
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));
@@ -95,8 +94,8 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),
                                WorkerMetricsColumns()));
-  std::cout << "worker " << index << ": " << shard.size() << " examples, "
-            << model->num_params() << " parameters, backend " << backend.name() << std::endl;
+  std::cout << "worker " << index << ": " << shard.size() << " examples, " << model->num_params()
+            << " parameters, backend " << backend.name() << std::endl;
   DownpourWorker worker(config.training, config.downpour, model.get(), &shard, conn.client.get(),
                         metrics.get());
   MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
@@ -113,18 +112,17 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir,
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));
   MONSOON_ASSIGN_OR_RETURN(Connection conn,
                            ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop));
-  MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<CsvMetricsWriter> metrics,
-      CsvMetricsWriter::Create(run_dir.metrics_dir() + "/evaluator.csv", EvaluatorMetricsColumns()));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
+                           CsvMetricsWriter::Create(run_dir.metrics_dir() + "/evaluator.csv",
+                                                    EvaluatorMetricsColumns()));
   Evaluator evaluator(model.get(), &test, conn.client.get(), config.evaluation.batch_size,
                       metrics.get());
   MONSOON_ASSIGN_OR_RETURN(
       EvalResult final_result,
       evaluator.RunUntilWorkersFinish(absl::Seconds(config.evaluation.interval_seconds), stop));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
-      run_dir.params_path(),
-      std::string(reinterpret_cast<const char*>(final_result.params.data()),
-                  final_result.params.size() * sizeof(float))));
+      run_dir.params_path(), std::string(reinterpret_cast<const char*>(final_result.params.data()),
+                                         final_result.params.size() * sizeof(float))));
   std::cout << "evaluator: final test loss " << final_result.test_loss << ", accuracy "
             << final_result.test_accuracy << " at global step " << final_result.global_step
             << std::endl;

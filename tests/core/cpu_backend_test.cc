@@ -41,8 +41,7 @@ TEST_CASE("CpuBackend: Gemm matches a naive product for every transpose combinat
   }
 }
 
-TEST_CASE("CpuBackend: softmax cross-entropy loss, accuracy and gradient",
-          "[core][backend]") {
+TEST_CASE("CpuBackend: softmax cross-entropy loss, accuracy and gradient", "[core][backend]") {
   CpuBackend backend;
   const std::vector<float> logits = {1.0f, 2.0f, 3.0f, 0.0f, 0.0f, 0.0f};
   const std::vector<float> labels = {2.0f, 1.0f};
@@ -57,8 +56,7 @@ TEST_CASE("CpuBackend: softmax cross-entropy loss, accuracy and gradient",
   CHECK(grad[4] == Approx((1.0 / 3.0 - 1.0) / 2.0));
 }
 
-TEST_CASE("CpuBackend: activations and their derivatives through the output",
-          "[core][backend]") {
+TEST_CASE("CpuBackend: activations and their derivatives through the output", "[core][backend]") {
   CpuBackend backend;
   const std::vector<float> x = {-2.0f, -0.5f, 0.0f, 0.7f, 3.0f};
   const std::vector<float> dy = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f};

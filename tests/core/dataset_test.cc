@@ -53,7 +53,8 @@ TEST_CASE("ReadIdxDataset: malformed and missing files are named", "[core][data]
 TEST_CASE("ReadIdxDataset: Debian's Fashion-MNIST has 60000 + 10000 28x28 images of 10 classes",
           "[core][data][fmnist]") {
   const std::string dir = "/usr/share/datasets/fashion-mnist/";
-  auto train = ReadIdxDataset(dir + "train-images-idx3-ubyte.gz", dir + "train-labels-idx1-ubyte.gz");
+  auto train =
+      ReadIdxDataset(dir + "train-images-idx3-ubyte.gz", dir + "train-labels-idx1-ubyte.gz");
   REQUIRE(train.ok());
   CHECK(train->size() == 60000);
   CHECK(train->feature_dim == 784);

@@ -14,7 +14,8 @@ std::string CsvJob(const std::string& extra = "") {
   std::ofstream(TempPath("train.csv")) << "x,y\n1,2\n";
   std::ofstream(TempPath("test.csv")) << "x,y\n1,2\n";
   return "job: t\nmodel:\n  type: linear_regression\n  input_dim: 1\n  output_dim: 1\n"
-         "data:\n  format: csv\n  train: train.csv\n  test: test.csv\n" + extra;
+         "data:\n  format: csv\n  train: train.csv\n  test: test.csv\n" +
+         extra;
 }
 
 std::string ErrorOf(const std::string& yaml, const std::vector<std::string>& sets = {}) {
@@ -36,7 +37,8 @@ TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {
 }
 
 TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][config]") {
-  CHECK(ErrorOf(CsvJob("training:\n  epoch: 3\n")).rfind("training.epoch: unknown key (allowed: ", 0) == 0);
+  CHECK(ErrorOf(CsvJob("training:\n  epoch: 3\n"))
+            .rfind("training.epoch: unknown key (allowed: ", 0) == 0);
   CHECK(ErrorOf(CsvJob("training:\n  epochs: abc\n")) ==
         "training.epochs: expected an integer in [1, 100000], got 'abc'");
   CHECK(ErrorOf(CsvJob("optimizer:\n  type: adam\n")) ==
@@ -51,8 +53,9 @@ TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][con
 }
 
 TEST_CASE("JobConfig: a missing data file is named with its field", "[core][config]") {
-  const std::string yaml = "model:\n  type: linear_regression\n  input_dim: 1\n  output_dim: 1\n"
-                           "data:\n  format: csv\n  train: no_such.csv\n";
+  const std::string yaml =
+      "model:\n  type: linear_regression\n  input_dim: 1\n  output_dim: 1\n"
+      "data:\n  format: csv\n  train: no_such.csv\n";
   auto config = ParseJobConfig(yaml, "/nonexistent", {});
   REQUIRE(absl::IsNotFound(config.status()));
   CHECK(std::string(config.status().message()) ==
@@ -60,8 +63,8 @@ TEST_CASE("JobConfig: a missing data file is named with its field", "[core][conf
 }
 
 TEST_CASE("JobConfig: --set overrides any key before validation", "[core][config]") {
-  auto config = ParseJobConfig(CsvJob(), TempPath(""),
-                               {"training.epochs=7", "cluster.workers=3", "optimizer.type=adagrad"});
+  auto config = ParseJobConfig(
+      CsvJob(), TempPath(""), {"training.epochs=7", "cluster.workers=3", "optimizer.type=adagrad"});
   REQUIRE(config.ok());
   CHECK(config->training.epochs == 7);
   CHECK(config->cluster.workers == 3);

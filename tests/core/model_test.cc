@@ -55,8 +55,7 @@ void CheckGradients(const ModelSpec& spec, uint64_t seed) {
   }
 }
 
-TEST_CASE("Model: MLP gradients match finite differences for every activation",
-          "[core][model]") {
+TEST_CASE("Model: MLP gradients match finite differences for every activation", "[core][model]") {
   for (Activation a : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
     ModelSpec spec;
     spec.type = ModelType::kMlp;

@@ -16,8 +16,7 @@ TEST_CASE("SgdOptimizer: w <- w - eta g", "[core][optimizer]") {
   CHECK(w[1] == Approx(-1.8));
 }
 
-TEST_CASE("MomentumOptimizer: v <- mu v + g; w <- w - eta v over two steps",
-          "[core][optimizer]") {
+TEST_CASE("MomentumOptimizer: v <- mu v + g; w <- w - eta v over two steps", "[core][optimizer]") {
   MomentumOptimizer m(0.1f, 0.9f);
   std::vector<float> w = {1.0f}, v = {0.0f};
   m.Apply(absl::MakeSpan(w), std::vector<float>{2.0f}, absl::MakeSpan(v));

@@ -72,7 +72,7 @@ TEST_CASE("CsvMetricsWriter: rows are readable as they are written", "[core][met
   REQUIRE(row.size() == 2);
   CHECK(row[0].second == 2);
   CHECK(row[1].second == 5);
-  CHECK(absl::IsInternal((*writer)->Append({1}) ));
+  CHECK(absl::IsInternal((*writer)->Append({1})));
   REQUIRE((*writer)->Append({3, 123456789012.0}).ok());
   CHECK(ReadLastCsvRow(path)[1].second == 123456789012.0);
 }

@@ -49,7 +49,8 @@ TEST_CASE("Frame: header-only frames and frames split across many slices", "[pro
 TEST_CASE("Frame: truncated or lying frames are InvalidArgument", "[proto][frame]") {
   wire::PullRequest header;
   grpc::Slice tiny("ab", 2);
-  CHECK(absl::IsInvalidArgument(ReceivedFrame::Parse(grpc::ByteBuffer(&tiny, 1), &header).status()));
+  CHECK(
+      absl::IsInvalidArgument(ReceivedFrame::Parse(grpc::ByteBuffer(&tiny, 1), &header).status()));
   const char lying[] = {100, 0, 0, 0, 1, 2};  // claims a 100-byte header
   grpc::Slice s(lying, sizeof(lying));
   CHECK(absl::IsInvalidArgument(ReceivedFrame::Parse(grpc::ByteBuffer(&s, 1), &header).status()));

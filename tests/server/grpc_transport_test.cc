@@ -37,7 +37,8 @@ struct Cluster {
       grpc_servers.push_back(std::move(*started));
     }
   }
-  absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token, int in_flight = 4) {
+  absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token,
+                                                        int in_flight = 4) {
     GrpcPsClientOptions options;
     options.token = token;
     options.max_in_flight = in_flight;

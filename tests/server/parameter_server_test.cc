@@ -23,8 +23,7 @@ std::unique_ptr<ParameterServer> MakeServer(const ShardingPlan& plan, int index,
                                            /*workers=*/2, /*evaluator=*/true);
 }
 
-TEST_CASE("ParameterServer: holds its chunks at the model's initial values",
-          "[server][downpour]") {
+TEST_CASE("ParameterServer: holds its chunks at the model's initial values", "[server][downpour]") {
   auto plan = ShardingPlan::Create(8, 2, 3);  // chunks of 3, 3, 2 -> server 0: {0, 2}
   REQUIRE(plan.ok());
   auto server = MakeServer(*plan, 0);
@@ -57,9 +56,10 @@ TEST_CASE("DownpourRule: each push is applied at once by the server optimizer",
   CHECK(server->Stats().pushes_applied == 2);
 }
 
-TEST_CASE("ParameterServer: wrong-size, NaN/Inf and unknown-chunk pushes are rejected and leave "
-          "the weights unchanged",
-          "[server][validation]") {
+TEST_CASE(
+    "ParameterServer: wrong-size, NaN/Inf and unknown-chunk pushes are rejected and leave "
+    "the weights unchanged",
+    "[server][validation]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
   auto server = MakeServer(*plan, 0);
   std::vector<float> before(8), after(8);
@@ -81,8 +81,7 @@ TEST_CASE("ParameterServer: wrong-size, NaN/Inf and unknown-chunk pushes are rej
   CHECK(server->Stats().pushes_applied == 0);
 }
 
-TEST_CASE("ParameterServer: finishes once every worker and the evaluator are done",
-          "[server]") {
+TEST_CASE("ParameterServer: finishes once every worker and the evaluator are done", "[server]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
   auto server = MakeServer(*plan, 0);
   CHECK_FALSE(server->AllFinished());

@@ -122,7 +122,8 @@ TEST_CASE("DownpourWorker: a stop request ends the loop with Cancelled", "[worke
   CHECK(absl::IsCancelled(worker.Run(&stop).status()));
 }
 
-TEST_CASE("Evaluator: scores the server weights and finishes after the workers", "[worker][evaluator]") {
+TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
+          "[worker][evaluator]") {
   LinearSetup setup(1);
   CpuBackend backend;
   auto model = Model::Create(setup.spec, &backend);
