@@ -11,7 +11,7 @@ PACKAGES=(
   libabsl-dev libgoogle-glog-dev              # status, flags, strings; logging
   catch2 libyaml-cpp-dev libopenblas-dev      # tests, config, CPU GEMM
   dataset-fashion-mnist                       # the default job's data
-  python3                                     # .ci/run result summary
+  python3 procps                              # test scripts (JSON checks, pgrep)
 )
 
 missing=()
