@@ -132,6 +132,32 @@ class Section {
     return absl::OkStatus();
   }
 
+  // A list of strings, each (when `allowed` is not empty) one of `allowed`.
+  absl::Status StringList(const std::string& key, const std::vector<std::string>& allowed,
+                          std::vector<std::string>* out) {
+    known_.insert(key);
+    const YAML::Node n = Get(key);
+    if (!n || n.IsNull()) return absl::OkStatus();
+    if (!n.IsSequence()) {
+      return absl::InvalidArgumentError(absl::StrCat(Path(key), ": expected a list"));
+    }
+    std::vector<std::string> values;
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar()) {
+        return absl::InvalidArgumentError(absl::StrCat(Path(key), "[", i, "]: expected a string"));
+      }
+      const std::string v = n[i].Scalar();
+      if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(Path(key), "[", i, "]: '", v,
+                                                       "' is not allowed (allowed: ",
+                                                       absl::StrJoin(allowed, ", "), ")"));
+      }
+      values.push_back(v);
+    }
+    *out = values;
+    return absl::OkStatus();
+  }
+
   // A path to an existing file; relative paths resolve against base_dir.
   absl::Status File(const std::string& key, const std::string& base_dir, bool required,
                     std::string* out) {
@@ -225,6 +251,24 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(cluster.Int("servers", 1, 1024, &c->cluster.servers));
   MONSOON_RETURN_IF_ERROR(cluster.Int("workers", 1, 4096, &c->cluster.workers));
   MONSOON_RETURN_IF_ERROR(cluster.Bool("evaluator", &c->cluster.evaluator));
+  MONSOON_RETURN_IF_ERROR(cluster.String("assignment", {"auto", "counts", "ranks", "het_groups"},
+                                         &c->cluster.assignment));
+  MONSOON_RETURN_IF_ERROR(
+      cluster.StringList("ranks", {"server", "worker", "evaluator"}, &c->cluster.ranks));
+  if (!c->cluster.ranks.empty()) {
+    const auto count = [&](const char* role) {
+      return static_cast<int>(std::count(c->cluster.ranks.begin(), c->cluster.ranks.end(), role));
+    };
+    if (count("server") != c->cluster.servers || count("worker") != c->cluster.workers ||
+        count("evaluator") != (c->cluster.evaluator ? 1 : 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster.ranks: lists ", count("server"), " server(s), ", count("worker"),
+          " worker(s) and ", count("evaluator"), " evaluator(s); the cluster section has ",
+          c->cluster.servers, ", ", c->cluster.workers, " and ", c->cluster.evaluator ? 1 : 0));
+    }
+  } else if (c->cluster.assignment == "ranks") {
+    return absl::InvalidArgumentError("cluster.ranks: required when cluster.assignment is ranks");
+  }
   MONSOON_RETURN_IF_ERROR(cluster.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section model, top.Child("model"));
@@ -334,6 +378,32 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(compute.Int("threads", 1, 256, &c->compute.threads));
   MONSOON_RETURN_IF_ERROR(compute.CheckNoUnknownKeys());
 
+  MONSOON_ASSIGN_OR_RETURN(Section network, top.Child("network"));
+  MONSOON_RETURN_IF_ERROR(network.String("interface", {}, &c->network.interface));
+  MONSOON_RETURN_IF_ERROR(network.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section slurm, top.Child("slurm"));
+  SlurmConfig& s = c->slurm;
+  MONSOON_RETURN_IF_ERROR(slurm.Int("nodes", 1, 100000, &s.nodes));
+  MONSOON_RETURN_IF_ERROR(slurm.Int("cpus_per_task", 1, 4096, &s.cpus_per_task));
+  MONSOON_RETURN_IF_ERROR(slurm.Int("gpus_per_node", 0, 1024, &s.gpus_per_node));
+  MONSOON_RETURN_IF_ERROR(slurm.String("time", {}, &s.time));
+  MONSOON_RETURN_IF_ERROR(slurm.String("partition", {}, &s.partition));
+  MONSOON_RETURN_IF_ERROR(slurm.String("account", {}, &s.account));
+  MONSOON_RETURN_IF_ERROR(slurm.StringList("extra", {}, &s.extra));
+  MONSOON_RETURN_IF_ERROR(slurm.Bool("heterogeneous", &s.heterogeneous));
+  MONSOON_RETURN_IF_ERROR(slurm.Int("server_nodes", 1, 100000, &s.server_nodes));
+  MONSOON_RETURN_IF_ERROR(slurm.Int("worker_nodes", 1, 100000, &s.worker_nodes));
+  MONSOON_RETURN_IF_ERROR(slurm.Int("signal_seconds", 0, 65535, &s.signal_seconds));
+  for (size_t i = 0; i < s.extra.size(); ++i) {
+    if (s.extra[i].rfind("--", 0) != 0 || s.extra[i].find('\n') != std::string::npos) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "slurm.extra[", i, "]: expected one sbatch option like --mail-type=END, got '",
+          s.extra[i], "'"));
+    }
+  }
+  MONSOON_RETURN_IF_ERROR(slurm.CheckNoUnknownKeys());
+
   return top.CheckNoUnknownKeys();
 }
 
@@ -427,7 +497,9 @@ std::string JobConfigToYaml(const JobConfig& c) {
   y << "job: " << Quote(c.job) << "\n";
   y << "seed: " << c.seed << "\n";
   y << "cluster:\n  servers: " << c.cluster.servers << "\n  workers: " << c.cluster.workers
-    << "\n  evaluator: " << (c.cluster.evaluator ? "true" : "false") << "\n";
+    << "\n  evaluator: " << (c.cluster.evaluator ? "true" : "false")
+    << "\n  assignment: " << c.cluster.assignment << "\n";
+  if (!c.cluster.ranks.empty()) y << "  ranks: [" << absl::StrJoin(c.cluster.ranks, ", ") << "]\n";
   y << "model:\n  type: " << ModelTypeName(c.model.type) << "\n  input_dim: " << c.model.input_dim
     << "\n  output_dim: " << c.model.output_dim << "\n";
   if (c.model.type == ModelType::kMlp) {
@@ -466,6 +538,16 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  rpc_timeout_seconds: " << Num(c.transport.rpc_timeout_seconds)
     << "\n  rendezvous_timeout_seconds: " << Num(c.transport.rendezvous_timeout_seconds) << "\n";
   y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads << "\n";
+  y << "network:\n  interface: " << Quote(c.network.interface) << "\n";
+  std::vector<std::string> extra;
+  for (const std::string& e : c.slurm.extra) extra.push_back(Quote(e));
+  y << "slurm:\n  nodes: " << c.slurm.nodes << "\n  cpus_per_task: " << c.slurm.cpus_per_task
+    << "\n  gpus_per_node: " << c.slurm.gpus_per_node << "\n  time: " << Quote(c.slurm.time)
+    << "\n  partition: " << Quote(c.slurm.partition) << "\n  account: " << Quote(c.slurm.account)
+    << "\n  extra: [" << absl::StrJoin(extra, ", ") << "]"
+    << "\n  heterogeneous: " << (c.slurm.heterogeneous ? "true" : "false")
+    << "\n  server_nodes: " << c.slurm.server_nodes << "\n  worker_nodes: " << c.slurm.worker_nodes
+    << "\n  signal_seconds: " << c.slurm.signal_seconds << "\n";
   return y.str();
 }
 

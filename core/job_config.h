@@ -17,6 +17,32 @@ struct ClusterConfig {
   int servers = 1;
   int workers = 1;
   bool evaluator = true;
+  // How the tasks of a parallel launch (srun, mpirun) get their roles:
+  // auto | counts | ranks | het_groups (see launcher/role_assignment.h).
+  std::string assignment = "auto";
+  // Explicit rank -> role map ("server", "worker", "evaluator"), one entry per rank.
+  std::vector<std::string> ranks;
+};
+
+// Where servers listen when started by `monsoon launch` (`monsoon run` always uses loopback).
+struct NetworkConfig {
+  // Bind to this interface's IPv4 address (e.g. "ib0"); empty: the address of the host name.
+  std::string interface;
+};
+
+// The `monsoon sbatch` script: resources to ask SLURM for.
+struct SlurmConfig {
+  int nodes = 1;             // homogeneous jobs
+  int cpus_per_task = 1;
+  int gpus_per_node = 0;     // homogeneous jobs; the worker component of heterogeneous ones
+  std::string time = "00:30:00";
+  std::string partition;
+  std::string account;
+  std::vector<std::string> extra;  // more #SBATCH options, e.g. "--mail-type=END"
+  bool heterogeneous = false;      // servers, workers (and evaluator) as separate components
+  int server_nodes = 1;            // heterogeneous: nodes of the server component
+  int worker_nodes = 1;            // heterogeneous: nodes of the worker component
+  int signal_seconds = 60;         // SIGUSR1 this long before the time limit
 };
 
 struct DataConfig {
@@ -73,6 +99,8 @@ struct JobConfig {
   EvaluationConfig evaluation;
   TransportConfig transport;
   ComputeConfig compute;
+  NetworkConfig network;
+  SlurmConfig slurm;
 
   size_t chunk_floats() const { return static_cast<size_t>(transport.chunk_kib) * 1024 / 4; }
 };

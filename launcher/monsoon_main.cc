@@ -1,10 +1,13 @@
 // The `monsoon` command line: runs jobs and, as child processes, their roles.
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <climits>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -18,15 +21,20 @@
 #include "core/job_config.h"
 #include "core/process_setup.h"
 #include "core/run_dir.h"
+#include "launcher/job_setup.h"
 #include "launcher/local_job.h"
+#include "launcher/network_address.h"
+#include "launcher/role_assignment.h"
+#include "launcher/sbatch_script.h"
 #include "launcher/summary.h"
+#include "launcher/task_environment.h"
 #include "server/server_role.h"
 #include "worker/worker_role.h"
 
 namespace monsoon {
 namespace {
 
-// Set by SIGINT/SIGTERM; polled by the job and role loops.
+// Set by SIGINT/SIGTERM/SIGUSR1; polled by the job and role loops.
 std::atomic<bool> g_stop{false};
 
 extern "C" void OnStopSignal(int) { g_stop.store(true); }
@@ -37,6 +45,7 @@ void InstallSignalHandlers() {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);  // SLURM's --signal warning before the time limit
 }
 
 constexpr char kUsage[] = R"(usage: monsoon <command> [options]
@@ -47,6 +56,17 @@ commands:
         processes on loopback; writes the run directory (default runs/JOB/TIMESTAMP)
   validate CONFIG.yaml [--set key=value ...]
         check a config and print it fully resolved
+  sbatch CONFIG.yaml [--set key=value ...] [--script FILE] [--submit [--wait]]
+        write a SLURM batch script for the job (from its slurm: section) and print it;
+        --submit submits it, --wait waits for the job and returns its exit status
+  launch [CONFIG.yaml] --run-dir DIR [--set key=value ...]
+        inside an srun task (or under mpirun): run this task's role, chosen from the
+        launcher's environment; with CONFIG, task 0 prepares DIR. Outside any parallel
+        launcher: the whole job on this machine, as `run`
+  prepare CONFIG.yaml --run-dir DIR [--set key=value ...]
+        create a run directory (resolved config, job token) for `launch`
+  summarize --run-dir DIR
+        write DIR/summary.json once the roles have finished
   gen-linear --out FILE [--slope M] [--intercept B] [--noise S] [--rows N] [--seed K]
              [--x-min A] [--x-max B]
         write a synthetic linear-regression CSV (y = M x + B + noise)
@@ -72,12 +92,17 @@ struct Args {
 };
 
 absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first,
-                               const std::vector<std::string>& allowed) {
+                               const std::vector<std::string>& allowed,
+                               const std::vector<std::string>& switches) {
   Args args;
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
     if (a.rfind("--", 0) != 0) {
       args.positional.push_back(a);
+      continue;
+    }
+    if (std::find(switches.begin(), switches.end(), a) != switches.end()) {
+      args.flags.emplace_back(a, "");
       continue;
     }
     std::string value;
@@ -96,7 +121,8 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first,
       args.sets.push_back(value);
       continue;
     }
-    if (std::find(allowed.begin(), allowed.end(), a) == allowed.end()) {
+    if (std::find(allowed.begin(), allowed.end(), a) == allowed.end() &&
+        std::find(switches.begin(), switches.end(), a) == switches.end()) {
       return absl::InvalidArgumentError(absl::StrCat("unknown option ", a));
     }
     args.flags.emplace_back(a, value);
@@ -143,15 +169,8 @@ int CmdRun(const Args& args) {
         absl::StrCat("runs/", config->job, "/",
                      absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
   }
-  if (access(run_dir.config_path().c_str(), F_OK) == 0) {
-    return Fail(absl::AlreadyExistsError(absl::StrCat(
-                    "run directory ", run_dir.root,
-                    " already holds a run (config.yaml exists); choose a new --run-dir")),
-                2);
-  }
-  absl::Status s = run_dir.Create();
-  if (s.ok()) s = WriteFileAtomically(run_dir.config_path(), JobConfigToYaml(*config));
-  if (s.ok()) s = CreateJobToken(run_dir).status();
+  absl::Status s = PrepareRunDir(*config, run_dir);
+  if (absl::IsAlreadyExists(s)) return Fail(s, 2);
   if (!s.ok()) return Fail(s, 1);
   std::cerr << "monsoon: job '" << config->job << "': " << config->cluster.servers << " server(s), "
             << config->cluster.workers << " worker(s)"
@@ -217,34 +236,195 @@ absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir) {
   return LoadJobConfig(run_dir.config_path());
 }
 
-int CmdRole(const std::string& role, const Args& args) {
+// Runs one role of a prepared job; the exit status of the process.
+int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& run_dir,
+            const std::string& bind_host) {
+  absl::Status s;
+  switch (role.kind) {
+    case RoleKind::kServer: {
+      ServerRoleOptions options;
+      options.index = role.index;
+      options.bind_host = bind_host;
+      s = RunServerRole(config, run_dir, options, &g_stop);
+      break;
+    }
+    case RoleKind::kWorker:
+      s = RunWorkerRole(config, run_dir, role.index, &g_stop);
+      break;
+    case RoleKind::kEvaluator:
+      s = RunEvaluatorRole(config, run_dir, &g_stop);
+      break;
+    case RoleKind::kIdle:
+      std::cerr << "monsoon: this task has no role in the job; exiting" << std::endl;
+      return 0;
+  }
+  if (absl::IsCancelled(s)) return Fail(s, 130);
+  return s.ok() ? 0 : Fail(s, 1);
+}
+
+// `monsoon server|worker|evaluator --run-dir DIR [--index N]`.
+int CmdRole(const std::string& name, const Args& args) {
   auto run_dir = RunDirFlag(args);
   if (!run_dir.ok()) return Fail(run_dir.status(), 2);
   auto config = RoleConfig(*run_dir);
   if (!config.ok()) return Fail(config.status(), 2);
-  absl::Status s;
-  if (role == "evaluator") {
-    s = RunEvaluatorRole(*config, *run_dir, &g_stop);
-  } else {
+  RoleAssignment role{RoleKind::kEvaluator, 0};
+  if (name != "evaluator") {
     auto index = IntFlag(args, "--index");
     if (!index.ok()) return Fail(index.status(), 2);
-    const int limit = role == "server" ? config->cluster.servers : config->cluster.workers;
+    const int limit = name == "server" ? config->cluster.servers : config->cluster.workers;
     if (*index >= limit) {
       return Fail(absl::InvalidArgumentError(
-                      absl::StrCat("--index ", *index, ": this job has ", limit, " ", role, "s")),
+                      absl::StrCat("--index ", *index, ": this job has ", limit, " ", name, "s")),
                   2);
     }
-    if (role == "server") {
-      ServerRoleOptions options;
-      options.index = *index;
-      if (const std::string* bind = args.Get("--bind")) options.bind_host = *bind;
-      s = RunServerRole(*config, *run_dir, options, &g_stop);
+    role = {name == "server" ? RoleKind::kServer : RoleKind::kWorker, *index};
+  }
+  const std::string* bind = args.Get("--bind");
+  return RunRole(role, *config, *run_dir, bind != nullptr ? *bind : "127.0.0.1");
+}
+
+int CmdPrepare(const Args& args) {
+  if (args.positional.size() != 1) {
+    return Fail(absl::InvalidArgumentError("prepare needs one CONFIG.yaml"), 2);
+  }
+  auto run_dir = RunDirFlag(args);
+  if (!run_dir.ok()) return Fail(run_dir.status(), 2);
+  auto config = LoadJobConfig(args.positional[0], args.sets);
+  if (!config.ok()) return Fail(config.status(), 2);
+  const absl::Status s = PrepareRunDir(*config, *run_dir);
+  if (!s.ok()) return Fail(s, absl::IsAlreadyExists(s) ? 2 : 1);
+  std::cerr << "monsoon: prepared " << run_dir->root << " for job '" << config->job << "'"
+            << std::endl;
+  return 0;
+}
+
+int CmdLaunch(const Args& args) {
+  auto task = DetectTaskEnvironment(CurrentEnvironment());
+  if (!task.ok()) return Fail(task.status(), 2);
+  if (task->source == LaunchSource::kLocal) return CmdRun(args);  // plain local mode
+  auto run_dir = RunDirFlag(args);
+  if (!run_dir.ok()) return Fail(run_dir.status(), 2);
+  if (args.positional.size() > 1) {
+    return Fail(absl::InvalidArgumentError("launch takes at most one CONFIG.yaml"), 2);
+  }
+  if (args.positional.size() == 1) {
+    // Every task validates the config; task 0 prepares the run directory, the others wait.
+    auto config = LoadJobConfig(args.positional[0], args.sets);
+    if (!config.ok()) return task->rank == 0 ? Fail(config.status(), 2) : 2;
+    if (task->rank == 0) {
+      const absl::Status s = PrepareRunDir(*config, *run_dir);
+      if (!s.ok()) return Fail(s, 2);
     } else {
-      s = RunWorkerRole(*config, *run_dir, *index, &g_stop);
+      const absl::Time deadline =
+          absl::Now() + absl::Seconds(config->transport.rendezvous_timeout_seconds);
+      while (access(run_dir->config_path().c_str(), F_OK) != 0) {
+        if (g_stop.load()) return 130;
+        if (absl::Now() > deadline) {
+          return Fail(absl::DeadlineExceededError(
+                          absl::StrCat("task 0 did not prepare ", run_dir->root, " within ",
+                                       config->transport.rendezvous_timeout_seconds, " s")),
+                      1);
+        }
+        absl::SleepFor(absl::Milliseconds(100));
+      }
     }
   }
-  if (absl::IsCancelled(s)) return Fail(s, 130);
-  return s.ok() ? 0 : Fail(s, 1);
+  auto config = RoleConfig(*run_dir);
+  if (!config.ok()) return Fail(config.status(), 2);
+  auto role = AssignRole(config->cluster, *task);
+  if (!role.ok()) {
+    // Every task reaches the same verdict; one line from task 0 is enough.
+    return task->rank == 0 ? Fail(role.status(), 2) : 2;
+  }
+  std::string bind_host;
+  if (role->kind == RoleKind::kServer) {
+    auto address = ServerBindAddress(config->network);
+    if (!address.ok()) return Fail(address.status(), 2);
+    bind_host = *address;
+  }
+  std::cerr << "monsoon: " << task->Describe() << " -> " << role->Describe() << std::endl;
+  return RunRole(*role, *config, *run_dir, bind_host);
+}
+
+int CmdSummarize(const Args& args) {
+  auto run_dir = RunDirFlag(args);
+  if (!run_dir.ok()) return Fail(run_dir.status(), 2);
+  auto config = RoleConfig(*run_dir);
+  if (!config.ok()) return Fail(config.status(), 2);
+  auto wall = SecondsSincePrepared(*run_dir);
+  if (!wall.ok()) return Fail(wall.status(), 1);
+  const absl::Status s = WriteSummary(*config, *run_dir, *wall).status();
+  if (!s.ok()) return Fail(s, 1);
+  const JobProgress p = ReadProgress(*config, *run_dir);
+  std::cerr << "monsoon: ";
+  if (p.has_eval && config->model.loss == LossType::kSoftmaxCrossEntropy) {
+    std::cerr << "final test accuracy " << p.test_accuracy << ", ";
+  }
+  std::cerr << "summary in " << run_dir->summary_path() << std::endl;
+  return 0;
+}
+
+// Runs `argv` (searched on PATH) and returns its exit status.
+absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::ResourceExhaustedError("fork failed");
+  if (pid == 0) {
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError("waitpid failed");
+    if (g_stop.load()) kill(pid, SIGTERM);  // Ctrl-C while waiting: let sbatch --wait end
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return absl::NotFoundError(absl::StrCat(argv[0], " not found on PATH"));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int CmdSbatch(const Args& args) {
+  if (args.positional.size() != 1)
+    return Fail(absl::InvalidArgumentError("sbatch needs one CONFIG.yaml"), 2);
+  const bool submit = args.Get("--submit") != nullptr;
+  const bool wait = args.Get("--wait") != nullptr;
+  if (wait && !submit) return Fail(absl::InvalidArgumentError("--wait needs --submit"), 2);
+  auto config = LoadJobConfig(args.positional[0], args.sets);
+  if (!config.ok()) return Fail(config.status(), 2);
+  std::error_code ec;
+  const std::string runs_dir =
+      std::filesystem::absolute(absl::StrCat("runs/", config->job)).lexically_normal().string();
+  std::filesystem::create_directories(runs_dir, ec);
+  if (ec) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot create ", runs_dir)), 1);
+  SbatchInputs inputs;
+  inputs.monsoon_exe = SelfExe();
+  inputs.config_path = std::filesystem::absolute(args.positional[0]).lexically_normal().string();
+  inputs.overrides = args.sets;
+  inputs.runs_dir = runs_dir;
+  const std::string script = SbatchScript(*config, inputs);
+  const std::string* script_flag = args.Get("--script");
+  const std::string path =
+      script_flag != nullptr
+          ? *script_flag
+          : absl::StrCat(runs_dir, "/", config->job, "-",
+                         absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()),
+                         ".sbatch");
+  const absl::Status written = WriteFileAtomically(path, script, 0755);
+  if (!written.ok()) return Fail(written, 1);
+  std::cout << script << std::flush;
+  std::cerr << "monsoon: wrote " << path << std::endl;
+  if (!submit) return 0;
+  std::vector<std::string> sbatch = {"sbatch"};
+  if (wait) sbatch.push_back("--wait");
+  sbatch.push_back(path);
+  auto status = RunProgram(sbatch);
+  if (!status.ok()) return Fail(status.status(), 1);
+  if (*status != 0) std::cerr << "monsoon: sbatch exited with status " << *status << std::endl;
+  return *status;
 }
 
 int Main(int argc, char** argv) {
@@ -255,8 +435,14 @@ int Main(int argc, char** argv) {
   InstallSignalHandlers();
   TuneAllocatorForLargeMessages();
   const std::string cmd = argv[1];
-  std::vector<std::string> allowed;
-  if (cmd == "run") allowed = {"--run-dir"};
+  std::vector<std::string> allowed, switches;
+  if (cmd == "run" || cmd == "launch" || cmd == "prepare" || cmd == "summarize") {
+    allowed = {"--run-dir"};
+  }
+  if (cmd == "sbatch") {
+    allowed = {"--script"};
+    switches = {"--submit", "--wait"};
+  }
   if (cmd == "gen-linear") {
     allowed = {"--out",  "--slope", "--intercept", "--noise",
                "--rows", "--seed",  "--x-min",     "--x-max"};
@@ -264,11 +450,15 @@ int Main(int argc, char** argv) {
   if (cmd == "server") allowed = {"--run-dir", "--index", "--bind"};
   if (cmd == "worker") allowed = {"--run-dir", "--index"};
   if (cmd == "evaluator") allowed = {"--run-dir"};
-  auto args = ParseArgs(argc, argv, 2, allowed);
+  auto args = ParseArgs(argc, argv, 2, allowed, switches);
   if (!args.ok()) return Fail(args.status(), 2);
   if (cmd == "run") return CmdRun(*args);
   if (cmd == "validate") return CmdValidate(*args);
   if (cmd == "gen-linear") return CmdGenLinear(*args);
+  if (cmd == "sbatch") return CmdSbatch(*args);
+  if (cmd == "launch") return CmdLaunch(*args);
+  if (cmd == "prepare") return CmdPrepare(*args);
+  if (cmd == "summarize") return CmdSummarize(*args);
   if (cmd == "server" || cmd == "worker" || cmd == "evaluator") return CmdRole(cmd, *args);
   std::cerr << "monsoon: unknown command '" << cmd << "'\n\n" << kUsage;
   return 2;

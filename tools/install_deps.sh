@@ -12,6 +12,7 @@ PACKAGES=(
   catch2 libyaml-cpp-dev libopenblas-dev      # tests, config, CPU GEMM
   dataset-fashion-mnist                       # the default job's data
   python3 procps                              # test scripts (JSON checks, pgrep)
+  slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
 )
 
 missing=()
@@ -30,3 +31,4 @@ echo "install_deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Debian starts munge/slurm services where it can; Monsoon's tests run their own daemons.

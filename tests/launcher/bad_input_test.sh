@@ -35,6 +35,35 @@ expect_config_error "YAML syntax" "YAML syntax error at line" validate "$WORK/br
 expect_config_error "unknown option" "unknown option --bogus" run "$WORK/job.yaml" --bogus 1
 [ ! -e "$WORK/r1" ] && pass "no run directory for a bad config" || fail "run directory created for a bad config"
 
+# Malformed SLURM variables in an srun task: one line naming the variable, at once.
+slurm_env=(SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_PROCID=1 SLURM_NTASKS=5 SLURM_LOCALID=1
+           SLURM_NODEID=0 SLURM_STEP_NODELIST='mn[1-2]' SLURM_STEP_TASKS_PER_NODE='3,2')
+expect_env_error() {  # NAME EXPECTED [VAR=VALUE | -VAR]...  (-VAR leaves VAR out)
+  local name="$1" expected="$2"
+  shift 2
+  local vars=() v change
+  for v in "${slurm_env[@]}"; do
+    for change in "$@"; do
+      [ "${change%%=*}" = "${v%%=*}" ] || [ "$change" = "-${v%%=*}" ] && continue 2
+    done
+    vars+=("$v")
+  done
+  for change in "$@"; do [[ "$change" == -* ]] || vars+=("$change"); done
+  env -u SLURM_JOB_ID -u SLURM_STEP_ID "${vars[@]}" timeout 10 "$MONSOON" launch \
+    --run-dir "$WORK/slurm_bad" >"$WORK/out.txt" 2>"$WORK/err.txt"
+  local code=$? lines
+  lines=$(wc -l <"$WORK/err.txt")
+  if [ "$code" -eq 2 ] && [ "$lines" -eq 1 ] && grep -qF -- "$expected" "$WORK/err.txt"; then
+    pass "$name: $(cat "$WORK/err.txt")"
+  else
+    fail "$name: exit $code, $lines line(s): $(cat "$WORK/err.txt")"
+  fi
+}
+expect_env_error "bad SLURM_PROCID" "SLURM_PROCID='one' is not a non-negative integer" SLURM_PROCID=one
+expect_env_error "bad node list" "SLURM_STEP_NODELIST: malformed host list 'mn[1-'" "SLURM_STEP_NODELIST=mn[1-"
+expect_env_error "missing SLURM_NTASKS" "SLURM_NTASKS is not set" -SLURM_NTASKS
+expect_env_error "batch script, not srun" "start \`monsoon launch\` with srun" -SLURM_STEP_ID
+
 # A role that fails (the data has 1 feature, the model wants 2) ends the job, named.
 timeout 60 "$MONSOON" run "$WORK/job.yaml" --run-dir "$WORK/r3" --set model.input_dim=2 \
   >"$WORK/out.txt" 2>"$WORK/err.txt"

@@ -48,4 +48,9 @@ timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/short
 expect_eq "--set run exit status" "$?" "0"
 expect_eq "--set epochs" "$(json_get "$WORK/short/summary.json" epochs)" "1"
 expect_eq "--set workers" "$(json_get "$WORK/short/summary.json" workers)" "1"
+# `monsoon launch` outside any parallel launcher runs the whole job here, as `run` does.
+env -u SLURM_JOB_ID -u SLURM_STEP_ID timeout 120 "$MONSOON" launch configs/linear_regression.yaml \
+  --run-dir "$WORK/launch_local" --set training.epochs=2 >/dev/null 2>&1
+expect_eq "launch in plain local mode" "$?" "0"
+expect_eq "launch: summary written" "$(json_get "$WORK/launch_local/summary.json" epochs)" "2"
 finish

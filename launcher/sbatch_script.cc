@@ -1,0 +1,75 @@
+#include "launcher/sbatch_script.h"
+
+#include "absl/strings/str_cat.h"
+#include "launcher/role_assignment.h"
+
+namespace monsoon {
+namespace {
+
+// Single-quotes a word for bash.
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  return out + "'";
+}
+
+std::string Component(int nodes, int tasks, int cpus, int gpus) {
+  std::string s = absl::StrCat("#SBATCH --nodes=", nodes, "\n#SBATCH --ntasks=", tasks,
+                               "\n#SBATCH --cpus-per-task=", cpus, "\n");
+  if (gpus > 0) absl::StrAppend(&s, "#SBATCH --gpus-per-node=", gpus, "\n");
+  return s;
+}
+
+}  // namespace
+
+std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
+  const SlurmConfig& s = config.slurm;
+  const ClusterConfig& c = config.cluster;
+  std::string script =
+      absl::StrCat("#!/bin/bash\n", "# Monsoon job '", config.job,
+                   "', written by `monsoon sbatch`. Submit with: sbatch FILE\n",
+                   "#SBATCH --job-name=", config.job, "\n", "#SBATCH --time=", s.time, "\n",
+                   "#SBATCH --output=", in.runs_dir, "/slurm-%j.out\n");
+  if (s.signal_seconds > 0) {
+    absl::StrAppend(&script, "#SBATCH --signal=USR1@", s.signal_seconds, "\n");
+  }
+  if (!s.partition.empty()) absl::StrAppend(&script, "#SBATCH --partition=", s.partition, "\n");
+  if (!s.account.empty()) absl::StrAppend(&script, "#SBATCH --account=", s.account, "\n");
+  for (const std::string& e : s.extra) absl::StrAppend(&script, "#SBATCH ", e, "\n");
+  std::string het_groups;
+  if (s.heterogeneous) {
+    absl::StrAppend(&script, "# component 0: ", c.servers, " server(s)\n",
+                    Component(s.server_nodes, c.servers, s.cpus_per_task, 0),
+                    "#SBATCH hetjob\n# component 1: ", c.workers, " worker(s)\n",
+                    Component(s.worker_nodes, c.workers, s.cpus_per_task, s.gpus_per_node));
+    het_groups = " --het-group=0,1";
+    if (c.evaluator) {
+      absl::StrAppend(&script, "#SBATCH hetjob\n# component 2: the evaluator\n",
+                      Component(1, 1, s.cpus_per_task, 0));
+      het_groups = " --het-group=0,1,2";
+    }
+  } else {
+    absl::StrAppend(&script, Component(s.nodes, TasksNeeded(c), s.cpus_per_task, s.gpus_per_node));
+  }
+  std::string prepare =
+      absl::StrCat("\"$MONSOON\" prepare ", ShellQuote(in.config_path), " --run-dir \"$RUN_DIR\"");
+  for (const std::string& o : in.overrides) absl::StrAppend(&prepare, " --set ", ShellQuote(o));
+  absl::StrAppend(
+      &script, "\nset -euo pipefail\n", "MONSOON=", ShellQuote(in.monsoon_exe), "\n",
+      "RUN_DIR=", ShellQuote(in.runs_dir), "/slurm-\"$SLURM_JOB_ID\"\n\n",
+      "# The run directory: resolved config and job token (every task reads them).\n", prepare,
+      "\n", "# One task per role; each finds its role from SLURM's environment.\n",
+      "srun --kill-on-bad-exit=1", het_groups,
+      " --output=\"$RUN_DIR/logs/task-%t.log\" \"$MONSOON\" launch --run-dir \"$RUN_DIR\"\n",
+      "# summary.json from the metrics and final weights.\n",
+      "\"$MONSOON\" summarize --run-dir \"$RUN_DIR\"\n");
+  return script;
+}
+
+}  // namespace monsoon

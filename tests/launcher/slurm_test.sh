@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Monsoon on a real SLURM cluster started here: munged + slurmctld + 3 slurmd (tools/
+# slurm_cluster.sh), real `sbatch` submissions, and teardown by PID. Needs root.
+source tests/launcher/test_lib.sh
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "SKIPPED: the SLURM tests start slurmd and munged, which needs root"
+  exit 0
+fi
+# Leftover SLURM_* variables (e.g. from running inside a job) would change real srun calls.
+for v in $(env | grep -o '^SLURM_[A-Z0-9_]*' || true); do unset "$v"; done
+
+ROOT="$PWD"
+# Under /tmp: munged (user munge) cannot reach Bazel's temporary directory below /root.
+CLUSTER=$(mktemp -d /tmp/monsoon-slurm.XXXXXX)
+teardown() {
+  "$ROOT/tools/slurm_cluster.sh" stop "$CLUSTER"
+  for f in "$CLUSTER"/log/*.pid "$CLUSTER"/munge/munged.pid; do
+    [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && echo "FAIL: daemon $(cat "$f") still running"
+  done
+  rm -rf "$CLUSTER"
+}
+trap teardown EXIT
+if ! env_line=$(timeout 60 "$ROOT/tools/slurm_cluster.sh" start "$CLUSTER" 3); then
+  echo "FAIL: the SLURM cluster did not start"
+  tail -5 "$CLUSTER"/log/*.log "$CLUSTER"/munge/munged.log 2>/dev/null
+  exit 1
+fi
+eval "$env_line"
+sinfo
+cd "$WORK"
+
+# 1. The Fashion-MNIST job: 5 tasks on one node, submitted with monsoon sbatch --submit --wait.
+timeout 300 "$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --submit --wait >sbatch1.txt 2>&1
+expect_eq "fmnist job exit status" "$?" "0"
+run=$(ls -d runs/fmnist_slurm/slurm-* | grep -v '\.out$' | head -1)
+acc=$(json_get "$run/summary.json" final_test_accuracy)
+echo "fmnist on SLURM: final_test_accuracy=$acc in $(json_get "$run/summary.json" wall_seconds) s"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
+  && pass "fmnist accuracy $acc >= 0.85" || fail "fmnist accuracy $acc < 0.85"
+expect_eq "fmnist: one node" "$(grep -h -o 'on node [a-z0-9]*' "$run"/logs/task-*.log | sort -u | wc -l)" "1"
+expect_eq "fmnist: 5 roles" "$(cat "$run"/logs/task-*.log | grep -c -- '-> ')" "5"
+for f in config.yaml token params.bin metrics/evaluator.csv metrics/worker-1.csv metrics/server-1.csv; do
+  [ -s "$run/$f" ] && pass "fmnist run dir has $f" || fail "fmnist run dir lacks $f"
+done
+
+# 2. Across three nodes: 2 servers, 3 workers and the evaluator as 6 tasks.
+timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" --submit --wait >sbatch2.txt 2>&1
+expect_eq "3-node job exit status" "$?" "0"
+run=$(ls -d runs/linear_3nodes/slurm-* | grep -v '\.out$' | head -1)
+expect_eq "3-node job: nodes used" "$(grep -h -o 'on node mn[0-9]' "$run"/logs/task-*.log | sort -u | wc -l)" "3"
+grep -h -- '-> ' "$run"/logs/task-*.log
+
+# 3. A heterogeneous job: servers, workers and the evaluator in components 0, 1 and 2.
+timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/het.yaml" --submit --wait >sbatch3.txt 2>&1
+expect_eq "het job exit status" "$?" "0"
+run=$(ls -d runs/linear_het/slurm-* | grep -v '\.out$' | head -1)
+grep -h -- '-> ' "$run"/logs/task-*.log
+python3 - "$run/summary.json" <<'PY'
+import json, sys
+p = {t["name"]: t["values"][0] for t in json.load(open(sys.argv[1]))["parameters"]}
+assert round(p["dense0.weight"], 2) == 2.50 and round(p["dense0.bias"], 2) == -1.25, p
+PY
+expect_eq "het job learned m and b" "$?" "0"
+for role in "server 0" "server 1" "worker 0" "worker 1" "evaluator"; do
+  grep -q -- "-> $role\$" "$run"/logs/task-*.log && pass "het job has $role" || fail "het job lacks $role"
+done
+
+# 4. An allocation smaller than the job: one clear line, non-zero exit, no hang.
+timeout 60 sbatch --wait --nodes=1 --ntasks=3 --output="$WORK/under.out" \
+  --wrap "srun --kill-on-bad-exit=1 $MONSOON launch $ROOT/configs/slurm/fmnist.yaml --run-dir $WORK/under"
+code=$?
+[ "$code" -ne 0 ] && [ "$code" -ne 124 ] && pass "undersized job fails ($code)" || fail "undersized job exit $code"
+expect_eq "undersized: one error line" "$(grep -c 'the launch has 3 task(s) but the job needs 5' "$WORK/under.out")" "1"
+grep 'monsoon:' "$WORK/under.out"
+
+# 5. SIGUSR1 from SLURM (as --signal sends it) stops every role quickly; the run dir stays usable.
+out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job=fmnist_signal --submit 2>&1)
+job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
+run="runs/fmnist_signal/slurm-$job"
+for _ in $(seq 1 300); do
+  [ -s "$run/metrics/worker-0.csv" ] && [ "$(wc -l <"$run/metrics/worker-0.csv")" -gt 20 ] && break
+  sleep 0.1
+done
+start=$(date +%s.%N)
+scancel --signal=USR1 "$job"
+for _ in $(seq 1 300); do
+  [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+  sleep 0.1
+done
+elapsed=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
+echo "job $job ended ${elapsed}s after SIGUSR1"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 20 else 1)" "$elapsed" \
+  && pass "SIGUSR1 ends the job within 20 s" || fail "SIGUSR1: job still there after ${elapsed}s"
+stopped=$(grep -l "stopped by signal" "$run"/logs/task-*.log | wc -l)
+expect_eq "every role reports the signal" "$stopped" "5"
+python3 - "$run/metrics" <<'PY'
+import csv, glob, sys
+for f in glob.glob(sys.argv[1] + "/*.csv"):
+    rows = list(csv.reader(open(f)))
+    assert all(len(r) == len(rows[0]) for r in rows), f   # no torn rows
+PY
+expect_eq "metrics intact after the signal" "$?" "0"
+finish

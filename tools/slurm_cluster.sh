@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# A real SLURM cluster on this one machine, for Monsoon's end-to-end tests:
+#   tools/slurm_cluster.sh start DIR [NODES]   munged + slurmctld + NODES slurmd (default 3)
+#   tools/slurm_cluster.sh stop DIR            stops exactly the daemons that `start` started
+# Emulated nodes are named mn1..mnN, all at 127.0.0.1 with their own slurmd port; each has
+# 8 CPUs. Needs root and the packages slurmctld slurmd slurm-client munge.
+# `start` prints the environment to use: export SLURM_CONF=DIR/slurm.conf. munged runs as the
+# munge user, so DIR and its parents must be traversable by it (e.g. under /tmp, not /root).
+set -euo pipefail
+
+cmd="${1:?usage: slurm_cluster.sh start|stop DIR [NODES]}"
+dir="$(mkdir -p "${2:?usage: slurm_cluster.sh start|stop DIR [NODES]}" && cd "$2" && pwd)"
+nodes="${3:-3}"
+
+stop() {
+  # Only PIDs this script recorded; never by process name.
+  for f in "$dir"/pids/*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
+
+wait_for() {  # wait_for SECONDS DESCRIPTION COMMAND...
+  local limit=$1 what=$2
+  shift 2
+  for _ in $(seq 1 $((limit * 10))); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  echo "slurm_cluster: $what not ready after ${limit}s; logs in $dir/log" >&2
+  return 1
+}
+
+if [ "$cmd" = stop ]; then
+  stop
+  exit 0
+fi
+[ "$cmd" = start ] || { echo "usage: slurm_cluster.sh start|stop DIR [NODES]" >&2; exit 2; }
+
+mkdir -p "$dir"/{pids,log,state,spool,munge}
+chmod 0755 "$dir"
+host=$(hostname -s)
+
+# munge: its own socket, key and pid in DIR, so no system-wide daemon is touched.
+chown munge:munge "$dir/munge"
+chmod 0700 "$dir/munge"
+if [ ! -s "$dir/munge/munge.key" ]; then
+  dd if=/dev/urandom of="$dir/munge/munge.key" bs=1024 count=1 status=none
+fi
+chown munge:munge "$dir/munge/munge.key"
+chmod 0400 "$dir/munge/munge.key"
+socket="$dir/munge/munge.socket"
+/usr/sbin/runuser -u munge -- /usr/sbin/munged --key-file="$dir/munge/munge.key" --socket="$socket" \
+  --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" \
+  --seed-file="$dir/munge/munged.seed" --force
+wait_for 10 munged test -s "$dir/munge/munged.pid"
+cp "$dir/munge/munged.pid" "$dir/pids/munged.pid"
+
+# Ports from a free range chosen per cluster, so two clusters never collide.
+base=$(( 20000 + (RANDOM % 2000) * 10 ))
+{
+  echo "ClusterName=monsoon-test"
+  echo "SlurmctldHost=localhost"
+  echo "SlurmctldPort=$base"
+  echo "SlurmUser=root"
+  echo "AuthType=auth/munge"
+  echo "AuthInfo=socket=$socket"
+  echo "CredType=cred/munge"
+  echo "ProctrackType=proctrack/linuxproc"
+  echo "TaskPlugin=task/none"
+  echo "SelectType=select/cons_tres"
+  echo "SelectTypeParameters=CR_CPU"
+  echo "SlurmdParameters=config_overrides"
+  echo "MpiDefault=none"
+  echo "AccountingStorageType=accounting_storage/none"
+  echo "JobCompType=jobcomp/none"
+  echo "JobAcctGatherType=jobacct_gather/none"
+  echo "MinJobAge=5"
+  echo "SchedulerParameters=batch_sched_delay=0,bf_interval=1"
+  echo "ReturnToService=2"
+  echo "StateSaveLocation=$dir/state"
+  echo "SlurmdSpoolDir=$dir/spool/%n"
+  echo "SlurmctldPidFile=$dir/log/slurmctld.pid"
+  echo "SlurmdPidFile=$dir/log/slurmd-%n.pid"
+  echo "SlurmctldLogFile=$dir/log/slurmctld.log"
+  echo "SlurmdLogFile=$dir/log/slurmd-%n.log"
+  for i in $(seq 1 "$nodes"); do
+    echo "NodeName=mn$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$((base + i)) CPUs=8 State=UNKNOWN"
+  done
+  echo "PartitionName=debug Nodes=mn[1-$nodes] Default=YES MaxTime=INFINITE State=UP"
+} >"$dir/slurm.conf"
+export SLURM_CONF="$dir/slurm.conf"
+
+/usr/sbin/slurmctld -i -f "$SLURM_CONF"
+wait_for 10 slurmctld test -s "$dir/log/slurmctld.pid"
+cp "$dir/log/slurmctld.pid" "$dir/pids/slurmctld.pid"
+for i in $(seq 1 "$nodes"); do
+  mkdir -p "$dir/spool/mn$i"
+  /usr/sbin/slurmd -N "mn$i" -f "$SLURM_CONF"
+  wait_for 10 "slurmd mn$i" test -s "$dir/log/slurmd-mn$i.pid"
+  cp "$dir/log/slurmd-mn$i.pid" "$dir/pids/slurmd-mn$i.pid"
+done
+wait_for 30 "nodes idle" bash -c "[ \$(sinfo -h -t idle -o %D) = $nodes ]"
+echo "export SLURM_CONF=$SLURM_CONF"
