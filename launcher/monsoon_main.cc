@@ -156,6 +156,17 @@ int Fail(const absl::Status& status, int code) {
   return code;
 }
 
+// The closing line of a finished job: "monsoon: done; final test accuracy ..., summary in ...".
+void PrintResult(const JobConfig& config, const RunDir& run_dir) {
+  const JobProgress p = ReadProgress(config, run_dir);
+  std::cerr << "monsoon: done; ";
+  if (p.has_eval && config.model.loss == LossType::kSoftmaxCrossEntropy) {
+    std::cerr << "final test accuracy " << p.test_accuracy << ", ";
+  }
+  if (p.has_eval) std::cerr << "final test loss " << p.test_loss << "; ";
+  std::cerr << "summary in " << run_dir.summary_path() << std::endl;
+}
+
 int CmdRun(const Args& args) {
   if (args.positional.size() != 1)
     return Fail(absl::InvalidArgumentError("run needs one CONFIG.yaml"), 2);
@@ -181,13 +192,7 @@ int CmdRun(const Args& args) {
   s = RunLocalJob(*config, run_dir, options, &g_stop);
   if (absl::IsCancelled(s)) return Fail(s, 130);
   if (!s.ok()) return Fail(s, 1);
-  const JobProgress p = ReadProgress(*config, run_dir);
-  std::cerr << "monsoon: done; ";
-  if (p.has_eval && config->model.loss == LossType::kSoftmaxCrossEntropy) {
-    std::cerr << "final test accuracy " << p.test_accuracy << ", ";
-  }
-  if (p.has_eval) std::cerr << "final test loss " << p.test_loss << "; ";
-  std::cerr << "summary in " << run_dir.summary_path() << std::endl;
+  PrintResult(*config, run_dir);
   return 0;
 }
 
@@ -356,12 +361,7 @@ int CmdSummarize(const Args& args) {
   if (!wall.ok()) return Fail(wall.status(), 1);
   const absl::Status s = WriteSummary(*config, *run_dir, *wall).status();
   if (!s.ok()) return Fail(s, 1);
-  const JobProgress p = ReadProgress(*config, *run_dir);
-  std::cerr << "monsoon: ";
-  if (p.has_eval && config->model.loss == LossType::kSoftmaxCrossEntropy) {
-    std::cerr << "final test accuracy " << p.test_accuracy << ", ";
-  }
-  std::cerr << "summary in " << run_dir->summary_path() << std::endl;
+  PrintResult(*config, *run_dir);
   return 0;
 }
 
