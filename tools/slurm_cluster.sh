@@ -64,7 +64,7 @@ cp "$dir/munge/munged.pid" "$dir/pids/munged.pid"
 base=$(( 20000 + (RANDOM % 2000) * 10 ))
 {
   echo "ClusterName=monsoon-test"
-  echo "SlurmctldHost=localhost"
+  echo "SlurmctldHost=localhost(127.0.0.1)"
   echo "SlurmctldPort=$base"
   echo "SlurmUser=root"
   echo "AuthType=auth/munge"
