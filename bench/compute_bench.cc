@@ -10,29 +10,12 @@
 #include <vector>
 
 #include "absl/time/clock.h"
+#include "bench/step_shapes.h"
 #include "core/cpu_backend.h"
 #include "core/model.h"
 
 namespace monsoon {
 namespace {
-
-struct Shape {
-  bool ta, tb;
-  int m, n, k;
-};
-
-// The GEMMs of one step: for each dense layer (in -> out) at batch B, forward x W, then
-// dW = x^T dy and (except the first layer) dx = dy W^T.
-std::vector<Shape> StepGemms(int batch, const std::vector<int>& widths) {
-  std::vector<Shape> shapes;
-  for (size_t l = 0; l + 1 < widths.size(); ++l) {
-    const int in = widths[l], out = widths[l + 1];
-    shapes.push_back({false, false, batch, out, in});
-    shapes.push_back({true, false, in, out, batch});
-    if (l > 0) shapes.push_back({false, true, batch, in, out});
-  }
-  return shapes;
-}
 
 int Main(int argc, char** argv) {
   int steps = 200, threads = 1;
@@ -80,17 +63,18 @@ int Main(int argc, char** argv) {
     const double step_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
 
     // Same shapes, GEMMs only, on buffers of the right sizes.
-    const auto shapes = StepGemms(batch, widths);
+    const std::vector<GemmShape> shapes = StepGemms(batch, widths);
     std::vector<std::vector<float>> a, b, c;
-    for (const Shape& s : shapes) {
+    for (const GemmShape& s : shapes) {
       a.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);
       b.emplace_back(static_cast<size_t>(s.k) * s.n, 0.25f);
       c.emplace_back(static_cast<size_t>(s.m) * s.n, 0.0f);
     }
     auto gemms = [&] {
       for (size_t i = 0; i < shapes.size(); ++i) {
-        const Shape& s = shapes[i];
-        backend.Gemm(s.ta, s.tb, s.m, s.n, s.k, 1.0f, a[i].data(), b[i].data(), 0.0f, c[i].data());
+        const GemmShape& s = shapes[i];
+        backend.Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a[i].data(), b[i].data(), 0.0f,
+                     c[i].data());
       }
     };
     gemms();

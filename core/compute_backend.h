@@ -8,6 +8,8 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
+
 namespace monsoon {
 
 enum class Activation { kRelu, kTanh, kSigmoid };
@@ -36,12 +38,18 @@ struct LossResult {
 };
 
 // Pointers passed to these methods live in the backend's memory space unless named `host`.
-// A backend is used by one thread at a time.
+// A backend is used by one thread at a time. A device backend may queue work asynchronously
+// and records its first error instead of throwing or aborting: after an error every method is
+// a no-op, and Synchronize() returns it.
 class ComputeBackend {
  public:
   virtual ~ComputeBackend() = default;
 
+  // "cpu", or e.g. "cuda:0 (NVIDIA H100 80GB HBM3)".
   virtual std::string name() const = 0;
+
+  // Waits for all queued work; returns the backend's first error, if any.
+  virtual absl::Status Synchronize() { return absl::OkStatus(); }
 
   // Zero-initialised buffer of n floats.
   virtual DeviceBuffer Allocate(size_t n) = 0;

@@ -374,8 +374,9 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(transport.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section compute, top.Child("compute"));
-  MONSOON_RETURN_IF_ERROR(compute.String("device", {"cpu"}, &c->compute.device));
+  MONSOON_RETURN_IF_ERROR(compute.String("device", {"auto", "cpu", "cuda"}, &c->compute.device));
   MONSOON_RETURN_IF_ERROR(compute.Int("threads", 1, 256, &c->compute.threads));
+  MONSOON_RETURN_IF_ERROR(compute.Bool("tf32", &c->compute.tf32));
   MONSOON_RETURN_IF_ERROR(compute.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section network, top.Child("network"));
@@ -537,7 +538,8 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  channels_per_server: " << c.transport.channels_per_server
     << "\n  rpc_timeout_seconds: " << Num(c.transport.rpc_timeout_seconds)
     << "\n  rendezvous_timeout_seconds: " << Num(c.transport.rendezvous_timeout_seconds) << "\n";
-  y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads << "\n";
+  y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads
+    << "\n  tf32: " << (c.compute.tf32 ? "true" : "false") << "\n";
   y << "network:\n  interface: " << Quote(c.network.interface) << "\n";
   std::vector<std::string> extra;
   for (const std::string& e : c.slurm.extra) extra.push_back(Quote(e));

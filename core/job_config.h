@@ -83,8 +83,9 @@ struct TransportConfig {
 };
 
 struct ComputeConfig {
-  std::string device = "cpu";
-  int threads = 1;  // BLAS threads per worker
+  std::string device = "auto";  // auto | cpu | cuda (see worker/compute_backends.h)
+  int threads = 1;              // BLAS threads per worker (CPU backend)
+  bool tf32 = false;            // let cuBLAS use TF32 tensor cores (CUDA backend)
 };
 
 struct JobConfig {

@@ -65,6 +65,8 @@ class Model {
   void GetGrads(float* host);
   // params -= learning_rate * grads, on the backend (a worker's local SGD step).
   void ApplyLocalSgd(float learning_rate);
+  // Waits for the backend; its first error, if any (see ComputeBackend::Synchronize).
+  absl::Status Synchronize() { return backend_->Synchronize(); }
 
   // Forward + backward on x_host [rows x input_dim], targets_host [rows] (class ids) or
   // [rows x output_dim] (regression). Overwrites grads with the batch-mean loss gradient.

@@ -32,19 +32,23 @@ std::string ProgressLine(const JobConfig& config, const JobProgress& p, double e
 absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
                          const LocalJobOptions& options, const std::atomic<bool>* stop) {
   ProcessGroup children;
-  auto start_role = [&](const std::string& name, const std::string& role, int index) {
+  auto start_role = [&](const std::string& name, const std::string& role, int index,
+                        const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = {options.self_exe, role, "--run-dir", run_dir.root};
     if (index >= 0) {
       argv.push_back("--index");
       argv.push_back(std::to_string(index));
     }
+    argv.insert(argv.end(), extra.begin(), extra.end());
     return children.Start(name, argv, absl::StrCat(run_dir.logs_dir(), "/", name, ".log"));
   };
   for (int j = 0; j < config.cluster.servers; ++j) {
     MONSOON_RETURN_IF_ERROR(start_role(absl::StrCat("server-", j), "server", j));
   }
   for (int i = 0; i < config.cluster.workers; ++i) {
-    MONSOON_RETURN_IF_ERROR(start_role(absl::StrCat("worker-", i), "worker", i));
+    // Worker i gets GPU i (modulo the visible devices, when compute.device uses CUDA).
+    MONSOON_RETURN_IF_ERROR(
+        start_role(absl::StrCat("worker-", i), "worker", i, {"--gpu", std::to_string(i)}));
   }
   if (config.cluster.evaluator) MONSOON_RETURN_IF_ERROR(start_role("evaluator", "evaluator", -1));
 

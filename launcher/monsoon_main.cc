@@ -29,6 +29,7 @@
 #include "launcher/summary.h"
 #include "launcher/task_environment.h"
 #include "server/server_role.h"
+#include "worker/compute_backends.h"
 #include "worker/worker_role.h"
 
 namespace monsoon {
@@ -67,14 +68,16 @@ commands:
         create a run directory (resolved config, job token) for `launch`
   summarize --run-dir DIR
         write DIR/summary.json once the roles have finished
+  devices
+        list the CUDA devices this machine can use (exit 1 and the reason when none)
   gen-linear --out FILE [--slope M] [--intercept B] [--noise S] [--rows N] [--seed K]
              [--x-min A] [--x-max B]
         write a synthetic linear-regression CSV (y = M x + B + noise)
 
 role commands (started by `monsoon run`; the run directory holds config.yaml and token):
   server --run-dir DIR --index J [--bind HOST]
-  worker --run-dir DIR --index I
-  evaluator --run-dir DIR
+  worker --run-dir DIR --index I [--gpu G]
+  evaluator --run-dir DIR [--gpu G]
 )";
 
 // Parsed "--flag value" options plus positional arguments; --set may repeat.
@@ -206,6 +209,16 @@ int CmdValidate(const Args& args) {
   return 0;
 }
 
+int CmdDevices() {
+  auto devices = ListCudaDevices();
+  if (!devices.ok()) {
+    std::cout << "cuda: none (" << devices.status().message() << ")" << std::endl;
+    return 1;
+  }
+  for (const std::string& d : *devices) std::cout << d << std::endl;
+  return 0;
+}
+
 int CmdGenLinear(const Args& args) {
   const std::string* out = args.Get("--out");
   if (out == nullptr) return Fail(absl::InvalidArgumentError("gen-linear needs --out FILE"), 2);
@@ -241,9 +254,10 @@ absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir) {
   return LoadJobConfig(run_dir.config_path());
 }
 
-// Runs one role of a prepared job; the exit status of the process.
+// Runs one role of a prepared job; the exit status of the process. `gpu` is the CUDA device
+// for workers and the evaluator (< 0: none).
 int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& run_dir,
-            const std::string& bind_host) {
+            const std::string& bind_host, int gpu) {
   absl::Status s;
   switch (role.kind) {
     case RoleKind::kServer: {
@@ -254,10 +268,10 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
       break;
     }
     case RoleKind::kWorker:
-      s = RunWorkerRole(config, run_dir, role.index, &g_stop);
+      s = RunWorkerRole(config, run_dir, role.index, gpu, &g_stop);
       break;
     case RoleKind::kEvaluator:
-      s = RunEvaluatorRole(config, run_dir, &g_stop);
+      s = RunEvaluatorRole(config, run_dir, gpu, &g_stop);
       break;
     case RoleKind::kIdle:
       std::cerr << "monsoon: this task has no role in the job; exiting" << std::endl;
@@ -267,7 +281,7 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
   return s.ok() ? 0 : Fail(s, 1);
 }
 
-// `monsoon server|worker|evaluator --run-dir DIR [--index N]`.
+// `monsoon server|worker|evaluator --run-dir DIR [--index N] [--bind HOST] [--gpu G]`.
 int CmdRole(const std::string& name, const Args& args) {
   auto run_dir = RunDirFlag(args);
   if (!run_dir.ok()) return Fail(run_dir.status(), 2);
@@ -285,8 +299,14 @@ int CmdRole(const std::string& name, const Args& args) {
     }
     role = {name == "server" ? RoleKind::kServer : RoleKind::kWorker, *index};
   }
+  int gpu = 0;
+  if (args.Get("--gpu") != nullptr) {
+    auto flag = IntFlag(args, "--gpu");
+    if (!flag.ok()) return Fail(flag.status(), 2);
+    gpu = *flag;
+  }
   const std::string* bind = args.Get("--bind");
-  return RunRole(role, *config, *run_dir, bind != nullptr ? *bind : "127.0.0.1");
+  return RunRole(role, *config, *run_dir, bind != nullptr ? *bind : "127.0.0.1", gpu);
 }
 
 int CmdPrepare(const Args& args) {
@@ -349,7 +369,7 @@ int CmdLaunch(const Args& args) {
     bind_host = *address;
   }
   std::cerr << "monsoon: " << task->Describe() << " -> " << role->Describe() << std::endl;
-  return RunRole(*role, *config, *run_dir, bind_host);
+  return RunRole(*role, *config, *run_dir, bind_host, task->gpu.value_or(-1));
 }
 
 int CmdSummarize(const Args& args) {
@@ -448,13 +468,14 @@ int Main(int argc, char** argv) {
                "--rows", "--seed",  "--x-min",     "--x-max"};
   }
   if (cmd == "server") allowed = {"--run-dir", "--index", "--bind"};
-  if (cmd == "worker") allowed = {"--run-dir", "--index"};
-  if (cmd == "evaluator") allowed = {"--run-dir"};
+  if (cmd == "worker") allowed = {"--run-dir", "--index", "--gpu"};
+  if (cmd == "evaluator") allowed = {"--run-dir", "--gpu"};
   auto args = ParseArgs(argc, argv, 2, allowed, switches);
   if (!args.ok()) return Fail(args.status(), 2);
   if (cmd == "run") return CmdRun(*args);
   if (cmd == "validate") return CmdValidate(*args);
   if (cmd == "gen-linear") return CmdGenLinear(*args);
+  if (cmd == "devices") return CmdDevices();
   if (cmd == "sbatch") return CmdSbatch(*args);
   if (cmd == "launch") return CmdLaunch(*args);
   if (cmd == "prepare") return CmdPrepare(*args);

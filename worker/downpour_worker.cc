@@ -31,6 +31,7 @@ absl::StatusOr<WorkerReport> DownpourWorker::Run(const std::atomic<bool>* stop) 
     const int rows = shard_->NextBatch(training_.batch_size, &x, &y);
     const BatchResult batch = model_->ComputeGradients(x.data(), y.data(), rows);
     model_->GetGrads(grads.data());
+    MONSOON_RETURN_IF_ERROR(model_->Synchronize());
     for (size_t i = 0; i < n; ++i) accumulated[i] += grads[i];
     if (downpour_.local_learning_rate > 0) {
       model_->ApplyLocalSgd(static_cast<float>(downpour_.local_learning_rate));

@@ -30,6 +30,7 @@ absl::StatusOr<EvalResult> Evaluator::EvaluateOnce() {
     loss_sum += batch.loss_sum;
     correct += batch.correct;
   }
+  MONSOON_RETURN_IF_ERROR(model_->Synchronize());
   result.test_loss = loss_sum / static_cast<double>(rows);
   result.test_accuracy = static_cast<double>(correct) / static_cast<double>(rows);
   result.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);

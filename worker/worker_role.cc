@@ -3,13 +3,13 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
-#include "core/cpu_backend.h"
 #include "core/data_shard.h"
 #include "core/dataset.h"
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/sharding_plan.h"
 #include "core/status_macros.h"
+#include "worker/compute_backends.h"
 #include "worker/downpour_worker.h"
 #include "worker/evaluator.h"
 #include "worker/grpc_ps_client.h"
@@ -75,9 +75,16 @@ absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDi
   return Connection{std::move(plan), std::move(client)};
 }
 
+// The backend compute.device asks for, announcing an `auto` fallback on stdout.
+absl::StatusOr<std::unique_ptr<ComputeBackend>> Backend(const JobConfig& config, int gpu) {
+  MONSOON_ASSIGN_OR_RETURN(BackendSelection selection, MakeComputeBackend(config.compute, gpu));
+  if (!selection.note.empty()) std::cout << selection.note << std::endl;
+  return std::move(selection.backend);
+}
+
 }  // namespace
 
-absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index,
+absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,
                            const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(Dataset train, LoadSplit(config, /*train=*/true));
   DataShard shard(&train, index, config.cluster.workers, config.seed);
@@ -86,8 +93,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                                                    " examples for ", config.cluster.workers,
                                                    " workers"));
   }
-  CpuBackend backend(config.compute.threads);
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                           Model::Create(config.model, backend.get()));
   MONSOON_ASSIGN_OR_RETURN(Connection conn,
                            ConnectToServers(config, run_dir, {ClientRole::kWorker, index}, stop));
   MONSOON_ASSIGN_OR_RETURN(
@@ -95,7 +103,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),
                                WorkerMetricsColumns()));
   std::cout << "worker " << index << ": " << shard.size() << " examples, " << model->num_params()
-            << " parameters, backend " << backend.name() << std::endl;
+            << " parameters, backend " << backend->name() << std::endl;
   DownpourWorker worker(config.training, config.downpour, model.get(), &shard, conn.client.get(),
                         metrics.get());
   MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
@@ -105,11 +113,12 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   return absl::OkStatus();
 }
 
-absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir,
+absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, int gpu,
                               const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(Dataset test, LoadSplit(config, /*train=*/false));
-  CpuBackend backend(config.compute.threads);
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                           Model::Create(config.model, backend.get()));
   MONSOON_ASSIGN_OR_RETURN(Connection conn,
                            ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,

@@ -11,14 +11,15 @@
 
 namespace monsoon {
 
-// Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv.
-absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index,
+// Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv. `gpu` is the CUDA
+// device the launcher gave this task (< 0: none); see compute_backends.h.
+absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,
                            const std::atomic<bool>* stop);
 
 // Scores the server weights on the test set until the workers finish; writes
 // RUN_DIR/metrics/evaluator.csv (its last row is the final result) and RUN_DIR/params.bin
 // (the final weights as raw little-endian float32 in the model's flat layout).
-absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir,
+absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, int gpu,
                               const std::atomic<bool>* stop);
 
 }  // namespace monsoon

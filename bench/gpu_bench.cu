@@ -1,0 +1,119 @@
+// GPU benchmark (CUDA backend): worker training-step samples/s of the default MLP
+// (784-256-128-10) at batch 64..4096 next to the same-shape cuBLAS SGEMMs alone, and the
+// backend's host->device copy rate next to a plain cudaMemcpy from pinned memory. Prints one
+// JSON object; without a usable GPU it prints {"skipped": reason} and exits 0.
+//
+//   gpu_bench [--tf32]
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "bench/step_shapes.h"
+#include "core/model.h"
+#include "worker/cublas_backend.h"
+
+namespace monsoon {
+namespace {
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Times `reps` calls of `op` after one warm-up call, synchronizing the backend at the end.
+template <typename Op>
+double TimePerCall(ComputeBackend& backend, int reps, Op op) {
+  op();
+  backend.Synchronize().IgnoreError();
+  const auto start = std::chrono::steady_clock::now();
+  for (int r = 0; r < reps; ++r) op();
+  backend.Synchronize().IgnoreError();
+  return Seconds(start) / reps;
+}
+
+int Main(int argc, char** argv) {
+  const bool tf32 = argc > 1 && std::string(argv[1]) == "--tf32";
+  auto created = CreateCublasBackend(0, tf32);
+  if (!created.ok()) {
+    std::printf("{\"benchmark\": \"gpu\", \"skipped\": \"%s\"}\n",
+                std::string(created.status().message()).c_str());
+    return 0;
+  }
+  ComputeBackend& backend = **created;
+  ModelSpec spec;
+  spec.input_dim = 784;
+  spec.output_dim = 10;
+  spec.hidden = {256, 128};
+  const std::vector<int> widths = {784, 256, 128, 10};
+  auto model = Model::Create(spec, &backend);
+  std::vector<float> params((*model)->num_params()), grads(params.size());
+  Model::InitialValues(spec, 1, 0, absl::MakeSpan(params));
+  (*model)->SetParams(params.data());
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> u(0, 1);
+
+  std::printf("{\n  \"benchmark\": \"gpu\",\n  \"device\": \"%s\",\n  \"tf32\": %s,\n",
+              backend.name().c_str(), tf32 ? "true" : "false");
+  std::printf("  \"step\": [\n");
+  const std::vector<int> batches = {64, 256, 1024, 4096};
+  for (size_t bi = 0; bi < batches.size(); ++bi) {
+    const int batch = batches[bi];
+    const int reps = std::max(20, 200 * 256 / batch);
+    std::vector<float> x(static_cast<size_t>(batch) * 784), y(batch);
+    for (float& v : x) v = u(rng);
+    for (int r = 0; r < batch; ++r) y[r] = static_cast<float>(r % 10);
+    // A worker's step: upload the batch, forward, backward, download the gradients.
+    const double step_s = TimePerCall(backend, reps, [&] {
+      (*model)->ComputeGradients(x.data(), y.data(), batch);
+      (*model)->GetGrads(grads.data());
+    });
+    const std::vector<GemmShape> shapes = StepGemms(batch, widths);
+    std::vector<DeviceBuffer> a, b, c;
+    for (const GemmShape& s : shapes) {
+      a.push_back(backend.Allocate(static_cast<size_t>(s.m) * s.k));
+      b.push_back(backend.Allocate(static_cast<size_t>(s.k) * s.n));
+      c.push_back(backend.Allocate(static_cast<size_t>(s.m) * s.n));
+    }
+    const double gemm_s = TimePerCall(backend, reps, [&] {
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        const GemmShape& s = shapes[i];
+        backend.Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a[i].data(), b[i].data(), 0.0f,
+                     c[i].data());
+      }
+    });
+    std::printf(
+        "    {\"batch\": %d, \"step_samples_per_second\": %.0f, \"gemm_samples_per_second\": %.0f,"
+        " \"ratio\": %.3f}%s\n",
+        batch, batch / step_s, batch / gemm_s, gemm_s / step_s, bi + 1 < batches.size() ? "," : "");
+  }
+  std::printf("  ],\n  \"host_to_device\": [\n");
+  const std::vector<int> mib = {1, 16, 64};
+  for (size_t i = 0; i < mib.size(); ++i) {
+    const size_t n = static_cast<size_t>(mib[i]) << 18;  // floats
+    std::vector<float> host(n, 1.0f);
+    DeviceBuffer dest = backend.Allocate(n);
+    const double backend_s = TimePerCall(backend, 20, [&] { backend.CopyToDevice(host.data(), dest.data(), n); });
+    float* pinned = nullptr;
+    cudaMallocHost(reinterpret_cast<void**>(&pinned), n * sizeof(float));
+    cudaMemcpy(dest.data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice);
+    const auto start = std::chrono::steady_clock::now();
+    for (int r = 0; r < 20; ++r) cudaMemcpy(dest.data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice);
+    const double pinned_s = Seconds(start) / 20;
+    cudaFreeHost(pinned);
+    const double bytes = static_cast<double>(n) * sizeof(float);
+    std::printf("    {\"mib\": %d, \"backend_gbps\": %.2f, \"pinned_memcpy_gbps\": %.2f, \"ratio\": %.3f}%s\n",
+                mib[i], bytes / backend_s / 1e9, bytes / pinned_s / 1e9, pinned_s / backend_s,
+                i + 1 < mib.size() ? "," : "");
+  }
+  const absl::Status health = backend.Synchronize();
+  std::printf("  ],\n  \"status\": \"%s\"\n}\n", health.ok() ? "ok" : std::string(health.message()).c_str());
+  return health.ok() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace monsoon
+
+int main(int argc, char** argv) { return monsoon::Main(argc, argv); }

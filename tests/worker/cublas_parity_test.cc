@@ -1,0 +1,189 @@
+// The CUDA backend against the CPU backend on random inputs, including odd sizes. Where no
+// usable GPU exists (or the build has no CUDA), every case prints "skipped: no GPU" and passes.
+#include <catch2/catch.hpp>
+#include <iostream>
+#include <random>
+#include <vector>
+
+#include "core/cpu_backend.h"
+#include "core/model.h"
+#include "worker/compute_backends.h"
+
+namespace monsoon {
+namespace {
+
+std::unique_ptr<ComputeBackend> GpuOrSkip() {
+  ComputeConfig compute;
+  compute.device = "cuda";
+  auto selection = MakeComputeBackend(compute, 0);
+  if (!selection.ok()) {
+    std::cout << "skipped: no GPU (" << selection.status().message() << ")" << std::endl;
+    return nullptr;
+  }
+  return std::move(selection->backend);
+}
+
+std::vector<float> Random(size_t n, uint64_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+// The same host data on both backends; results come back as host vectors.
+struct Pair {
+  CpuBackend cpu;
+  ComputeBackend* gpu;
+  std::vector<DeviceBuffer> keep;
+
+  std::pair<float*, float*> Upload(const std::vector<float>& host) {
+    keep.push_back(cpu.Allocate(host.size()));
+    float* c = keep.back().data();
+    cpu.CopyToDevice(host.data(), c, host.size());
+    keep.push_back(gpu->Allocate(host.size()));
+    float* g = keep.back().data();
+    gpu->CopyToDevice(host.data(), g, host.size());
+    return {c, g};
+  }
+  std::pair<float*, float*> Zeros(size_t n) { return Upload(std::vector<float>(n, 0.0f)); }
+  void ExpectSame(std::pair<float*, float*> p, size_t n, double tolerance = 1e-4) {
+    std::vector<float> c(n), g(n);
+    cpu.CopyToHost(p.first, c.data(), n);
+    gpu->CopyToHost(p.second, g.data(), n);
+    REQUIRE(gpu->Synchronize().ok());
+    for (size_t i = 0; i < n; ++i) {
+      INFO("element " << i);
+      REQUIRE(g[i] == Approx(c[i]).epsilon(tolerance).margin(tolerance));
+    }
+  }
+};
+
+TEST_CASE("CublasBackend: Gemm matches the CPU for all transposes and odd shapes",
+          "[gpu][parity]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  Pair p{CpuBackend(), gpu.get(), {}};
+  int seed = 0;
+  for (int m : {1, 7, 130}) {
+    for (int n : {3, 33}) {
+      for (int k : {1, 65, 257}) {
+        for (bool ta : {false, true}) {
+          for (bool tb : {false, true}) {
+            auto a = p.Upload(Random(static_cast<size_t>(m) * k, ++seed));
+            auto b = p.Upload(Random(static_cast<size_t>(k) * n, ++seed));
+            auto c = p.Upload(Random(static_cast<size_t>(m) * n, ++seed));
+            p.cpu.Gemm(ta, tb, m, n, k, 0.7f, a.first, b.first, 0.3f, c.first);
+            gpu->Gemm(ta, tb, m, n, k, 0.7f, a.second, b.second, 0.3f, c.second);
+            INFO("m=" << m << " n=" << n << " k=" << k << " ta=" << ta << " tb=" << tb);
+            p.ExpectSame(c, static_cast<size_t>(m) * n);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("CublasBackend: elementwise kernels, losses and axpy match the CPU", "[gpu][parity]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  Pair p{CpuBackend(), gpu.get(), {}};
+  const int rows = 37, cols = 11;
+  const size_t n = static_cast<size_t>(rows) * cols;
+  auto x = p.Upload(Random(n, 1, -3, 3));
+  auto bias = p.Upload(Random(cols, 2));
+  p.cpu.AddBias(bias.first, rows, cols, x.first);
+  gpu->AddBias(bias.second, rows, cols, x.second);
+  p.ExpectSame(x, n);
+  auto sums = p.Zeros(cols);
+  p.cpu.ColumnSum(x.first, rows, cols, sums.first);
+  gpu->ColumnSum(x.second, rows, cols, sums.second);
+  p.ExpectSame(sums, cols);
+  for (Activation f : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
+    auto y = p.Zeros(n);
+    auto dy = p.Upload(Random(n, 3));
+    auto dx = p.Zeros(n);
+    p.cpu.ActivationForward(f, x.first, y.first, n);
+    gpu->ActivationForward(f, x.second, y.second, n);
+    p.ExpectSame(y, n);
+    p.cpu.ActivationBackward(f, y.first, dy.first, dx.first, n);
+    gpu->ActivationBackward(f, y.second, dy.second, dx.second, n);
+    p.ExpectSame(dx, n);
+  }
+  std::vector<float> labels(rows);
+  for (int r = 0; r < rows; ++r) labels[r] = static_cast<float>((r * 7) % cols);
+  auto l = p.Upload(labels);
+  auto dlogits = p.Zeros(n);
+  const LossResult lc = p.cpu.SoftmaxCrossEntropy(x.first, l.first, rows, cols, dlogits.first);
+  const LossResult lg = gpu->SoftmaxCrossEntropy(x.second, l.second, rows, cols, dlogits.second);
+  CHECK(lg.loss_sum == Approx(lc.loss_sum).epsilon(1e-4));
+  CHECK(lg.correct == lc.correct);
+  p.ExpectSame(dlogits, n);
+  auto target = p.Upload(Random(n, 4));
+  auto dpred = p.Zeros(n);
+  const LossResult mc = p.cpu.MeanSquaredError(x.first, target.first, rows, cols, dpred.first);
+  const LossResult mg = gpu->MeanSquaredError(x.second, target.second, rows, cols, dpred.second);
+  CHECK(mg.loss_sum == Approx(mc.loss_sum).epsilon(1e-4));
+  p.ExpectSame(dpred, n);
+  p.cpu.Axpy(-0.25f, dpred.first, x.first, n);
+  gpu->Axpy(-0.25f, dpred.second, x.second, n);
+  p.ExpectSame(x, n);
+}
+
+TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the CPU",
+          "[gpu][parity]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  CpuBackend cpu;
+  ModelSpec spec;
+  spec.input_dim = 37;
+  spec.output_dim = 5;
+  spec.hidden = {29, 13};
+  spec.activation = Activation::kTanh;
+  auto on_cpu = Model::Create(spec, &cpu);
+  auto on_gpu = Model::Create(spec, gpu.get());
+  REQUIRE(on_cpu.ok());
+  REQUIRE(on_gpu.ok());
+  std::vector<float> params((*on_cpu)->num_params());
+  Model::InitialValues(spec, 9, 0, absl::MakeSpan(params));
+  (*on_cpu)->SetParams(params.data());
+  (*on_gpu)->SetParams(params.data());
+  const int rows = 67;
+  const auto x = Random(static_cast<size_t>(rows) * spec.input_dim, 5);
+  std::vector<float> y(rows);
+  for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r % spec.output_dim);
+  const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), rows);
+  const BatchResult bg = (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
+  REQUIRE((*on_gpu)->Synchronize().ok());
+  CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
+  CHECK(bg.correct == bc.correct);
+  std::vector<float> gc(params.size()), gg(params.size());
+  (*on_cpu)->GetGrads(gc.data());
+  (*on_gpu)->GetGrads(gg.data());
+  for (size_t i = 0; i < gc.size(); ++i) REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
+  (*on_cpu)->ApplyLocalSgd(0.1f);
+  (*on_gpu)->ApplyLocalSgd(0.1f);
+  std::vector<float> pc(params.size()), pg(params.size());
+  (*on_cpu)->GetParams(pc.data());
+  (*on_gpu)->GetParams(pg.data());
+  REQUIRE((*on_gpu)->Synchronize().ok());
+  for (size_t i = 0; i < pc.size(); ++i) REQUIRE(pg[i] == Approx(pc[i]).epsilon(1e-4).margin(1e-5));
+}
+
+TEST_CASE("MakeComputeBackend: auto always yields a backend; cpu is the CPU", "[gpu]") {
+  ComputeConfig compute;
+  compute.device = "auto";
+  auto selection = MakeComputeBackend(compute, 0);
+  REQUIRE(selection.ok());
+  if (selection->backend->name() == "cpu") {
+    CHECK(selection->note.rfind("compute.device auto: using the CPU (", 0) == 0);
+  }
+  compute.device = "cpu";
+  CHECK(MakeComputeBackend(compute, 0)->backend->name() == "cpu");
+  compute.device = "cuda";
+  auto none = MakeComputeBackend(compute, -1);
+  CHECK(absl::IsUnavailable(none.status()));
+}
+
+}  // namespace
+}  // namespace monsoon

@@ -1,0 +1,369 @@
+// CUDA implementation of CublasBackend (see cublas_backend.h). Compiled by nvcc.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "worker/cublas_backend.h"
+
+namespace monsoon {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(size_t n) {
+  return static_cast<int>(std::min<size_t>((n + kThreads - 1) / kThreads, 65535));
+}
+
+// ---- kernels (grid-stride loops; all matrices row-major) ----
+
+__global__ void AddBiasKernel(const float* bias, int rows, int cols, float* x) {
+  const size_t n = static_cast<size_t>(rows) * cols;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    x[i] += bias[i % cols];
+  }
+}
+
+__global__ void ActivationForwardKernel(int f, const float* x, float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const float v = x[i];
+    y[i] = f == 0 ? fmaxf(v, 0.0f) : f == 1 ? tanhf(v) : 1.0f / (1.0f + expf(-v));
+  }
+}
+
+__global__ void ActivationBackwardKernel(int f, const float* y, const float* dy, float* dx,
+                                         size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const float out = y[i];
+    dx[i] = f == 0 ? (out > 0.0f ? dy[i] : 0.0f)
+                   : f == 1 ? dy[i] * (1.0f - out * out) : dy[i] * out * (1.0f - out);
+  }
+}
+
+// One thread per row: softmax, loss, argmax and dlogits = (softmax - onehot) / rows.
+__global__ void SoftmaxCrossEntropyKernel(const float* logits, const float* labels, int rows,
+                                          int classes, float* dlogits, float* row_loss,
+                                          float* row_correct) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  const float* z = logits + static_cast<size_t>(r) * classes;
+  float* dz = dlogits + static_cast<size_t>(r) * classes;
+  const int label = static_cast<int>(labels[r]);
+  int argmax = 0;
+  for (int c = 1; c < classes; ++c) {
+    if (z[c] > z[argmax]) argmax = c;
+  }
+  const float zmax = z[argmax];
+  float denom = 0.0f;
+  for (int c = 0; c < classes; ++c) {
+    dz[c] = expf(z[c] - zmax);
+    denom += dz[c];
+  }
+  const float inv_denom = 1.0f / denom;
+  const float inv_rows = 1.0f / rows;
+  for (int c = 0; c < classes; ++c) dz[c] *= inv_denom;
+  row_loss[r] = -((z[label] - zmax) - logf(denom));
+  row_correct[r] = argmax == label ? 1.0f : 0.0f;
+  dz[label] -= 1.0f;
+  for (int c = 0; c < classes; ++c) dz[c] *= inv_rows;
+}
+
+__global__ void MeanSquaredErrorKernel(const float* pred, const float* target, size_t n,
+                                       float inv_rows, float* dpred, float* elem_loss) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const float diff = pred[i] - target[i];
+    elem_loss[i] = 0.5f * diff * diff;
+    dpred[i] = diff * inv_rows;
+  }
+}
+
+__global__ void FillKernel(float* x, size_t n, float value) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    x[i] = value;
+  }
+}
+
+const char* CublasError(cublasStatus_t s) {
+  switch (s) {
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default: return "cuBLAS error";
+  }
+}
+
+// Pinned host memory that grows on demand (never shrinks).
+class PinnedBuffer {
+ public:
+  ~PinnedBuffer() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+  // Nullptr (and the CUDA error in *error) when it cannot grow.
+  float* Reserve(size_t n, cudaError_t* error) {
+    if (n <= size_) return data_;
+    if (data_ != nullptr) cudaFreeHost(data_);
+    data_ = nullptr;
+    size_ = 0;
+    *error = cudaMallocHost(reinterpret_cast<void**>(&data_), std::max<size_t>(n, 1) * sizeof(float));
+    if (*error != cudaSuccess) return nullptr;
+    size_ = n;
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class CublasBackend : public ComputeBackend {
+ public:
+  CublasBackend(int device, std::string device_name) : device_(device), device_name_(device_name) {}
+  ~CublasBackend() override {
+    if (handle_ != nullptr) cublasDestroy(handle_);
+    if (copy_done_ != nullptr) cudaEventDestroy(copy_done_);
+    if (compute_done_ != nullptr) cudaEventDestroy(compute_done_);
+    if (copy_ != nullptr) cudaStreamDestroy(copy_);
+    if (compute_ != nullptr) cudaStreamDestroy(compute_);
+  }
+
+  absl::Status Init(bool tf32) {
+    if (!Check(cudaSetDevice(device_), "cudaSetDevice") ||
+        !Check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreate") ||
+        !Check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate") ||
+        !Check(cudaEventCreateWithFlags(&copy_done_, cudaEventDisableTiming), "cudaEventCreate") ||
+        !Check(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming),
+               "cudaEventCreate") ||
+        !CheckBlas(cublasCreate(&handle_), "cublasCreate") ||
+        !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream") ||
+        !CheckBlas(cublasSetMathMode(handle_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
+                                                   : CUBLAS_DEFAULT_MATH),
+                   "cublasSetMathMode")) {
+      return status_;
+    }
+    return absl::OkStatus();
+  }
+
+  std::string name() const override {
+    return absl::StrCat("cuda:", device_, " (", device_name_, ")");
+  }
+
+  absl::Status Synchronize() override {
+    if (status_.ok()) Check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize");
+    if (status_.ok()) Check(cudaGetLastError(), "kernel launch");
+    return status_;
+  }
+
+  DeviceBuffer Allocate(size_t n) override {
+    float* p = nullptr;
+    if (!status_.ok() ||
+        !Check(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(float)),
+               absl::StrCat("cudaMalloc of ", n * sizeof(float), " bytes"))) {
+      return DeviceBuffer(nullptr, 0, [](float*) {});
+    }
+    Check(cudaMemsetAsync(p, 0, n * sizeof(float), compute_), "cudaMemsetAsync");
+    return DeviceBuffer(p, n, [](float* q) { cudaFree(q); });
+  }
+
+  // host -> pinned (CPU, while the GPU works) -> device (copy stream). The upload waits for
+  // compute queued before it (which may still read `device`), and compute queued after it
+  // waits for the upload.
+  void CopyToDevice(const float* host, float* device, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    cudaError_t error = cudaSuccess;
+    // The previous upload must have left the staging buffer before it is refilled.
+    if (!Check(cudaEventSynchronize(copy_done_), "cudaEventSynchronize")) return;
+    float* staging = upload_.Reserve(n, &error);
+    if (!Check(error, "cudaMallocHost")) return;
+    std::memcpy(staging, host, n * sizeof(float));
+    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
+        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
+        !Check(cudaMemcpyAsync(device, staging, n * sizeof(float), cudaMemcpyHostToDevice, copy_),
+               "cudaMemcpyAsync (host to device)")) {
+      return;
+    }
+    Check(cudaEventRecord(copy_done_, copy_), "cudaEventRecord");
+    Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");
+  }
+
+  // Waits for queued compute, then device -> pinned (copy stream) -> host.
+  void CopyToHost(const float* device, float* host, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    cudaError_t error = cudaSuccess;
+    float* staging = download_.Reserve(n, &error);
+    if (!Check(error, "cudaMallocHost")) return;
+    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
+        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
+        !Check(cudaMemcpyAsync(staging, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
+               "cudaMemcpyAsync (device to host)") ||
+        !Check(cudaStreamSynchronize(copy_), "cudaStreamSynchronize")) {
+      return;
+    }
+    std::memcpy(host, staging, n * sizeof(float));
+  }
+
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            const float* b, float beta, float* c) override {
+    if (!status_.ok()) return;
+    const int lda = trans_a ? m : k;
+    const int ldb = trans_b ? k : n;
+    CheckBlas(cublasSgemm(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
+                          &beta, c, n),
+              "cublasSgemm");
+  }
+
+  void AddBias(const float* bias, int rows, int cols, float* x) override {
+    if (!status_.ok()) return;
+    AddBiasKernel<<<Blocks(static_cast<size_t>(rows) * cols), kThreads, 0, compute_>>>(bias, rows,
+                                                                                       cols, x);
+  }
+
+  // out = X^T 1: a matrix-vector product with a vector of ones.
+  void ColumnSum(const float* x, int rows, int cols, float* out) override {
+    if (!status_.ok()) return;
+    const float* ones = Ones(rows);
+    if (ones == nullptr) return;
+    const float one = 1.0f, zero = 0.0f;
+    CheckBlas(cublasSgemv(handle_, CUBLAS_OP_N, cols, rows, &one, x, cols, ones, 1, &zero, out, 1),
+              "cublasSgemv");
+  }
+
+  void ActivationForward(Activation f, const float* x, float* y, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    ActivationForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(static_cast<int>(f), x, y, n);
+  }
+
+  void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
+                          size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    ActivationBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(static_cast<int>(f), y, dy,
+                                                                    dx, n);
+  }
+
+  LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
+                                 float* dlogits) override {
+    LossResult result;
+    float* scratch = Scratch(2 * static_cast<size_t>(rows));
+    if (scratch == nullptr) return result;
+    SoftmaxCrossEntropyKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, compute_>>>(
+        logits, labels, rows, classes, dlogits, scratch, scratch + rows);
+    std::vector<float> host(2 * static_cast<size_t>(rows));
+    CopyToHost(scratch, host.data(), host.size());
+    for (int r = 0; r < rows; ++r) {
+      result.loss_sum += host[r];
+      result.correct += host[rows + r] > 0.5f ? 1 : 0;
+    }
+    return result;
+  }
+
+  LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
+                              float* dpred) override {
+    LossResult result;
+    const size_t n = static_cast<size_t>(rows) * cols;
+    float* scratch = Scratch(n);
+    if (scratch == nullptr) return result;
+    MeanSquaredErrorKernel<<<Blocks(n), kThreads, 0, compute_>>>(pred, target, n, 1.0f / rows,
+                                                                  dpred, scratch);
+    std::vector<float> host(n);
+    CopyToHost(scratch, host.data(), n);
+    for (float v : host) result.loss_sum += v;
+    return result;
+  }
+
+  void Axpy(float alpha, const float* x, float* y, size_t n) override {
+    if (!status_.ok()) return;
+    CheckBlas(cublasSaxpy(handle_, static_cast<int>(n), &alpha, x, 1, y, 1), "cublasSaxpy");
+  }
+
+ private:
+  // Records the first failure; true when `error` is success.
+  bool Check(cudaError_t error, const std::string& what) {
+    if (error == cudaSuccess) return true;
+    if (status_.ok()) {
+      status_ = absl::InternalError(absl::StrCat("CUDA device ", device_, ": ", what, ": ",
+                                                 cudaGetErrorString(error)));
+    }
+    return false;
+  }
+  bool CheckBlas(cublasStatus_t s, const std::string& what) {
+    if (s == CUBLAS_STATUS_SUCCESS) return true;
+    if (status_.ok()) {
+      status_ = absl::InternalError(
+          absl::StrCat("CUDA device ", device_, ": ", what, ": ", CublasError(s)));
+    }
+    return false;
+  }
+
+  // A device vector of at least n ones (for column sums).
+  const float* Ones(size_t n) {
+    if (ones_.size() < n) {
+      ones_ = Allocate(n);
+      if (!status_.ok()) return nullptr;
+      FillKernel<<<Blocks(n), kThreads, 0, compute_>>>(ones_.data(), n, 1.0f);
+    }
+    return ones_.data();
+  }
+
+  // Device scratch of at least n floats (per-row losses).
+  float* Scratch(size_t n) {
+    if (!status_.ok()) return nullptr;
+    if (scratch_.size() < n) scratch_ = Allocate(n);
+    return status_.ok() ? scratch_.data() : nullptr;
+  }
+
+  const int device_;
+  const std::string device_name_;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t copy_ = nullptr;
+  cudaEvent_t copy_done_ = nullptr;     // last upload finished reading its staging buffer
+  cudaEvent_t compute_done_ = nullptr;  // compute queued before a copy
+  cublasHandle_t handle_ = nullptr;
+  PinnedBuffer upload_;
+  PinnedBuffer download_;
+  DeviceBuffer ones_;
+  DeviceBuffer scratch_;
+  absl::Status status_;
+};
+
+}  // namespace
+
+absl::StatusOr<int> CudaDeviceCount() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    return absl::UnavailableError(absl::StrCat("no usable CUDA device: ", cudaGetErrorString(error)));
+  }
+  if (count == 0) return absl::UnavailableError("no usable CUDA device: none visible");
+  return count;
+}
+
+absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateCublasBackend(int device, bool tf32) {
+  auto count = CudaDeviceCount();
+  if (!count.ok()) return count.status();
+  if (device < 0 || device >= *count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CUDA device ", device, " requested; ", *count, " visible"));
+  }
+  cudaDeviceProp props;
+  const cudaError_t error = cudaGetDeviceProperties(&props, device);
+  if (error != cudaSuccess) {
+    return absl::UnavailableError(
+        absl::StrCat("CUDA device ", device, ": ", cudaGetErrorString(error)));
+  }
+  auto backend = std::make_unique<CublasBackend>(device, props.name);
+  const absl::Status init = backend->Init(tf32);
+  if (!init.ok()) return init;
+  return std::unique_ptr<ComputeBackend>(std::move(backend));
+}
+
+}  // namespace monsoon
