@@ -48,6 +48,20 @@ timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/short
 expect_eq "--set run exit status" "$?" "0"
 expect_eq "--set epochs" "$(json_get "$WORK/short/summary.json" epochs)" "1"
 expect_eq "--set workers" "$(json_get "$WORK/short/summary.json" workers)" "1"
+# Two jobs at once on one machine: ephemeral ports and per-job tokens, so no clash.
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/twin_a" >/dev/null 2>&1 &
+a=$!
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/twin_b" >/dev/null 2>&1 &
+b=$!
+wait "$a"
+expect_eq "concurrent job A" "$?" "0"
+wait "$b"
+expect_eq "concurrent job B" "$?" "0"
+[ "$(cat "$WORK/twin_a/rendezvous/server-0")" != "$(cat "$WORK/twin_b/rendezvous/server-0")" ] \
+  && pass "the two jobs' servers listen on different ports" || fail "same server address"
+[ "$(cat "$WORK/twin_a/token")" != "$(cat "$WORK/twin_b/token")" ] \
+  && pass "the two jobs have different tokens" || fail "same token"
+
 # `monsoon launch` outside any parallel launcher runs the whole job here, as `run` does.
 env -u SLURM_JOB_ID -u SLURM_STEP_ID timeout 120 "$MONSOON" launch configs/linear_regression.yaml \
   --run-dir "$WORK/launch_local" --set training.epochs=2 >/dev/null 2>&1
