@@ -8,6 +8,8 @@
 #include <cstring>
 #include <new>
 
+#include "core/loss_rows.h"
+
 namespace monsoon {
 
 CpuBackend::CpuBackend(int blas_threads) { openblas_set_num_threads(blas_threads); }
@@ -86,25 +88,11 @@ LossResult CpuBackend::SoftmaxCrossEntropy(const float* logits, const float* lab
   LossResult result;
   const float inv_rows = 1.0f / static_cast<float>(rows);
   for (int r = 0; r < rows; ++r) {
-    const float* z = logits + static_cast<size_t>(r) * classes;
-    float* dz = dlogits + static_cast<size_t>(r) * classes;
-    const int label = static_cast<int>(labels[r]);
-    int argmax = 0;
-    for (int c = 1; c < classes; ++c) {
-      if (z[c] > z[argmax]) argmax = c;
-    }
-    const float zmax = z[argmax];
-    double denom = 0;
-    for (int c = 0; c < classes; ++c) {
-      dz[c] = std::exp(z[c] - zmax);
-      denom += dz[c];
-    }
-    const float inv_denom = static_cast<float>(1.0 / denom);
-    for (int c = 0; c < classes; ++c) dz[c] *= inv_denom;
-    result.loss_sum += -(static_cast<double>(z[label] - zmax) - std::log(denom));
-    result.correct += argmax == label ? 1 : 0;
-    dz[label] -= 1.0f;
-    for (int c = 0; c < classes; ++c) dz[c] *= inv_rows;
+    bool correct = false;
+    result.loss_sum += SoftmaxCrossEntropyRow(logits + static_cast<size_t>(r) * classes,
+                                              static_cast<int>(labels[r]), classes, inv_rows,
+                                              dlogits + static_cast<size_t>(r) * classes, &correct);
+    result.correct += correct ? 1 : 0;
   }
   return result;
 }

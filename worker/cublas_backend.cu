@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/loss_rows.h"
 #include "worker/cublas_backend.h"
 
 namespace monsoon {
@@ -45,32 +46,17 @@ __global__ void ActivationBackwardKernel(int f, const float* y, const float* dy,
   }
 }
 
-// One thread per row: softmax, loss, argmax and dlogits = (softmax - onehot) / rows.
+// One thread per row (see SoftmaxCrossEntropyRow).
 __global__ void SoftmaxCrossEntropyKernel(const float* logits, const float* labels, int rows,
                                           int classes, float* dlogits, float* row_loss,
                                           float* row_correct) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= rows) return;
-  const float* z = logits + static_cast<size_t>(r) * classes;
-  float* dz = dlogits + static_cast<size_t>(r) * classes;
-  const int label = static_cast<int>(labels[r]);
-  int argmax = 0;
-  for (int c = 1; c < classes; ++c) {
-    if (z[c] > z[argmax]) argmax = c;
-  }
-  const float zmax = z[argmax];
-  float denom = 0.0f;
-  for (int c = 0; c < classes; ++c) {
-    dz[c] = expf(z[c] - zmax);
-    denom += dz[c];
-  }
-  const float inv_denom = 1.0f / denom;
-  const float inv_rows = 1.0f / rows;
-  for (int c = 0; c < classes; ++c) dz[c] *= inv_denom;
-  row_loss[r] = -((z[label] - zmax) - logf(denom));
-  row_correct[r] = argmax == label ? 1.0f : 0.0f;
-  dz[label] -= 1.0f;
-  for (int c = 0; c < classes; ++c) dz[c] *= inv_rows;
+  bool correct = false;
+  row_loss[r] = SoftmaxCrossEntropyRow(logits + static_cast<size_t>(r) * classes,
+                                       static_cast<int>(labels[r]), classes, 1.0f / rows,
+                                       dlogits + static_cast<size_t>(r) * classes, &correct);
+  row_correct[r] = correct ? 1.0f : 0.0f;
 }
 
 __global__ void MeanSquaredErrorKernel(const float* pred, const float* target, size_t n,
