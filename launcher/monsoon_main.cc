@@ -367,6 +367,13 @@ int CmdLaunch(const Args& args) {
     auto address = ServerBindAddress(config->network);
     if (!address.ok()) return Fail(address.status(), 2);
     bind_host = *address;
+    if (bind_host.rfind("127.", 0) == 0 && task->nodes.size() > 1) {
+      // Debian maps the host name to 127.0.1.1 in /etc/hosts, for one.
+      std::cerr << "monsoon: warning: this server binds " << bind_host
+                << ", a loopback address other nodes cannot reach; set network.interface "
+                   "(e.g. eth0, ib0) for jobs across nodes"
+                << std::endl;
+    }
   }
   std::cerr << "monsoon: " << task->Describe() << " -> " << role->Describe() << std::endl;
   return RunRole(*role, *config, *run_dir, bind_host, task->gpu.value_or(-1));

@@ -15,6 +15,15 @@ const std::vector<std::string>& WorkerMetricsColumns() {
 }
 
 absl::StatusOr<WorkerReport> DownpourWorker::Run(const std::atomic<bool>* stop) {
+  absl::StatusOr<WorkerReport> report = Train(stop);
+  // Once a stop is requested, servers shut down too: an RPC failing now is the stop's doing.
+  if (!report.ok() && stop != nullptr && stop->load()) {
+    return absl::CancelledError("worker stopped by signal");
+  }
+  return report;
+}
+
+absl::StatusOr<WorkerReport> DownpourWorker::Train(const std::atomic<bool>* stop) {
   const size_t n = model_->num_params();
   std::vector<float> params(n), grads(n), accumulated(n, 0.0f);
   std::vector<float> x, y;

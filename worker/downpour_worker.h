@@ -38,10 +38,13 @@ class DownpourWorker {
         metrics_(metrics) {}
 
   // Trains for training.epochs passes over the shard, then tells the servers it has finished.
-  // Returns early with Cancelled when *stop becomes true, or with the first RPC error.
+  // Returns early with Cancelled when *stop becomes true (also when an RPC fails after that,
+  // as servers stop too), or with the first RPC or device error.
   absl::StatusOr<WorkerReport> Run(const std::atomic<bool>* stop);
 
  private:
+  absl::StatusOr<WorkerReport> Train(const std::atomic<bool>* stop);
+
   const TrainingConfig training_;
   const DownpourConfig downpour_;
   Model* const model_;

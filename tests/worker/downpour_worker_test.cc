@@ -122,6 +122,48 @@ TEST_CASE("DownpourWorker: a stop request ends the loop with Cancelled", "[worke
   CHECK(absl::IsCancelled(worker.Run(&stop).status()));
 }
 
+// A PsClient whose servers have gone away: every call fails as an RPC would.
+class GoneClient : public PsClient {
+ public:
+  absl::StatusOr<uint64_t> PullAll(absl::Span<float>) override { return Gone(); }
+  absl::Status PushAll(absl::Span<const float>, uint64_t) override { return Gone(); }
+  absl::Status Finish() override { return Gone(); }
+  absl::StatusOr<std::vector<ServerStats>> AllStats() override { return Gone(); }
+  TransferCounters counters() const override { return {}; }
+
+ private:
+  static absl::Status Gone() { return absl::UnavailableError("server 0: connection refused"); }
+};
+
+TEST_CASE("DownpourWorker: an RPC failure is reported as such, or as the stop that caused it",
+          "[worker]") {
+  LinearSetup setup(1);
+  CpuBackend backend;
+  auto model = Model::Create(setup.spec, &backend);
+  DataShard shard(&setup.data, 0, 1, 3);
+  GoneClient client;
+  DownpourWorker worker(TrainingConfig(), DownpourConfig(), model->get(), &shard, &client, nullptr);
+  CHECK(absl::IsUnavailable(worker.Run(nullptr).status()));
+  std::atomic<bool> stopping{false};
+  // The stop arrives while the pull is failing: servers shut down on the same signal.
+  class StopThenFail : public GoneClient {
+   public:
+    explicit StopThenFail(std::atomic<bool>* stop) : stop_(stop) {}
+    absl::StatusOr<uint64_t> PullAll(absl::Span<float> p) override {
+      stop_->store(true);
+      return GoneClient::PullAll(p);
+    }
+
+   private:
+    std::atomic<bool>* stop_;
+  } racing(&stopping);
+  DownpourWorker stopped(TrainingConfig(), DownpourConfig(), model->get(), &shard, &racing,
+                         nullptr);
+  const auto status = stopped.Run(&stopping).status();
+  CHECK(absl::IsCancelled(status));
+  CHECK(status.message() == "worker stopped by signal");
+}
+
 TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
           "[worker][evaluator]") {
   LinearSetup setup(1);
