@@ -31,11 +31,7 @@ int Main(int argc, char** argv) {
     }
   }
   CpuBackend backend(threads);
-  ModelSpec spec;
-  spec.input_dim = 784;
-  spec.output_dim = 10;
-  spec.hidden = {256, 128};
-  const std::vector<int> widths = {784, 256, 128, 10};
+  const ModelSpec spec = BenchmarkMlp();
   auto model = Model::Create(spec, &backend);
   std::vector<float> params((*model)->num_params());
   Model::InitialValues(spec, 1, 0, absl::MakeSpan(params));
@@ -63,7 +59,7 @@ int Main(int argc, char** argv) {
     const double step_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
 
     // Same shapes, GEMMs only, on buffers of the right sizes.
-    const std::vector<GemmShape> shapes = StepGemms(batch, widths);
+    const std::vector<GemmShape> shapes = StepGemms(batch, spec);
     std::vector<std::vector<float>> a, b, c;
     for (const GemmShape& s : shapes) {
       a.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);

@@ -43,11 +43,7 @@ int Main(int argc, char** argv) {
     return 0;
   }
   ComputeBackend& backend = **created;
-  ModelSpec spec;
-  spec.input_dim = 784;
-  spec.output_dim = 10;
-  spec.hidden = {256, 128};
-  const std::vector<int> widths = {784, 256, 128, 10};
+  const ModelSpec spec = BenchmarkMlp();
   auto model = Model::Create(spec, &backend);
   std::vector<float> params((*model)->num_params()), grads(params.size());
   Model::InitialValues(spec, 1, 0, absl::MakeSpan(params));
@@ -70,7 +66,7 @@ int Main(int argc, char** argv) {
       (*model)->ComputeGradients(x.data(), y.data(), batch);
       (*model)->GetGrads(grads.data());
     });
-    const std::vector<GemmShape> shapes = StepGemms(batch, widths);
+    const std::vector<GemmShape> shapes = StepGemms(batch, spec);
     std::vector<DeviceBuffer> a, b, c;
     for (const GemmShape& s : shapes) {
       a.push_back(backend.Allocate(static_cast<size_t>(s.m) * s.k));

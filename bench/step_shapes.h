@@ -1,20 +1,34 @@
-// The SGEMMs of one training step of a dense network, the reference the compute benchmarks
-// compare a full step against.
+// The model the compute benchmarks train, and the SGEMMs of one of its training steps: the
+// reference they compare a full step against.
 #ifndef MONSOON_BENCH_STEP_SHAPES_H_
 #define MONSOON_BENCH_STEP_SHAPES_H_
 
 #include <vector>
 
+#include "core/model.h"
+
 namespace monsoon {
+
+// The default job's MLP: 784-256-128-10, ReLU, softmax cross-entropy.
+inline ModelSpec BenchmarkMlp() {
+  ModelSpec spec;
+  spec.input_dim = 784;
+  spec.output_dim = 10;
+  spec.hidden = {256, 128};
+  return spec;
+}
 
 struct GemmShape {
   bool trans_a, trans_b;
   int m, n, k;
 };
 
-// For each dense layer (in -> out) at batch B: forward x W, then dW = x^T dy and, except for
-// the first layer, dx = dy W^T. `widths` lists the layer widths from input to output.
-inline std::vector<GemmShape> StepGemms(int batch, const std::vector<int>& widths) {
+// For each dense layer (in -> out) of an MLP at batch B: forward x W, then dW = x^T dy and,
+// except for the first layer, dx = dy W^T.
+inline std::vector<GemmShape> StepGemms(int batch, const ModelSpec& spec) {
+  std::vector<int> widths = {spec.input_dim};
+  widths.insert(widths.end(), spec.hidden.begin(), spec.hidden.end());
+  widths.push_back(spec.output_dim);
   std::vector<GemmShape> shapes;
   for (size_t l = 0; l + 1 < widths.size(); ++l) {
     const int in = widths[l], out = widths[l + 1];

@@ -148,9 +148,9 @@ class Section {
       }
       const std::string v = n[i].Scalar();
       if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), v) == allowed.end()) {
-        return absl::InvalidArgumentError(absl::StrCat(Path(key), "[", i, "]: '", v,
-                                                       "' is not allowed (allowed: ",
-                                                       absl::StrJoin(allowed, ", "), ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(Path(key), "[", i, "]: '", v,
+                         "' is not allowed (allowed: ", absl::StrJoin(allowed, ", "), ")"));
       }
       values.push_back(v);
     }
@@ -460,6 +460,11 @@ std::string Num(T v) {
 }
 
 }  // namespace
+
+absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config) {
+  return ShardingPlan::Create(Model::NumParams(config.model), config.cluster.servers,
+                              config.chunk_floats());
+}
 
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,
                                          const std::vector<std::string>& overrides) {

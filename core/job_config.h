@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "core/model.h"
 #include "core/optimizer.h"
+#include "core/sharding_plan.h"
 
 namespace monsoon {
 
@@ -32,9 +33,9 @@ struct NetworkConfig {
 
 // The `monsoon sbatch` script: resources to ask SLURM for.
 struct SlurmConfig {
-  int nodes = 1;             // homogeneous jobs
+  int nodes = 1;  // homogeneous jobs
   int cpus_per_task = 1;
-  int gpus_per_node = 0;     // homogeneous jobs; the worker component of heterogeneous ones
+  int gpus_per_node = 0;  // homogeneous jobs; the worker component of heterogeneous ones
   std::string time = "00:30:00";
   std::string partition;
   std::string account;
@@ -116,6 +117,10 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std
 // Reads and parses a YAML file (relative paths resolve against the file's directory).
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
                                         const std::vector<std::string>& overrides = {});
+
+// The sharding plan of this job's model over its servers. Every role computes it with this
+// function, so they agree on it (the servers check the fingerprint).
+absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config);
 
 // The fully resolved configuration (every default filled in, absolute paths) as YAML that
 // ParseJobConfig reads back to the same JobConfig.

@@ -38,6 +38,12 @@ std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
   return tensors;
 }
 
+size_t Model::NumParams(const ModelSpec& spec) {
+  size_t n = 0;
+  for (const ParamTensor& t : Layout(spec)) n += t.shape.size();
+  return n;
+}
+
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
                                                      ComputeBackend* backend) {
   if (spec.input_dim <= 0 || spec.output_dim <= 0) {

@@ -50,6 +50,8 @@ class Model {
 
   // The flat layout, computed from the spec alone (same on every role).
   static std::vector<ParamTensor> Layout(const ModelSpec& spec);
+  // Length of the flat parameter vector.
+  static size_t NumParams(const ModelSpec& spec);
 
   const ModelSpec& spec() const { return spec_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }

@@ -79,8 +79,7 @@ absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& 
   const JobProgress p = ReadProgress(config, run_dir);
   const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
   const std::vector<ParamTensor> layout = Model::Layout(config.model);
-  size_t num_params = 0;
-  for (const ParamTensor& t : layout) num_params += t.shape.size();
+  const size_t num_params = Model::NumParams(config.model);
 
   std::vector<float> values;
   const bool have_params = config.cluster.evaluator;

@@ -14,11 +14,7 @@ namespace monsoon {
 
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            const ServerRoleOptions& options, const std::atomic<bool>* stop) {
-  size_t num_params = 0;
-  for (const ParamTensor& t : Model::Layout(config.model)) num_params += t.shape.size();
-  MONSOON_ASSIGN_OR_RETURN(
-      ShardingPlan plan,
-      ShardingPlan::Create(num_params, config.cluster.servers, config.chunk_floats()));
+  MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
   ParameterServer logic(options.index, plan, config.model, config.seed,
                         std::make_unique<DownpourRule>(config.optimizer), config.cluster.workers,
                         config.cluster.evaluator);

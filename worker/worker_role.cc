@@ -56,11 +56,7 @@ struct Connection {
 absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDir& run_dir,
                                             ClientIdentity identity,
                                             const std::atomic<bool>* stop) {
-  size_t num_params = 0;
-  for (const ParamTensor& t : Model::Layout(config.model)) num_params += t.shape.size();
-  MONSOON_ASSIGN_OR_RETURN(
-      ShardingPlan plan,
-      ShardingPlan::Create(num_params, config.cluster.servers, config.chunk_floats()));
+  MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
   MONSOON_ASSIGN_OR_RETURN(
       std::vector<std::string> addresses,
       WaitForServerAddresses(run_dir, config.cluster.servers,
