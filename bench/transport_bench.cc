@@ -47,8 +47,9 @@ int Serve(size_t floats, size_t chunk_floats) {
   auto plan = ShardingPlan::Create(floats, 1, chunk_floats);
   OptimizerSpec sgd;
   sgd.learning_rate = 1e-6f;
-  ParameterServer logic(0, *plan, FlatModel(floats), 1, std::make_unique<DownpourRule>(sgd), 1,
-                        false);
+  ServerRules rules;
+  rules.optimizer = sgd;
+  ParameterServer logic(0, *plan, FlatModel(floats), 1, rules, 1, false);
   auto server = GrpcParameterServer::Start(&logic, "127.0.0.1", kToken);
   if (!server.ok()) return 1;
   std::cout << (*server)->address() << std::endl;
@@ -187,8 +188,11 @@ GrpcFigures GrpcGbps(size_t bytes, int reps, size_t chunk_floats, int in_flight)
     return static_cast<double>(bytes) * reps / absl::ToDoubleSeconds(absl::Now() - start) / 1e9;
   };
   GrpcFigures f;
-  f.push_gbps = time_it([&] { return (*client)->PushAll(grad, 0); });
-  f.pull_gbps = time_it([&] { return (*client)->PullAll(absl::MakeSpan(params)).status(); });
+  // Base version 0 every time: the pushes are timed, not trained (staleness policy: accept).
+  const ChunkVersions base(plan->num_chunks(), 0);
+  f.push_gbps = time_it([&] { return (*client)->PushAll(grad, base, 0).status(); });
+  f.pull_gbps =
+      time_it([&] { return (*client)->PullAll(absl::MakeSpan(params), {}, nullptr).status(); });
   client->reset();
   server.Stop();
   return f;

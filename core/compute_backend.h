@@ -77,6 +77,10 @@ class ComputeBackend {
                                       float* dpred) = 0;
   // y += alpha * x.
   virtual void Axpy(float alpha, const float* x, float* y, size_t n) = 0;
+  // A Nesterov momentum step over n parameters w (look-ahead form) with velocity v and
+  // gradient g, per NesterovElement in core/kernel_math.h.
+  virtual void NesterovStep(float learning_rate, float momentum, const float* g, float* v,
+                            float* w, size_t n) = 0;
 };
 
 }  // namespace monsoon

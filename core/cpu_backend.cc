@@ -8,7 +8,7 @@
 #include <cstring>
 #include <new>
 
-#include "core/loss_rows.h"
+#include "core/kernel_math.h"
 
 namespace monsoon {
 
@@ -112,6 +112,11 @@ LossResult CpuBackend::MeanSquaredError(const float* pred, const float* target, 
 
 void CpuBackend::Axpy(float alpha, const float* x, float* y, size_t n) {
   cblas_saxpy(static_cast<int>(n), alpha, x, 1, y, 1);
+}
+
+void CpuBackend::NesterovStep(float learning_rate, float momentum, const float* g, float* v,
+                              float* w, size_t n) {
+  for (size_t i = 0; i < n; ++i) NesterovElement(learning_rate, momentum, g[i], &v[i], &w[i]);
 }
 
 }  // namespace monsoon

@@ -21,6 +21,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr Algorithm kAlgorithms[] = {Algorithm::kDownpour, Algorithm::kSync, Algorithm::kSsp,
+                                     Algorithm::kEasgd, Algorithm::kEamsgd};
+
 // Reads the fields of one YAML mapping, remembering which keys were read so that any other
 // key is reported as unknown. Every error message starts with the field's dotted path.
 class Section {
@@ -330,7 +333,13 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   }
 
   MONSOON_ASSIGN_OR_RETURN(Section training, top.Child("training"));
-  MONSOON_RETURN_IF_ERROR(training.String("algorithm", {"downpour"}, &c->training.algorithm));
+  std::string algorithm = AlgorithmName(c->training.algorithm);
+  std::vector<std::string> algorithms;
+  for (Algorithm a : kAlgorithms) algorithms.push_back(AlgorithmName(a));
+  MONSOON_RETURN_IF_ERROR(training.String("algorithm", algorithms, &algorithm));
+  for (Algorithm a : kAlgorithms) {
+    if (algorithm == AlgorithmName(a)) c->training.algorithm = a;
+  }
   MONSOON_RETURN_IF_ERROR(training.Int("epochs", 1, 100000, &c->training.epochs));
   MONSOON_RETURN_IF_ERROR(training.Int("batch_size", 1, 1 << 20, &c->training.batch_size));
   MONSOON_RETURN_IF_ERROR(
@@ -342,11 +351,45 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(downpour.Int("n_push", 1, 1 << 20, &c->downpour.n_push));
   MONSOON_RETURN_IF_ERROR(
       downpour.Real("local_learning_rate", 0, false, 1e3, &c->downpour.local_learning_rate));
+  MONSOON_RETURN_IF_ERROR(
+      downpour.Int("warm_start_steps", 0, 1 << 30, &c->downpour.warm_start_steps));
   MONSOON_RETURN_IF_ERROR(downpour.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section sync, top.Child("sync"));
+  MONSOON_RETURN_IF_ERROR(sync.Int("quorum", 0, c->cluster.workers, &c->sync.quorum));
+  MONSOON_RETURN_IF_ERROR(
+      sync.String("late_gradients", {"drop", "fold"}, &c->sync.late_gradients));
+  MONSOON_RETURN_IF_ERROR(sync.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section ssp, top.Child("ssp"));
+  MONSOON_RETURN_IF_ERROR(ssp.Int("bound", 0, 1 << 20, &c->ssp.bound));
+  MONSOON_RETURN_IF_ERROR(ssp.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section easgd, top.Child("easgd"));
+  MONSOON_RETURN_IF_ERROR(easgd.Int("tau", 1, 1 << 20, &c->easgd.tau));
+  MONSOON_RETURN_IF_ERROR(easgd.Real("alpha", 0, true, 1, &c->easgd.alpha));
+  double beta = 0;
+  MONSOON_RETURN_IF_ERROR(easgd.Real("beta", 0, true, c->cluster.workers, &beta));
+  if (beta > 0 && c->easgd.alpha > 0) {
+    return absl::InvalidArgumentError(
+        "easgd.beta: give easgd.alpha or easgd.beta (alpha = beta / workers), not both");
+  }
+  if (beta > 0) c->easgd.beta = beta;
+  MONSOON_RETURN_IF_ERROR(
+      easgd.Real("learning_rate", 0, true, 1e3, &c->easgd.learning_rate));
+  MONSOON_RETURN_IF_ERROR(easgd.Real("momentum", 0, false, 0.999999, &c->easgd.momentum));
+  MONSOON_RETURN_IF_ERROR(easgd.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section staleness, top.Child("staleness"));
+  MONSOON_RETURN_IF_ERROR(
+      staleness.String("policy", {"accept", "drop", "scale"}, &c->staleness.policy));
+  MONSOON_RETURN_IF_ERROR(staleness.Int("bound", 0, 1 << 30, &c->staleness.bound));
+  MONSOON_RETURN_IF_ERROR(staleness.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section optimizer, top.Child("optimizer"));
   std::string opt = "sgd";
-  MONSOON_RETURN_IF_ERROR(optimizer.String("type", {"sgd", "momentum", "adagrad"}, &opt));
+  MONSOON_RETURN_IF_ERROR(
+      optimizer.String("type", {"sgd", "momentum", "adagrad", "adam"}, &opt));
   MONSOON_ASSIGN_OR_RETURN(c->optimizer.type, ParseOptimizerType(opt));
   MONSOON_RETURN_IF_ERROR(
       optimizer.Real("learning_rate", 0, true, 1e3, &c->optimizer.learning_rate));
@@ -354,6 +397,8 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(optimizer.Real("epsilon", 0, true, 1, &c->optimizer.epsilon));
   MONSOON_RETURN_IF_ERROR(
       optimizer.Real("initial_accumulator", 0, false, 1e6, &c->optimizer.initial_accumulator));
+  MONSOON_RETURN_IF_ERROR(optimizer.Real("beta1", 0, false, 0.999999, &c->optimizer.beta1));
+  MONSOON_RETURN_IF_ERROR(optimizer.Real("beta2", 0, false, 0.999999, &c->optimizer.beta2));
   MONSOON_RETURN_IF_ERROR(optimizer.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section evaluation, top.Child("evaluation"));
@@ -438,18 +483,6 @@ const char* ActivationName(Activation a) {
   return "";
 }
 
-const char* OptimizerName(OptimizerType t) {
-  switch (t) {
-    case OptimizerType::kSgd:
-      return "sgd";
-    case OptimizerType::kMomentum:
-      return "momentum";
-    case OptimizerType::kAdagrad:
-      return "adagrad";
-  }
-  return "";
-}
-
 // Shortest text that parses back to the same value.
 template <typename T>
 std::string Num(T v) {
@@ -460,6 +493,46 @@ std::string Num(T v) {
 }
 
 }  // namespace
+
+const char* AlgorithmName(Algorithm a) {
+  switch (a) {
+    case Algorithm::kDownpour:
+      return "downpour";
+    case Algorithm::kSync:
+      return "sync";
+    case Algorithm::kSsp:
+      return "ssp";
+    case Algorithm::kEasgd:
+      return "easgd";
+    case Algorithm::kEamsgd:
+      return "eamsgd";
+  }
+  return "";
+}
+
+bool PushesGradients(Algorithm a) { return a != Algorithm::kEasgd && a != Algorithm::kEamsgd; }
+
+double ElasticAlpha(const EasgdConfig& easgd, int live_workers) {
+  if (easgd.alpha > 0) return easgd.alpha;
+  return std::min(1.0, easgd.beta / std::max(1, live_workers));
+}
+
+double ElasticAlphaBound(double eta) { return (4 - 2 * eta) / (4 - eta); }
+
+std::vector<std::string> JobConfigWarnings(const JobConfig& config) {
+  std::vector<std::string> warnings;
+  if (!PushesGradients(config.training.algorithm)) {
+    const double alpha = ElasticAlpha(config.easgd, config.cluster.workers);
+    const double bound = ElasticAlphaBound(config.easgd.learning_rate);
+    if (alpha > bound) {
+      warnings.push_back(absl::StrCat(
+          "easgd: alpha = ", alpha, " exceeds the stability bound (4 - 2 eta) / (4 - eta) = ",
+          bound, " for eta = easgd.learning_rate = ", config.easgd.learning_rate,
+          "; the centre may oscillate"));
+    }
+  }
+  return warnings;
+}
 
 absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config) {
   return ShardingPlan::Create(Model::NumParams(config.model), config.cluster.servers,
@@ -527,15 +600,26 @@ std::string JobConfigToYaml(const JobConfig& c) {
     y << "  train: " << Quote(c.data.train) << "\n";
     if (!c.data.test.empty()) y << "  test: " << Quote(c.data.test) << "\n";
   }
-  y << "training:\n  algorithm: " << c.training.algorithm << "\n  epochs: " << c.training.epochs
+  y << "training:\n  algorithm: " << AlgorithmName(c.training.algorithm) << "\n  epochs: " << c.training.epochs
     << "\n  batch_size: " << c.training.batch_size
     << "\n  timeout_seconds: " << Num(c.training.timeout_seconds) << "\n";
   y << "downpour:\n  n_fetch: " << c.downpour.n_fetch << "\n  n_push: " << c.downpour.n_push
-    << "\n  local_learning_rate: " << Num(c.downpour.local_learning_rate) << "\n";
+    << "\n  local_learning_rate: " << Num(c.downpour.local_learning_rate)
+    << "\n  warm_start_steps: " << c.downpour.warm_start_steps << "\n";
+  y << "sync:\n  quorum: " << c.sync.quorum << "\n  late_gradients: " << c.sync.late_gradients
+    << "\n";
+  y << "ssp:\n  bound: " << c.ssp.bound << "\n";
+  y << "easgd:\n  tau: " << c.easgd.tau << "\n  "
+    << (c.easgd.alpha > 0 ? "alpha: " + Num(c.easgd.alpha) : "beta: " + Num(c.easgd.beta))
+    << "\n  learning_rate: " << Num(c.easgd.learning_rate)
+    << "\n  momentum: " << Num(c.easgd.momentum) << "\n";
+  y << "staleness:\n  policy: " << c.staleness.policy << "\n  bound: " << c.staleness.bound
+    << "\n";
   y << "optimizer:\n  type: " << OptimizerName(c.optimizer.type)
     << "\n  learning_rate: " << Num(c.optimizer.learning_rate)
     << "\n  momentum: " << Num(c.optimizer.momentum) << "\n  epsilon: " << Num(c.optimizer.epsilon)
-    << "\n  initial_accumulator: " << Num(c.optimizer.initial_accumulator) << "\n";
+    << "\n  initial_accumulator: " << Num(c.optimizer.initial_accumulator)
+    << "\n  beta1: " << Num(c.optimizer.beta1) << "\n  beta2: " << Num(c.optimizer.beta2) << "\n";
   y << "evaluation:\n  interval_seconds: " << Num(c.evaluation.interval_seconds)
     << "\n  batch_size: " << c.evaluation.batch_size << "\n";
   y << "transport:\n  chunk_kib: " << c.transport.chunk_kib

@@ -54,8 +54,15 @@ struct DataConfig {
   std::string train, test;
 };
 
+// How workers and servers combine their work (the math is in README "Comparing algorithms").
+enum class Algorithm { kDownpour, kSync, kSsp, kEasgd, kEamsgd };
+const char* AlgorithmName(Algorithm a);  // the YAML name: downpour, sync, ssp, easgd, eamsgd
+// True for the algorithms whose workers push gradients (downpour, sync, ssp); false for the
+// elastic ones (easgd, eamsgd), whose workers exchange weights with the centre.
+bool PushesGradients(Algorithm a);
+
 struct TrainingConfig {
-  std::string algorithm = "downpour";
+  Algorithm algorithm = Algorithm::kDownpour;
   int epochs = 1;
   int batch_size = 64;
   double timeout_seconds = 1800;  // the launcher ends a job that runs longer
@@ -68,6 +75,38 @@ struct DownpourConfig {
   // When > 0 the worker also applies each gradient to its own copy (plain SGD at this rate)
   // between fetches; 0 leaves the local copy as last pulled.
   double local_learning_rate = 0;
+  // Warm start: worker 0 trains alone for this many steps before the others begin.
+  int warm_start_steps = 0;
+};
+
+// Synchronous SGD (BSP): each update averages one gradient from each of `quorum` workers.
+struct SyncConfig {
+  int quorum = 0;  // K of the N workers; 0 means all of them (no backup workers)
+  // A gradient computed on weights an update has since replaced: "drop" it, or "fold" it into
+  // the next update with weight 1 / (1 + staleness).
+  std::string late_gradients = "drop";
+};
+
+// Stale synchronous parallel: a worker may start step c only when every live worker has
+// pushed at least c - bound times.
+struct SspConfig {
+  int bound = 2;
+};
+
+// Elastic averaging SGD (Zhang, Choromanska & LeCun 2015), and EAMSGD with Nesterov momentum.
+struct EasgdConfig {
+  int tau = 4;               // local steps between elastic exchanges
+  double alpha = 0;          // elastic force; 0 means beta / live workers
+  double beta = 0.9;         // used when alpha is 0
+  double learning_rate = 0.01;  // the workers' local step size
+  double momentum = 0.99;    // EAMSGD's Nesterov momentum delta
+};
+
+// What servers do with a pushed gradient computed on weights that have since changed
+// (downpour and ssp; staleness = server version now - the version the gradient was computed on).
+struct StalenessConfig {
+  std::string policy = "accept";  // accept | drop (above bound) | scale (by 1 / staleness)
+  int bound = 8;                  // the drop policy's largest accepted staleness
 };
 
 struct EvaluationConfig {
@@ -97,7 +136,11 @@ struct JobConfig {
   DataConfig data;
   TrainingConfig training;
   DownpourConfig downpour;
-  OptimizerSpec optimizer;  // applied by the servers
+  SyncConfig sync;
+  SspConfig ssp;
+  EasgdConfig easgd;
+  StalenessConfig staleness;
+  OptimizerSpec optimizer;  // applied by the servers to pushed gradients
   EvaluationConfig evaluation;
   TransportConfig transport;
   ComputeConfig compute;
@@ -117,6 +160,16 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std
 // Reads and parses a YAML file (relative paths resolve against the file's directory).
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
                                         const std::vector<std::string>& overrides = {});
+
+// Advice about a valid but doubtful config, one line each (e.g. an EASGD alpha above the
+// paper's stability bound). Printed by `monsoon validate`, `run` and `launch`.
+std::vector<std::string> JobConfigWarnings(const JobConfig& config);
+
+// The elastic force for `live_workers` workers: easgd.alpha, or easgd.beta / live_workers,
+// capped at 1.
+double ElasticAlpha(const EasgdConfig& easgd, int live_workers);
+// The paper's stability bound on alpha for local step size eta: (4 - 2 eta) / (4 - eta).
+double ElasticAlphaBound(double eta);
 
 // The sharding plan of this job's model over its servers. Every role computes it with this
 // function, so they agree on it (the servers check the fingerprint).

@@ -62,4 +62,42 @@ std::vector<std::pair<std::string, double>> ReadLastCsvRow(const std::string& pa
   return row;
 }
 
+int CsvTable::Column(const std::string& name) const {
+  for (size_t i = 0; i < columns.size(); ++i) {
+    if (columns[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+absl::StatusOr<CsvTable> ReadCsvTable(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  CsvTable table;
+  std::string line;
+  if (!std::getline(in, line)) return table;
+  table.columns = absl::StrSplit(line, ',');
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (in.eof()) break;  // a row still being written
+    std::vector<std::string> cells = absl::StrSplit(line, ',');
+    std::vector<double> row(cells.size());
+    for (size_t i = 0; i < cells.size(); ++i) {
+      if (!absl::SimpleAtod(cells[i], &row[i]) || cells.size() != table.columns.size()) {
+        return absl::DataLossError(absl::StrCat(path, ":", number, ": not a row of ",
+                                                table.columns.size(), " numbers: ", line));
+      }
+    }
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+double HistogramMean(const std::vector<uint64_t>& counts) {
+  double total = 0, weighted = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    total += static_cast<double>(counts[i]);
+    weighted += static_cast<double>(i) * static_cast<double>(counts[i]);
+  }
+  return total > 0 ? weighted / total : 0;
+}
+
 }  // namespace monsoon

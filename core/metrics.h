@@ -3,6 +3,7 @@
 #ifndef MONSOON_CORE_METRICS_H_
 #define MONSOON_CORE_METRICS_H_
 
+#include <cstdint>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -30,6 +31,19 @@ class CsvMetricsWriter {
 
 // The last complete row of a metrics CSV as column -> value (empty when there is none yet).
 std::vector<std::pair<std::string, double>> ReadLastCsvRow(const std::string& path);
+
+// A whole metrics CSV: its columns and every complete row.
+struct CsvTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<double>> rows;
+  // Index of a column; -1 when absent.
+  int Column(const std::string& name) const;
+};
+// NotFound when the file is missing; DataLoss naming the line when a row is not numeric.
+absl::StatusOr<CsvTable> ReadCsvTable(const std::string& path);
+
+// The mean of a histogram whose bucket i counts observations of value i (0 when empty).
+double HistogramMean(const std::vector<uint64_t>& counts);
 
 }  // namespace monsoon
 

@@ -102,6 +102,23 @@ void Model::ApplyLocalSgd(float learning_rate) {
   backend_->Axpy(-learning_rate, grads_.data(), params_.data(), num_params_);
 }
 
+void Model::ApplyLocalNesterov(float learning_rate, float momentum) {
+  if (velocity_.size() == 0) velocity_ = backend_->Allocate(num_params_);
+  backend_->NesterovStep(learning_rate, momentum, grads_.data(), velocity_.data(), params_.data(),
+                         num_params_);
+}
+
+void Model::GetVelocity(float* host) {
+  if (velocity_.size() == 0) velocity_ = backend_->Allocate(num_params_);
+  backend_->CopyToHost(velocity_.data(), host, num_params_);
+}
+
+void Model::AddToParams(const float* delta_host, float scale) {
+  if (delta_.size() == 0) delta_ = backend_->Allocate(num_params_);
+  backend_->CopyToDevice(delta_host, delta_.data(), num_params_);
+  backend_->Axpy(scale, delta_.data(), params_.data(), num_params_);
+}
+
 void Model::EnsureWorkspace(int rows) {
   if (rows <= workspace_rows_) return;
   activations_.clear();

@@ -67,6 +67,13 @@ class Model {
   void GetGrads(float* host);
   // params -= learning_rate * grads, on the backend (a worker's local SGD step).
   void ApplyLocalSgd(float learning_rate);
+  // A local Nesterov momentum step with the model's velocity (zero at first), on the backend.
+  // params then hold the look-ahead point x + momentum * velocity (see NesterovElement).
+  void ApplyLocalNesterov(float learning_rate, float momentum);
+  // The velocity of ApplyLocalNesterov (zeros before the first step).
+  void GetVelocity(float* host);
+  // params += scale * delta_host.
+  void AddToParams(const float* delta_host, float scale);
   // Waits for the backend; its first error, if any (see ComputeBackend::Synchronize).
   absl::Status Synchronize() { return backend_->Synchronize(); }
 
@@ -88,6 +95,8 @@ class Model {
   size_t num_params_ = 0;
   DeviceBuffer params_;
   DeviceBuffer grads_;
+  DeviceBuffer velocity_;  // allocated by the first ApplyLocalNesterov / GetVelocity
+  DeviceBuffer delta_;     // staging for AddToParams
   // activations_[0] is the input batch, activations_[i + 1] the output of layer i.
   std::vector<DeviceBuffer> activations_;
   DeviceBuffer targets_;

@@ -3,6 +3,7 @@
 #ifndef MONSOON_CORE_OPTIMIZER_H_
 #define MONSOON_CORE_OPTIMIZER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -11,7 +12,7 @@
 
 namespace monsoon {
 
-enum class OptimizerType { kSgd, kMomentum, kAdagrad };
+enum class OptimizerType { kSgd, kMomentum, kAdagrad, kAdam };
 
 struct OptimizerSpec {
   OptimizerType type = OptimizerType::kSgd;
@@ -19,6 +20,8 @@ struct OptimizerSpec {
   float momentum = 0.9f;             // kMomentum
   float epsilon = 1e-8f;             // kAdagrad
   float initial_accumulator = 0.0f;  // kAdagrad
+  float beta1 = 0.9f;                // kAdam
+  float beta2 = 0.999f;              // kAdam
 };
 
 // Stateless apart from the caller-owned state span; thread-compatible (const methods).
@@ -29,9 +32,11 @@ class Optimizer {
   virtual int state_per_param() const = 0;
   // Initial value of every state float.
   virtual float initial_state() const { return 0.0f; }
-  // Applies gradient g to weights w; state has w.size() * state_per_param() floats.
-  virtual void Apply(absl::Span<float> w, absl::Span<const float> g,
-                     absl::Span<float> state) const = 0;
+  // Applies gradient g to weights w; state has w.size() * state_per_param() floats, laid
+  // out as state_per_param() consecutive arrays of w.size(). `step` is 1 for the first update
+  // these weights receive, 2 for the second, ... (Adam's bias correction uses it).
+  virtual void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
+                     uint64_t step) const = 0;
 
   static std::unique_ptr<Optimizer> Create(const OptimizerSpec& spec);
 };
@@ -41,8 +46,8 @@ class SgdOptimizer : public Optimizer {
  public:
   explicit SgdOptimizer(float eta) : eta_(eta) {}
   int state_per_param() const override { return 0; }
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
-             absl::Span<float> state) const override;
+  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
+             uint64_t step) const override;
 
  private:
   const float eta_;
@@ -53,8 +58,8 @@ class MomentumOptimizer : public Optimizer {
  public:
   MomentumOptimizer(float eta, float mu) : eta_(eta), mu_(mu) {}
   int state_per_param() const override { return 1; }
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
-             absl::Span<float> state) const override;
+  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
+             uint64_t step) const override;
 
  private:
   const float eta_;
@@ -68,8 +73,8 @@ class AdagradOptimizer : public Optimizer {
   AdagradOptimizer(float gamma, float eps, float a0) : gamma_(gamma), eps_(eps), a0_(a0) {}
   int state_per_param() const override { return 1; }
   float initial_state() const override { return a0_; }
-  void Apply(absl::Span<float> w, absl::Span<const float> g,
-             absl::Span<float> state) const override;
+  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
+             uint64_t step) const override;
 
  private:
   const float gamma_;
@@ -77,6 +82,25 @@ class AdagradOptimizer : public Optimizer {
   const float a0_;
 };
 
+// Adam (Kingma & Ba 2015): m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;
+// w <- w - eta * (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps). State: m then v.
+class AdamOptimizer : public Optimizer {
+ public:
+  AdamOptimizer(float eta, float beta1, float beta2, float eps)
+      : eta_(eta), beta1_(beta1), beta2_(beta2), eps_(eps) {}
+  int state_per_param() const override { return 2; }
+  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
+             uint64_t step) const override;
+
+ private:
+  const float eta_;
+  const float beta1_;
+  const float beta2_;
+  const float eps_;
+};
+
+// The name YAML uses for an optimizer type ("sgd", "momentum", "adagrad", "adam").
+const char* OptimizerName(OptimizerType type);
 absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name);
 
 }  // namespace monsoon

@@ -30,6 +30,7 @@ class ShardingPlan {
   size_t num_params() const { return num_params_; }
   int num_servers() const { return num_servers_; }
   const std::vector<Chunk>& chunks() const { return chunks_; }
+  int num_chunks() const { return static_cast<int>(chunks_.size()); }
   const Chunk& chunk(int id) const { return chunks_[id]; }
   // Chunks held by one server, in id order.
   std::vector<Chunk> ChunksOf(int server) const;

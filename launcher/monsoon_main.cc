@@ -170,10 +170,21 @@ void PrintResult(const JobConfig& config, const RunDir& run_dir) {
   std::cerr << "summary in " << run_dir.summary_path() << std::endl;
 }
 
+// Loads a config the user named, printing its warnings (JobConfigWarnings) to stderr.
+absl::StatusOr<JobConfig> LoadUserConfig(const Args& args) {
+  auto config = LoadUserConfig(args);
+  if (config.ok()) {
+    for (const std::string& w : JobConfigWarnings(*config)) {
+      std::cerr << "monsoon: warning: " << w << std::endl;
+    }
+  }
+  return config;
+}
+
 int CmdRun(const Args& args) {
   if (args.positional.size() != 1)
     return Fail(absl::InvalidArgumentError("run needs one CONFIG.yaml"), 2);
-  auto config = LoadJobConfig(args.positional[0], args.sets);
+  auto config = LoadUserConfig(args);
   if (!config.ok()) return Fail(config.status(), 2);
   RunDir run_dir;
   if (const std::string* d = args.Get("--run-dir")) {
@@ -203,7 +214,7 @@ int CmdValidate(const Args& args) {
   if (args.positional.size() != 1) {
     return Fail(absl::InvalidArgumentError("validate needs one CONFIG.yaml"), 2);
   }
-  auto config = LoadJobConfig(args.positional[0], args.sets);
+  auto config = LoadUserConfig(args);
   if (!config.ok()) return Fail(config.status(), 2);
   std::cout << JobConfigToYaml(*config);
   return 0;
@@ -315,7 +326,7 @@ int CmdPrepare(const Args& args) {
   }
   auto run_dir = RunDirFlag(args);
   if (!run_dir.ok()) return Fail(run_dir.status(), 2);
-  auto config = LoadJobConfig(args.positional[0], args.sets);
+  auto config = LoadUserConfig(args);
   if (!config.ok()) return Fail(config.status(), 2);
   const absl::Status s = PrepareRunDir(*config, *run_dir);
   if (!s.ok()) return Fail(s, absl::IsAlreadyExists(s) ? 2 : 1);
@@ -335,7 +346,7 @@ int CmdLaunch(const Args& args) {
   }
   if (args.positional.size() == 1) {
     // Every task validates the config; task 0 prepares the run directory, the others wait.
-    auto config = LoadJobConfig(args.positional[0], args.sets);
+    auto config = LoadUserConfig(args);
     if (!config.ok()) return task->rank == 0 ? Fail(config.status(), 2) : 2;
     if (task->rank == 0) {
       const absl::Status s = PrepareRunDir(*config, *run_dir);
@@ -420,7 +431,7 @@ int CmdSbatch(const Args& args) {
   const bool submit = args.Get("--submit") != nullptr;
   const bool wait = args.Get("--wait") != nullptr;
   if (wait && !submit) return Fail(absl::InvalidArgumentError("--wait needs --submit"), 2);
-  auto config = LoadJobConfig(args.positional[0], args.sets);
+  auto config = LoadUserConfig(args);
   if (!config.ok()) return Fail(config.status(), 2);
   std::error_code ec;
   const std::string runs_dir =

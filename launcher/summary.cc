@@ -105,7 +105,7 @@ absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& 
   }
   const std::string json = absl::StrCat(
       "{\n", "  \"job\": ", JsonString(config.job), ",\n",
-      "  \"algorithm\": ", JsonString(config.training.algorithm), ",\n",
+      "  \"algorithm\": ", JsonString(AlgorithmName(config.training.algorithm)), ",\n",
       "  \"run_dir\": ", JsonString(run_dir.root), ",\n", "  \"servers\": ", config.cluster.servers,
       ",\n", "  \"workers\": ", config.cluster.workers, ",\n",
       "  \"final_test_accuracy\": ", p.has_eval && classify ? JsonNumber(p.test_accuracy) : "null",

@@ -2,9 +2,11 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.grpc.pb.h"
@@ -15,11 +17,17 @@ namespace wire = ::monsoon::wire;
 using RawService = wire::ParameterServer::WithRawCallbackMethod_Hello<
     wire::ParameterServer::WithRawCallbackMethod_Pull<
         wire::ParameterServer::WithRawCallbackMethod_Push<
-            wire::ParameterServer::WithRawCallbackMethod_Stats<
-                wire::ParameterServer::WithRawCallbackMethod_Finish<
-                    wire::ParameterServer::Service>>>>>;
+            wire::ParameterServer::WithRawCallbackMethod_Exchange<
+                wire::ParameterServer::WithRawCallbackMethod_Stats<
+                    wire::ParameterServer::WithRawCallbackMethod_Finish<
+                        wire::ParameterServer::Service>>>>>>;
 
-// Each handler runs on a gRPC callback thread and finishes its reactor before returning.
+// The longest a pull may wait for its condition when the client sent no deadline.
+constexpr absl::Duration kMaxPullWait = absl::Minutes(10);
+
+// Each handler runs on a gRPC callback thread. All but Pull finish their reactor before
+// returning; a Pull that must wait for a version or clock is finished later, by the thread
+// whose push (or finish, or the deadline) satisfies it, so no gRPC thread ever blocks.
 class ParameterServerService final : public RawService {
  public:
   ParameterServerService(ParameterServer* logic, std::string token)
@@ -46,23 +54,28 @@ class ParameterServerService final : public RawService {
 
   grpc::ServerUnaryReactor* Pull(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                  grpc::ByteBuffer* resp) override {
-    return Respond(ctx, [&]() -> absl::Status {
-      wire::PullRequest request;
-      auto frame = ReceivedFrame::Parse(*req, &request);
-      if (!frame.ok()) return frame.status();
-      auto size = logic_->ChunkSize(request.chunk_id());
-      if (!size.ok()) return size.status();
-      float* values = nullptr;
-      grpc::Slice payload = AllocateFloats(*size, &values);
-      auto version = logic_->Pull(request.chunk_id(), absl::MakeSpan(values, *size));
-      if (!version.ok()) return version.status();
-      wire::PullResponse response;
-      response.set_chunk_id(request.chunk_id());
-      response.set_num_floats(*size);
-      response.set_version(*version);
-      *resp = EncodeFrame(response, std::move(payload));
-      return absl::OkStatus();
+    grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+    const absl::Status authorized = Authorize(*ctx);
+    if (!authorized.ok()) {
+      reactor->Finish(ToGrpcStatus(authorized));
+      return reactor;
+    }
+    wire::PullRequest request;
+    auto frame = ReceivedFrame::Parse(*req, &request);
+    if (!frame.ok()) {
+      reactor->Finish(ToGrpcStatus(frame.status()));
+      return reactor;
+    }
+    PullCondition condition;
+    condition.min_version = request.min_version();
+    condition.min_clock = request.min_clock();
+    const absl::Time deadline =
+        std::min(absl::FromChrono(ctx->deadline()), absl::Now() + kMaxPullWait);
+    const int chunk_id = request.chunk_id();
+    logic_->WhenReady(chunk_id, condition, deadline, [this, reactor, resp, chunk_id](absl::Status ready) {
+      reactor->Finish(ToGrpcStatus(ready.ok() ? ReadChunk(chunk_id, resp) : ready));
     });
+    return reactor;
   }
 
   grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
@@ -81,12 +94,46 @@ class ParameterServerService final : public RawService {
       gradient.resize(request.num_floats());
       const absl::Status copied = frame->CopyPayloadTo(absl::MakeSpan(gradient));
       if (!copied.ok()) return copied;
-      auto version = logic_->Push(request.chunk_id(), request.worker_index(),
-                                  request.base_version(), gradient);
-      if (!version.ok()) return version.status();
+      auto result = logic_->Push(request.chunk_id(), request.worker_index(),
+                                 request.base_version(), gradient, request.epoch());
+      if (!result.ok()) return result.status();
       wire::PushResponse response;
-      response.set_version(*version);
+      response.set_version(result->version);
+      response.set_staleness(result->staleness);
+      response.set_applied(result->applied);
       *resp = EncodeFrame(response);
+      return absl::OkStatus();
+    });
+  }
+
+  grpc::ServerUnaryReactor* Exchange(grpc::CallbackServerContext* ctx,
+                                     const grpc::ByteBuffer* req,
+                                     grpc::ByteBuffer* resp) override {
+    return Respond(ctx, [&]() -> absl::Status {
+      wire::ExchangeRequest request;
+      auto frame = ReceivedFrame::Parse(*req, &request);
+      if (!frame.ok()) return frame.status();
+      if (frame->payload_bytes() != request.num_floats() * sizeof(float)) {
+        return absl::InvalidArgumentError(absl::StrCat("exchange header says ",
+                                                       request.num_floats(), " floats but carries ",
+                                                       frame->payload_bytes(), " bytes"));
+      }
+      thread_local std::vector<float> weights;
+      weights.resize(request.num_floats());
+      const absl::Status copied = frame->CopyPayloadTo(absl::MakeSpan(weights));
+      if (!copied.ok()) return copied;
+      float* difference = nullptr;
+      grpc::Slice payload = AllocateFloats(weights.size(), &difference);
+      auto result = logic_->Exchange(request.chunk_id(), request.worker_index(),
+                                     request.base_version(), weights,
+                                     absl::MakeSpan(difference, weights.size()), request.epoch());
+      if (!result.ok()) return result.status();
+      wire::ExchangeResponse response;
+      response.set_chunk_id(request.chunk_id());
+      response.set_version(result->version);
+      response.set_num_floats(weights.size());
+      response.set_staleness(result->staleness);
+      *resp = EncodeFrame(response, std::move(payload));
       return absl::OkStatus();
     });
   }
@@ -98,6 +145,7 @@ class ParameterServerService final : public RawService {
       wire::StatsResponse response;
       response.set_server_index(s.server_index);
       response.set_pushes_applied(s.pushes_applied);
+      response.set_pushes_dropped(s.pushes_dropped);
       response.set_pushes_rejected(s.pushes_rejected);
       response.set_pulls_served(s.pulls_served);
       response.set_bytes_received(s.bytes_received);
@@ -105,6 +153,8 @@ class ParameterServerService final : public RawService {
       response.set_workers_finished(s.workers_finished);
       response.set_workers_expected(s.workers_expected);
       response.set_evaluator_finished(s.evaluator_finished);
+      for (uint64_t n : s.staleness_histogram) response.add_staleness_histogram(n);
+      for (double e : s.worker_epochs) response.add_worker_epochs(e);
       *resp = EncodeFrame(response);
       return absl::OkStatus();
     });
@@ -129,22 +179,43 @@ class ParameterServerService final : public RawService {
   }
 
  private:
+  // OK when the call carries this job's token.
+  absl::Status Authorize(const grpc::CallbackServerContext& ctx) const {
+    const auto& metadata = ctx.client_metadata();
+    auto it = metadata.find(kTokenMetadataKey);
+    if (it == metadata.end()) {
+      return absl::UnauthenticatedError("missing job token (x-monsoon-token)");
+    }
+    if (std::string(it->second.data(), it->second.size()) != token_) {
+      return absl::UnauthenticatedError("wrong job token: this server belongs to another job");
+    }
+    return absl::OkStatus();
+  }
+
   // Checks the token, runs `handle` and finishes the call with its status.
   template <typename Handler>
   grpc::ServerUnaryReactor* Respond(grpc::CallbackServerContext* ctx, Handler handle) {
     grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-    const auto& metadata = ctx->client_metadata();
-    auto it = metadata.find(kTokenMetadataKey);
-    if (it == metadata.end()) {
-      reactor->Finish(
-          grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "missing job token (x-monsoon-token)"));
-    } else if (std::string(it->second.data(), it->second.size()) != token_) {
-      reactor->Finish(grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                                   "wrong job token: this server belongs to another job"));
-    } else {
-      reactor->Finish(ToGrpcStatus(handle()));
-    }
+    const absl::Status authorized = Authorize(*ctx);
+    reactor->Finish(ToGrpcStatus(authorized.ok() ? handle() : authorized));
     return reactor;
+  }
+
+  // Encodes the chunk's current values as a Pull reply.
+  absl::Status ReadChunk(int chunk_id, grpc::ByteBuffer* resp) {
+    auto size = logic_->ChunkSize(chunk_id);
+    if (!size.ok()) return size.status();
+    float* values = nullptr;
+    grpc::Slice payload = AllocateFloats(*size, &values);
+    auto info = logic_->Read(chunk_id, absl::MakeSpan(values, *size));
+    if (!info.ok()) return info.status();
+    wire::PullResponse response;
+    response.set_chunk_id(chunk_id);
+    response.set_num_floats(*size);
+    response.set_version(info->version);
+    response.set_slowest_clock(info->slowest_clock);
+    *resp = EncodeFrame(response, std::move(payload));
+    return absl::OkStatus();
   }
 
   ParameterServer* const logic_;  // borrowed
@@ -154,6 +225,7 @@ class ParameterServerService final : public RawService {
 absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
     ParameterServer* logic, const std::string& host, const std::string& token) {
   std::unique_ptr<GrpcParameterServer> server(new GrpcParameterServer());
+  server->logic_ = logic;
   server->service_ = std::make_unique<ParameterServerService>(logic, token);
   const int max_message =
       static_cast<int>(logic->plan().max_chunk_size() * sizeof(float)) + (64 << 10);
@@ -180,6 +252,7 @@ GrpcParameterServer::~GrpcParameterServer() { Shutdown(); }
 
 void GrpcParameterServer::Shutdown() {
   if (server_ == nullptr) return;
+  logic_->CancelWaiters();  // finishes every pull still waiting for a version or clock
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   server_->Wait();
   server_.reset();

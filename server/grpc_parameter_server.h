@@ -30,11 +30,13 @@ class GrpcParameterServer {
 
   // "host:port" clients connect to.
   const std::string& address() const { return address_; }
-  // Stops accepting calls and waits (up to a few seconds) for those in flight.
+  // Fails pulls still waiting for a version or clock, stops accepting calls and waits (up
+  // to a few seconds) for those in flight.
   void Shutdown();
 
  private:
   GrpcParameterServer() = default;
+  ParameterServer* logic_ = nullptr;  // borrowed
   std::unique_ptr<ParameterServerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;

@@ -1,14 +1,18 @@
 // The parameter server's logic without any transport: one server's chunks of the flat
-// parameter space, the update rule applied to pushes, version counters, and the bookkeeping
-// of which clients have finished. The gRPC adapter (grpc_parameter_server.h) and the
-// in-process client (worker/in_process_ps_client.h) both drive this class.
+// parameter space, the job's update rule (Downpour, sync/BSP, SSP, EASGD/EAMSGD), version and
+// clock counters, pulls that wait for a version or clock, staleness accounting, and the
+// bookkeeping of which clients have finished. The gRPC adapter (grpc_parameter_server.h) and
+// the in-process client (worker/in_process_ps_client.h) both drive this class.
 #ifndef MONSOON_SERVER_PARAMETER_SERVER_H_
 #define MONSOON_SERVER_PARAMETER_SERVER_H_
 
+#include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -16,36 +20,82 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "core/job_config.h"
 #include "core/model.h"
+#include "core/optimizer.h"
 #include "core/sharding_plan.h"
-#include "server/update_rule.h"
 
 namespace monsoon {
 
 enum class ClientRole { kWorker, kEvaluator };
 
+// Staleness histogram buckets: 0 .. kStalenessBuckets - 2 exactly; the last bucket counts
+// every staleness >= kStalenessBuckets - 1.
+constexpr int kStalenessBuckets = 65;
+
 struct ServerStats {
   int server_index = 0;
-  uint64_t pushes_applied = 0;
-  uint64_t pushes_rejected = 0;
+  uint64_t pushes_applied = 0;   // chunk pushes/exchanges applied (or folded into a round)
+  uint64_t pushes_dropped = 0;   // valid chunk pushes the staleness policy dropped
+  uint64_t pushes_rejected = 0;  // invalid requests (wrong size, NaN/Inf, unknown chunk, ...)
   uint64_t pulls_served = 0;
-  uint64_t bytes_received = 0;  // gradient payload bytes accepted
-  uint64_t bytes_sent = 0;      // weight payload bytes served
+  uint64_t bytes_received = 0;  // gradient / weight payload bytes accepted
+  uint64_t bytes_sent = 0;      // weight / elastic-difference payload bytes served
   int workers_finished = 0;
   int workers_expected = 0;
   bool evaluator_finished = false;
+  // Staleness of every valid chunk push or exchange, bucketed as described above.
+  std::vector<uint64_t> staleness_histogram;
+  // Each worker's latest reported progress in epochs (0 before its first push).
+  std::vector<double> worker_epochs;
 };
 
-// Thread-safe: pulls and pushes on different chunks run in parallel; each chunk has its own
-// lock, held only while its values are read or updated.
+// What a pull waits for (both must hold): the chunk's version reaches min_version, and every
+// live worker has pushed this chunk at least min_clock times (SSP).
+struct PullCondition {
+  uint64_t min_version = 0;
+  uint64_t min_clock = 0;
+};
+
+struct PullInfo {
+  uint64_t version = 0;        // updates applied to the chunk
+  uint64_t slowest_clock = 0;  // fewest pushes any live worker has made to it
+};
+
+struct PushResult {
+  uint64_t version = 0;  // the chunk's version after this push
+  uint64_t staleness = 0;
+  bool applied = false;  // false: dropped by the staleness policy / late-gradient rule
+};
+
+// How this server updates its chunks: everything it needs from the job config.
+struct ServerRules {
+  Algorithm algorithm = Algorithm::kDownpour;
+  OptimizerSpec optimizer;    // applied to pushed gradients (downpour, ssp, sync rounds)
+  StalenessConfig staleness;  // downpour, ssp
+  SyncConfig sync;            // sync
+  EasgdConfig easgd;          // easgd, eamsgd
+
+  static ServerRules FromConfig(const JobConfig& config);
+};
+
+// Thread-safe: calls on different chunks run in parallel; each chunk has its own lock, held
+// only while its values are read or updated.
 class ParameterServer {
  public:
   // Holds plan.ChunksOf(index), initialised to the model's initial values for `seed`.
   ParameterServer(int index, const ShardingPlan& plan, const ModelSpec& spec, uint64_t seed,
-                  std::unique_ptr<UpdateRule> rule, int workers_expected, bool evaluator_expected);
+                  const ServerRules& rules, int workers_expected, bool evaluator_expected);
+  // Calls CancelWaiters().
+  ~ParameterServer();
+
+  // Fails every waiting pull, and every later one that would wait, with Cancelled; called
+  // before the transport shuts down so that no call stays open.
+  void CancelWaiters();
 
   int index() const { return index_; }
   const ShardingPlan& plan() const { return plan_; }
+  const ServerRules& rules() const { return rules_; }
 
   // FailedPrecondition when the client's plan fingerprint differs from this server's.
   absl::Status Hello(uint64_t plan_fingerprint) const;
@@ -53,17 +103,41 @@ class ParameterServer {
   // NotFound when this server does not hold the chunk.
   absl::StatusOr<size_t> ChunkSize(int chunk_id) const;
 
+  // Calls done(OK) once `condition` holds for the chunk, or done(DeadlineExceeded) at
+  // `deadline`, or done(Cancelled) when the server shuts down; exactly once, possibly before
+  // WhenReady returns, never with a lock of this class held. Versions and clocks only grow,
+  // so the condition still holds when done() then calls Read.
+  void WhenReady(int chunk_id, const PullCondition& condition, absl::Time deadline,
+                 std::function<void(absl::Status)> done);
+
   // Copies the chunk's current values (a consistent snapshot) into out, which must hold
-  // exactly ChunkSize(chunk_id) floats; returns the chunk's version.
-  absl::StatusOr<uint64_t> Pull(int chunk_id, absl::Span<float> out);
+  // exactly ChunkSize(chunk_id) floats.
+  absl::StatusOr<PullInfo> Read(int chunk_id, absl::Span<float> out);
 
-  // Applies a gradient for one chunk through the update rule and returns the new version.
-  // InvalidArgument (and the weights stay unchanged) when the size is wrong or a value is
-  // NaN/Inf; NotFound for a chunk this server does not hold.
-  absl::StatusOr<uint64_t> Push(int chunk_id, int worker_index, uint64_t base_version,
-                                absl::Span<const float> gradient);
+  // WhenReady + Read, blocking the calling thread (tests and the in-process client).
+  absl::StatusOr<PullInfo> Pull(int chunk_id, absl::Span<float> out,
+                                const PullCondition& condition = {},
+                                absl::Duration timeout = absl::Seconds(30));
 
-  // Records that a client will send nothing more. InvalidArgument for an unknown index.
+  // A gradient for one chunk, computed on weights of `base_version`, from a worker that has
+  // completed `epoch` passes over its shard. Applied per the rules (at once, or into the
+  // current synchronous round). InvalidArgument (and the weights stay unchanged) when the
+  // size is wrong, a value is NaN/Inf, the worker index is unknown or base_version is
+  // ahead of the chunk; NotFound for a chunk this server does not hold; FailedPrecondition
+  // when the job's algorithm exchanges weights instead, or a worker pushes twice in a round.
+  absl::StatusOr<PushResult> Push(int chunk_id, int worker_index, uint64_t base_version,
+                                  absl::Span<const float> gradient, double epoch = 0);
+
+  // The EASGD elastic exchange for one chunk: with the worker's weights x and the centre c,
+  // d = alpha (x - c), c += d, writes d to `difference` (the worker then does x -= d).
+  // base_version is the version the worker saw at its previous exchange (for staleness).
+  // Same validation as Push; FailedPrecondition when the job's algorithm pushes gradients.
+  absl::StatusOr<PushResult> Exchange(int chunk_id, int worker_index, uint64_t base_version,
+                                      absl::Span<const float> weights,
+                                      absl::Span<float> difference, double epoch = 0);
+
+  // Records that a client will send nothing more. A synchronous round that now has all it
+  // can get is applied, and waiting pulls are rechecked. InvalidArgument for an unknown index.
   absl::Status Finish(ClientRole role, int index);
 
   // True once every expected worker and evaluator has finished.
@@ -74,33 +148,82 @@ class ParameterServer {
   ServerStats Stats() const;
 
  private:
+  struct Waiter {
+    PullCondition condition;
+    absl::Time deadline;
+    std::function<void(absl::Status)> done;
+  };
   struct ChunkState {
     Chunk meta;
     absl::Mutex mu;
     std::vector<float> values ABSL_GUARDED_BY(mu);
-    std::vector<float> state ABSL_GUARDED_BY(mu);
+    std::vector<float> optimizer_state ABSL_GUARDED_BY(mu);
     uint64_t version ABSL_GUARDED_BY(mu) = 0;
+    // clock[w]: valid pushes (or exchanges) of this chunk from worker w.
+    std::vector<uint64_t> clock ABSL_GUARDED_BY(mu);
+    // The synchronous round being gathered: weighted gradient sum, total weight, fresh
+    // gradients (they count towards the quorum) and which workers sent them.
+    std::vector<float> round_sum ABSL_GUARDED_BY(mu);
+    float round_weight ABSL_GUARDED_BY(mu) = 0;
+    int round_fresh ABSL_GUARDED_BY(mu) = 0;
+    std::vector<bool> round_from ABSL_GUARDED_BY(mu);
+    std::vector<Waiter> waiters ABSL_GUARDED_BY(mu);
   };
+  using Ready = std::vector<std::function<void(absl::Status)>>;
+
   absl::StatusOr<ChunkState*> Find(int chunk_id) const;
-  bool AllFinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(finish_mu_);
+  // Checks what Push and Exchange have in common; counts a rejection when it fails.
+  absl::StatusOr<ChunkState*> Validate(int chunk_id, int worker_index,
+                                       absl::Span<const float> payload, bool exchange);
+  uint64_t SlowestClock(const ChunkState& chunk) const ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
+  bool Satisfied(const ChunkState& chunk, const PullCondition& c) const
+      ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
+  // Applies the optimizer to the chunk with gradient g and bumps its version.
+  void ApplyUpdate(ChunkState* chunk, absl::Span<const float> g)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
+  // Applies the synchronous round when it has its quorum.
+  void MaybeCloseRound(ChunkState* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
+  // Moves the callbacks of waiters that are satisfied (or, when `now` is given, expired)
+  // into *ready, with the status each should get.
+  void CollectWaiters(ChunkState* chunk, absl::Time now, std::vector<absl::Status>* statuses,
+                      Ready* ready) ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
+  // Rechecks every chunk's waiters; calls those that are ready.
+  void ReleaseWaiters(absl::Time now);
+  void RecordValid(const PushResult& result, size_t payload_floats, int worker_index, double epoch);
+  int LiveWorkers() const;
+  bool AllFinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(clients_mu_);
+  void ExpireLoop();
+  absl::Status ClosedError() const;
 
   // Immutable after construction.
   const int index_;
   const ShardingPlan plan_;
-  const std::unique_ptr<UpdateRule> rule_;
+  const ServerRules rules_;
+  const std::unique_ptr<Optimizer> optimizer_;
   const int workers_expected_;
   const bool evaluator_expected_;
   std::map<int, std::unique_ptr<ChunkState>> chunks_;  // the map itself is never modified
 
   std::atomic<uint64_t> pushes_applied_{0};
+  std::atomic<uint64_t> pushes_dropped_{0};
   std::atomic<uint64_t> pushes_rejected_{0};
   std::atomic<uint64_t> pulls_served_{0};
   std::atomic<uint64_t> bytes_received_{0};
   std::atomic<uint64_t> bytes_sent_{0};
+  std::array<std::atomic<uint64_t>, kStalenessBuckets> staleness_{};
+  std::atomic<int> waiting_{0};  // waiters queued on all chunks
+  std::atomic<bool> closed_{false};
 
-  mutable absl::Mutex finish_mu_;
-  std::vector<bool> worker_finished_ ABSL_GUARDED_BY(finish_mu_);
-  bool evaluator_finished_ ABSL_GUARDED_BY(finish_mu_) = false;
+  // Lock order: a chunk's mu before clients_mu_.
+  mutable absl::Mutex clients_mu_;
+  std::vector<bool> worker_finished_ ABSL_GUARDED_BY(clients_mu_);
+  std::vector<double> worker_epoch_ ABSL_GUARDED_BY(clients_mu_);
+  bool evaluator_finished_ ABSL_GUARDED_BY(clients_mu_) = false;
+
+  // Fails waiters whose deadline has passed, every few milliseconds while any wait.
+  absl::Mutex expire_mu_;
+  bool shutting_down_ ABSL_GUARDED_BY(expire_mu_) = false;
+  std::thread expire_thread_;
 };
 
 }  // namespace monsoon

@@ -11,12 +11,27 @@
 #include "server/parameter_server.h"
 
 namespace monsoon {
+namespace {
+
+// Writes the histogram as CSV rows (staleness, pushes); the last bucket is "this or more".
+absl::Status WriteStalenessHistogram(const std::string& path,
+                                     const std::vector<uint64_t>& histogram) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> out,
+                           CsvMetricsWriter::Create(path, {"staleness", "pushes"}));
+  for (size_t s = 0; s < histogram.size(); ++s) {
+    MONSOON_RETURN_IF_ERROR(
+        out->Append({static_cast<double>(s), static_cast<double>(histogram[s])}));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            const ServerRoleOptions& options, const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
   ParameterServer logic(options.index, plan, config.model, config.seed,
-                        std::make_unique<DownpourRule>(config.optimizer), config.cluster.workers,
+                        ServerRules::FromConfig(config), config.cluster.workers,
                         config.cluster.evaluator);
   MONSOON_ASSIGN_OR_RETURN(std::string token, ReadJobToken(run_dir));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,
@@ -30,17 +45,18 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(
           absl::StrCat(run_dir.metrics_dir(), "/server-", options.index, ".csv"),
-          {"wall_seconds", "pushes_applied", "pushes_rejected", "pulls_served", "bytes_received",
-           "bytes_sent", "workers_finished"}));
+          {"wall_seconds", "pushes_applied", "pushes_dropped", "pushes_rejected", "pulls_served",
+           "bytes_received", "bytes_sent", "workers_finished", "mean_staleness"}));
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds);
   auto record = [&]() {
     const ServerStats s = logic.Stats();
     return metrics->Append(
         {absl::ToDoubleSeconds(absl::Now() - start), static_cast<double>(s.pushes_applied),
-         static_cast<double>(s.pushes_rejected), static_cast<double>(s.pulls_served),
-         static_cast<double>(s.bytes_received), static_cast<double>(s.bytes_sent),
-         static_cast<double>(s.workers_finished)});
+         static_cast<double>(s.pushes_dropped), static_cast<double>(s.pushes_rejected),
+         static_cast<double>(s.pulls_served), static_cast<double>(s.bytes_received),
+         static_cast<double>(s.bytes_sent), static_cast<double>(s.workers_finished),
+         HistogramMean(s.staleness_histogram)});
   };
   absl::Status result = absl::OkStatus();
   while (!logic.WaitAllFinished(absl::Seconds(1))) {
@@ -58,6 +74,9 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   }
   MONSOON_RETURN_IF_ERROR(record());
   server->Shutdown();
+  MONSOON_RETURN_IF_ERROR(WriteStalenessHistogram(
+      absl::StrCat(run_dir.metrics_dir(), "/staleness-server-", options.index, ".csv"),
+      logic.Stats().staleness_histogram));
   return result;
 }
 

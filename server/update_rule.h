@@ -1,44 +1,31 @@
-// The server-side update rule: how a pushed gradient changes a chunk. A plug-in, so that
-// Downpour, EASGD, synchronous and SSP rules share one store and one transport.
+// The update rules' equations, one small function each, on plain spans. ParameterServer
+// applies them under each chunk's lock; the unit tests check them on hand-computed cases.
 #ifndef MONSOON_SERVER_UPDATE_RULE_H_
 #define MONSOON_SERVER_UPDATE_RULE_H_
 
-#include <memory>
+#include <cstdint>
 
 #include "absl/types/span.h"
-#include "core/optimizer.h"
+#include "core/job_config.h"
 
 namespace monsoon {
 
-// Called with the chunk's lock held; implementations must be thread-compatible across
-// chunks (no shared mutable state).
-class UpdateRule {
- public:
-  virtual ~UpdateRule() = default;
-  // Floats of per-parameter state the rule keeps beside each chunk, and their initial value.
-  virtual int state_per_param() const = 0;
-  virtual float initial_state() const = 0;
-  // Applies one push's gradient g to the chunk's values w (state: w.size() * state_per_param()).
-  virtual void ApplyPush(absl::Span<float> w, absl::Span<const float> g,
-                         absl::Span<float> state) const = 0;
-};
+// The factor an asynchronous push's gradient is applied with, given its staleness (server
+// version now - version it was computed on): 1 under `accept`; under `drop`, 1 up to the bound
+// and 0 (not applied) above it; under `scale`, 1 / max(1, staleness).
+float StalenessWeight(const StalenessConfig& policy, uint64_t staleness);
 
-// Downpour-SGD (Dean et al. 2012): every push is applied at once, in arrival order, by the
-// server's optimizer: SGD (w -= eta g), momentum (v = mu v + g; w -= eta v) or per-coordinate
-// Adagrad (a += g^2; w -= gamma g / (sqrt(a) + eps)).
-class DownpourRule : public UpdateRule {
- public:
-  explicit DownpourRule(const OptimizerSpec& spec) : optimizer_(Optimizer::Create(spec)) {}
-  int state_per_param() const override { return optimizer_->state_per_param(); }
-  float initial_state() const override { return optimizer_->initial_state(); }
-  void ApplyPush(absl::Span<float> w, absl::Span<const float> g,
-                 absl::Span<float> state) const override {
-    optimizer_->Apply(w, g, state);
-  }
+// The weight a synchronous round gives a gradient of this staleness: 1 when fresh (0); a late
+// one (>= 1) is dropped (0) or folded in with 1 / (1 + staleness).
+float SyncGradientWeight(const SyncConfig& sync, uint64_t staleness);
 
- private:
-  const std::unique_ptr<Optimizer> optimizer_;
-};
+// The elastic exchange of EASGD: d = alpha * (worker - centre); centre += d. Writes d, which
+// the worker subtracts from its own weights, so worker + centre is conserved.
+void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const float> worker,
+                     absl::Span<float> d);
+
+// sum += weight * g.
+void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g, float weight);
 
 }  // namespace monsoon
 

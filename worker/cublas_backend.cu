@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "core/loss_rows.h"
+#include "core/kernel_math.h"
 #include "worker/cublas_backend.h"
 
 namespace monsoon {
@@ -65,6 +65,12 @@ __global__ void MeanSquaredErrorKernel(const float* pred, const float* target, s
     const float diff = pred[i] - target[i];
     elem_loss[i] = 0.5f * diff * diff;
     dpred[i] = diff * inv_rows;
+  }
+}
+
+__global__ void NesterovKernel(float lr, float mu, const float* g, float* v, float* w, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    NesterovElement(lr, mu, g[i], &v[i], &w[i]);
   }
 }
 
@@ -269,6 +275,12 @@ class CublasBackend : public ComputeBackend {
   void Axpy(float alpha, const float* x, float* y, size_t n) override {
     if (!status_.ok()) return;
     CheckBlas(cublasSaxpy(handle_, static_cast<int>(n), &alpha, x, 1, y, 1), "cublasSaxpy");
+  }
+
+  void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
+                    size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    NesterovKernel<<<Blocks(n), kThreads, 0, compute_>>>(learning_rate, momentum, g, v, w, n);
   }
 
  private:

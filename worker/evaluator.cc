@@ -9,14 +9,42 @@ namespace monsoon {
 
 const std::vector<std::string>& EvaluatorMetricsColumns() {
   static const auto* columns =
-      new std::vector<std::string>{"wall_seconds", "global_step", "test_loss", "test_accuracy"};
+      new std::vector<std::string>{"wall_seconds", "global_step", "epoch", "test_loss",
+                                   "test_accuracy"};
   return *columns;
 }
 
+namespace {
+
+// The workers' mean progress: each worker's latest epoch reported to any server.
+double MeanWorkerEpoch(const std::vector<ServerStats>& stats) {
+  std::vector<double> latest;
+  for (const ServerStats& s : stats) {
+    latest.resize(std::max(latest.size(), s.worker_epochs.size()), 0.0);
+    for (size_t w = 0; w < s.worker_epochs.size(); ++w) {
+      latest[w] = std::max(latest[w], s.worker_epochs[w]);
+    }
+  }
+  if (latest.empty()) return 0;
+  double sum = 0;
+  for (double e : latest) sum += e;
+  return sum / latest.size();
+}
+
+}  // namespace
+
 absl::StatusOr<EvalResult> Evaluator::EvaluateOnce() {
+  MONSOON_ASSIGN_OR_RETURN(std::vector<ServerStats> stats, client_->AllStats());
+  return Evaluate(stats);
+}
+
+absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& stats) {
   EvalResult result;
+  result.epoch = MeanWorkerEpoch(stats);
   result.params.resize(model_->num_params());
-  MONSOON_ASSIGN_OR_RETURN(result.global_step, client_->PullAll(absl::MakeSpan(result.params)));
+  MONSOON_ASSIGN_OR_RETURN(PullResult pull,
+                           client_->PullAll(absl::MakeSpan(result.params), {}, nullptr));
+  result.global_step = pull.min_version;
   model_->SetParams(result.params.data());
   const size_t rows = test_->size();
   const size_t fd = test_->feature_dim;
@@ -37,7 +65,7 @@ absl::StatusOr<EvalResult> Evaluator::EvaluateOnce() {
   if (metrics_ != nullptr) {
     MONSOON_RETURN_IF_ERROR(
         metrics_->Append({result.wall_seconds, static_cast<double>(result.global_step),
-                          result.test_loss, result.test_accuracy}));
+                          result.epoch, result.test_loss, result.test_accuracy}));
   }
   return result;
 }
@@ -61,7 +89,7 @@ absl::StatusOr<EvalResult> Evaluator::EvaluateUntilWorkersFinish(absl::Duration 
       return s.workers_finished == s.workers_expected;
     });
     if (workers_done) break;
-    MONSOON_RETURN_IF_ERROR(EvaluateOnce().status());
+    MONSOON_RETURN_IF_ERROR(Evaluate(stats).status());
     while (absl::Now() < next) {
       if (stop != nullptr && stop->load())
         return absl::CancelledError("evaluator stopped by signal");

@@ -17,7 +17,8 @@ namespace monsoon {
 
 struct EvalResult {
   double wall_seconds = 0;
-  uint64_t global_step = 0;  // pushes applied to every chunk
+  uint64_t global_step = 0;  // updates applied to every chunk
+  double epoch = 0;          // the workers' mean progress in epochs, per the servers
   double test_loss = 0;
   double test_accuracy = 0;   // classification only
   std::vector<float> params;  // the weights that were scored
@@ -35,6 +36,8 @@ class Evaluator {
 
   // Pulls the current weights and scores the whole test set; appends a metrics row.
   absl::StatusOr<EvalResult> EvaluateOnce();
+  // The same, with the servers' stats already fetched (they give the workers' progress).
+  absl::StatusOr<EvalResult> Evaluate(const std::vector<ServerStats>& stats);
 
   // Evaluates every `interval` until all workers have finished (per the servers' stats), then
   // once more, tells the servers it has finished and returns that final result. Cancelled

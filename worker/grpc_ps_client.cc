@@ -21,6 +21,7 @@ namespace {
 constexpr char kHello[] = "/monsoon.wire.ParameterServer/Hello";
 constexpr char kPull[] = "/monsoon.wire.ParameterServer/Pull";
 constexpr char kPush[] = "/monsoon.wire.ParameterServer/Push";
+constexpr char kExchange[] = "/monsoon.wire.ParameterServer/Exchange";
 constexpr char kStats[] = "/monsoon.wire.ParameterServer/Stats";
 constexpr char kFinish[] = "/monsoon.wire.ParameterServer/Finish";
 
@@ -199,17 +200,22 @@ absl::Status GrpcPsClient::ForEachChunk(
   return state.first_error;
 }
 
-absl::StatusOr<uint64_t> GrpcPsClient::PullAll(absl::Span<float> params) {
+absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params,
+                                                  const PullCondition& condition,
+                                                  ChunkVersions* versions) {
   if (params.size() != plan_.num_params()) {
     return absl::InvalidArgumentError(
         absl::StrCat("pull into ", params.size(), " floats; the model has ", plan_.num_params()));
   }
-  uint64_t min_version = std::numeric_limits<uint64_t>::max();
+  PullResult result{std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()};
+  if (versions != nullptr) versions->assign(plan_.num_chunks(), 0);
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPull,
-      [](const Chunk& c) {
+      [&](const Chunk& c) {
         wire::PullRequest request;
         request.set_chunk_id(c.id);
+        request.set_min_version(condition.min_version);
+        request.set_min_clock(condition.min_clock);
         return EncodeFrame(request);
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
@@ -219,18 +225,25 @@ absl::StatusOr<uint64_t> GrpcPsClient::PullAll(absl::Span<float> params) {
           return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
         }
         MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(params.subspan(c.offset, c.size)));
-        min_version = std::min<uint64_t>(min_version, header.version());
+        result.min_version = std::min<uint64_t>(result.min_version, header.version());
+        result.slowest_clock = std::min<uint64_t>(result.slowest_clock, header.slowest_clock());
+        if (versions != nullptr) (*versions)[c.id] = header.version();
         return absl::OkStatus();
       }));
   bytes_received_ += params.size() * sizeof(float);
-  return min_version;
+  return result;
 }
 
-absl::Status GrpcPsClient::PushAll(absl::Span<const float> gradient, uint64_t base_version) {
-  if (gradient.size() != plan_.num_params()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("push of ", gradient.size(), " floats; the model has ", plan_.num_params()));
+absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradient,
+                                                  const ChunkVersions& base_versions,
+                                                  double epoch) {
+  if (gradient.size() != plan_.num_params() ||
+      base_versions.size() != static_cast<size_t>(plan_.num_chunks())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push of ", gradient.size(), " floats with ", base_versions.size(),
+        " chunk versions; the model has ", plan_.num_params(), " in ", plan_.num_chunks()));
   }
+  PushSummary summary;
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPush,
       [&](const Chunk& c) {
@@ -238,15 +251,57 @@ absl::Status GrpcPsClient::PushAll(absl::Span<const float> gradient, uint64_t ba
         request.set_chunk_id(c.id);
         request.set_worker_index(identity_.index);
         request.set_num_floats(c.size);
-        request.set_base_version(base_version);
+        request.set_base_version(base_versions[c.id]);
+        request.set_epoch(epoch);
         return EncodeFrame(request, BorrowFloats(gradient.subspan(c.offset, c.size)));
       },
-      [](const Chunk&, const grpc::ByteBuffer& reply) {
+      [&](const Chunk&, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::PushResponse header;
-        return ParseReply(reply, &header);
+        MONSOON_RETURN_IF_ERROR(ParseReply(reply, &header));
+        summary.mean_staleness += static_cast<double>(header.staleness()) / plan_.num_chunks();
+        summary.chunks_dropped += header.applied() ? 0 : 1;
+        return absl::OkStatus();
       }));
   bytes_sent_ += gradient.size() * sizeof(float);
-  return absl::OkStatus();
+  return summary;
+}
+
+absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> weights,
+                                                      absl::Span<float> difference,
+                                                      ChunkVersions* versions, double epoch) {
+  if (weights.size() != plan_.num_params() || difference.size() != plan_.num_params() ||
+      versions->size() != static_cast<size_t>(plan_.num_chunks())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "exchange of ", weights.size(), " floats into ", difference.size(), " with ",
+        versions->size(), " chunk versions; the model has ", plan_.num_params(), " in ",
+        plan_.num_chunks()));
+  }
+  PushSummary summary;
+  MONSOON_RETURN_IF_ERROR(ForEachChunk(
+      kExchange,
+      [&](const Chunk& c) {
+        wire::ExchangeRequest request;
+        request.set_chunk_id(c.id);
+        request.set_worker_index(identity_.index);
+        request.set_num_floats(c.size);
+        request.set_base_version((*versions)[c.id]);
+        request.set_epoch(epoch);
+        return EncodeFrame(request, BorrowFloats(weights.subspan(c.offset, c.size)));
+      },
+      [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
+        wire::ExchangeResponse header;
+        MONSOON_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceivedFrame::Parse(reply, &header));
+        if (header.chunk_id() != c.id) {
+          return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
+        }
+        MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(difference.subspan(c.offset, c.size)));
+        summary.mean_staleness += static_cast<double>(header.staleness()) / plan_.num_chunks();
+        (*versions)[c.id] = header.version();
+        return absl::OkStatus();
+      }));
+  bytes_sent_ += weights.size() * sizeof(float);
+  bytes_received_ += difference.size() * sizeof(float);
+  return summary;
 }
 
 absl::Status GrpcPsClient::Finish() {
@@ -270,6 +325,9 @@ absl::StatusOr<std::vector<ServerStats>> GrpcPsClient::AllStats() {
     ServerStats s;
     s.server_index = r.server_index();
     s.pushes_applied = r.pushes_applied();
+    s.pushes_dropped = r.pushes_dropped();
+    s.staleness_histogram.assign(r.staleness_histogram().begin(), r.staleness_histogram().end());
+    s.worker_epochs.assign(r.worker_epochs().begin(), r.worker_epochs().end());
     s.pushes_rejected = r.pushes_rejected();
     s.pulls_served = r.pulls_served();
     s.bytes_received = r.bytes_received();

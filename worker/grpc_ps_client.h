@@ -1,7 +1,7 @@
 // PsClient over gRPC: a small pool of channels per server, chunk RPCs with a window of
-// max_in_flight per server, payloads as raw slices (pushes borrow the caller's gradient; pulls
-// decode straight into the caller's parameter vector). Every RPC carries the job token and a
-// deadline.
+// max_in_flight per server, payloads as raw slices (pushes and exchanges borrow the caller's
+// buffer; replies decode straight into the caller's vector). Every RPC carries the job token
+// and a deadline; a pull that waits for a version or clock waits within that deadline.
 #ifndef MONSOON_WORKER_GRPC_PS_CLIENT_H_
 #define MONSOON_WORKER_GRPC_PS_CLIENT_H_
 
@@ -41,8 +41,13 @@ class GrpcPsClient : public PsClient {
       const GrpcPsClientOptions& options);
   ~GrpcPsClient() override;
 
-  absl::StatusOr<uint64_t> PullAll(absl::Span<float> params) override;
-  absl::Status PushAll(absl::Span<const float> gradient, uint64_t base_version) override;
+  absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullCondition& condition,
+                                     ChunkVersions* versions) override;
+  absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
+                                      const ChunkVersions& base_versions, double epoch) override;
+  absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
+                                          absl::Span<float> difference, ChunkVersions* versions,
+                                          double epoch) override;
   absl::Status Finish() override;
   absl::StatusOr<std::vector<ServerStats>> AllStats() override;
   TransferCounters counters() const override;

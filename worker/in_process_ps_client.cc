@@ -7,26 +7,55 @@
 
 namespace monsoon {
 
-absl::StatusOr<uint64_t> InProcessPsClient::PullAll(absl::Span<float> params) {
-  uint64_t min_version = std::numeric_limits<uint64_t>::max();
-  for (const Chunk& c : servers_.front()->plan().chunks()) {
-    MONSOON_ASSIGN_OR_RETURN(uint64_t v,
-                             servers_[c.server]->Pull(c.id, params.subspan(c.offset, c.size)));
-    min_version = std::min(min_version, v);
+absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
+                                                      const PullCondition& condition,
+                                                      ChunkVersions* versions) {
+  PullResult result{std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()};
+  if (versions != nullptr) versions->assign(plan().num_chunks(), 0);
+  for (const Chunk& c : plan().chunks()) {
+    MONSOON_ASSIGN_OR_RETURN(
+        PullInfo info,
+        servers_[c.server]->Pull(c.id, params.subspan(c.offset, c.size), condition));
+    result.min_version = std::min(result.min_version, info.version);
+    result.slowest_clock = std::min(result.slowest_clock, info.slowest_clock);
+    if (versions != nullptr) (*versions)[c.id] = info.version;
     counters_.bytes_received += c.size * sizeof(float);
   }
-  return min_version;
+  return result;
 }
 
-absl::Status InProcessPsClient::PushAll(absl::Span<const float> gradient, uint64_t base_version) {
-  for (const Chunk& c : servers_.front()->plan().chunks()) {
-    MONSOON_RETURN_IF_ERROR(
-        servers_[c.server]
-            ->Push(c.id, identity_.index, base_version, gradient.subspan(c.offset, c.size))
-            .status());
+absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> gradient,
+                                                       const ChunkVersions& base_versions,
+                                                       double epoch) {
+  PushSummary summary;
+  for (const Chunk& c : plan().chunks()) {
+    MONSOON_ASSIGN_OR_RETURN(PushResult r, servers_[c.server]->Push(
+                                               c.id, identity_.index, base_versions[c.id],
+                                               gradient.subspan(c.offset, c.size), epoch));
+    summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
+    summary.chunks_dropped += r.applied ? 0 : 1;
     counters_.bytes_sent += c.size * sizeof(float);
   }
-  return absl::OkStatus();
+  return summary;
+}
+
+absl::StatusOr<PushSummary> InProcessPsClient::ExchangeAll(absl::Span<const float> weights,
+                                                           absl::Span<float> difference,
+                                                           ChunkVersions* versions,
+                                                           double epoch) {
+  PushSummary summary;
+  for (const Chunk& c : plan().chunks()) {
+    MONSOON_ASSIGN_OR_RETURN(
+        PushResult r,
+        servers_[c.server]->Exchange(c.id, identity_.index, (*versions)[c.id],
+                                     weights.subspan(c.offset, c.size),
+                                     difference.subspan(c.offset, c.size), epoch));
+    (*versions)[c.id] = r.version;
+    summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
+    counters_.bytes_sent += c.size * sizeof(float);
+    counters_.bytes_received += c.size * sizeof(float);
+  }
+  return summary;
 }
 
 absl::Status InProcessPsClient::Finish() {

@@ -15,13 +15,20 @@ class InProcessPsClient : public PsClient {
   InProcessPsClient(std::vector<ParameterServer*> servers, ClientIdentity identity)
       : servers_(std::move(servers)), identity_(identity) {}
 
-  absl::StatusOr<uint64_t> PullAll(absl::Span<float> params) override;
-  absl::Status PushAll(absl::Span<const float> gradient, uint64_t base_version) override;
+  absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullCondition& condition,
+                                     ChunkVersions* versions) override;
+  absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
+                                      const ChunkVersions& base_versions, double epoch) override;
+  absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
+                                          absl::Span<float> difference, ChunkVersions* versions,
+                                          double epoch) override;
   absl::Status Finish() override;
   absl::StatusOr<std::vector<ServerStats>> AllStats() override;
   TransferCounters counters() const override { return counters_; }
 
  private:
+  const ShardingPlan& plan() const { return servers_.front()->plan(); }
+
   const std::vector<ParameterServer*> servers_;
   const ClientIdentity identity_;
   TransferCounters counters_;

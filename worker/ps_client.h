@@ -1,6 +1,7 @@
 // The worker's view of the parameter servers: pull the whole flat parameter vector, push a
-// whole flat gradient; the client cuts both into the sharding plan's chunks. Implementations:
-// GrpcPsClient (real RPCs) and InProcessPsClient (direct calls, for tests).
+// whole flat gradient, or exchange whole weights (EASGD); the client cuts each into the
+// sharding plan's chunks. Implementations: GrpcPsClient (real RPCs) and InProcessPsClient
+// (direct calls, for tests).
 #ifndef MONSOON_WORKER_PS_CLIENT_H_
 #define MONSOON_WORKER_PS_CLIENT_H_
 
@@ -20,19 +21,45 @@ struct ClientIdentity {
 };
 
 struct TransferCounters {
-  uint64_t bytes_sent = 0;      // payload bytes pushed
-  uint64_t bytes_received = 0;  // payload bytes pulled
+  uint64_t bytes_sent = 0;      // payload bytes pushed or exchanged
+  uint64_t bytes_received = 0;  // payload bytes pulled or exchanged
+};
+
+// Per-chunk versions, indexed by chunk id: what a pull saw, what a push was computed on.
+using ChunkVersions = std::vector<uint64_t>;
+
+// A whole pull: the smallest version and slowest worker clock over all chunks.
+struct PullResult {
+  uint64_t min_version = 0;
+  uint64_t slowest_clock = 0;
+};
+
+// A whole push or exchange: staleness averaged over its chunks, and chunks dropped.
+struct PushSummary {
+  double mean_staleness = 0;
+  int chunks_dropped = 0;
 };
 
 // One client is used by one thread at a time.
 class PsClient {
  public:
   virtual ~PsClient() = default;
-  // Overwrites `params` (plan.num_params() floats) with the servers' current values and
-  // returns the smallest chunk version seen (the number of pushes every chunk has applied).
-  virtual absl::StatusOr<uint64_t> PullAll(absl::Span<float> params) = 0;
-  // Sends `gradient` (plan.num_params() floats), computed from weights of `base_version`.
-  virtual absl::Status PushAll(absl::Span<const float> gradient, uint64_t base_version) = 0;
+  // Overwrites `params` (plan.num_params() floats) with the servers' values, each chunk once
+  // it satisfies `condition`; stores each chunk's version in *versions (when not null).
+  virtual absl::StatusOr<PullResult> PullAll(absl::Span<float> params,
+                                             const PullCondition& condition,
+                                             ChunkVersions* versions) = 0;
+  // Sends `gradient` (plan.num_params() floats), each chunk computed from weights of
+  // base_versions[chunk id]; `epoch` is the worker's progress.
+  virtual absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
+                                              const ChunkVersions& base_versions,
+                                              double epoch) = 0;
+  // The elastic exchange of every chunk: sends `weights`, receives the differences into
+  // `difference` (same size). *versions holds each chunk's version from the previous
+  // exchange on entry and this exchange's on return.
+  virtual absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
+                                                  absl::Span<float> difference,
+                                                  ChunkVersions* versions, double epoch) = 0;
   // Tells every server this client is done.
   virtual absl::Status Finish() = 0;
   virtual absl::StatusOr<std::vector<ServerStats>> AllStats() = 0;

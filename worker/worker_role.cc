@@ -10,9 +10,9 @@
 #include "core/sharding_plan.h"
 #include "core/status_macros.h"
 #include "worker/compute_backends.h"
-#include "worker/downpour_worker.h"
 #include "worker/evaluator.h"
 #include "worker/grpc_ps_client.h"
+#include "worker/training_worker.h"
 
 namespace monsoon {
 namespace {
@@ -98,13 +98,14 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),
                                WorkerMetricsColumns()));
-  std::cout << "worker " << index << ": " << shard.size() << " examples, " << model->num_params()
-            << " parameters, backend " << backend->name() << std::endl;
-  DownpourWorker worker(config.training, config.downpour, model.get(), &shard, conn.client.get(),
-                        metrics.get());
+  std::cout << "worker " << index << ": " << AlgorithmName(config.training.algorithm) << ", "
+            << shard.size() << " examples, " << model->num_params() << " parameters, backend "
+            << backend->name() << std::endl;
+  TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get());
   MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
   std::cout << "worker " << index << " done: " << report.steps << " steps, " << report.samples
-            << " samples in " << report.wall_seconds << " s, last loss " << report.last_loss
+            << " samples, " << report.pushes << " pushes in " << report.wall_seconds
+            << " s, last loss " << report.last_loss
             << std::endl;
   return absl::OkStatus();
 }

@@ -26,11 +26,10 @@ struct Cluster {
     spec.output_dim = 1;
     spec.loss = LossType::kMeanSquaredError;
     plan = *ShardingPlan::Create(params, servers, chunk_floats);
-    OptimizerSpec sgd;
-    sgd.learning_rate = 1.0f;
+    ServerRules rules;
+    rules.optimizer.learning_rate = 1.0f;
     for (int j = 0; j < servers; ++j) {
-      logic.push_back(std::make_unique<ParameterServer>(
-          j, plan, spec, 1, std::make_unique<DownpourRule>(sgd), 2, false));
+      logic.push_back(std::make_unique<ParameterServer>(j, plan, spec, 1, rules, 2, false));
       auto started = GrpcParameterServer::Start(logic.back().get(), "127.0.0.1", "secret");
       REQUIRE(started.ok());
       addresses.push_back((*started)->address());
@@ -57,16 +56,19 @@ TEST_CASE("gRPC: push then pull round-trips every chunk across servers", "[grpc]
   auto client = cluster.Connect("secret", 2);
   REQUIRE(client.ok());
   std::vector<float> params(10001);
-  auto v0 = (*client)->PullAll(absl::MakeSpan(params));
+  ChunkVersions versions;
+  auto v0 = (*client)->PullAll(absl::MakeSpan(params), {}, &versions);
   REQUIRE(v0.ok());
-  CHECK(*v0 == 0);
+  CHECK(v0->min_version == 0);
+  CHECK(versions.size() == 11);
   CHECK(std::all_of(params.begin(), params.end(), [](float x) { return x == 0.0f; }));
   std::vector<float> grad(10001);
   std::iota(grad.begin(), grad.end(), 0.0f);
-  REQUIRE((*client)->PushAll(grad, 0).ok());
-  auto v1 = (*client)->PullAll(absl::MakeSpan(params));
+  REQUIRE((*client)->PushAll(grad, versions, 0.5).ok());
+  auto v1 = (*client)->PullAll(absl::MakeSpan(params), {}, &versions);
   REQUIRE(v1.ok());
-  CHECK(*v1 == 1);
+  CHECK(v1->min_version == 1);
+  CHECK(std::all_of(versions.begin(), versions.end(), [](uint64_t v) { return v == 1; }));
   for (size_t i = 0; i < params.size(); ++i) REQUIRE(params[i] == -static_cast<float>(i));
   CHECK((*client)->counters().bytes_sent == 10001 * 4);
   auto stats = (*client)->AllStats();
@@ -81,8 +83,8 @@ TEST_CASE("gRPC: chunks above gRPC's 4 MiB default message size travel", "[grpc]
   auto client = cluster.Connect("secret");
   REQUIRE(client.ok());
   std::vector<float> grad(n, 0.25f), params(n);
-  REQUIRE((*client)->PushAll(grad, 0).ok());
-  REQUIRE((*client)->PullAll(absl::MakeSpan(params)).ok());
+  REQUIRE((*client)->PushAll(grad, ChunkVersions(cluster.plan.num_chunks(), 0), 0).ok());
+  REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
   CHECK(params.front() == -0.25f);
   CHECK(params.back() == -0.25f);
 }
@@ -104,7 +106,7 @@ TEST_CASE("gRPC: NaN gradients are rejected with the server named; weights uncha
   REQUIRE(client.ok());
   std::vector<float> grad(100, 1.0f);
   grad[70] = std::numeric_limits<float>::quiet_NaN();  // in chunk 1, on server 1
-  const absl::Status pushed = (*client)->PushAll(grad, 0);
+  const absl::Status pushed = (*client)->PushAll(grad, ChunkVersions(2, 0), 0).status();
   REQUIRE(absl::IsInvalidArgument(pushed));
   CHECK(std::string(pushed.message()).find("server 1 (127.0.0.1:") == 0);
   CHECK(cluster.logic[1]->Stats().pushes_applied == 0);
@@ -151,7 +153,7 @@ TEST_CASE("gRPC: a server that has gone away is reported by index and address",
   REQUIRE(client.ok());
   cluster.grpc_servers[1]->Shutdown();
   std::vector<float> params(100);
-  const absl::Status pulled = (*client)->PullAll(absl::MakeSpan(params)).status();
+  const absl::Status pulled = (*client)->PullAll(absl::MakeSpan(params), {}, nullptr).status();
   REQUIRE(absl::IsUnavailable(pulled));
   CHECK(std::string(pulled.message()).rfind("server 1 (" + cluster.addresses[1] + ")", 0) == 0);
 }

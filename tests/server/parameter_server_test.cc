@@ -3,7 +3,11 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <atomic>
+#include <string>
 #include <vector>
+
+#include "server/update_rule.h"
 
 namespace monsoon {
 namespace {
@@ -17,10 +21,23 @@ ModelSpec TinyModel() {
 }
 
 std::unique_ptr<ParameterServer> MakeServer(const ShardingPlan& plan, int index,
-                                            OptimizerSpec opt = {}) {
-  return std::make_unique<ParameterServer>(index, plan, TinyModel(), /*seed=*/5,
-                                           std::make_unique<DownpourRule>(opt),
-                                           /*workers=*/2, /*evaluator=*/true);
+                                            OptimizerSpec opt = {}, ServerRules rules = {},
+                                            int workers = 2) {
+  rules.optimizer = opt;
+  return std::make_unique<ParameterServer>(index, plan, TinyModel(), /*seed=*/5, rules, workers,
+                                           /*evaluator=*/true);
+}
+
+ServerRules Rules(Algorithm algorithm) {
+  ServerRules rules;
+  rules.algorithm = algorithm;
+  return rules;
+}
+
+std::vector<float> Values(ParameterServer& server, int chunk = 0, size_t size = 8) {
+  std::vector<float> w(size);
+  REQUIRE(server.Read(chunk, absl::MakeSpan(w)).ok());
+  return w;
 }
 
 TEST_CASE("ParameterServer: holds its chunks at the model's initial values", "[server][downpour]") {
@@ -30,14 +47,14 @@ TEST_CASE("ParameterServer: holds its chunks at the model's initial values", "[s
   std::vector<float> expected(8);
   Model::InitialValues(TinyModel(), 5, 0, absl::MakeSpan(expected));
   std::vector<float> chunk(2);
-  auto version = server->Pull(2, absl::MakeSpan(chunk));
-  REQUIRE(version.ok());
-  CHECK(*version == 0);
+  auto info = server->Pull(2, absl::MakeSpan(chunk));
+  REQUIRE(info.ok());
+  CHECK(info->version == 0);
   CHECK(chunk[0] == expected[6]);
   CHECK(absl::IsNotFound(server->Pull(1, absl::MakeSpan(chunk)).status()));
 }
 
-TEST_CASE("DownpourRule: each push is applied at once by the server optimizer",
+TEST_CASE("Downpour: each push is applied at once by the server optimizer",
           "[server][downpour]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
   OptimizerSpec opt;
@@ -48,8 +65,8 @@ TEST_CASE("DownpourRule: each push is applied at once by the server optimizer",
   std::vector<float> w0(8), w(8);
   REQUIRE(server->Pull(0, absl::MakeSpan(w0)).ok());
   const std::vector<float> g1(8, 1.0f), g2(8, -2.0f);
-  CHECK(*server->Push(0, 0, 0, g1) == 1);
-  CHECK(*server->Push(0, 1, 0, g2) == 2);
+  CHECK(server->Push(0, 0, 0, g1)->version == 1);
+  CHECK(server->Push(0, 1, 0, g2)->version == 2);
   REQUIRE(server->Pull(0, absl::MakeSpan(w)).ok());
   // v1 = 1, w1 = w0 - 0.1; v2 = 0.5 - 2 = -1.5, w2 = w1 + 0.15.
   for (int i = 0; i < 8; ++i) CHECK(w[i] == Approx(w0[i] - 0.1 + 0.15));
@@ -75,9 +92,15 @@ TEST_CASE(
   CHECK(absl::IsInvalidArgument(server->Push(0, 0, 0, std::vector<float>(7, 1.0f)).status()));
   CHECK(absl::IsNotFound(server->Push(9, 0, 0, std::vector<float>(8, 1.0f)).status()));
   CHECK(absl::IsInvalidArgument(server->Push(0, 5, 0, std::vector<float>(8, 1.0f)).status()));
+  // A gradient claiming a version the chunk has not reached.
+  CHECK(absl::IsInvalidArgument(server->Push(0, 0, 7, std::vector<float>(8, 1.0f)).status()));
+  // Weights where this job expects gradients.
+  std::vector<float> d(8);
+  CHECK(absl::IsFailedPrecondition(
+      server->Exchange(0, 0, 0, std::vector<float>(8, 1.0f), absl::MakeSpan(d)).status()));
   REQUIRE(server->Pull(0, absl::MakeSpan(after)).ok());
   CHECK(after == before);
-  CHECK(server->Stats().pushes_rejected == 5);
+  CHECK(server->Stats().pushes_rejected == 7);
   CHECK(server->Stats().pushes_applied == 0);
 }
 
@@ -100,6 +123,234 @@ TEST_CASE("ParameterServer: a client with another layout is refused", "[server]"
   auto server = MakeServer(*plan, 0);
   CHECK(server->Hello(plan->fingerprint()).ok());
   CHECK(absl::IsFailedPrecondition(server->Hello(other->fingerprint())));
+}
+
+TEST_CASE("Adam on the server: state sharded with the chunk, bias-corrected by its version",
+          "[server][optimizer]") {
+  auto plan = ShardingPlan::Create(8, 2, 4);  // two chunks, one per server
+  OptimizerSpec adam;
+  adam.type = OptimizerType::kAdam;
+  adam.learning_rate = 0.1f;
+  auto s0 = MakeServer(*plan, 0, adam), s1 = MakeServer(*plan, 1, adam);
+  const auto w0 = Values(*s0, 0, 4);
+  REQUIRE(s0->Push(0, 0, 0, std::vector<float>(4, 2.0f)).ok());
+  // First Adam step: each coordinate moves by eta against its gradient's sign.
+  const auto w1 = Values(*s0, 0, 4);
+  for (int i = 0; i < 4; ++i) CHECK(w1[i] == Approx(w0[i] - 0.1));
+  // Server 1 has not stepped: its chunk's first update is again a full eta step.
+  const auto v0 = Values(*s1, 1, 4);
+  REQUIRE(s1->Push(1, 0, 0, std::vector<float>(4, -0.5f)).ok());
+  const auto v1 = Values(*s1, 1, 4);
+  for (int i = 0; i < 4; ++i) CHECK(v1[i] == Approx(v0[i] + 0.1));
+}
+
+TEST_CASE("Staleness: every push's staleness is counted; drop discards above the bound",
+          "[server][staleness]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  OptimizerSpec sgd;
+  sgd.learning_rate = 1.0f;
+  ServerRules rules = Rules(Algorithm::kDownpour);
+  rules.staleness.policy = "drop";
+  rules.staleness.bound = 1;
+  auto server = MakeServer(*plan, 0, sgd, rules);
+  const std::vector<float> g(8, 1.0f);
+  REQUIRE(server->Push(0, 0, 0, g)->applied);  // staleness 0 -> version 1
+  REQUIRE(server->Push(0, 1, 0, g)->applied);  // staleness 1 -> version 2
+  const auto before = Values(*server);
+  auto late = server->Push(0, 1, 0, g);  // staleness 2 > bound
+  REQUIRE(late.ok());
+  CHECK_FALSE(late->applied);
+  CHECK(late->staleness == 2);
+  CHECK(late->version == 2);
+  CHECK(Values(*server) == before);
+  const ServerStats stats = server->Stats();
+  CHECK(stats.pushes_dropped == 1);
+  CHECK(stats.pushes_applied == 2);
+  CHECK(stats.staleness_histogram[0] == 1);
+  CHECK(stats.staleness_histogram[1] == 1);
+  CHECK(stats.staleness_histogram[2] == 1);
+}
+
+TEST_CASE("Staleness: scale applies a stale gradient at 1 / staleness", "[server][staleness]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  OptimizerSpec sgd;
+  sgd.learning_rate = 1.0f;
+  ServerRules rules = Rules(Algorithm::kDownpour);
+  rules.staleness.policy = "scale";
+  auto server = MakeServer(*plan, 0, sgd, rules);
+  const std::vector<float> g(8, 1.0f);
+  for (int i = 0; i < 4; ++i) REQUIRE(server->Push(0, 0, i, g).ok());  // versions 1..4
+  const auto before = Values(*server);
+  REQUIRE(server->Push(0, 1, 0, g)->staleness == 4);
+  const auto after = Values(*server);
+  for (int i = 0; i < 8; ++i) CHECK(after[i] == Approx(before[i] - 0.25));
+  CHECK(StalenessWeight(rules.staleness, 0) == 1.0f);
+}
+
+TEST_CASE("Sync: one update per round equal to the mean of the pushed gradients",
+          "[server][sync]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  OptimizerSpec sgd;
+  sgd.learning_rate = 1.0f;
+  auto server = MakeServer(*plan, 0, sgd, Rules(Algorithm::kSync), /*workers=*/3);
+  const auto w0 = Values(*server);
+  REQUIRE(server->Push(0, 0, 0, std::vector<float>(8, 1.0f))->version == 0);
+  REQUIRE(server->Push(0, 1, 0, std::vector<float>(8, 2.0f))->version == 0);
+  CHECK(Values(*server) == w0);  // nothing applied before the round is complete
+  // The same worker cannot vote twice in a round.
+  CHECK(absl::IsFailedPrecondition(server->Push(0, 1, 0, std::vector<float>(8, 2.0f)).status()));
+  REQUIRE(server->Push(0, 2, 0, std::vector<float>(8, 6.0f))->version == 1);
+  const auto w1 = Values(*server);
+  for (int i = 0; i < 8; ++i) CHECK(w1[i] == Approx(w0[i] - 3.0));  // mean of 1, 2, 6
+}
+
+TEST_CASE("Sync: a pull for the next round waits until the round is applied", "[server][sync]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  auto server = MakeServer(*plan, 0, {}, Rules(Algorithm::kSync), /*workers=*/2);
+  std::atomic<bool> ready{false};
+  absl::Status status = absl::UnknownError("not called");
+  server->WhenReady(0, {1, 0}, absl::InfiniteFuture(), [&](absl::Status s) {
+    status = s;
+    ready = true;
+  });
+  REQUIRE(server->Push(0, 0, 0, std::vector<float>(8, 1.0f)).ok());
+  CHECK_FALSE(ready);
+  REQUIRE(server->Push(0, 1, 0, std::vector<float>(8, 1.0f)).ok());
+  CHECK(ready);
+  CHECK(status.ok());
+  // A wait that cannot be met ends at its deadline, naming what it waited for.
+  std::vector<float> w(8);
+  auto late = server->Pull(0, absl::MakeSpan(w), {5, 0}, absl::Milliseconds(50));
+  REQUIRE(absl::IsDeadlineExceeded(late.status()));
+  CHECK(std::string(late.status().message()).find("waited for version 5") != std::string::npos);
+}
+
+TEST_CASE("Sync: K of N closes a round with the first K; late gradients drop or fold",
+          "[server][sync]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  OptimizerSpec sgd;
+  sgd.learning_rate = 1.0f;
+  for (const std::string late_rule : {"drop", "fold"}) {
+    ServerRules rules = Rules(Algorithm::kSync);
+    rules.sync.quorum = 2;
+    rules.sync.late_gradients = late_rule;
+    auto server = MakeServer(*plan, 0, sgd, rules, /*workers=*/3);
+    const auto w0 = Values(*server);
+    REQUIRE(server->Push(0, 0, 0, std::vector<float>(8, 1.0f)).ok());
+    REQUIRE(server->Push(0, 1, 0, std::vector<float>(8, 3.0f))->version == 1);  // mean 2
+    // Worker 2's gradient for round 0 arrives after it closed: staleness 1.
+    auto late = server->Push(0, 2, 0, std::vector<float>(8, 4.0f));
+    REQUIRE(late.ok());
+    CHECK(late->staleness == 1);
+    CHECK(late->applied == (late_rule == "fold"));
+    // Round 1: two fresh gradients of 1; a folded late one counts with weight 1/2.
+    REQUIRE(server->Push(0, 0, 1, std::vector<float>(8, 1.0f)).ok());
+    REQUIRE(server->Push(0, 1, 1, std::vector<float>(8, 1.0f))->version == 2);
+    const double round1 = late_rule == "fold" ? (1 + 1 + 0.5 * 4) / 2.5 : 1.0;
+    const auto w2 = Values(*server);
+    for (int i = 0; i < 8; ++i) CHECK(w2[i] == Approx(w0[i] - 2.0 - round1));
+  }
+}
+
+TEST_CASE("Sync: a worker that finishes no longer holds up the round", "[server][sync]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  auto server = MakeServer(*plan, 0, {}, Rules(Algorithm::kSync), /*workers=*/2);
+  REQUIRE(server->Push(0, 0, 0, std::vector<float>(8, 1.0f))->version == 0);
+  REQUIRE(server->Finish(ClientRole::kWorker, 1).ok());  // worker 1 ran out of data
+  std::vector<float> w(8);
+  auto pulled = server->Pull(0, absl::MakeSpan(w), {1, 0}, absl::Seconds(5));
+  REQUIRE(pulled.ok());
+  CHECK(pulled->version == 1);
+  // Worker 0 now completes rounds alone.
+  CHECK(server->Push(0, 0, 1, std::vector<float>(8, 1.0f))->version == 2);
+}
+
+TEST_CASE("SSP: a pull blocks exactly while the slowest live worker is too far behind",
+          "[server][ssp]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  auto server = MakeServer(*plan, 0, {}, Rules(Algorithm::kSsp), /*workers=*/2);
+  const std::vector<float> g(8, 0.0f);
+  // Worker 0 pushes 3 times; worker 1 not at all. With bound s = 2, worker 0 may start step
+  // c = 3 only when the slowest clock is >= c - s = 1.
+  for (int i = 0; i < 3; ++i) REQUIRE(server->Push(0, 0, i, g).ok());
+  std::vector<float> w(8);
+  CHECK(server->Pull(0, absl::MakeSpan(w), {0, 0}, absl::Milliseconds(1)).ok());  // c = 2: free
+  std::atomic<bool> ready{false};
+  server->WhenReady(0, {0, 1}, absl::InfiniteFuture(), [&](absl::Status s) { ready = s.ok(); });
+  CHECK_FALSE(ready);
+  auto pulled = server->Pull(0, absl::MakeSpan(w), {0, 0}, absl::Milliseconds(1));
+  REQUIRE(pulled.ok());
+  CHECK(pulled->slowest_clock == 0);
+  REQUIRE(server->Push(0, 1, 3, g).ok());  // worker 1 reaches clock 1
+  CHECK(ready);
+  // A finished worker no longer counts as the slowest.
+  std::atomic<bool> far{false};
+  server->WhenReady(0, {0, 3}, absl::InfiniteFuture(), [&](absl::Status s) { far = s.ok(); });
+  CHECK_FALSE(far);
+  REQUIRE(server->Finish(ClientRole::kWorker, 1).ok());
+  CHECK(far);
+}
+
+TEST_CASE("EASGD: the exchange moves worker and centre by the same force; their sum is conserved",
+          "[server][easgd]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  ServerRules rules = Rules(Algorithm::kEasgd);
+  rules.easgd.alpha = 0.25;
+  auto server = MakeServer(*plan, 0, {}, rules);
+  const auto centre0 = Values(*server);
+  std::vector<float> x(8), d(8);
+  for (int i = 0; i < 8; ++i) x[i] = static_cast<float>(i) - 3.0f;
+  auto result = server->Exchange(0, 1, 0, x, absl::MakeSpan(d));
+  REQUIRE(result.ok());
+  CHECK(result->version == 1);
+  const auto centre1 = Values(*server);
+  for (int i = 0; i < 8; ++i) {
+    CHECK(d[i] == Approx(0.25 * (x[i] - centre0[i])));      // d = alpha (x - centre)
+    CHECK(centre1[i] == Approx(centre0[i] + d[i]));          // centre += d
+    CHECK((x[i] - d[i]) + centre1[i] == Approx(x[i] + centre0[i]));  // sum conserved
+  }
+  // A gradient push is refused: this job's workers exchange weights.
+  CHECK(absl::IsFailedPrecondition(server->Push(0, 0, 0, std::vector<float>(8, 1.0f)).status()));
+}
+
+TEST_CASE("EASGD: alpha = beta / live workers, recomputed when a worker finishes",
+          "[server][easgd]") {
+  EasgdConfig easgd;
+  easgd.beta = 0.9;
+  CHECK(ElasticAlpha(easgd, 3) == Approx(0.3));
+  CHECK(ElasticAlpha(easgd, 1) == Approx(0.9));
+  easgd.alpha = 0.05;
+  CHECK(ElasticAlpha(easgd, 3) == Approx(0.05));
+  CHECK(ElasticAlphaBound(0.0) == Approx(1.0));
+  CHECK(ElasticAlphaBound(1.0) == Approx(2.0 / 3.0));
+
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  ServerRules rules = Rules(Algorithm::kEamsgd);
+  rules.easgd.beta = 1.0;
+  auto server = MakeServer(*plan, 0, {}, rules, /*workers=*/2);
+  std::vector<float> d(8);
+  const auto c0 = Values(*server);
+  std::vector<float> x(c0);
+  x[0] += 1.0f;
+  REQUIRE(server->Exchange(0, 0, 0, x, absl::MakeSpan(d)).ok());
+  CHECK(d[0] == Approx(0.5));  // beta / 2
+  REQUIRE(server->Finish(ClientRole::kWorker, 1).ok());
+  const auto c1 = Values(*server);
+  x = c1;
+  x[0] += 1.0f;
+  REQUIRE(server->Exchange(0, 0, 1, x, absl::MakeSpan(d)).ok());
+  CHECK(d[0] == Approx(1.0));  // beta / 1
+}
+
+TEST_CASE("ParameterServer: shutting down ends every waiting pull", "[server]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  auto server = MakeServer(*plan, 0, {}, Rules(Algorithm::kSync));
+  absl::Status status;
+  server->WhenReady(0, {3, 0}, absl::InfiniteFuture(), [&](absl::Status s) { status = s; });
+  server->CancelWaiters();
+  CHECK(absl::IsCancelled(status));
+  server->WhenReady(0, {3, 0}, absl::InfiniteFuture(), [&](absl::Status s) { status = s; });
+  CHECK(absl::IsCancelled(status));
 }
 
 }  // namespace

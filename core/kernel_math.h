@@ -1,5 +1,6 @@
-// Per-row loss math shared by the CPU backend and the CUDA kernels (compiled for both host and
-// device under nvcc), so the two backends cannot drift apart.
+// Per-row loss math and per-element optimizer math shared by the CPU backend and the CUDA
+// kernels (compiled for both host and device under nvcc), so the two backends cannot drift
+// apart.
 #ifndef MONSOON_CORE_LOSS_ROWS_H_
 #define MONSOON_CORE_LOSS_ROWS_H_
 
@@ -34,6 +35,16 @@ MONSOON_HOST_DEVICE inline float SoftmaxCrossEntropyRow(const float* z, int labe
   dz[label] -= 1.0f;
   for (int c = 0; c < classes; ++c) dz[c] *= inv_rows;
   return -((z[label] - zmax) - logf(denom));
+}
+
+// One element of a Nesterov momentum step kept in look-ahead form (Sutskever et al. 2013):
+// w holds x + mu v, the point gradients are taken at. With g = grad at w:
+// v' = mu v - lr g;  w' = w - mu v + (1 + mu) v'  (so that w' = x' + mu v' with x' = x + v').
+MONSOON_HOST_DEVICE inline void NesterovElement(float lr, float mu, float g, float* v, float* w) {
+  const float v_old = *v;
+  const float v_new = mu * v_old - lr * g;
+  *v = v_new;
+  *w += -mu * v_old + (1.0f + mu) * v_new;
 }
 
 }  // namespace monsoon

@@ -1,0 +1,40 @@
+#include "server/update_rule.h"
+
+#include <algorithm>
+
+namespace monsoon {
+
+float StalenessWeight(const StalenessConfig& policy, uint64_t staleness) {
+  if (policy.policy == "drop") {
+    return staleness > static_cast<uint64_t>(policy.bound) ? 0.0f : 1.0f;
+  }
+  if (policy.policy == "scale") {
+    return 1.0f / static_cast<float>(std::max<uint64_t>(1, staleness));
+  }
+  return 1.0f;
+}
+
+float SyncGradientWeight(const SyncConfig& sync, uint64_t staleness) {
+  if (staleness == 0) return 1.0f;
+  if (sync.late_gradients == "fold") return 1.0f / static_cast<float>(1 + staleness);
+  return 0.0f;
+}
+
+void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const float> worker,
+                     absl::Span<float> d) {
+  float* __restrict cp = centre.data();
+  float* __restrict dp = d.data();
+  const float* __restrict xp = worker.data();
+  for (size_t i = 0, n = centre.size(); i < n; ++i) {
+    dp[i] = alpha * (xp[i] - cp[i]);
+    cp[i] += dp[i];
+  }
+}
+
+void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g, float weight) {
+  float* __restrict sp = sum.data();
+  const float* __restrict gp = g.data();
+  for (size_t i = 0, n = sum.size(); i < n; ++i) sp[i] += weight * gp[i];
+}
+
+}  // namespace monsoon

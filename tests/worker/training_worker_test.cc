@@ -1,0 +1,320 @@
+// The training loops of every algorithm and the evaluator against in-process servers
+// (no network): each fits y = 2.5 x - 1.25, and the loop-specific contracts hold.
+#include "worker/training_worker.h"
+
+#include <catch2/catch.hpp>
+#include <thread>
+#include <vector>
+
+#include "core/cpu_backend.h"
+#include "worker/evaluator.h"
+#include "worker/in_process_ps_client.h"
+
+namespace monsoon {
+namespace {
+
+// A linear-regression job over `servers` in-process servers (one chunk each) and `workers`
+// workers; config.optimizer is the servers' SGD at rate `lr`.
+struct LinearSetup {
+  explicit LinearSetup(int servers, float lr = 0.1f, int workers = 1,
+                       Algorithm algorithm = Algorithm::kDownpour) {
+    LinearDataSpec data_spec;
+    data_spec.slope = 2.5;
+    data_spec.intercept = -1.25;
+    data_spec.noise = 0.0;
+    data_spec.rows = 400;
+    data = GenerateLinearDataset(data_spec);
+    config.model.type = ModelType::kLinearRegression;
+    config.model.input_dim = 1;
+    config.model.output_dim = 1;
+    config.model.loss = LossType::kMeanSquaredError;
+    config.cluster.servers = servers;
+    config.cluster.workers = workers;
+    config.training.algorithm = algorithm;
+    config.optimizer.learning_rate = lr;
+    plan = *ShardingPlan::Create(2, servers, 2);  // one chunk per server
+  }
+  // Builds the servers from `config` (call after adjusting it).
+  void Start() {
+    for (int j = 0; j < config.cluster.servers; ++j) {
+      servers_.push_back(std::make_unique<ParameterServer>(j, plan, config.model, 1,
+                                                           ServerRules::FromConfig(config),
+                                                           config.cluster.workers, false));
+      raw.push_back(servers_.back().get());
+    }
+  }
+  std::vector<float> Weights() {
+    InProcessPsClient reader(raw, {ClientRole::kEvaluator, 0});
+    std::vector<float> w(2);
+    REQUIRE(reader.PullAll(absl::MakeSpan(w), {}, nullptr).ok());
+    return w;
+  }
+  // Runs every worker in its own thread to the end; returns their reports. With a
+  // metrics_dir, worker i writes its metrics CSV to metrics_dir/worker-i.csv.
+  std::vector<WorkerReport> RunWorkers(const std::string& metrics_dir = "") {
+    const int n = config.cluster.workers;
+    std::vector<absl::StatusOr<WorkerReport>> results(n, absl::UnknownError("not run"));
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        CpuBackend backend;
+        auto model = Model::Create(config.model, &backend);
+        DataShard shard(&data, i, n, 3);
+        InProcessPsClient client(raw, {ClientRole::kWorker, i});
+        std::unique_ptr<CsvMetricsWriter> metrics;
+        if (!metrics_dir.empty()) {
+          metrics = *CsvMetricsWriter::Create(absl::StrCat(metrics_dir, "/worker-", i, ".csv"),
+                                              WorkerMetricsColumns());
+        }
+        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get());
+        results[i] = worker.Run(nullptr);
+      });
+    }
+    for (auto& t : threads) t.join();
+    std::vector<WorkerReport> reports;
+    for (auto& r : results) {
+      REQUIRE(r.ok());
+      reports.push_back(*r);
+    }
+    return reports;
+  }
+  Dataset data;
+  JobConfig config;
+  ShardingPlan plan;
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::vector<ParameterServer*> raw;
+};
+
+TEST_CASE("TrainingWorker (downpour): fits y = 2.5 x - 1.25 through two sharded servers",
+          "[worker][downpour]") {
+  LinearSetup setup(2);
+  setup.config.training.epochs = 30;
+  setup.config.training.batch_size = 20;
+  setup.Start();
+  const auto reports = setup.RunWorkers();
+  CHECK(reports[0].steps == 30 * 20);
+  CHECK(reports[0].samples == 30 * 400);
+  const auto w = setup.Weights();
+  CHECK(w[0] == Approx(2.5).margin(1e-3));
+  CHECK(w[1] == Approx(-1.25).margin(1e-3));
+  CHECK(setup.raw[0]->Stats().workers_finished == 1);
+}
+
+TEST_CASE("TrainingWorker (downpour): n_push accumulates gradients and pushes every n_push steps",
+          "[worker][downpour]") {
+  LinearSetup setup(1);
+  setup.config.training.epochs = 1;
+  setup.config.training.batch_size = 40;  // 10 steps per epoch
+  setup.config.downpour.n_push = 4;
+  setup.config.downpour.n_fetch = 4;
+  setup.Start();
+  setup.RunWorkers();
+  // 10 steps: pushes after steps 4 and 8, and the remainder (2 steps) at the end.
+  CHECK(setup.raw[0]->Stats().pushes_applied == 3);
+  CHECK(setup.raw[0]->Stats().pulls_served == 3);  // fetches before steps 1, 5, 9
+}
+
+TEST_CASE("TrainingWorker (downpour): the sum pushed after n_push steps equals the gradients' sum",
+          "[worker][downpour]") {
+  // With every fetch skipped after the first, n_push = 2 steps from identical weights must move
+  // the server exactly as two single pushes of the same gradients would, under SGD.
+  auto run = [](int n_push) {
+    LinearSetup s(1, 0.05f);
+    s.config.training.epochs = 1;
+    s.config.training.batch_size = 200;  // 2 steps
+    s.config.downpour.n_fetch = 2;
+    s.config.downpour.n_push = n_push;
+    s.Start();
+    s.RunWorkers();
+    CHECK(s.raw[0]->Stats().pushes_applied == static_cast<uint64_t>(2 / n_push));
+    return s.Weights();
+  };
+  const auto a = run(2), b = run(1);
+  CHECK(a[0] == Approx(b[0]));
+  CHECK(a[1] == Approx(b[1]));
+}
+
+TEST_CASE("TrainingWorker (downpour): warm start lets worker 0 train alone first",
+          "[worker][downpour]") {
+  LinearSetup setup(1, 0.1f, 2);
+  setup.config.training.epochs = 10;
+  setup.config.training.batch_size = 20;  // 10 steps per epoch per worker
+  setup.config.downpour.warm_start_steps = 15;
+  setup.Start();
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  setup.RunWorkers(dir);
+  // Worker 1's first pull waited for version 15: worker 0's first 15 pushes.
+  auto table = ReadCsvTable(dir + "/worker-1.csv");
+  REQUIRE(table.ok());
+  REQUIRE(table->rows.size() == 100);
+  CHECK(table->rows[0][table->Column("version")] >= 15);
+  CHECK(setup.raw[0]->Stats().pushes_applied == 200);
+  const auto w = setup.Weights();
+  CHECK(w[0] == Approx(2.5).margin(0.05));
+}
+
+TEST_CASE("TrainingWorker (sync): 3 workers with uneven shards train and all exit",
+          "[worker][sync]") {
+  // 400 examples over 3 workers: shards of 133, 133 and 134, batches of 50 -> 3 steps per epoch
+  // each, the last of 33 or 34 rows; with 7 workers shards differ in step counts too.
+  for (int workers : {3, 7}) {
+    LinearSetup setup(2, 0.25f, workers, Algorithm::kSync);
+    setup.config.training.epochs = 40;
+    setup.config.training.batch_size = workers == 3 ? 50 : 19;
+    setup.Start();
+    const auto reports = setup.RunWorkers();
+    // Every round averages one gradient per live worker: versions == the most steps any took.
+    int64_t most = 0;
+    for (const auto& r : reports) most = std::max(most, r.steps);
+    CHECK(setup.raw[0]->Stats().pushes_dropped == 0);
+    ChunkVersions versions;
+    std::vector<float> w(2);
+    InProcessPsClient reader(setup.raw, {ClientRole::kEvaluator, 0});
+    REQUIRE(reader.PullAll(absl::MakeSpan(w), {}, &versions).ok());
+    CHECK(versions[0] == static_cast<uint64_t>(most));
+    CHECK(w[0] == Approx(2.5).margin(0.02));
+    CHECK(w[1] == Approx(-1.25).margin(0.02));
+  }
+}
+
+TEST_CASE("TrainingWorker (ssp): no worker starts a step more than `bound` pushes ahead",
+          "[worker][ssp]") {
+  LinearSetup setup(1, 0.1f, 3, Algorithm::kSsp);
+  setup.config.training.epochs = 20;
+  setup.config.training.batch_size = 10;
+  setup.config.ssp.bound = 1;
+  setup.Start();
+  const std::string dir = std::getenv("TEST_TMPDIR");
+  setup.RunWorkers(dir);
+  int64_t rows = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
+    REQUIRE(table.ok());
+    const int step = table->Column("step"), slowest = table->Column("slowest_clock");
+    for (const auto& row : table->rows) {
+      // Row k describes step k (1-based), which started at clock k - 1 after a pull that saw
+      // the slowest live worker's clock.
+      const double lead = row[step] - 1 - row[slowest];
+      REQUIRE(lead <= 1);
+      ++rows;
+    }
+  }
+  CHECK(rows == 3 * 20 * 14);  // 133-134 examples: 14 steps of 10 per epoch
+  CHECK(setup.Weights()[0] == Approx(2.5).margin(0.02));
+}
+
+TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at the centre",
+          "[worker][easgd]") {
+  for (Algorithm algorithm : {Algorithm::kEasgd, Algorithm::kEamsgd}) {
+    LinearSetup setup(2, 0.1f, 2, algorithm);
+    setup.config.training.epochs = 30;
+    setup.config.training.batch_size = 20;
+    setup.config.easgd.tau = 4;
+    setup.config.easgd.learning_rate = algorithm == Algorithm::kEasgd ? 0.1 : 0.02;
+    setup.config.easgd.momentum = 0.9;
+    setup.Start();
+    const auto reports = setup.RunWorkers();
+    // 300 steps each: 75 exchanges per worker per chunk.
+    CHECK(reports[0].pushes == 75);
+    CHECK(setup.raw[0]->Stats().pushes_applied == 150);
+    const auto w = setup.Weights();
+    CHECK(w[0] == Approx(2.5).margin(0.02));
+    CHECK(w[1] == Approx(-1.25).margin(0.02));
+  }
+}
+
+TEST_CASE("TrainingWorker: a stop request ends the loop with Cancelled", "[worker]") {
+  LinearSetup setup(1);
+  setup.Start();
+  CpuBackend backend;
+  auto model = Model::Create(setup.config.model, &backend);
+  DataShard shard(&setup.data, 0, 1, 3);
+  InProcessPsClient client(setup.raw, {ClientRole::kWorker, 0});
+  TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr);
+  std::atomic<bool> stop{true};
+  CHECK(absl::IsCancelled(worker.Run(&stop).status()));
+}
+
+// A PsClient whose servers have gone away: every call fails as an RPC would.
+class GoneClient : public PsClient {
+ public:
+  absl::StatusOr<PullResult> PullAll(absl::Span<float>, const PullCondition&,
+                                     ChunkVersions*) override {
+    return Gone();
+  }
+  absl::StatusOr<PushSummary> PushAll(absl::Span<const float>, const ChunkVersions&,
+                                      double) override {
+    return Gone();
+  }
+  absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float>, absl::Span<float>,
+                                          ChunkVersions*, double) override {
+    return Gone();
+  }
+  absl::Status Finish() override { return Gone(); }
+  absl::StatusOr<std::vector<ServerStats>> AllStats() override { return Gone(); }
+  TransferCounters counters() const override { return {}; }
+
+ private:
+  static absl::Status Gone() { return absl::UnavailableError("server 0: connection refused"); }
+};
+
+TEST_CASE("TrainingWorker: an RPC failure is reported as such, or as the stop that caused it",
+          "[worker]") {
+  LinearSetup setup(1);
+  CpuBackend backend;
+  auto model = Model::Create(setup.config.model, &backend);
+  DataShard shard(&setup.data, 0, 1, 3);
+  GoneClient client;
+  TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr);
+  CHECK(absl::IsUnavailable(worker.Run(nullptr).status()));
+  std::atomic<bool> stopping{false};
+  // The stop arrives while the pull is failing: servers shut down on the same signal.
+  class StopThenFail : public GoneClient {
+   public:
+    explicit StopThenFail(std::atomic<bool>* stop) : stop_(stop) {}
+    absl::StatusOr<PullResult> PullAll(absl::Span<float> p, const PullCondition& c,
+                                       ChunkVersions* v) override {
+      stop_->store(true);
+      return GoneClient::PullAll(p, c, v);
+    }
+
+   private:
+    std::atomic<bool>* stop_;
+  } racing(&stopping);
+  TrainingWorker stopped(setup.config, 0, model->get(), &shard, &racing, nullptr);
+  const auto status = stopped.Run(&stopping).status();
+  CHECK(absl::IsCancelled(status));
+  CHECK(status.message() == "worker stopped by signal");
+}
+
+TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
+          "[worker][evaluator]") {
+  LinearSetup setup(1);
+  setup.Start();
+  CpuBackend backend;
+  auto model = Model::Create(setup.config.model, &backend);
+  InProcessPsClient worker_client(setup.raw, {ClientRole::kWorker, 0});
+  InProcessPsClient eval_client(setup.raw, {ClientRole::kEvaluator, 0});
+  Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr);
+  // Weights start at zero: the loss is the mean of 0.5 y^2 over the data.
+  double expected = 0;
+  for (float y : setup.data.targets) expected += 0.5 * y * y;
+  expected /= setup.data.size();
+  auto first = evaluator.EvaluateOnce();
+  REQUIRE(first.ok());
+  CHECK(first->test_loss == Approx(expected));
+  CHECK(first->global_step == 0);
+  CHECK(first->epoch == 0);
+  // A push reports the worker's progress; the evaluator shows the workers' mean.
+  REQUIRE(worker_client.PushAll({0.0f, 0.0f}, {0}, 1.5).ok());
+  auto second = evaluator.EvaluateOnce();
+  REQUIRE(second.ok());
+  CHECK(second->epoch == Approx(1.5));
+  REQUIRE(worker_client.Finish().ok());
+  auto final_result = evaluator.RunUntilWorkersFinish(absl::Milliseconds(10), nullptr);
+  REQUIRE(final_result.ok());
+  CHECK(final_result->params.size() == 2);
+}
+
+}  // namespace
+}  // namespace monsoon

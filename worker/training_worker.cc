@@ -1,0 +1,183 @@
+#include "worker/training_worker.h"
+
+#include <algorithm>
+
+#include "absl/time/clock.h"
+#include "core/status_macros.h"
+
+namespace monsoon {
+
+const std::vector<std::string>& WorkerMetricsColumns() {
+  static const auto* columns = new std::vector<std::string>{
+      "step",           "wall_seconds", "epoch", "loss",          "samples_per_second",
+      "bytes_sent",     "bytes_received", "version", "clock", "slowest_clock",
+      "staleness"};
+  return *columns;
+}
+
+TrainingWorker::TrainingWorker(const JobConfig& config, int index, Model* model,
+                               DataShard* shard, PsClient* client, CsvMetricsWriter* metrics)
+    : config_(config),
+      index_(index),
+      model_(model),
+      shard_(shard),
+      client_(client),
+      metrics_(metrics) {}
+
+absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
+  start_ = absl::Now();
+  absl::StatusOr<WorkerReport> report = PushesGradients(config_.training.algorithm)
+                                            ? TrainPushingGradients(stop)
+                                            : TrainElastic(stop);
+  if (report.ok()) {
+    const absl::Status finished = client_->Finish();
+    if (!finished.ok()) report = finished;
+  }
+  // Once a stop is requested, servers shut down too: an RPC failing now is the stop's doing.
+  if (!report.ok() && stop != nullptr && stop->load()) {
+    return absl::CancelledError("worker stopped by signal");
+  }
+  if (report.ok()) report->wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  return report;
+}
+
+bool TrainingWorker::PullsBefore(int64_t step) const {
+  if (config_.training.algorithm != Algorithm::kDownpour) return true;
+  return step % config_.downpour.n_fetch == 0;
+}
+
+PullCondition TrainingWorker::PullConditionFor(int64_t step, const PullResult& last_pull) const {
+  PullCondition condition;
+  switch (config_.training.algorithm) {
+    case Algorithm::kDownpour: {
+      // Warm start: the others wait until worker 0's first warm_start_steps are applied.
+      const int warm = config_.downpour.warm_start_steps;
+      if (step == 0 && index_ > 0 && warm > 0) {
+        condition.min_version = (warm + config_.downpour.n_push - 1) / config_.downpour.n_push;
+      }
+      break;
+    }
+    case Algorithm::kSync:
+      // The round this worker last pushed into must be applied first.
+      if (step > 0) condition.min_version = last_pull.min_version + 1;
+      break;
+    case Algorithm::kSsp: {
+      // This worker has pushed `step` times; the slowest may be at most `bound` behind.
+      const int64_t bound = config_.ssp.bound;
+      if (step > bound) condition.min_clock = static_cast<uint64_t>(step - bound);
+      break;
+    }
+    case Algorithm::kEasgd:
+    case Algorithm::kEamsgd:
+      break;
+  }
+  return condition;
+}
+
+void TrainingWorker::ComputeStep(WorkerReport* report) {
+  const int rows = shard_->NextBatch(config_.training.batch_size, &x_, &y_);
+  const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
+  ++report->steps;
+  report->samples += rows;
+  report->last_loss = batch.loss_sum / rows;
+}
+
+absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const PullResult& pull,
+                                           double staleness) {
+  if (metrics_ == nullptr) return absl::OkStatus();
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
+  const TransferCounters io = client_->counters();
+  return metrics_->Append(
+      {static_cast<double>(report.steps), elapsed, shard_->progress(), report.last_loss,
+       report.samples / std::max(elapsed, 1e-9), static_cast<double>(io.bytes_sent),
+       static_cast<double>(io.bytes_received), static_cast<double>(pull.min_version),
+       static_cast<double>(report.pushes), static_cast<double>(pull.slowest_clock), staleness});
+}
+
+absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
+    const std::atomic<bool>* stop) {
+  const bool downpour = config_.training.algorithm == Algorithm::kDownpour;
+  const int n_push = downpour ? config_.downpour.n_push : 1;
+  const float local_rate = downpour ? static_cast<float>(config_.downpour.local_learning_rate) : 0;
+  const size_t n = model_->num_params();
+  std::vector<float> params(n), grads(n), accumulated(n, 0.0f);
+  ChunkVersions versions;
+  PullResult pull;
+  PushSummary push;
+  WorkerReport report;
+  int since_push = 0;
+  while (shard_->progress() < config_.training.epochs) {
+    if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
+    if (PullsBefore(report.steps)) {
+      MONSOON_ASSIGN_OR_RETURN(pull, client_->PullAll(absl::MakeSpan(params),
+                                                      PullConditionFor(report.steps, pull),
+                                                      &versions));
+      model_->SetParams(params.data());
+    }
+    ComputeStep(&report);
+    model_->GetGrads(grads.data());
+    MONSOON_RETURN_IF_ERROR(model_->Synchronize());
+    for (size_t i = 0; i < n; ++i) accumulated[i] += grads[i];
+    if (local_rate > 0) model_->ApplyLocalSgd(local_rate);
+    if (++since_push == n_push) {
+      MONSOON_ASSIGN_OR_RETURN(push, client_->PushAll(accumulated, versions, shard_->progress()));
+      ++report.pushes;
+      std::fill(accumulated.begin(), accumulated.end(), 0.0f);
+      since_push = 0;
+    }
+    MONSOON_RETURN_IF_ERROR(AppendMetrics(report, pull, push.mean_staleness));
+  }
+  if (since_push > 0) {
+    MONSOON_RETURN_IF_ERROR(client_->PushAll(accumulated, versions, shard_->progress()).status());
+    ++report.pushes;
+  }
+  return report;
+}
+
+absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool>* stop) {
+  const bool nesterov = config_.training.algorithm == Algorithm::kEamsgd;
+  const float eta = static_cast<float>(config_.easgd.learning_rate);
+  const float delta = static_cast<float>(config_.easgd.momentum);
+  const size_t n = model_->num_params();
+  std::vector<float> weights(n), difference(n), velocity(n);
+  ChunkVersions versions;
+  // Start from the centre.
+  MONSOON_ASSIGN_OR_RETURN(PullResult pull,
+                           client_->PullAll(absl::MakeSpan(weights), {}, &versions));
+  model_->SetParams(weights.data());
+  PushSummary exchange;
+  WorkerReport report;
+  // x -= alpha (x - centre); with EAMSGD the params hold x + delta v, so x = params - delta v.
+  auto exchange_with_centre = [&]() -> absl::Status {
+    model_->GetParams(weights.data());
+    if (nesterov) {
+      model_->GetVelocity(velocity.data());
+      for (size_t i = 0; i < n; ++i) weights[i] -= delta * velocity[i];
+    }
+    MONSOON_RETURN_IF_ERROR(model_->Synchronize());
+    MONSOON_ASSIGN_OR_RETURN(exchange,
+                             client_->ExchangeAll(weights, absl::MakeSpan(difference), &versions,
+                                                  shard_->progress()));
+    model_->AddToParams(difference.data(), -1.0f);
+    ++report.pushes;
+    pull.min_version = *std::min_element(versions.begin(), versions.end());
+    return absl::OkStatus();
+  };
+  while (shard_->progress() < config_.training.epochs) {
+    if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
+    ComputeStep(&report);
+    if (nesterov) {
+      model_->ApplyLocalNesterov(eta, delta);
+    } else {
+      model_->ApplyLocalSgd(eta);
+    }
+    if (report.steps % config_.easgd.tau == 0) MONSOON_RETURN_IF_ERROR(exchange_with_centre());
+    MONSOON_RETURN_IF_ERROR(model_->Synchronize());
+    MONSOON_RETURN_IF_ERROR(AppendMetrics(report, pull, exchange.mean_staleness));
+  }
+  // Hand the centre the local steps since the last exchange.
+  if (report.steps % config_.easgd.tau != 0) MONSOON_RETURN_IF_ERROR(exchange_with_centre());
+  return report;
+}
+
+}  // namespace monsoon

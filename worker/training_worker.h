@@ -1,0 +1,73 @@
+// The worker's training loop for every algorithm (README "Comparing algorithms"):
+// - downpour: pull the server weights every n_fetch steps, push the gradients' sum every
+//   n_push steps (Dean et al. 2012); optional local SGD between fetches and a warm start in
+//   which worker 0 trains alone for the first steps.
+// - sync: every step, pull the weights once the previous round is applied, push one gradient.
+// - ssp: every step, pull once every live worker is at most ssp.bound pushes behind, push.
+// - easgd / eamsgd: local SGD (or Nesterov momentum) steps, and every tau steps the elastic
+//   exchange with the centre held by the servers.
+#ifndef MONSOON_WORKER_TRAINING_WORKER_H_
+#define MONSOON_WORKER_TRAINING_WORKER_H_
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "core/data_shard.h"
+#include "core/job_config.h"
+#include "core/metrics.h"
+#include "core/model.h"
+#include "worker/ps_client.h"
+
+namespace monsoon {
+
+struct WorkerReport {
+  int64_t steps = 0;
+  int64_t samples = 0;
+  int64_t pushes = 0;  // pushes or exchanges: the worker's clock
+  double wall_seconds = 0;
+  double last_loss = 0;  // mean loss of the last batch
+};
+
+// Columns of the per-worker metrics CSV: one row per step. `clock` counts the worker's pushes
+// (or exchanges); `slowest_clock` is the fewest pushes of any live worker seen at the last
+// pull; `staleness` is the mean staleness of the last push's chunks.
+const std::vector<std::string>& WorkerMetricsColumns();
+
+// Borrows everything it is given; one Run per object.
+class TrainingWorker {
+ public:
+  TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
+                 PsClient* client, CsvMetricsWriter* metrics /* nullable */);
+
+  // Trains for training.epochs passes over the shard, then tells the servers it has finished.
+  // Returns early with Cancelled when *stop becomes true (also when an RPC fails after that,
+  // as servers stop too), or with the first RPC or device error.
+  absl::StatusOr<WorkerReport> Run(const std::atomic<bool>* stop);
+
+ private:
+  absl::StatusOr<WorkerReport> TrainPushingGradients(const std::atomic<bool>* stop);
+  absl::StatusOr<WorkerReport> TrainElastic(const std::atomic<bool>* stop);
+  // What the pull before `step` waits for (and whether that step pulls at all).
+  bool PullsBefore(int64_t step) const;
+  PullCondition PullConditionFor(int64_t step, const PullResult& last_pull) const;
+  // Computes one batch's gradient into the model; updates the report.
+  void ComputeStep(WorkerReport* report);
+  absl::Status AppendMetrics(const WorkerReport& report, const PullResult& pull,
+                             double staleness);
+
+  const JobConfig config_;
+  const int index_;
+  Model* const model_;
+  DataShard* const shard_;
+  PsClient* const client_;
+  CsvMetricsWriter* const metrics_;
+  absl::Time start_;
+  std::vector<float> x_, y_;  // the current batch
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_WORKER_TRAINING_WORKER_H_
