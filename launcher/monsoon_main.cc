@@ -21,6 +21,7 @@
 #include "core/job_config.h"
 #include "core/process_setup.h"
 #include "core/run_dir.h"
+#include "launcher/compare.h"
 #include "launcher/job_setup.h"
 #include "launcher/local_job.h"
 #include "launcher/network_address.h"
@@ -55,6 +56,10 @@ commands:
   run CONFIG.yaml [--run-dir DIR] [--set key=value ...]
         run a whole job on this machine: servers, workers and evaluator as child
         processes on loopback; writes the run directory (default runs/JOB/TIMESTAMP)
+  compare STUDY.yaml [--out DIR]
+        run each variant of a study (one base job, several algorithms or knobs) in turn,
+        then write DIR/compare.csv, compare.md and compare.svg (default
+        runs/STUDY/TIMESTAMP); see README "Comparing algorithms"
   validate CONFIG.yaml [--set key=value ...]
         check a config and print it fully resolved
   sbatch CONFIG.yaml [--set key=value ...] [--script FILE] [--submit [--wait]]
@@ -172,7 +177,7 @@ void PrintResult(const JobConfig& config, const RunDir& run_dir) {
 
 // Loads a config the user named, printing its warnings (JobConfigWarnings) to stderr.
 absl::StatusOr<JobConfig> LoadUserConfig(const Args& args) {
-  auto config = LoadUserConfig(args);
+  auto config = LoadJobConfig(args.positional[0], args.sets);
   if (config.ok()) {
     for (const std::string& w : JobConfigWarnings(*config)) {
       std::cerr << "monsoon: warning: " << w << std::endl;
@@ -208,6 +213,63 @@ int CmdRun(const Args& args) {
   if (!s.ok()) return Fail(s, 1);
   PrintResult(*config, run_dir);
   return 0;
+}
+
+int CmdCompare(const Args& args) {
+  if (args.positional.size() != 1) {
+    return Fail(absl::InvalidArgumentError("compare needs one STUDY.yaml"), 2);
+  }
+  auto study = LoadStudy(args.positional[0]);
+  if (!study.ok()) return Fail(study.status(), 2);
+  const std::string out =
+      args.Get("--out") != nullptr
+          ? *args.Get("--out")
+          : absl::StrCat("runs/", study->name, "/",
+                         absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot create ", out)), 1);
+  LocalJobOptions options;
+  options.self_exe = SelfExe();
+  std::vector<VariantResult> results;
+  int failed = 0;
+  const size_t n = study->variants.size();
+  for (size_t i = 0; i < n; ++i) {
+    const StudyVariant& v = study->variants[i];
+    for (const std::string& w : JobConfigWarnings(v.config)) {
+      std::cerr << "monsoon: warning: variant '" << v.name << "': " << w << std::endl;
+    }
+    std::cerr << "monsoon: [" << i + 1 << "/" << n << "] " << v.name << ": "
+              << AlgorithmName(v.config.training.algorithm) << ", " << VariantKnobs(v.config)
+              << std::endl;
+    const RunDir run_dir{absl::StrCat(out, "/", v.name)};
+    absl::Status s = PrepareRunDir(v.config, run_dir);
+    if (absl::IsAlreadyExists(s)) return Fail(s, 2);
+    if (s.ok()) s = RunLocalJob(v.config, run_dir, options, &g_stop);
+    if (absl::IsCancelled(s)) return Fail(s, 130);
+    absl::StatusOr<VariantResult> result =
+        s.ok() ? ReadVariantResult(v, run_dir, study->target_accuracy) : s;
+    if (!result.ok()) {
+      std::cerr << "monsoon: variant '" << v.name << "' failed: " << result.status().message()
+                << std::endl;
+      ++failed;
+      VariantResult failure;
+      failure.name = v.name;
+      failure.algorithm = AlgorithmName(v.config.training.algorithm);
+      failure.knobs = VariantKnobs(v.config);
+      failure.status = std::string(result.status().message());
+      results.push_back(failure);
+      continue;
+    }
+    std::cerr << "monsoon: " << v.name << ": final test accuracy " << result->final_accuracy
+              << " after " << result->wall_seconds << " s" << std::endl;
+    results.push_back(*std::move(result));
+  }
+  const absl::Status written = WriteComparison(*study, results, out);
+  if (!written.ok()) return Fail(written, 1);
+  std::cerr << "monsoon: compared " << n << " variants (" << failed << " failed): " << out
+            << "/compare.{csv,md,svg}" << std::endl;
+  return failed == 0 ? 0 : 1;
 }
 
 int CmdValidate(const Args& args) {
@@ -477,6 +539,7 @@ int Main(int argc, char** argv) {
   if (cmd == "run" || cmd == "launch" || cmd == "prepare" || cmd == "summarize") {
     allowed = {"--run-dir"};
   }
+  if (cmd == "compare") allowed = {"--out"};
   if (cmd == "sbatch") {
     allowed = {"--script"};
     switches = {"--submit", "--wait"};
@@ -492,6 +555,7 @@ int Main(int argc, char** argv) {
   if (!args.ok()) return Fail(args.status(), 2);
   if (cmd == "run") return CmdRun(*args);
   if (cmd == "validate") return CmdValidate(*args);
+  if (cmd == "compare") return CmdCompare(*args);
   if (cmd == "gen-linear") return CmdGenLinear(*args);
   if (cmd == "devices") return CmdDevices();
   if (cmd == "sbatch") return CmdSbatch(*args);

@@ -201,7 +201,7 @@ absl::Status GrpcPsClient::ForEachChunk(
 }
 
 absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params,
-                                                  const PullCondition& condition,
+                                                  const PullWait& wait,
                                                   ChunkVersions* versions) {
   if (params.size() != plan_.num_params()) {
     return absl::InvalidArgumentError(
@@ -214,6 +214,7 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params,
       [&](const Chunk& c) {
         wire::PullRequest request;
         request.set_chunk_id(c.id);
+        const PullCondition condition = wait.ForChunk(c.id);
         request.set_min_version(condition.min_version);
         request.set_min_clock(condition.min_clock);
         return EncodeFrame(request);

@@ -41,7 +41,7 @@ class GrpcPsClient : public PsClient {
       const GrpcPsClientOptions& options);
   ~GrpcPsClient() override;
 
-  absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullCondition& condition,
+  absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullWait& wait,
                                      ChunkVersions* versions) override;
   absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
                                       const ChunkVersions& base_versions, double epoch) override;
@@ -51,6 +51,7 @@ class GrpcPsClient : public PsClient {
   absl::Status Finish() override;
   absl::StatusOr<std::vector<ServerStats>> AllStats() override;
   TransferCounters counters() const override;
+  const ShardingPlan& plan() const override { return plan_; }
 
  private:
   GrpcPsClient(std::vector<std::string> addresses, const ShardingPlan& plan,

@@ -8,14 +8,14 @@
 namespace monsoon {
 
 absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
-                                                      const PullCondition& condition,
+                                                      const PullWait& wait,
                                                       ChunkVersions* versions) {
   PullResult result{std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()};
   if (versions != nullptr) versions->assign(plan().num_chunks(), 0);
   for (const Chunk& c : plan().chunks()) {
     MONSOON_ASSIGN_OR_RETURN(
         PullInfo info,
-        servers_[c.server]->Pull(c.id, params.subspan(c.offset, c.size), condition));
+        servers_[c.server]->Pull(c.id, params.subspan(c.offset, c.size), wait.ForChunk(c.id)));
     result.min_version = std::min(result.min_version, info.version);
     result.slowest_clock = std::min(result.slowest_clock, info.slowest_clock);
     if (versions != nullptr) (*versions)[c.id] = info.version;

@@ -15,7 +15,7 @@ class InProcessPsClient : public PsClient {
   InProcessPsClient(std::vector<ParameterServer*> servers, ClientIdentity identity)
       : servers_(std::move(servers)), identity_(identity) {}
 
-  absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullCondition& condition,
+  absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullWait& wait,
                                      ChunkVersions* versions) override;
   absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
                                       const ChunkVersions& base_versions, double epoch) override;
@@ -25,9 +25,9 @@ class InProcessPsClient : public PsClient {
   absl::Status Finish() override;
   absl::StatusOr<std::vector<ServerStats>> AllStats() override;
   TransferCounters counters() const override { return counters_; }
+  const ShardingPlan& plan() const override { return servers_.front()->plan(); }
 
  private:
-  const ShardingPlan& plan() const { return servers_.front()->plan(); }
 
   const std::vector<ParameterServer*> servers_;
   const ClientIdentity identity_;

@@ -28,6 +28,19 @@ struct TransferCounters {
 // Per-chunk versions, indexed by chunk id: what a pull saw, what a push was computed on.
 using ChunkVersions = std::vector<uint64_t>;
 
+// What a whole pull waits for: chunk c until its version reaches min_versions[c] (no version
+// wait when min_versions is empty), and every chunk until each live worker has pushed it at
+// least min_clock times.
+struct PullWait {
+  ChunkVersions min_versions;
+  uint64_t min_clock = 0;
+
+  // The server-side condition for chunk `id`.
+  PullCondition ForChunk(int id) const {
+    return {min_versions.empty() ? 0 : min_versions[id], min_clock};
+  }
+};
+
 // A whole pull: the smallest version and slowest worker clock over all chunks.
 struct PullResult {
   uint64_t min_version = 0;
@@ -45,9 +58,8 @@ class PsClient {
  public:
   virtual ~PsClient() = default;
   // Overwrites `params` (plan.num_params() floats) with the servers' values, each chunk once
-  // it satisfies `condition`; stores each chunk's version in *versions (when not null).
-  virtual absl::StatusOr<PullResult> PullAll(absl::Span<float> params,
-                                             const PullCondition& condition,
+  // it satisfies `wait`; stores each chunk's version in *versions (when not null).
+  virtual absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullWait& wait,
                                              ChunkVersions* versions) = 0;
   // Sends `gradient` (plan.num_params() floats), each chunk computed from weights of
   // base_versions[chunk id]; `epoch` is the worker's progress.
@@ -64,6 +76,8 @@ class PsClient {
   virtual absl::Status Finish() = 0;
   virtual absl::StatusOr<std::vector<ServerStats>> AllStats() = 0;
   virtual TransferCounters counters() const = 0;
+  // The chunks this client cuts vectors into.
+  virtual const ShardingPlan& plan() const = 0;
 };
 
 }  // namespace monsoon

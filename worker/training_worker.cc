@@ -46,32 +46,36 @@ bool TrainingWorker::PullsBefore(int64_t step) const {
   return step % config_.downpour.n_fetch == 0;
 }
 
-PullCondition TrainingWorker::PullConditionFor(int64_t step, const PullResult& last_pull) const {
-  PullCondition condition;
+PullWait TrainingWorker::PullWaitFor(int64_t step, const ChunkVersions& pushed_on) const {
+  PullWait wait;
   switch (config_.training.algorithm) {
     case Algorithm::kDownpour: {
       // Warm start: the others wait until worker 0's first warm_start_steps are applied.
       const int warm = config_.downpour.warm_start_steps;
       if (step == 0 && index_ > 0 && warm > 0) {
-        condition.min_version = (warm + config_.downpour.n_push - 1) / config_.downpour.n_push;
+        const uint64_t pushes = (warm + config_.downpour.n_push - 1) / config_.downpour.n_push;
+        wait.min_versions.assign(client_->plan().num_chunks(), pushes);
       }
       break;
     }
     case Algorithm::kSync:
-      // The round this worker last pushed into must be applied first.
-      if (step > 0) condition.min_version = last_pull.min_version + 1;
+      // Each chunk's round this worker last pushed into must be applied first.
+      if (step > 0) {
+        wait.min_versions = pushed_on;
+        for (uint64_t& v : wait.min_versions) ++v;
+      }
       break;
     case Algorithm::kSsp: {
       // This worker has pushed `step` times; the slowest may be at most `bound` behind.
       const int64_t bound = config_.ssp.bound;
-      if (step > bound) condition.min_clock = static_cast<uint64_t>(step - bound);
+      if (step > bound) wait.min_clock = static_cast<uint64_t>(step - bound);
       break;
     }
     case Algorithm::kEasgd:
     case Algorithm::kEamsgd:
       break;
   }
-  return condition;
+  return wait;
 }
 
 void TrainingWorker::ComputeStep(WorkerReport* report) {
@@ -109,9 +113,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
   while (shard_->progress() < config_.training.epochs) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     if (PullsBefore(report.steps)) {
-      MONSOON_ASSIGN_OR_RETURN(pull, client_->PullAll(absl::MakeSpan(params),
-                                                      PullConditionFor(report.steps, pull),
-                                                      &versions));
+      MONSOON_ASSIGN_OR_RETURN(
+          pull, client_->PullAll(absl::MakeSpan(params), PullWaitFor(report.steps, versions),
+                                 &versions));
       model_->SetParams(params.data());
     }
     ComputeStep(&report);

@@ -52,7 +52,8 @@ class TrainingWorker {
   absl::StatusOr<WorkerReport> TrainElastic(const std::atomic<bool>* stop);
   // What the pull before `step` waits for (and whether that step pulls at all).
   bool PullsBefore(int64_t step) const;
-  PullCondition PullConditionFor(int64_t step, const PullResult& last_pull) const;
+  // `pushed_on`: the chunk versions this worker's last push was computed on.
+  PullWait PullWaitFor(int64_t step, const ChunkVersions& pushed_on) const;
   // Computes one batch's gradient into the model; updates the report.
   void ComputeStep(WorkerReport* report);
   absl::Status AppendMetrics(const WorkerReport& report, const PullResult& pull,

@@ -99,5 +99,25 @@ TEST_CASE("CpuBackend: bias add, column sum, MSE and axpy", "[core][backend]") {
   CHECK(y == std::vector<float>{2.0f, -1.0f});
 }
 
+TEST_CASE("CpuBackend: NesterovStep is EAMSGD's momentum step in look-ahead form",
+          "[core][backend]") {
+  // Reference on f(x) = x^2 / 2 (gradient = the point itself):
+  //   v <- delta v - eta g(x + delta v);  x <- x + v.
+  // The backend keeps w = x + delta v and takes the gradient at w.
+  const float eta = 0.1f, delta = 0.9f;
+  double x = 1.0, v_ref = 0.0;
+  std::vector<float> w = {1.0f}, v = {0.0f}, g(1);
+  CpuBackend cpu;
+  for (int step = 0; step < 5; ++step) {
+    const double y = x + delta * v_ref;
+    v_ref = delta * v_ref - eta * y;
+    x += v_ref;
+    g[0] = w[0];
+    cpu.NesterovStep(eta, delta, g.data(), v.data(), w.data(), 1);
+    CHECK(v[0] == Approx(v_ref));
+    CHECK(w[0] == Approx(x + delta * v_ref));
+  }
+}
+
 }  // namespace
 }  // namespace monsoon

@@ -24,12 +24,39 @@ expect_config_error "unknown key" "training.epoch: unknown key" \
   validate "$WORK/job.yaml" --set training.epoch=3
 expect_config_error "wrong type" "training.epochs: expected an integer" \
   validate "$WORK/job.yaml" --set training.epochs=three
-expect_config_error "bad choice" "optimizer.type: 'adam' is not allowed (allowed: sgd, momentum, adagrad)" \
-  run "$WORK/job.yaml" --run-dir "$WORK/r1" --set optimizer.type=adam
+expect_config_error "bad choice" "optimizer.type: 'rmsprop' is not allowed (allowed: sgd, momentum, adagrad, adam)" \
+  run "$WORK/job.yaml" --run-dir "$WORK/r1" --set optimizer.type=rmsprop
 expect_config_error "missing data file" "data.train: file not found: $WORK/missing.csv" \
   run "$WORK/job.yaml" --run-dir "$WORK/r2" --set data.train=missing.csv
 expect_config_error "missing config" "config file not found: $WORK/nope.yaml" \
   run "$WORK/nope.yaml"
+# Algorithm knobs out of range: the field and the allowed range.
+expect_config_error "unknown algorithm" "training.algorithm: 'hogwild' is not allowed (allowed: downpour, sync, ssp, easgd, eamsgd)" \
+  validate "$WORK/job.yaml" --set training.algorithm=hogwild
+expect_config_error "tau <= 0" "easgd.tau: expected an integer in [1, 1048576], got '0'" \
+  validate "$WORK/job.yaml" --set easgd.tau=0
+expect_config_error "alpha <= 0" "easgd.alpha: expected a number in (0, 1], got '-0.1'" \
+  validate "$WORK/job.yaml" --set easgd.alpha=-0.1
+expect_config_error "alpha and beta" "easgd.beta: give easgd.alpha or easgd.beta" \
+  validate "$WORK/job.yaml" --set easgd.alpha=0.1 --set easgd.beta=0.5
+expect_config_error "K > N" "sync.quorum: expected an integer in [0, 2], got '3'" \
+  validate "$WORK/job.yaml" --set training.algorithm=sync --set sync.quorum=3
+expect_config_error "negative SSP bound" "ssp.bound: expected an integer in [0, 1048576], got '-1'" \
+  validate "$WORK/job.yaml" --set ssp.bound=-1
+expect_config_error "bad staleness policy" "staleness.policy: 'ignore' is not allowed (allowed: accept, drop, scale)" \
+  validate "$WORK/job.yaml" --set staleness.policy=ignore
+# Valid but doubtful: alpha above the stability bound is a warning, not an error.
+timeout 30 "$MONSOON" validate "$WORK/job.yaml" --set training.algorithm=easgd \
+  --set easgd.alpha=0.99 --set easgd.learning_rate=0.5 >/dev/null 2>"$WORK/err.txt"
+expect_eq "alpha above the stability bound: still valid" "$?" "0"
+grep -q "warning: easgd: alpha = 0.99 exceeds the stability bound" "$WORK/err.txt" \
+  && pass "stability warning: $(cat "$WORK/err.txt")" || fail "no stability warning: $(cat "$WORK/err.txt")"
+# A bad study names the variant and the field.
+printf 'study: s\nbase: job.yaml\nvariants:\n  - name: a\n    set: {easgd.tau: 0}\n' >"$WORK/study.yaml"
+expect_config_error "bad study variant" "variant 'a': " compare "$WORK/study.yaml" --out "$WORK/s1"
+printf 'study: s\nbase: job.yaml\nvariants: []\n' >"$WORK/study2.yaml"
+expect_config_error "empty study" "variants: expected a non-empty list" compare "$WORK/study2.yaml"
+
 printf 'job: x\ncluster: {servers: 2\n' >"$WORK/broken.yaml"
 expect_config_error "YAML syntax" "YAML syntax error at line" validate "$WORK/broken.yaml"
 expect_config_error "unknown option" "unknown option --bogus" run "$WORK/job.yaml" --bogus 1

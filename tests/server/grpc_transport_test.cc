@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
@@ -20,14 +21,17 @@ namespace {
 // S servers over a linear-regression "model" with `params` parameters, SGD at rate 1 so a
 // push of g moves the weights by exactly -g.
 struct Cluster {
-  Cluster(size_t params, int servers, size_t chunk_floats) {
+  Cluster(size_t params, int servers, size_t chunk_floats,
+          Algorithm algorithm = Algorithm::kDownpour) {
     spec.type = ModelType::kLinearRegression;
     spec.input_dim = static_cast<int>(params - 1);
     spec.output_dim = 1;
     spec.loss = LossType::kMeanSquaredError;
     plan = *ShardingPlan::Create(params, servers, chunk_floats);
     ServerRules rules;
+    rules.algorithm = algorithm;
     rules.optimizer.learning_rate = 1.0f;
+    rules.easgd.alpha = 0.5;
     for (int j = 0; j < servers; ++j) {
       logic.push_back(std::make_unique<ParameterServer>(j, plan, spec, 1, rules, 2, false));
       auto started = GrpcParameterServer::Start(logic.back().get(), "127.0.0.1", "secret");
@@ -37,12 +41,12 @@ struct Cluster {
     }
   }
   absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token,
-                                                        int in_flight = 4) {
+                                                        int in_flight = 4, int worker = 0) {
     GrpcPsClientOptions options;
     options.token = token;
     options.max_in_flight = in_flight;
     options.rpc_timeout = absl::Seconds(20);
-    return GrpcPsClient::Connect(addresses, plan, {ClientRole::kWorker, 0}, options);
+    return GrpcPsClient::Connect(addresses, plan, {ClientRole::kWorker, worker}, options);
   }
   ModelSpec spec;
   ShardingPlan plan;
@@ -156,6 +160,59 @@ TEST_CASE("gRPC: a server that has gone away is reported by index and address",
   const absl::Status pulled = (*client)->PullAll(absl::MakeSpan(params), {}, nullptr).status();
   REQUIRE(absl::IsUnavailable(pulled));
   CHECK(std::string(pulled.message()).rfind("server 1 (" + cluster.addresses[1] + ")", 0) == 0);
+}
+
+TEST_CASE("gRPC: a sync pull waits on the server until the round is applied",
+          "[grpc][sync]") {
+  Cluster cluster(100, 2, 50, Algorithm::kSync);
+  auto a = cluster.Connect("secret", 4, 0), b = cluster.Connect("secret", 4, 1);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  std::vector<float> params(100);
+  ChunkVersions versions;
+  REQUIRE((*a)->PullAll(absl::MakeSpan(params), {}, &versions).ok());
+  REQUIRE((*a)->PushAll(std::vector<float>(100, 1.0f), versions, 0).ok());
+  // Worker 0 waits for round 1 in another thread; worker 1's push completes the round.
+  absl::StatusOr<PullResult> waited = absl::UnknownError("not done");
+  std::vector<float> next(100);
+  std::thread waiter(
+      [&] { waited = (*a)->PullAll(absl::MakeSpan(next), {{1, 1}, 0}, nullptr); });
+  absl::SleepFor(absl::Milliseconds(200));
+  CHECK(cluster.logic[0]->Stats().pulls_served == 1);  // only the first pull so far
+  REQUIRE((*b)->PushAll(std::vector<float>(100, 3.0f), versions, 0).ok());
+  waiter.join();
+  REQUIRE(waited.ok());
+  CHECK(waited->min_version == 1);
+  CHECK(next[0] == -2.0f);  // mean of 1 and 3 at rate 1
+  // A wait that nobody will satisfy ends at the RPC deadline, not never.
+  GrpcPsClientOptions quick;
+  quick.token = "secret";
+  quick.rpc_timeout = absl::Milliseconds(300);
+  auto impatient =
+      GrpcPsClient::Connect(cluster.addresses, cluster.plan, {ClientRole::kWorker, 0}, quick);
+  REQUIRE(impatient.ok());
+  const auto never = (*impatient)->PullAll(absl::MakeSpan(next), {{9, 9}, 0}, nullptr);
+  CHECK(absl::IsDeadlineExceeded(never.status()));
+}
+
+TEST_CASE("gRPC: the elastic exchange returns d and moves the centre by it", "[grpc][easgd]") {
+  Cluster cluster(100, 2, 50, Algorithm::kEasgd);
+  auto client = cluster.Connect("secret");
+  REQUIRE(client.ok());
+  std::vector<float> weights(100, 4.0f), d(100);
+  ChunkVersions versions(cluster.plan.num_chunks(), 0);
+  auto summary = (*client)->ExchangeAll(weights, absl::MakeSpan(d), &versions, 0.25);
+  REQUIRE(summary.ok());
+  CHECK(summary->mean_staleness == 0);
+  CHECK(versions == ChunkVersions{1, 1});
+  // The centre starts at zero (linear model): d = 0.5 (4 - 0) = 2, and the centre is now 2.
+  CHECK(std::all_of(d.begin(), d.end(), [](float v) { return v == 2.0f; }));
+  std::vector<float> centre(100);
+  REQUIRE((*client)->PullAll(absl::MakeSpan(centre), {}, nullptr).ok());
+  CHECK(std::all_of(centre.begin(), centre.end(), [](float v) { return v == 2.0f; }));
+  // Gradients are refused by an elastic job.
+  const auto push = (*client)->PushAll(weights, versions, 0);
+  CHECK(absl::IsFailedPrecondition(push.status()));
 }
 
 }  // namespace

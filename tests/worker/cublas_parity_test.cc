@@ -84,7 +84,8 @@ TEST_CASE("CublasBackend: Gemm matches the CPU for all transposes and odd shapes
   }
 }
 
-TEST_CASE("CublasBackend: elementwise kernels, losses and axpy match the CPU", "[gpu][parity]") {
+TEST_CASE("CublasBackend: elementwise kernels, losses, axpy and Nesterov match the CPU",
+          "[gpu][parity]") {
   auto gpu = GpuOrSkip();
   if (gpu == nullptr) return;
   Pair p{CpuBackend(), gpu.get(), {}};
@@ -127,6 +128,14 @@ TEST_CASE("CublasBackend: elementwise kernels, losses and axpy match the CPU", "
   p.ExpectSame(dpred, n);
   p.cpu.Axpy(-0.25f, dpred.first, x.first, n);
   gpu->Axpy(-0.25f, dpred.second, x.second, n);
+  p.ExpectSame(x, n);
+  // EAMSGD's local step, twice so that the velocity carries over.
+  auto v = p.Zeros(n);
+  for (int step = 0; step < 2; ++step) {
+    p.cpu.NesterovStep(0.05f, 0.9f, dpred.first, v.first, x.first, n);
+    gpu->NesterovStep(0.05f, 0.9f, dpred.second, v.second, x.second, n);
+  }
+  p.ExpectSame(v, n);
   p.ExpectSame(x, n);
 }
 
