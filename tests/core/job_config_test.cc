@@ -41,8 +41,8 @@ TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][con
             .rfind("training.epoch: unknown key (allowed: ", 0) == 0);
   CHECK(ErrorOf(CsvJob("training:\n  epochs: abc\n")) ==
         "training.epochs: expected an integer in [1, 100000], got 'abc'");
-  CHECK(ErrorOf(CsvJob("optimizer:\n  type: adam\n")) ==
-        "optimizer.type: 'adam' is not allowed (allowed: sgd, momentum, adagrad)");
+  CHECK(ErrorOf(CsvJob("optimizer:\n  type: rmsprop\n")) ==
+        "optimizer.type: 'rmsprop' is not allowed (allowed: sgd, momentum, adagrad, adam)");
   CHECK(ErrorOf(CsvJob("cluster:\n  evaluator: maybe\n")) ==
         "cluster.evaluator: expected true or false, got 'maybe'");
   CHECK(ErrorOf(CsvJob("optimizer:\n  learning_rate: -1\n")) ==
@@ -50,6 +50,42 @@ TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][con
   CHECK(ErrorOf(CsvJob("bogus: 1\n")).rfind("bogus: unknown key", 0) == 0);
   CHECK(ErrorOf(CsvJob("cluster: [1, 2]\n")).rfind("cluster: expected a mapping", 0) == 0);
   CHECK(ErrorOf("job: [\n").rfind("YAML syntax error at line", 0) == 0);
+}
+
+TEST_CASE("JobConfig: algorithm knobs are checked against their ranges", "[core][config]") {
+  CHECK(ErrorOf(CsvJob("training:\n  algorithm: hogwild\n")) ==
+        "training.algorithm: 'hogwild' is not allowed (allowed: downpour, sync, ssp, easgd, "
+        "eamsgd)");
+  CHECK(ErrorOf(CsvJob("easgd:\n  tau: 0\n")) ==
+        "easgd.tau: expected an integer in [1, 1048576], got '0'");
+  CHECK(ErrorOf(CsvJob("easgd:\n  alpha: 0\n")) ==
+        "easgd.alpha: expected a number in (0, 1], got '0'");
+  const std::string two_workers = "cluster:\n  workers: 2\n";
+  CHECK(ErrorOf(CsvJob(two_workers + "easgd:\n  beta: 3\n")) ==
+        "easgd.beta: expected a number in (0, 2], got '3'");  // beta <= workers
+  CHECK(ErrorOf(CsvJob(two_workers + "sync:\n  quorum: 3\n")) ==
+        "sync.quorum: expected an integer in [0, 2], got '3'");  // K <= N
+  CHECK(ErrorOf(CsvJob("sync:\n  late_gradients: keep\n")) ==
+        "sync.late_gradients: 'keep' is not allowed (allowed: drop, fold)");
+  CHECK(ErrorOf(CsvJob("ssp:\n  bound: -1\n")) ==
+        "ssp.bound: expected an integer in [0, 1048576], got '-1'");
+  auto config = ParseJobConfig(CsvJob(two_workers), TempPath(""),
+                               {"training.algorithm=eamsgd", "easgd.alpha=0.95",
+                                "easgd.learning_rate=0.5", "sync.quorum=1", "ssp.bound=0"});
+  REQUIRE(config.ok());
+  CHECK(config->training.algorithm == Algorithm::kEamsgd);
+  CHECK(ElasticAlpha(config->easgd, 2) == Approx(0.95));
+  // Valid, but above the stability bound (4 - 1) / 3.5 = 0.857: a warning.
+  const auto warnings = JobConfigWarnings(*config);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0].rfind("easgd: alpha = 0.95 exceeds the stability bound", 0) == 0);
+  // Every knob survives the resolved YAML round trip.
+  auto again = ParseJobConfig(JobConfigToYaml(*config), "/", {});
+  REQUIRE(again.ok());
+  CHECK(again->easgd.alpha == Approx(0.95));
+  CHECK(again->sync.quorum == 1);
+  CHECK(again->ssp.bound == 0);
+  CHECK(JobConfigToYaml(*again) == JobConfigToYaml(*config));
 }
 
 TEST_CASE("JobConfig: a missing data file is named with its field", "[core][config]") {

@@ -25,7 +25,7 @@ PY
 
 run_linear sync --set training.algorithm=sync --set optimizer.learning_rate=0.04
 run_linear ssp --set training.algorithm=ssp --set ssp.bound=1
-run_linear easgd --set training.algorithm=easgd --set easgd.learning_rate=0.02
+run_linear easgd --set training.algorithm=easgd --set easgd.learning_rate=0.05
 run_linear eamsgd --set training.algorithm=eamsgd --set easgd.learning_rate=0.005 \
   --set easgd.momentum=0.9
 run_linear warm --set downpour.warm_start_steps=100 --set optimizer.type=adam \
