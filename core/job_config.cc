@@ -384,6 +384,13 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(
       staleness.String("policy", {"accept", "drop", "scale"}, &c->staleness.policy));
   MONSOON_RETURN_IF_ERROR(staleness.Int("bound", 0, 1 << 30, &c->staleness.bound));
+  MONSOON_RETURN_IF_ERROR(staleness.Real("dc_lambda", 0, false, 1e3, &c->staleness.dc_lambda));
+  if (c->staleness.dc_lambda > 0 && c->training.algorithm != Algorithm::kDownpour &&
+      c->training.algorithm != Algorithm::kSsp) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "staleness.dc_lambda: delay compensation applies to downpour and ssp, not ",
+        AlgorithmName(c->training.algorithm)));
+  }
   MONSOON_RETURN_IF_ERROR(staleness.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section optimizer, top.Child("optimizer"));
@@ -614,7 +621,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  learning_rate: " << Num(c.easgd.learning_rate)
     << "\n  momentum: " << Num(c.easgd.momentum) << "\n";
   y << "staleness:\n  policy: " << c.staleness.policy << "\n  bound: " << c.staleness.bound
-    << "\n";
+    << "\n  dc_lambda: " << Num(c.staleness.dc_lambda) << "\n";
   y << "optimizer:\n  type: " << OptimizerName(c.optimizer.type)
     << "\n  learning_rate: " << Num(c.optimizer.learning_rate)
     << "\n  momentum: " << Num(c.optimizer.momentum) << "\n  epsilon: " << Num(c.optimizer.epsilon)

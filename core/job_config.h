@@ -107,6 +107,9 @@ struct EasgdConfig {
 struct StalenessConfig {
   std::string policy = "accept";  // accept | drop (above bound) | scale (by 1 / staleness)
   int bound = 8;                  // the drop policy's largest accepted staleness
+  // DC-ASGD delay compensation (Zheng et al. 2017) when > 0: a gradient g computed on weights
+  // w_pulled is applied as g + dc_lambda * g * g * (w_now - w_pulled), elementwise.
+  double dc_lambda = 0;
 };
 
 struct EvaluationConfig {

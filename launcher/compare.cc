@@ -97,6 +97,12 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
                                                                "': ", config.status().message()));
     }
     variant.config = *std::move(config);
+    const bool classification = variant.config.model.loss == LossType::kSoftmaxCrossEntropy;
+    if (i == 0) study.classification = classification;
+    if (classification != study.classification) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".set: every variant must have the same model.loss as the first"));
+    }
     study.variants.push_back(std::move(variant));
   }
   return study;
@@ -139,6 +145,7 @@ std::string VariantKnobs(const JobConfig& c) {
     absl::StrAppend(&knobs, " staleness=", c.staleness.policy);
     if (c.staleness.policy == "drop") absl::StrAppend(&knobs, "@", c.staleness.bound);
   }
+  if (c.staleness.dc_lambda > 0) absl::StrAppend(&knobs, " dc_lambda=", Fmt(c.staleness.dc_lambda));
   return absl::StrCat(knobs, " workers=", c.cluster.workers);
 }
 
@@ -167,8 +174,17 @@ struct Panel {
   double Y(double y) const { return top + height * (1 - (y - y_lo) / (y_hi - y_lo)); }
 };
 
-void DrawPanel(const Panel& p, const std::vector<VariantResult>& results, bool by_epoch,
-               double target, std::string* svg) {
+// The curve a study plots: test accuracy (classification) or test loss (regression).
+const std::vector<double>& Metric(const Study& study, const VariantResult& r) {
+  return study.classification ? r.curve_accuracy : r.curve_loss;
+}
+const char* MetricName(const Study& study) {
+  return study.classification ? "test accuracy" : "test loss";
+}
+
+void DrawPanel(const Panel& p, const Study& study, const std::vector<VariantResult>& results,
+               bool by_epoch, std::string* svg) {
+  const double target = study.classification ? study.target_accuracy : 0;
   absl::StrAppendFormat(svg,
                         "<clipPath id=\"%s\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
                         "height=\"%.1f\"/></clipPath>\n",
@@ -178,7 +194,7 @@ void DrawPanel(const Panel& p, const std::vector<VariantResult>& results, bool b
                         "stroke=\"#333\"/>\n",
                         p.left, p.top, p.width, p.height);
   const double xs = TickStep(p.x_max, 6);
-  for (double x = 0; x <= p.x_max + 1e-9; x += xs) {
+  for (double x = 0; x <= p.x_max * (1 + 1e-9); x += xs) {
     absl::StrAppendFormat(svg,
                           "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
@@ -191,7 +207,7 @@ void DrawPanel(const Panel& p, const std::vector<VariantResult>& results, bool b
                           "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#ddd\"/>"
                           "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
                           p.left, p.Y(y), p.left + p.width, p.Y(y), p.left - 6, p.Y(y) + 4,
-                          absl::StrFormat("%.2f", y));
+                          Fmt(std::round(y / ys) * ys));
   }
   if (target > p.y_lo && target < p.y_hi) {
     absl::StrAppendFormat(svg,
@@ -203,10 +219,11 @@ void DrawPanel(const Panel& p, const std::vector<VariantResult>& results, bool b
   }
   for (size_t i = 0; i < results.size(); ++i) {
     const VariantResult& r = results[i];
+    const std::vector<double>& metric = Metric(study, r);
     std::vector<std::string> points;
-    for (size_t k = 0; k < r.curve_accuracy.size(); ++k) {
+    for (size_t k = 0; k < metric.size(); ++k) {
       const double x = by_epoch ? r.curve_epochs[k] : r.curve_seconds[k];
-      points.push_back(absl::StrFormat("%.1f,%.1f", p.X(x), p.Y(r.curve_accuracy[k])));
+      points.push_back(absl::StrFormat("%.1f,%.1f", p.X(x), p.Y(metric[k])));
     }
     absl::StrAppendFormat(svg,
                           "<polyline clip-path=\"url(#%s)\" fill=\"none\" stroke=\"%s\" "
@@ -218,44 +235,57 @@ void DrawPanel(const Panel& p, const std::vector<VariantResult>& results, bool b
                         p.left + p.width / 2, p.top + p.height + 36, p.x_label);
   absl::StrAppendFormat(svg,
                         "<text transform=\"translate(%.1f,%.1f) rotate(-90)\" "
-                        "text-anchor=\"middle\">test accuracy</text>\n",
-                        p.left - 48, p.top + p.height / 2);
+                        "text-anchor=\"middle\">%s</text>\n",
+                        p.left - 48, p.top + p.height / 2, MetricName(study));
 }
 
 std::string Svg(const Study& study, const std::vector<VariantResult>& results) {
-  double max_seconds = 1, max_epochs = 0, best = 0, low = 1;
+  double max_seconds = 0, max_epochs = 0, high = 0, low = 1e300;
   for (const VariantResult& r : results) {
-    for (size_t k = 0; k < r.curve_accuracy.size(); ++k) {
+    const std::vector<double>& metric = Metric(study, r);
+    for (size_t k = 0; k < metric.size(); ++k) {
       max_seconds = std::max(max_seconds, r.curve_seconds[k]);
       max_epochs = std::max(max_epochs, r.curve_epochs[k]);
-      best = std::max(best, r.curve_accuracy[k]);
+      // The range leaves out each curve's first evaluation (often of the initial weights).
+      if (k > 0 || metric.size() == 1) {
+        high = std::max(high, metric[k]);
+        low = std::min(low, metric[k]);
+      }
     }
-    // The range starts below the weakest curve once it is past its first evaluation.
-    if (r.curve_accuracy.size() > 1) low = std::min(low, r.curve_accuracy[1]);
   }
   if (max_epochs <= 0) max_epochs = 1;
-  const double y_hi = std::min(1.0, std::ceil(best * 20 + 0.2) / 20);
-  const double y_lo = std::max(0.0, std::min(y_hi - 0.1, std::floor(low * 10) / 10));
+  if (max_seconds <= 0) max_seconds = 1;
+  if (low > high) low = high = 0;
+  double y_lo, y_hi;
+  if (study.classification) {
+    y_hi = std::min(1.0, std::ceil(high * 20 + 0.2) / 20);
+    y_lo = std::max(0.0, std::min(y_hi - 0.1, std::floor(low * 10) / 10));
+  } else {
+    y_lo = 0;
+    y_hi = high > 0 ? high * 1.1 : 1;
+  }
   const int legend_rows = static_cast<int>(results.size());
   const double width = 1100, height = 470 + 20.0 * legend_rows;
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
       "font-family=\"sans-serif\" font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" "
       "fill=\"white\"/>\n<text x=\"%.0f\" y=\"26\" text-anchor=\"middle\" font-size=\"17\">"
-      "%s: test accuracy by variant</text>\n",
-      width, height, width / 2, study.name);
+      "%s: %s by variant</text>\n",
+      width, height, width / 2, study.name, MetricName(study));
   const Panel by_time{80, 50, 440, 330, max_seconds, y_lo, y_hi, "wall time (s)", "time"};
   const Panel by_epoch{630, 50, 440, 330, max_epochs, y_lo, y_hi, "epochs (mean over workers)",
                        "epochs"};
-  DrawPanel(by_time, results, false, study.target_accuracy, &svg);
-  DrawPanel(by_epoch, results, true, study.target_accuracy, &svg);
+  DrawPanel(by_time, study, results, false, &svg);
+  DrawPanel(by_epoch, study, results, true, &svg);
   for (size_t i = 0; i < results.size(); ++i) {
     const double y = 440 + 20.0 * i;
     absl::StrAppendFormat(&svg,
                           "<line x1=\"80\" y1=\"%.0f\" x2=\"110\" y2=\"%.0f\" stroke=\"%s\" "
                           "stroke-width=\"3\"/><text x=\"118\" y=\"%.0f\">%s (%s): final %s</text>\n",
                           y, y, kPalette[i % std::size(kPalette)], y + 4, results[i].name,
-                          results[i].knobs, Fmt(results[i].final_accuracy));
+                          results[i].knobs,
+                          Fmt(study.classification ? results[i].final_accuracy
+                                                   : results[i].final_loss));
   }
   return svg + "</svg>\n";
 }
@@ -287,8 +317,8 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
   r.knobs = VariantKnobs(c);
   MONSOON_ASSIGN_OR_RETURN(CsvTable eval, ReadCsvTable(run_dir.metrics_dir() + "/evaluator.csv"));
   const int seconds = eval.Column("wall_seconds"), epoch = eval.Column("epoch"),
-            accuracy = eval.Column("test_accuracy");
-  if (seconds < 0 || epoch < 0 || accuracy < 0 || eval.rows.empty()) {
+            accuracy = eval.Column("test_accuracy"), loss = eval.Column("test_loss");
+  if (seconds < 0 || epoch < 0 || accuracy < 0 || loss < 0 || eval.rows.empty()) {
     return absl::DataLossError(absl::StrCat(run_dir.metrics_dir(),
                                             "/evaluator.csv has no evaluations to compare"));
   }
@@ -296,12 +326,15 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
     r.curve_seconds.push_back(row[seconds]);
     r.curve_epochs.push_back(row[epoch]);
     r.curve_accuracy.push_back(row[accuracy]);
+    r.curve_loss.push_back(row[loss]);
     r.best_accuracy = std::max(r.best_accuracy, row[accuracy]);
+    r.best_loss = r.curve_loss.size() == 1 ? row[loss] : std::min(r.best_loss, row[loss]);
     if (target_accuracy > 0 && r.time_to_target < 0 && row[accuracy] >= target_accuracy) {
       r.time_to_target = row[seconds];
     }
   }
   r.final_accuracy = r.curve_accuracy.back();
+  r.final_loss = r.curve_loss.back();
   r.wall_seconds = r.curve_seconds.back();
   std::vector<uint64_t> staleness;
   for (int i = 0; i < c.cluster.workers; ++i) {
@@ -328,26 +361,35 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
 absl::Status WriteComparison(const Study& study, const std::vector<VariantResult>& results,
                              const std::string& out_dir) {
   const std::string columns =
-      "variant,algorithm,knobs,status,final_test_accuracy,best_test_accuracy,"
-      "seconds_to_target,samples_per_second,bytes_sent,mean_staleness,wall_seconds\n";
+      "variant,algorithm,knobs,status,final_test_accuracy,best_test_accuracy,final_test_loss,"
+      "best_test_loss,seconds_to_target,samples_per_second,bytes_sent,mean_staleness,"
+      "wall_seconds\n";
   std::string csv = columns;
   std::string md = absl::StrCat(
       "# ", study.name, "\n\n", results.size(), " variants of one job",
       study.target_accuracy > 0 ? absl::StrCat("; target accuracy ", Fmt(study.target_accuracy))
                                 : "",
       ". Plot: compare.svg.\n\n",
-      "| variant | algorithm | knobs | final acc | best acc | s to target | samples/s | "
-      "MB sent | mean staleness | wall s | status |\n",
-      "|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| variant | algorithm | knobs | final acc | best acc | final loss | best loss | "
+      "s to target | samples/s | MB sent | mean staleness | wall s | status |\n",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  // Regression jobs have no accuracy: empty in the CSV, "n/a" in the table.
+  const auto csv_accuracy = [&](double v) { return study.classification ? Fmt(v) : ""; };
+  const auto md_accuracy = [&](double v) {
+    return study.classification ? absl::StrFormat("%.4f", v) : "n/a";
+  };
   for (const VariantResult& r : results) {
     const std::string to_target = r.time_to_target >= 0 ? Fmt(r.time_to_target) : "";
     absl::StrAppend(&csv, r.name, ",", r.algorithm, ",\"", r.knobs, "\",\"", r.status, "\",",
-                    Fmt(r.final_accuracy), ",", Fmt(r.best_accuracy), ",", to_target, ",",
+                    csv_accuracy(r.final_accuracy), ",", csv_accuracy(r.best_accuracy), ",",
+                    Fmt(r.final_loss), ",",
+                    Fmt(r.best_loss), ",", to_target, ",",
                     Fmt(r.samples_per_second), ",", absl::StrFormat("%.0f", r.bytes_sent), ",",
                     Fmt(r.mean_staleness), ",", Fmt(r.wall_seconds), "\n");
     absl::StrAppend(&md, "| ", r.name, " | ", r.algorithm, " | ", r.knobs, " | ",
-                    absl::StrFormat("%.4f", r.final_accuracy), " | ",
-                    absl::StrFormat("%.4f", r.best_accuracy), " | ",
+                    md_accuracy(r.final_accuracy), " | ", md_accuracy(r.best_accuracy), " | ",
+                    absl::StrFormat("%.4g", r.final_loss), " | ",
+                    absl::StrFormat("%.4g", r.best_loss), " | ",
                     to_target.empty() ? "not reached" : to_target, " | ",
                     absl::StrFormat("%.0f", r.samples_per_second), " | ",
                     absl::StrFormat("%.1f", r.bytes_sent / 1e6), " | ",

@@ -1,6 +1,7 @@
 // `monsoon compare STUDY.yaml`: runs several variants of one base job in turn (same data,
 // model and seed; each variant overrides some fields), then writes compare.csv, compare.md
-// and compare.svg (test accuracy against wall time and against epochs, one line per variant).
+// and compare.svg (test accuracy, or test loss for regression jobs, against wall time and
+// against epochs, one line per variant).
 //
 // A study file:
 //   study: compare_fmnist           # names the default output directory
@@ -33,6 +34,9 @@ struct StudyVariant {
 struct Study {
   std::string name;
   double target_accuracy = 0;  // 0: no target
+  // Every variant classifies (the plot shows test accuracy) or every variant regresses (the
+  // plot shows test loss).
+  bool classification = true;
   std::vector<StudyVariant> variants;
 };
 
@@ -46,15 +50,17 @@ struct VariantResult {
   std::string algorithm;
   std::string knobs;  // the settings that define the variant, e.g. "tau=4 alpha=0.45 eta=0.05"
   std::string status = "ok";  // or the error that ended the variant's job
-  double final_accuracy = 0;
+  double final_accuracy = 0;  // classification only
   double best_accuracy = 0;
+  double final_loss = 0;
+  double best_loss = 0;  // the lowest
   double time_to_target = -1;  // seconds; < 0 when the target was never reached
   double samples_per_second = 0;
   double bytes_sent = 0;  // by all workers
   double mean_staleness = 0;
   double wall_seconds = 0;
-  // The evaluator's curve: wall seconds, epochs and test accuracy per evaluation.
-  std::vector<double> curve_seconds, curve_epochs, curve_accuracy;
+  // The evaluator's curves: wall seconds, epochs, test accuracy and loss per evaluation.
+  std::vector<double> curve_seconds, curve_epochs, curve_accuracy, curve_loss;
 };
 
 // The settings that distinguish a variant, e.g. "tau=4 alpha=0.45 eta=0.05 workers=2".

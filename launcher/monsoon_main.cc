@@ -261,7 +261,9 @@ int CmdCompare(const Args& args) {
       results.push_back(failure);
       continue;
     }
-    std::cerr << "monsoon: " << v.name << ": final test accuracy " << result->final_accuracy
+    std::cerr << "monsoon: " << v.name << ": final test "
+              << (study->classification ? "accuracy " : "loss ")
+              << (study->classification ? result->final_accuracy : result->final_loss)
               << " after " << result->wall_seconds << " s" << std::endl;
     results.push_back(*std::move(result));
   }

@@ -72,9 +72,12 @@ class ParameterServerService final : public RawService {
     const absl::Time deadline =
         std::min(absl::FromChrono(ctx->deadline()), absl::Now() + kMaxPullWait);
     const int chunk_id = request.chunk_id();
-    logic_->WhenReady(chunk_id, condition, deadline, [this, reactor, resp, chunk_id](absl::Status ready) {
-      reactor->Finish(ToGrpcStatus(ready.ok() ? ReadChunk(chunk_id, resp) : ready));
-    });
+    const int worker = request.role() == wire::ROLE_WORKER ? request.index() : kNotAWorker;
+    logic_->WhenReady(chunk_id, condition, deadline,
+                      [this, reactor, resp, chunk_id, worker](absl::Status ready) {
+                        reactor->Finish(
+                            ToGrpcStatus(ready.ok() ? ReadChunk(chunk_id, worker, resp) : ready));
+                      });
     return reactor;
   }
 
@@ -201,13 +204,13 @@ class ParameterServerService final : public RawService {
     return reactor;
   }
 
-  // Encodes the chunk's current values as a Pull reply.
-  absl::Status ReadChunk(int chunk_id, grpc::ByteBuffer* resp) {
+  // Encodes the chunk's current values as a Pull reply to `worker` (or kNotAWorker).
+  absl::Status ReadChunk(int chunk_id, int worker, grpc::ByteBuffer* resp) {
     auto size = logic_->ChunkSize(chunk_id);
     if (!size.ok()) return size.status();
     float* values = nullptr;
     grpc::Slice payload = AllocateFloats(*size, &values);
-    auto info = logic_->Read(chunk_id, absl::MakeSpan(values, *size));
+    auto info = logic_->Read(chunk_id, absl::MakeSpan(values, *size), worker);
     if (!info.ok()) return info.status();
     wire::PullResponse response;
     response.set_chunk_id(chunk_id);

@@ -68,6 +68,7 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
       state->round_sum.assign(c.size, 0.0f);
       state->round_from.assign(workers_expected, false);
     }
+    if (rules_.staleness.dc_lambda > 0) state->pulled.assign(workers_expected, state->values);
     chunks_.emplace(c.id, std::move(state));
   }
   expire_thread_ = std::thread([this] { ExpireLoop(); });
@@ -159,7 +160,8 @@ void ParameterServer::WhenReady(int chunk_id, const PullCondition& condition, ab
   done(closed ? ClosedError() : absl::OkStatus());
 }
 
-absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> out) {
+absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> out,
+                                               int worker) {
   auto found = Find(chunk_id);
   if (!found.ok()) return found.status();
   ChunkState* chunk = *found;
@@ -171,6 +173,9 @@ absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> o
   {
     absl::MutexLock lock(&chunk->mu);
     std::copy(chunk->values.begin(), chunk->values.end(), out.begin());
+    if (!chunk->pulled.empty() && worker >= 0 && worker < workers_expected_) {
+      chunk->pulled[worker] = chunk->values;
+    }
     info.version = chunk->version;
     info.slowest_clock = SlowestClock(*chunk);
   }
@@ -182,7 +187,7 @@ absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> o
 
 absl::StatusOr<PullInfo> ParameterServer::Pull(int chunk_id, absl::Span<float> out,
                                                const PullCondition& condition,
-                                               absl::Duration timeout) {
+                                               absl::Duration timeout, int worker) {
   absl::Notification ready;
   absl::Status status;
   WhenReady(chunk_id, condition, absl::Now() + timeout, [&](absl::Status s) {
@@ -191,7 +196,7 @@ absl::StatusOr<PullInfo> ParameterServer::Pull(int chunk_id, absl::Span<float> o
   });
   ready.WaitForNotification();
   if (!status.ok()) return status;
-  return Read(chunk_id, out);
+  return Read(chunk_id, out, worker);
 }
 
 absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
@@ -353,13 +358,22 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
       MaybeCloseRound(chunk);
     } else {
       const float weight = StalenessWeight(rules_.staleness, result.staleness);
-      if (weight == 1.0f) {
+      const bool compensate = !chunk->pulled.empty();
+      if (weight == 1.0f && !compensate) {
         ApplyUpdate(chunk, gradient);
       } else if (weight > 0) {
-        thread_local std::vector<float> scaled;
-        scaled.assign(gradient.begin(), gradient.end());
-        for (float& g : scaled) g *= weight;
-        ApplyUpdate(chunk, scaled);
+        thread_local std::vector<float> adjusted;
+        adjusted.resize(gradient.size());
+        if (compensate) {
+          CompensateDelay(static_cast<float>(rules_.staleness.dc_lambda), gradient,
+                          chunk->values, chunk->pulled[worker_index], absl::MakeSpan(adjusted));
+        } else {
+          std::copy(gradient.begin(), gradient.end(), adjusted.begin());
+        }
+        if (weight != 1.0f) {
+          for (float& g : adjusted) g *= weight;
+        }
+        ApplyUpdate(chunk, adjusted);
       }
       result.applied = weight > 0;
       ++chunk->clock[worker_index];

@@ -29,6 +29,9 @@ namespace monsoon {
 
 enum class ClientRole { kWorker, kEvaluator };
 
+// The `worker` of a pull that comes from no worker (the evaluator, a test).
+constexpr int kNotAWorker = -1;
+
 // Staleness histogram buckets: 0 .. kStalenessBuckets - 2 exactly; the last bucket counts
 // every staleness >= kStalenessBuckets - 1.
 constexpr int kStalenessBuckets = 65;
@@ -111,13 +114,15 @@ class ParameterServer {
                  std::function<void(absl::Status)> done);
 
   // Copies the chunk's current values (a consistent snapshot) into out, which must hold
-  // exactly ChunkSize(chunk_id) floats.
-  absl::StatusOr<PullInfo> Read(int chunk_id, absl::Span<float> out);
+  // exactly ChunkSize(chunk_id) floats. With DC-ASGD, a worker's pull is remembered as the
+  // weights its next gradient for the chunk is computed on.
+  absl::StatusOr<PullInfo> Read(int chunk_id, absl::Span<float> out, int worker = kNotAWorker);
 
   // WhenReady + Read, blocking the calling thread (tests and the in-process client).
   absl::StatusOr<PullInfo> Pull(int chunk_id, absl::Span<float> out,
                                 const PullCondition& condition = {},
-                                absl::Duration timeout = absl::Seconds(30));
+                                absl::Duration timeout = absl::Seconds(30),
+                                int worker = kNotAWorker);
 
   // A gradient for one chunk, computed on weights of `base_version`, from a worker that has
   // completed `epoch` passes over its shard. Applied per the rules (at once, or into the
@@ -167,6 +172,8 @@ class ParameterServer {
     float round_weight ABSL_GUARDED_BY(mu) = 0;
     int round_fresh ABSL_GUARDED_BY(mu) = 0;
     std::vector<bool> round_from ABSL_GUARDED_BY(mu);
+    // DC-ASGD: pulled[w] is the chunk as worker w last pulled it.
+    std::vector<std::vector<float>> pulled ABSL_GUARDED_BY(mu);
     std::vector<Waiter> waiters ABSL_GUARDED_BY(mu);
   };
   using Ready = std::vector<std::function<void(absl::Status)>>;

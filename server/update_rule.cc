@@ -31,6 +31,17 @@ void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const flo
   }
 }
 
+void CompensateDelay(float lambda, absl::Span<const float> g, absl::Span<const float> now,
+                     absl::Span<const float> pulled, absl::Span<float> out) {
+  const float* __restrict gp = g.data();
+  const float* __restrict np = now.data();
+  const float* __restrict pp = pulled.data();
+  float* __restrict op = out.data();
+  for (size_t i = 0, n = g.size(); i < n; ++i) {
+    op[i] = gp[i] + lambda * gp[i] * gp[i] * (np[i] - pp[i]);
+  }
+}
+
 void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g, float weight) {
   float* __restrict sp = sum.data();
   const float* __restrict gp = g.data();

@@ -24,6 +24,11 @@ float SyncGradientWeight(const SyncConfig& sync, uint64_t staleness);
 void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const float> worker,
                      absl::Span<float> d);
 
+// DC-ASGD's delay compensation: out = g + lambda * g * g * (now - pulled), elementwise, for a
+// gradient g computed on the weights `pulled` when the weights are now `now`.
+void CompensateDelay(float lambda, absl::Span<const float> g, absl::Span<const float> now,
+                     absl::Span<const float> pulled, absl::Span<float> out);
+
 // sum += weight * g.
 void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g, float weight);
 

@@ -217,6 +217,8 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params,
         const PullCondition condition = wait.ForChunk(c.id);
         request.set_min_version(condition.min_version);
         request.set_min_clock(condition.min_clock);
+        request.set_role(ToWire(identity_.role));
+        request.set_index(identity_.index);
         return EncodeFrame(request);
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {

@@ -15,7 +15,10 @@ absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
   for (const Chunk& c : plan().chunks()) {
     MONSOON_ASSIGN_OR_RETURN(
         PullInfo info,
-        servers_[c.server]->Pull(c.id, params.subspan(c.offset, c.size), wait.ForChunk(c.id)));
+        servers_[c.server]->Pull(c.id, params.subspan(c.offset, c.size), wait.ForChunk(c.id),
+                                 absl::Seconds(30),
+                                 identity_.role == ClientRole::kWorker ? identity_.index
+                                                                       : kNotAWorker));
     result.min_version = std::min(result.min_version, info.version);
     result.slowest_clock = std::min(result.slowest_clock, info.slowest_clock);
     if (versions != nullptr) (*versions)[c.id] = info.version;

@@ -28,6 +28,7 @@ run_linear ssp --set training.algorithm=ssp --set ssp.bound=1
 run_linear easgd --set training.algorithm=easgd --set easgd.learning_rate=0.05
 run_linear eamsgd --set training.algorithm=eamsgd --set easgd.learning_rate=0.005 \
   --set easgd.momentum=0.9
+run_linear dc_asgd --set staleness.dc_lambda=0.5 --set staleness.policy=scale
 run_linear warm --set downpour.warm_start_steps=100 --set optimizer.type=adam \
   --set optimizer.learning_rate=0.01
 
@@ -67,7 +68,7 @@ expect_eq "ssp: no worker more than bound ahead" "$?" "0"
 cat >"$WORK/study.yaml" <<YAML
 study: linear_study
 base: $PWD/configs/linear_regression.yaml
-set: {training.epochs: 5, evaluation.interval_seconds: 0.2}
+set: {evaluation.interval_seconds: 0.05}
 variants:
   - name: sync
     set: {training.algorithm: sync, optimizer.learning_rate: 0.04}
@@ -85,6 +86,7 @@ assert [r["algorithm"] for r in rows] == ["sync", "easgd"], rows
 for r in rows:
     assert r["status"] == "ok" and float(r["bytes_sent"]) > 0 and float(r["samples_per_second"]) > 0
     assert float(r["wall_seconds"]) > 0, r
+    assert float(r["final_test_loss"]) < 0.01 and r["seconds_to_target"] == "", r
 md = open(f"{sys.argv[1]}/compare.md").read()
 assert "| sync | sync | quorum=2/2" in md, md
 svg = xml.dom.minidom.parse(f"{sys.argv[1]}/compare.svg")
@@ -92,7 +94,7 @@ lines = svg.getElementsByTagName("polyline")
 assert len(lines) == 4, len(lines)   # 2 variants x 2 panels
 assert all(len(l.getAttribute("points").split()) >= 2 for l in lines)
 texts = " ".join(t.firstChild.data for t in svg.getElementsByTagName("text") if t.firstChild)
-assert "wall time (s)" in texts and "epochs" in texts and "test accuracy" in texts, texts
+assert "wall time (s)" in texts and "epochs" in texts and "test loss" in texts, texts
 print("compare: table, markdown and plot check out")
 PY
 expect_eq "compare: csv, md and svg" "$?" "0"

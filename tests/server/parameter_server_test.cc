@@ -187,6 +187,27 @@ TEST_CASE("Staleness: scale applies a stale gradient at 1 / staleness", "[server
   CHECK(StalenessWeight(rules.staleness, 0) == 1.0f);
 }
 
+TEST_CASE("DC-ASGD: a stale gradient is compensated by lambda g^2 (w_now - w_pulled)",
+          "[server][staleness]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  OptimizerSpec sgd;
+  sgd.learning_rate = 1.0f;
+  ServerRules rules = Rules(Algorithm::kDownpour);
+  rules.staleness.dc_lambda = 0.5;
+  auto server = MakeServer(*plan, 0, sgd, rules);
+  std::vector<float> w0(8);
+  REQUIRE(server->Read(0, absl::MakeSpan(w0), /*worker=*/1).ok());
+  REQUIRE(server->Push(0, 0, 0, std::vector<float>(8, 0.5f)).ok());  // w1 = w0 - 0.5
+  // Worker 1's gradient 2 was computed on w0: 2 + 0.5 * 2^2 * (w1 - w0) = 2 - 1 = 1.
+  REQUIRE(server->Push(0, 1, 0, std::vector<float>(8, 2.0f)).ok());
+  const auto w2 = Values(*server);
+  for (int i = 0; i < 8; ++i) CHECK(w2[i] == Approx(w0[i] - 1.5));
+  std::vector<float> out(1);
+  CompensateDelay(0.25f, std::vector<float>{-2.0f}, std::vector<float>{3.0f},
+                  std::vector<float>{1.0f}, absl::MakeSpan(out));
+  CHECK(out[0] == Approx(-2.0 + 0.25 * 4 * 2));
+}
+
 TEST_CASE("Sync: one update per round equal to the mean of the pushed gradients",
           "[server][sync]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
