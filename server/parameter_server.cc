@@ -236,6 +236,17 @@ absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
   return chunk;
 }
 
+absl::StatusOr<uint64_t> ParameterServer::StalenessOf(const ChunkState& chunk, int worker_index,
+                                                      uint64_t base_version) {
+  if (base_version > chunk.version) {
+    pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
+    return absl::InvalidArgumentError(
+        absl::StrCat("push for chunk ", chunk.meta.id, " from worker ", worker_index,
+                     " claims version ", base_version, "; the chunk is at ", chunk.version));
+  }
+  return chunk.version - base_version;
+}
+
 void ParameterServer::ApplyUpdate(ChunkState* chunk, absl::Span<const float> g) {
   optimizer_->Apply(absl::MakeSpan(chunk->values), g, absl::MakeSpan(chunk->optimizer_state),
                     chunk->version + 1);
@@ -330,13 +341,9 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
   std::vector<absl::Status> statuses;
   {
     absl::MutexLock lock(&chunk->mu);
-    if (base_version > chunk->version) {
-      pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
-      return absl::InvalidArgumentError(
-          absl::StrCat("gradient for chunk ", chunk_id, " from worker ", worker_index,
-                       " claims version ", base_version, "; the chunk is at ", chunk->version));
-    }
-    result.staleness = chunk->version - base_version;
+    auto staleness = StalenessOf(*chunk, worker_index, base_version);
+    if (!staleness.ok()) return staleness.status();
+    result.staleness = *staleness;
     if (rules_.algorithm == Algorithm::kSync) {
       const float weight = SyncGradientWeight(rules_.sync, result.staleness);
       if (result.staleness == 0) {
@@ -400,13 +407,9 @@ absl::StatusOr<PushResult> ParameterServer::Exchange(int chunk_id, int worker_in
   PushResult result;
   {
     absl::MutexLock lock(&chunk->mu);
-    if (base_version > chunk->version) {
-      pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
-      return absl::InvalidArgumentError(
-          absl::StrCat("exchange for chunk ", chunk_id, " from worker ", worker_index,
-                       " claims version ", base_version, "; the chunk is at ", chunk->version));
-    }
-    result.staleness = chunk->version - base_version;
+    auto staleness = StalenessOf(*chunk, worker_index, base_version);
+    if (!staleness.ok()) return staleness.status();
+    result.staleness = *staleness;
     ElasticExchange(alpha, absl::MakeSpan(chunk->values), weights, difference);
     result.version = ++chunk->version;
     result.applied = true;

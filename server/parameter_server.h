@@ -182,6 +182,11 @@ class ParameterServer {
   // Checks what Push and Exchange have in common; counts a rejection when it fails.
   absl::StatusOr<ChunkState*> Validate(int chunk_id, int worker_index,
                                        absl::Span<const float> payload, bool exchange);
+  // The staleness of a push computed on base_version; InvalidArgument (counted as a
+  // rejection) when the chunk has not reached that version.
+  absl::StatusOr<uint64_t> StalenessOf(const ChunkState& chunk, int worker_index,
+                                       uint64_t base_version)
+      ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
   uint64_t SlowestClock(const ChunkState& chunk) const ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
   bool Satisfied(const ChunkState& chunk, const PullCondition& c) const
       ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
