@@ -92,7 +92,8 @@ assert "| sync | sync | quorum=2/2" in md, md
 svg = xml.dom.minidom.parse(f"{sys.argv[1]}/compare.svg")
 lines = svg.getElementsByTagName("polyline")
 assert len(lines) == 4, len(lines)   # 2 variants x 2 panels
-assert all(len(l.getAttribute("points").split()) >= 2 for l in lines)
+# This job is so short that the evaluator may only score the final weights: >= 1 point.
+assert all(len(l.getAttribute("points").split()) >= 1 for l in lines)
 texts = " ".join(t.firstChild.data for t in svg.getElementsByTagName("text") if t.firstChild)
 assert "wall time (s)" in texts and "epochs" in texts and "test loss" in texts, texts
 print("compare: table, markdown and plot check out")
