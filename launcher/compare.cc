@@ -341,8 +341,11 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
     MONSOON_ASSIGN_OR_RETURN(CsvTable worker, ReadCsvTable(absl::StrCat(
                                                   run_dir.metrics_dir(), "/worker-", i, ".csv")));
     if (worker.rows.empty()) continue;
-    r.bytes_sent += worker.rows.back()[worker.Column("bytes_sent")];
-    r.samples_per_second += worker.rows.back()[worker.Column("samples_per_second")];
+    const std::vector<double>& last = worker.rows.back();
+    r.bytes_sent += last[worker.Column("bytes_sent")];
+    r.samples_per_second += last[worker.Column("samples_per_second")];
+    r.comm_share += last[worker.Column("comm_seconds")] /
+                    std::max(last[worker.Column("wall_seconds")], 1e-9) / c.cluster.workers;
   }
   for (int j = 0; j < c.cluster.servers; ++j) {
     MONSOON_ASSIGN_OR_RETURN(CsvTable histogram,
@@ -363,7 +366,7 @@ absl::Status WriteComparison(const Study& study, const std::vector<VariantResult
   const std::string columns =
       "variant,algorithm,knobs,status,final_test_accuracy,best_test_accuracy,final_test_loss,"
       "best_test_loss,seconds_to_target,samples_per_second,bytes_sent,mean_staleness,"
-      "wall_seconds\n";
+      "comm_share,wall_seconds\n";
   std::string csv = columns;
   std::string md = absl::StrCat(
       "# ", study.name, "\n\n", results.size(), " variants of one job",
@@ -371,8 +374,8 @@ absl::Status WriteComparison(const Study& study, const std::vector<VariantResult
                                 : "",
       ". Plot: compare.svg.\n\n",
       "| variant | algorithm | knobs | final acc | best acc | final loss | best loss | "
-      "s to target | samples/s | MB sent | mean staleness | wall s | status |\n",
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "s to target | samples/s | MB sent | mean staleness | comm share | wall s | status |\n",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   // Regression jobs have no accuracy: empty in the CSV, "n/a" in the table.
   const auto csv_accuracy = [&](double v) { return study.classification ? Fmt(v) : ""; };
   const auto md_accuracy = [&](double v) {
@@ -385,7 +388,7 @@ absl::Status WriteComparison(const Study& study, const std::vector<VariantResult
                     Fmt(r.final_loss), ",",
                     Fmt(r.best_loss), ",", to_target, ",",
                     Fmt(r.samples_per_second), ",", absl::StrFormat("%.0f", r.bytes_sent), ",",
-                    Fmt(r.mean_staleness), ",", Fmt(r.wall_seconds), "\n");
+                    Fmt(r.mean_staleness), ",", Fmt(r.comm_share), ",", Fmt(r.wall_seconds), "\n");
     absl::StrAppend(&md, "| ", r.name, " | ", r.algorithm, " | ", r.knobs, " | ",
                     md_accuracy(r.final_accuracy), " | ", md_accuracy(r.best_accuracy), " | ",
                     absl::StrFormat("%.4g", r.final_loss), " | ",
@@ -393,7 +396,8 @@ absl::Status WriteComparison(const Study& study, const std::vector<VariantResult
                     to_target.empty() ? "not reached" : to_target, " | ",
                     absl::StrFormat("%.0f", r.samples_per_second), " | ",
                     absl::StrFormat("%.1f", r.bytes_sent / 1e6), " | ",
-                    absl::StrFormat("%.2f", r.mean_staleness), " | ", Fmt(r.wall_seconds), " | ",
+                    absl::StrFormat("%.2f", r.mean_staleness), " | ",
+                    absl::StrFormat("%.2f", r.comm_share), " | ", Fmt(r.wall_seconds), " | ",
                     r.status, " |\n");
   }
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/compare.csv", csv));

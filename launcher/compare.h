@@ -58,6 +58,7 @@ struct VariantResult {
   double samples_per_second = 0;
   double bytes_sent = 0;  // by all workers
   double mean_staleness = 0;
+  double comm_share = 0;  // of a worker's training time spent in pulls, pushes, exchanges
   double wall_seconds = 0;
   // The evaluator's curves: wall seconds, epochs, test accuracy and loss per evaluation.
   std::vector<double> curve_seconds, curve_epochs, curve_accuracy, curve_loss;

@@ -11,7 +11,7 @@ const std::vector<std::string>& WorkerMetricsColumns() {
   static const auto* columns = new std::vector<std::string>{
       "step",           "wall_seconds", "epoch", "loss",          "samples_per_second",
       "bytes_sent",     "bytes_received", "version", "clock", "slowest_clock",
-      "staleness"};
+      "staleness",      "comm_seconds"};
   return *columns;
 }
 
@@ -78,6 +78,14 @@ PullWait TrainingWorker::PullWaitFor(int64_t step, const ChunkVersions& pushed_o
   return wait;
 }
 
+template <typename Call>
+auto TrainingWorker::Timed(WorkerReport* report, Call call) -> decltype(call()) {
+  const absl::Time start = absl::Now();
+  auto result = call();
+  report->comm_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  return result;
+}
+
 void TrainingWorker::ComputeStep(WorkerReport* report) {
   const int rows = shard_->NextBatch(config_.training.batch_size, &x_, &y_);
   const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
@@ -95,7 +103,8 @@ absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const Pul
       {static_cast<double>(report.steps), elapsed, shard_->progress(), report.last_loss,
        report.samples / std::max(elapsed, 1e-9), static_cast<double>(io.bytes_sent),
        static_cast<double>(io.bytes_received), static_cast<double>(pull.min_version),
-       static_cast<double>(report.pushes), static_cast<double>(pull.slowest_clock), staleness});
+       static_cast<double>(report.pushes), static_cast<double>(pull.slowest_clock), staleness,
+       report.comm_seconds});
 }
 
 absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
@@ -113,9 +122,11 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
   while (shard_->progress() < config_.training.epochs) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     if (PullsBefore(report.steps)) {
-      MONSOON_ASSIGN_OR_RETURN(
-          pull, client_->PullAll(absl::MakeSpan(params), PullWaitFor(report.steps, versions),
-                                 &versions));
+      MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, [&] {
+                                 return client_->PullAll(absl::MakeSpan(params),
+                                                         PullWaitFor(report.steps, versions),
+                                                         &versions);
+                               }));
       model_->SetParams(params.data());
     }
     ComputeStep(&report);
@@ -124,7 +135,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
     for (size_t i = 0; i < n; ++i) accumulated[i] += grads[i];
     if (local_rate > 0) model_->ApplyLocalSgd(local_rate);
     if (++since_push == n_push) {
-      MONSOON_ASSIGN_OR_RETURN(push, client_->PushAll(accumulated, versions, shard_->progress()));
+      MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, [&] {
+                                 return client_->PushAll(accumulated, versions, shard_->progress());
+                               }));
       ++report.pushes;
       std::fill(accumulated.begin(), accumulated.end(), 0.0f);
       since_push = 0;
@@ -159,9 +172,10 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
       for (size_t i = 0; i < n; ++i) weights[i] -= delta * velocity[i];
     }
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
-    MONSOON_ASSIGN_OR_RETURN(exchange,
-                             client_->ExchangeAll(weights, absl::MakeSpan(difference), &versions,
-                                                  shard_->progress()));
+    MONSOON_ASSIGN_OR_RETURN(exchange, Timed(&report, [&] {
+                               return client_->ExchangeAll(weights, absl::MakeSpan(difference),
+                                                           &versions, shard_->progress());
+                             }));
     model_->AddToParams(difference.data(), -1.0f);
     ++report.pushes;
     pull.min_version = *std::min_element(versions.begin(), versions.end());

@@ -28,12 +28,14 @@ struct WorkerReport {
   int64_t samples = 0;
   int64_t pushes = 0;  // pushes or exchanges: the worker's clock
   double wall_seconds = 0;
-  double last_loss = 0;  // mean loss of the last batch
+  double comm_seconds = 0;  // spent in pulls, pushes and exchanges (waiting included)
+  double last_loss = 0;     // mean loss of the last batch
 };
 
 // Columns of the per-worker metrics CSV: one row per step. `clock` counts the worker's pushes
 // (or exchanges); `slowest_clock` is the fewest pushes of any live worker seen at the last
-// pull; `staleness` is the mean staleness of the last push's chunks.
+// pull; `staleness` is the mean staleness of the last push's chunks; `comm_seconds` the time
+// spent so far in pulls, pushes and exchanges, waiting for other workers included.
 const std::vector<std::string>& WorkerMetricsColumns();
 
 // Borrows everything it is given; one Run per object.
@@ -56,6 +58,9 @@ class TrainingWorker {
   PullWait PullWaitFor(int64_t step, const ChunkVersions& pushed_on) const;
   // Computes one batch's gradient into the model; updates the report.
   void ComputeStep(WorkerReport* report);
+  // Runs one call to the servers, adding its duration to report->comm_seconds.
+  template <typename Call>
+  auto Timed(WorkerReport* report, Call call) -> decltype(call());
   absl::Status AppendMetrics(const WorkerReport& report, const PullResult& pull,
                              double staleness);
 
