@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/multiversion.h"
 
 namespace monsoon {
 
@@ -23,57 +24,66 @@ std::unique_ptr<Optimizer> Optimizer::Create(const OptimizerSpec& spec) {
   return nullptr;
 }
 
+namespace {
+
+// The loops, outside the classes so that they can be multiversioned.
+MONSOON_MULTIVERSION void SgdLoop(float eta, const float* __restrict g, float* __restrict w,
+                                  size_t n) {
+  for (size_t i = 0; i < n; ++i) w[i] -= eta * g[i];
+}
+
+MONSOON_MULTIVERSION void MomentumLoop(float eta, float mu, const float* __restrict g,
+                                       float* __restrict v, float* __restrict w, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    v[i] = mu * v[i] + g[i];
+    w[i] -= eta * v[i];
+  }
+}
+
+MONSOON_MULTIVERSION void AdagradLoop(float gamma, float eps, const float* __restrict g,
+                                      float* __restrict a, float* __restrict w, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    a[i] += g[i] * g[i];
+    w[i] -= gamma * g[i] / (std::sqrt(a[i]) + eps);
+  }
+}
+
+MONSOON_MULTIVERSION void AdamLoop(float step_size, float inv_sqrt_c2, float b1, float b2,
+                                   float eps, const float* __restrict g, float* __restrict m,
+                                   float* __restrict v, float* __restrict w, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    m[i] = b1 * m[i] + (1.0f - b1) * g[i];
+    v[i] = b2 * v[i] + (1.0f - b2) * g[i] * g[i];
+    w[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_sqrt_c2 + eps);
+  }
+}
+
+}  // namespace
+
 void SgdOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
                          absl::Span<float> /*state*/, uint64_t /*step*/) const {
-  float* __restrict wp = w.data();
-  const float* __restrict gp = g.data();
-  const float eta = eta_;
-  for (size_t i = 0, n = w.size(); i < n; ++i) wp[i] -= eta * gp[i];
+  SgdLoop(eta_, g.data(), w.data(), w.size());
 }
 
 void MomentumOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
                               absl::Span<float> state, uint64_t /*step*/) const {
-  float* __restrict wp = w.data();
-  float* __restrict vp = state.data();
-  const float* __restrict gp = g.data();
-  const float eta = eta_;
-  const float mu = mu_;
-  for (size_t i = 0, n = w.size(); i < n; ++i) {
-    vp[i] = mu * vp[i] + gp[i];
-    wp[i] -= eta * vp[i];
-  }
+  MomentumLoop(eta_, mu_, g.data(), state.data(), w.data(), w.size());
 }
 
 void AdagradOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
                              absl::Span<float> state, uint64_t /*step*/) const {
-  float* __restrict wp = w.data();
-  float* __restrict ap = state.data();
-  const float* __restrict gp = g.data();
-  for (size_t i = 0, n = w.size(); i < n; ++i) {
-    ap[i] += gp[i] * gp[i];
-    wp[i] -= gamma_ * gp[i] / (std::sqrt(ap[i]) + eps_);
-  }
+  AdagradLoop(gamma_, eps_, g.data(), state.data(), w.data(), w.size());
 }
 
 void AdamOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
                           absl::Span<float> state, uint64_t step) const {
   const size_t n = w.size();
-  float* __restrict wp = w.data();
-  float* __restrict mp = state.data();
-  float* __restrict vp = state.data() + n;
-  const float* __restrict gp = g.data();
   const double t = static_cast<double>(step);
   // Bias corrections folded into the step size and epsilon (Kingma & Ba, section 2).
   const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1_), t));
   const float c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2_), t));
-  const float step_size = eta_ / c1;
-  const float inv_sqrt_c2 = 1.0f / std::sqrt(c2);
-  const float b1 = beta1_, b2 = beta2_, eps = eps_;
-  for (size_t i = 0; i < n; ++i) {
-    mp[i] = b1 * mp[i] + (1.0f - b1) * gp[i];
-    vp[i] = b2 * vp[i] + (1.0f - b2) * gp[i] * gp[i];
-    wp[i] -= step_size * mp[i] / (std::sqrt(vp[i]) * inv_sqrt_c2 + eps);
-  }
+  AdamLoop(eta_ / c1, 1.0f / std::sqrt(c2), beta1_, beta2_, eps_, g.data(), state.data(),
+           state.data() + n, w.data(), n);
 }
 
 namespace {

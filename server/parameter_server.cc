@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "core/multiversion.h"
 #include "server/update_rule.h"
 
 namespace monsoon {
@@ -15,7 +16,7 @@ namespace {
 
 // True when no value is NaN or +-Inf (exponent bits all ones). Branch-free so that it
 // vectorises: a push is scanned in full before any of it is applied.
-bool AllFinite(absl::Span<const float> values) {
+MONSOON_MULTIVERSION bool AllFinite(absl::Span<const float> values) {
   uint32_t bad = 0;
   for (float v : values) {
     uint32_t bits;

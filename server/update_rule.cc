@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/multiversion.h"
+
 namespace monsoon {
 
 float StalenessWeight(const StalenessConfig& policy, uint64_t staleness) {
@@ -20,7 +22,7 @@ float SyncGradientWeight(const SyncConfig& sync, uint64_t staleness) {
   return 0.0f;
 }
 
-void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const float> worker,
+MONSOON_MULTIVERSION void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const float> worker,
                      absl::Span<float> d) {
   float* __restrict cp = centre.data();
   float* __restrict dp = d.data();
@@ -31,7 +33,7 @@ void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const flo
   }
 }
 
-void CompensateDelay(float lambda, absl::Span<const float> g, absl::Span<const float> now,
+MONSOON_MULTIVERSION void CompensateDelay(float lambda, absl::Span<const float> g, absl::Span<const float> now,
                      absl::Span<const float> pulled, absl::Span<float> out) {
   const float* __restrict gp = g.data();
   const float* __restrict np = now.data();
@@ -42,7 +44,7 @@ void CompensateDelay(float lambda, absl::Span<const float> g, absl::Span<const f
   }
 }
 
-void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g, float weight) {
+MONSOON_MULTIVERSION void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g, float weight) {
   float* __restrict sp = sum.data();
   const float* __restrict gp = g.data();
   for (size_t i = 0, n = sum.size(); i < n; ++i) sp[i] += weight * gp[i];
