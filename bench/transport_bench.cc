@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "bench/child_process.h"
 #include "core/process_setup.h"
 #include "server/grpc_parameter_server.h"
 #include "worker/grpc_ps_client.h"
@@ -86,51 +87,8 @@ int TcpSink(size_t bytes) {
   return 0;
 }
 
-// A child process running this binary in another mode, with a pipe to its stdin and from
-// its stdout. Closing stdin ends it.
-struct Child {
-  pid_t pid = 0;
-  int to_child = -1;
-  FILE* from_child = nullptr;
-
-  static Child Spawn(const std::vector<std::string>& argv) {
-    int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0) std::abort();
-    Child c;
-    c.pid = fork();
-    if (c.pid == 0) {
-      dup2(in[0], STDIN_FILENO);
-      dup2(out[1], STDOUT_FILENO);
-      close(in[1]);
-      close(out[0]);
-      std::vector<char*> args;
-      for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      execv("/proc/self/exe", args.data());
-      _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    c.to_child = in[1];
-    c.from_child = fdopen(out[0], "r");
-    return c;
-  }
-  std::string ReadLine() {
-    char line[256] = {};
-    if (std::fgets(line, sizeof(line), from_child) == nullptr) return "";
-    std::string s(line);
-    while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
-    return s;
-  }
-  void Stop() {
-    close(to_child);
-    fclose(from_child);
-    waitpid(pid, nullptr, 0);
-  }
-};
-
 double TcpPumpGbps(size_t bytes, int reps) {
-  Child sink = Child::Spawn({"transport_bench", "--tcp-sink", std::to_string(bytes)});
+  BenchChild sink = BenchChild::Spawn({"transport_bench", "--tcp-sink", std::to_string(bytes)});
   int port = 0;
   if (!absl::SimpleAtoi(sink.ReadLine(), &port)) std::abort();
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -165,7 +123,7 @@ struct GrpcFigures {
 
 GrpcFigures GrpcGbps(size_t bytes, int reps, size_t chunk_floats, int in_flight) {
   const size_t floats = bytes / sizeof(float);
-  Child server = Child::Spawn(
+  BenchChild server = BenchChild::Spawn(
       {"transport_bench", "--serve", std::to_string(floats), std::to_string(chunk_floats)});
   const std::string address = server.ReadLine();
   auto plan = ShardingPlan::Create(floats, 1, chunk_floats);

@@ -423,6 +423,8 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
       transport.Real("rpc_timeout_seconds", 0, true, 3600, &c->transport.rpc_timeout_seconds));
   MONSOON_RETURN_IF_ERROR(transport.Real("rendezvous_timeout_seconds", 0, true, 3600,
                                          &c->transport.rendezvous_timeout_seconds));
+  MONSOON_RETURN_IF_ERROR(
+      transport.String("overlap", {"none", "push", "push_pull"}, &c->transport.overlap));
   MONSOON_RETURN_IF_ERROR(transport.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section compute, top.Child("compute"));
@@ -633,7 +635,8 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  max_in_flight: " << c.transport.max_in_flight
     << "\n  channels_per_server: " << c.transport.channels_per_server
     << "\n  rpc_timeout_seconds: " << Num(c.transport.rpc_timeout_seconds)
-    << "\n  rendezvous_timeout_seconds: " << Num(c.transport.rendezvous_timeout_seconds) << "\n";
+    << "\n  rendezvous_timeout_seconds: " << Num(c.transport.rendezvous_timeout_seconds)
+    << "\n  overlap: " << c.transport.overlap << "\n";
   y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads
     << "\n  tf32: " << (c.compute.tf32 ? "true" : "false") << "\n";
   y << "network:\n  interface: " << Quote(c.network.interface) << "\n";

@@ -22,7 +22,7 @@ absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
     result.min_version = std::min(result.min_version, info.version);
     result.slowest_clock = std::min(result.slowest_clock, info.slowest_clock);
     if (versions != nullptr) (*versions)[c.id] = info.version;
-    counters_.bytes_received += c.size * sizeof(float);
+    bytes_received_ += c.size * sizeof(float);
   }
   return result;
 }
@@ -37,7 +37,7 @@ absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> g
                                                gradient.subspan(c.offset, c.size), epoch));
     summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
     summary.chunks_dropped += r.applied ? 0 : 1;
-    counters_.bytes_sent += c.size * sizeof(float);
+    bytes_sent_ += c.size * sizeof(float);
   }
   return summary;
 }
@@ -55,8 +55,8 @@ absl::StatusOr<PushSummary> InProcessPsClient::ExchangeAll(absl::Span<const floa
                                      difference.subspan(c.offset, c.size), epoch));
     (*versions)[c.id] = r.version;
     summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
-    counters_.bytes_sent += c.size * sizeof(float);
-    counters_.bytes_received += c.size * sizeof(float);
+    bytes_sent_ += c.size * sizeof(float);
+    bytes_received_ += c.size * sizeof(float);
   }
   return summary;
 }

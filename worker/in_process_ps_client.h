@@ -3,6 +3,7 @@
 #ifndef MONSOON_WORKER_IN_PROCESS_PS_CLIENT_H_
 #define MONSOON_WORKER_IN_PROCESS_PS_CLIENT_H_
 
+#include <atomic>
 #include <vector>
 
 #include "worker/ps_client.h"
@@ -24,14 +25,15 @@ class InProcessPsClient : public PsClient {
                                           double epoch) override;
   absl::Status Finish() override;
   absl::StatusOr<std::vector<ServerStats>> AllStats() override;
-  TransferCounters counters() const override { return counters_; }
+  TransferCounters counters() const override { return {bytes_sent_, bytes_received_}; }
   const ShardingPlan& plan() const override { return servers_.front()->plan(); }
 
  private:
 
   const std::vector<ParameterServer*> servers_;
   const ClientIdentity identity_;
-  TransferCounters counters_;
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> bytes_received_{0};
 };
 
 }  // namespace monsoon

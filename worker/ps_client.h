@@ -53,7 +53,8 @@ struct PushSummary {
   int chunks_dropped = 0;
 };
 
-// One client is used by one thread at a time.
+// A client serves one worker: one push (PushAll) may run in another thread while the worker
+// pulls (PullAll); otherwise one call at a time.
 class PsClient {
  public:
   virtual ~PsClient() = default;

@@ -1,6 +1,7 @@
 #include "worker/training_worker.h"
 
 #include <algorithm>
+#include <future>
 
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
@@ -114,20 +115,64 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
   const float local_rate = downpour ? static_cast<float>(config_.downpour.local_learning_rate) : 0;
   const size_t n = model_->num_params();
   std::vector<float> params(n), grads(n), accumulated(n, 0.0f);
+  // With transport.overlap, one push is in flight while the next step pulls and computes:
+  // `sending` holds its gradient (the client borrows it), `in_flight` its result. The servers
+  // order a push before any pull that must see it (sync rounds, SSP clocks); Downpour may see
+  // it a step later. Without overlap, the same future runs deferred, at once.
+  std::vector<float> sending(n);
+  std::future<absl::StatusOr<PushSummary>> in_flight;
   ChunkVersions versions;
   PullResult pull;
   PushSummary push;
   WorkerReport report;
+  // Waits for the push in flight, if any (the wait counts as communication time).
+  auto finish_push = [&]() -> absl::Status {
+    if (!in_flight.valid()) return absl::OkStatus();
+    MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, [&] { return in_flight.get(); }));
+    return absl::OkStatus();
+  };
+  const bool overlap_push = config_.transport.overlap != "none";
+  auto start_push = [&]() -> absl::Status {
+    MONSOON_RETURN_IF_ERROR(finish_push());
+    std::swap(accumulated, sending);
+    std::fill(accumulated.begin(), accumulated.end(), 0.0f);
+    in_flight = std::async(overlap_push ? std::launch::async : std::launch::deferred,
+                           [this, &sending, base = versions, epoch = shard_->progress()] {
+                             return client_->PushAll(sending, base, epoch);
+                           });
+    ++report.pushes;
+    // Without overlap the push completes here, before the next step.
+    return overlap_push ? absl::OkStatus() : finish_push();
+  };
+  // With overlap push_pull, Downpour prefetches: the pull for the next fetch step starts as
+  // this step's compute does, into `incoming` (so the weights may miss this step's own push:
+  // one step staler). Sync and SSP pulls wait on the servers for other workers and are never
+  // prefetched.
+  const bool prefetch = downpour && config_.transport.overlap == "push_pull";
+  std::vector<float> incoming(prefetch ? n : 0);
+  ChunkVersions incoming_versions;
+  std::future<absl::StatusOr<PullResult>> prefetched;
   int since_push = 0;
   while (shard_->progress() < config_.training.epochs) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     if (PullsBefore(report.steps)) {
-      MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, [&] {
-                                 return client_->PullAll(absl::MakeSpan(params),
-                                                         PullWaitFor(report.steps, versions),
-                                                         &versions);
-                               }));
+      if (prefetched.valid()) {
+        MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, [&] { return prefetched.get(); }));
+        std::swap(params, incoming);
+        std::swap(versions, incoming_versions);
+      } else {
+        MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, [&] {
+                                   return client_->PullAll(absl::MakeSpan(params),
+                                                           PullWaitFor(report.steps, versions),
+                                                           &versions);
+                                 }));
+      }
       model_->SetParams(params.data());
+    }
+    if (prefetch && PullsBefore(report.steps + 1)) {
+      prefetched = std::async(std::launch::async, [this, &incoming, &incoming_versions] {
+        return client_->PullAll(absl::MakeSpan(incoming), {}, &incoming_versions);
+      });
     }
     ComputeStep(&report);
     model_->GetGrads(grads.data());
@@ -135,19 +180,13 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
     for (size_t i = 0; i < n; ++i) accumulated[i] += grads[i];
     if (local_rate > 0) model_->ApplyLocalSgd(local_rate);
     if (++since_push == n_push) {
-      MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, [&] {
-                                 return client_->PushAll(accumulated, versions, shard_->progress());
-                               }));
-      ++report.pushes;
-      std::fill(accumulated.begin(), accumulated.end(), 0.0f);
+      MONSOON_RETURN_IF_ERROR(start_push());
       since_push = 0;
     }
     MONSOON_RETURN_IF_ERROR(AppendMetrics(report, pull, push.mean_staleness));
   }
-  if (since_push > 0) {
-    MONSOON_RETURN_IF_ERROR(client_->PushAll(accumulated, versions, shard_->progress()).status());
-    ++report.pushes;
-  }
+  if (since_push > 0) MONSOON_RETURN_IF_ERROR(start_push());
+  MONSOON_RETURN_IF_ERROR(finish_push());
   return report;
 }
 

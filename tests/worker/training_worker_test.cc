@@ -210,6 +210,55 @@ TEST_CASE("TrainingWorker (ssp): no worker starts a step more than `bound` pushe
   CHECK(setup.Weights()[0] == Approx(2.5).margin(0.02));
 }
 
+TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each contract",
+          "[worker][overlap]") {
+  SECTION("downpour, push_pull: still fits the line") {
+    LinearSetup setup(2, 0.1f, 2);
+    setup.config.training.epochs = 30;
+    setup.config.training.batch_size = 20;
+    setup.config.transport.overlap = "push_pull";
+    setup.Start();
+    const auto reports = setup.RunWorkers();
+    CHECK(reports[0].pushes == 300);
+    CHECK(setup.raw[0]->Stats().pushes_applied == 600);
+    const auto w = setup.Weights();
+    CHECK(w[0] == Approx(2.5).margin(0.02));
+    CHECK(w[1] == Approx(-1.25).margin(0.02));
+  }
+  SECTION("sync, push: one round per step, none dropped") {
+    LinearSetup setup(2, 0.25f, 3, Algorithm::kSync);
+    setup.config.training.epochs = 20;
+    setup.config.training.batch_size = 50;
+    setup.config.transport.overlap = "push";
+    setup.Start();
+    const auto reports = setup.RunWorkers();
+    ChunkVersions versions;
+    std::vector<float> w(2);
+    InProcessPsClient reader(setup.raw, {ClientRole::kEvaluator, 0});
+    REQUIRE(reader.PullAll(absl::MakeSpan(w), {}, &versions).ok());
+    CHECK(versions[0] == static_cast<uint64_t>(reports[0].steps));
+    CHECK(setup.raw[0]->Stats().pushes_dropped == 0);
+    CHECK(w[0] == Approx(2.5).margin(0.02));
+  }
+  SECTION("ssp, push: the bound still holds") {
+    LinearSetup setup(1, 0.1f, 3, Algorithm::kSsp);
+    setup.config.training.epochs = 10;
+    setup.config.training.batch_size = 10;
+    setup.config.ssp.bound = 1;
+    setup.config.transport.overlap = "push";
+    setup.Start();
+    const std::string dir = std::getenv("TEST_TMPDIR");
+    setup.RunWorkers(dir);
+    for (int i = 0; i < 3; ++i) {
+      auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
+      REQUIRE(table.ok());
+      for (const auto& row : table->rows) {
+        REQUIRE(row[table->Column("step")] - 1 - row[table->Column("slowest_clock")] <= 1);
+      }
+    }
+  }
+}
+
 TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at the centre",
           "[worker][easgd]") {
   for (Algorithm algorithm : {Algorithm::kEasgd, Algorithm::kEamsgd}) {

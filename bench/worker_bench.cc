@@ -1,0 +1,190 @@
+// Worker benchmark: per-worker samples/s of the training loop when it talks to a parameter
+// server over gRPC (Downpour: pull and push every step, without and with overlap of
+// communication and compute; EASGD: an elastic exchange every tau steps) next to the same
+// worker training alone (the same batches, forward, backward and a
+// local SGD step, no server), measured in the same run; and the share of each step the worker
+// spends in pulls, pushes and exchanges. The server is a separate process on loopback.
+// Prints a table and one JSON object.
+//
+//   worker_bench [--steps N] [--batch B] [--tau T]
+#include <cstdio>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "bench/child_process.h"
+#include "bench/step_shapes.h"
+#include "core/cpu_backend.h"
+#include "core/data_shard.h"
+#include "core/process_setup.h"
+#include "server/grpc_parameter_server.h"
+#include "worker/grpc_ps_client.h"
+#include "worker/training_worker.h"
+
+namespace monsoon {
+namespace {
+
+constexpr char kToken[] = "bench-token";
+constexpr size_t kChunkFloats = 256 * 1024;  // the jobs' default 1 MiB chunks
+constexpr int kStepsPerEpoch = 100;
+
+// The job every mode runs: the benchmark MLP, one server, one worker.
+JobConfig BenchJob(Algorithm algorithm, int batch, int steps, int tau,
+                   const std::string& overlap = "none") {
+  JobConfig config;
+  config.transport.overlap = overlap;
+  config.model = BenchmarkMlp();
+  config.training.algorithm = algorithm;
+  config.training.batch_size = batch;
+  config.training.epochs = steps / kStepsPerEpoch;
+  config.optimizer.type = OptimizerType::kMomentum;
+  config.optimizer.learning_rate = 0.01f;
+  config.easgd.tau = tau;
+  config.easgd.alpha = 0.45;
+  config.easgd.learning_rate = 0.05;
+  return config;
+}
+
+// Child: serve the job's parameters with its rules; print the address; exit on stdin EOF.
+int Serve(Algorithm algorithm, int tau) {
+  const JobConfig config = BenchJob(algorithm, 64, kStepsPerEpoch, tau);
+  auto plan = ShardingPlan::Create(Model::NumParams(config.model), 1, kChunkFloats);
+  ParameterServer logic(0, *plan, config.model, 1, ServerRules::FromConfig(config), 1, false);
+  auto server = GrpcParameterServer::Start(&logic, "127.0.0.1", kToken);
+  if (!server.ok()) return 1;
+  std::cout << (*server)->address() << std::endl;
+  char c;
+  while (read(STDIN_FILENO, &c, 1) > 0) {
+  }
+  return 0;
+}
+
+// Random images and labels of Fashion-MNIST's shape: the cost of a step does not depend on
+// the values, and the benchmark needs no data set.
+Dataset RandomImages(int rows) {
+  Dataset data;
+  data.feature_dim = 784;
+  data.num_classes = 10;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> pixel(0, 1);
+  data.features.resize(static_cast<size_t>(rows) * 784);
+  for (float& f : data.features) f = pixel(rng);
+  for (int r = 0; r < rows; ++r) data.targets.push_back(static_cast<float>(r % 10));
+  return data;
+}
+
+struct Figures {
+  double samples_per_second = 0;
+  double comm_share = 0;
+};
+
+// The worker's loop without any server.
+Figures Alone(const Dataset& data, int batch, int steps) {
+  CpuBackend backend;
+  auto model = Model::Create(BenchmarkMlp(), &backend);
+  DataShard shard(&data, 0, 1, 1);
+  std::vector<float> x, y;
+  const absl::Time start = absl::Now();
+  int64_t samples = 0;
+  for (int s = 0; s < steps; ++s) {
+    const int rows = shard.NextBatch(batch, &x, &y);
+    (*model)->ComputeGradients(x.data(), y.data(), rows);
+    (*model)->ApplyLocalSgd(0.01f);
+    samples += rows;
+  }
+  if (!(*model)->Synchronize().ok()) std::abort();
+  return {samples / absl::ToDoubleSeconds(absl::Now() - start), 0};
+}
+
+Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int steps, int tau,
+                   const std::string& overlap) {
+  BenchChild server = BenchChild::Spawn(
+      {"worker_bench", "--serve", AlgorithmName(algorithm), std::to_string(tau)});
+  const std::string address = server.ReadLine();
+  const JobConfig config = BenchJob(algorithm, batch, steps, tau, overlap);
+  auto plan = ShardingPlan::Create(Model::NumParams(config.model), 1, kChunkFloats);
+  GrpcPsClientOptions options;
+  options.token = kToken;
+  auto client = GrpcPsClient::Connect({address}, *plan, {ClientRole::kWorker, 0}, options);
+  if (!client.ok()) {
+    std::cerr << client.status() << std::endl;
+    std::abort();
+  }
+  CpuBackend backend;
+  auto model = Model::Create(config.model, &backend);
+  DataShard shard(&data, 0, 1, 1);
+  TrainingWorker worker(config, 0, model->get(), &shard, client->get(), nullptr);
+  auto report = worker.Run(nullptr);
+  if (!report.ok()) {
+    std::cerr << report.status() << std::endl;
+    std::abort();
+  }
+  client->reset();
+  server.Stop();
+  return {report->samples / report->wall_seconds, report->comm_seconds / report->wall_seconds};
+}
+
+int Main(int argc, char** argv) {
+  TuneAllocatorForLargeMessages();
+  if (argc == 4 && std::string(argv[1]) == "--serve") {
+    return Serve(std::string(argv[2]) == "easgd" ? Algorithm::kEasgd : Algorithm::kDownpour,
+                 std::stoi(argv[3]));
+  }
+  int steps = 1000, batch = 64, tau = 8;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (flag == "--steps") {
+      steps = std::max(kStepsPerEpoch, std::stoi(argv[i + 1]) / kStepsPerEpoch * kStepsPerEpoch);
+    } else if (flag == "--batch") {
+      batch = std::stoi(argv[i + 1]);
+    } else if (flag == "--tau") {
+      tau = std::stoi(argv[i + 1]);
+    } else {
+      std::cerr << "usage: worker_bench [--steps N] [--batch B] [--tau T]\n";
+      return 2;
+    }
+  }
+  const Dataset data = RandomImages(kStepsPerEpoch * batch);
+  const Figures alone = Alone(data, batch, steps);
+  struct Row {
+    std::string name, key;
+    Figures figures;
+  };
+  const std::vector<Row> rows = {
+      {"downpour, pull+push every step", "downpour",
+       WithServer(data, Algorithm::kDownpour, batch, steps, tau, "none")},
+      {"  push overlapped with compute", "downpour_push",
+       WithServer(data, Algorithm::kDownpour, batch, steps, tau, "push")},
+      {"  push + next pull overlapped", "downpour_push_pull",
+       WithServer(data, Algorithm::kDownpour, batch, steps, tau, "push_pull")},
+      {absl::StrFormat("easgd, exchange every %d steps", tau), "easgd",
+       WithServer(data, Algorithm::kEasgd, batch, steps, tau, "none")},
+  };
+  std::printf("%-34s %12s %8s %11s\n", "worker loop", "samples/s", "ratio", "comm share");
+  std::printf("%-34s %12.0f %8s %11s\n", "alone (reference)", alone.samples_per_second, "1.000",
+              "");
+  std::string json = absl::StrFormat(
+      "{\"bench\": \"worker\", \"steps\": %d, \"batch\": %d, \"tau\": %d, "
+      "\"alone_samples_per_second\": %.0f",
+      steps, batch, tau, alone.samples_per_second);
+  for (const Row& row : rows) {
+    const double ratio = row.figures.samples_per_second / alone.samples_per_second;
+    std::printf("%-34s %12.0f %8.3f %11.3f\n", row.name.c_str(), row.figures.samples_per_second,
+                ratio, row.figures.comm_share);
+    absl::StrAppendFormat(&json,
+                          ", \"%s_samples_per_second\": %.0f, \"%s_ratio\": %.3f, "
+                          "\"%s_comm_share\": %.3f",
+                          row.key, row.figures.samples_per_second, row.key, ratio, row.key,
+                          row.figures.comm_share);
+  }
+  std::printf("%s}\n", json.c_str());
+  return 0;
+}
+
+}  // namespace
+}  // namespace monsoon
+
+int main(int argc, char** argv) { return monsoon::Main(argc, argv); }
