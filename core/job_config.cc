@@ -310,8 +310,8 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   const bool idx = c->data.format == "idx";
   MONSOON_RETURN_IF_ERROR(data.File("train_images", base_dir, idx, &c->data.train_images));
   MONSOON_RETURN_IF_ERROR(data.File("train_labels", base_dir, idx, &c->data.train_labels));
-  MONSOON_RETURN_IF_ERROR(data.File("test_images", base_dir, idx, &c->data.test_images));
-  MONSOON_RETURN_IF_ERROR(data.File("test_labels", base_dir, idx, &c->data.test_labels));
+  MONSOON_RETURN_IF_ERROR(data.File("test_images", base_dir, false, &c->data.test_images));
+  MONSOON_RETURN_IF_ERROR(data.File("test_labels", base_dir, false, &c->data.test_labels));
   MONSOON_RETURN_IF_ERROR(data.File("train", base_dir, !idx, &c->data.train));
   MONSOON_RETURN_IF_ERROR(data.File("test", base_dir, false, &c->data.test));
   if (idx && !c->data.train.empty()) {
@@ -342,6 +342,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   }
   MONSOON_RETURN_IF_ERROR(training.Int("epochs", 1, 100000, &c->training.epochs));
   MONSOON_RETURN_IF_ERROR(training.Int("batch_size", 1, 1 << 20, &c->training.batch_size));
+  MONSOON_RETURN_IF_ERROR(training.Int("max_steps", 0, 1 << 30, &c->training.max_steps));
   MONSOON_RETURN_IF_ERROR(
       training.Real("timeout_seconds", 0, true, 1e7, &c->training.timeout_seconds));
   MONSOON_RETURN_IF_ERROR(training.CheckNoUnknownKeys());
@@ -610,7 +611,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
     if (!c.data.test.empty()) y << "  test: " << Quote(c.data.test) << "\n";
   }
   y << "training:\n  algorithm: " << AlgorithmName(c.training.algorithm) << "\n  epochs: " << c.training.epochs
-    << "\n  batch_size: " << c.training.batch_size
+    << "\n  batch_size: " << c.training.batch_size << "\n  max_steps: " << c.training.max_steps
     << "\n  timeout_seconds: " << Num(c.training.timeout_seconds) << "\n";
   y << "downpour:\n  n_fetch: " << c.downpour.n_fetch << "\n  n_push: " << c.downpour.n_push
     << "\n  local_learning_rate: " << Num(c.downpour.local_learning_rate)

@@ -65,6 +65,9 @@ struct TrainingConfig {
   Algorithm algorithm = Algorithm::kDownpour;
   int epochs = 1;
   int batch_size = 64;
+  // When > 0, each worker stops after this many steps even if epochs remain (benchmarks,
+  // smoke runs of large models).
+  int max_steps = 0;
   double timeout_seconds = 1800;  // the launcher ends a job that runs longer
 };
 

@@ -70,6 +70,8 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
       state->round_from.assign(workers_expected, false);
     }
     if (rules_.staleness.dc_lambda > 0) state->pulled.assign(workers_expected, state->values);
+    state_bytes_ += sizeof(float) * (state->values.size() + state->optimizer_state.size() +
+                                     state->round_sum.size() + state->pulled.size() * c.size);
     chunks_.emplace(c.id, std::move(state));
   }
   expire_thread_ = std::thread([this] { ExpireLoop(); });

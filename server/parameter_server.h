@@ -98,6 +98,9 @@ class ParameterServer {
 
   int index() const { return index_; }
   const ShardingPlan& plan() const { return plan_; }
+  // Bytes of everything this server holds per chunk: weights, optimizer state, a sync round's
+  // sum, DC-ASGD's per-worker copies.
+  size_t state_bytes() const { return state_bytes_; }
   const ServerRules& rules() const { return rules_; }
 
   // FailedPrecondition when the client's plan fingerprint differs from this server's.
@@ -215,6 +218,7 @@ class ParameterServer {
   const int workers_expected_;
   const bool evaluator_expected_;
   std::map<int, std::unique_ptr<ChunkState>> chunks_;  // the map itself is never modified
+  size_t state_bytes_ = 0;
 
   std::atomic<uint64_t> pushes_applied_{0};
   std::atomic<uint64_t> pushes_dropped_{0};

@@ -1,5 +1,7 @@
 #include "server/server_role.h"
 
+#include <sys/resource.h>
+
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +27,13 @@ absl::Status WriteStalenessHistogram(const std::string& path,
   return absl::OkStatus();
 }
 
+// This process's peak resident set size.
+uint64_t PeakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
 }  // namespace
 
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
@@ -46,7 +55,8 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       CsvMetricsWriter::Create(
           absl::StrCat(run_dir.metrics_dir(), "/server-", options.index, ".csv"),
           {"wall_seconds", "pushes_applied", "pushes_dropped", "pushes_rejected", "pulls_served",
-           "bytes_received", "bytes_sent", "workers_finished", "mean_staleness"}));
+           "bytes_received", "bytes_sent", "workers_finished", "mean_staleness", "state_bytes",
+           "peak_rss_bytes"}));
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds);
   auto record = [&]() {
@@ -56,7 +66,8 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
          static_cast<double>(s.pushes_dropped), static_cast<double>(s.pushes_rejected),
          static_cast<double>(s.pulls_served), static_cast<double>(s.bytes_received),
          static_cast<double>(s.bytes_sent), static_cast<double>(s.workers_finished),
-         HistogramMean(s.staleness_histogram)});
+         HistogramMean(s.staleness_histogram), static_cast<double>(logic.state_bytes()),
+         static_cast<double>(PeakRssBytes())});
   };
   absl::Status result = absl::OkStatus();
   while (!logic.WaitAllFinished(absl::Seconds(1))) {
@@ -77,6 +88,9 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   MONSOON_RETURN_IF_ERROR(WriteStalenessHistogram(
       absl::StrCat(run_dir.metrics_dir(), "/staleness-server-", options.index, ".csv"),
       logic.Stats().staleness_histogram));
+  std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
+            << " MiB for " << logic.state_bytes() / 1048576
+            << " MiB of weights and optimizer state" << std::endl;
   return result;
 }
 

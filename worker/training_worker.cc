@@ -87,6 +87,12 @@ auto TrainingWorker::Timed(WorkerReport* report, Call call) -> decltype(call()) 
   return result;
 }
 
+bool TrainingWorker::Done(const WorkerReport& report) const {
+  const int max_steps = config_.training.max_steps;
+  return shard_->progress() >= config_.training.epochs ||
+         (max_steps > 0 && report.steps >= max_steps);
+}
+
 void TrainingWorker::ComputeStep(WorkerReport* report) {
   const int rows = shard_->NextBatch(config_.training.batch_size, &x_, &y_);
   const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
@@ -153,7 +159,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
   ChunkVersions incoming_versions;
   std::future<absl::StatusOr<PullResult>> prefetched;
   int since_push = 0;
-  while (shard_->progress() < config_.training.epochs) {
+  while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     if (PullsBefore(report.steps)) {
       if (prefetched.valid()) {
@@ -220,7 +226,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
     pull.min_version = *std::min_element(versions.begin(), versions.end());
     return absl::OkStatus();
   };
-  while (shard_->progress() < config_.training.epochs) {
+  while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     ComputeStep(&report);
     if (nesterov) {

@@ -44,7 +44,8 @@ class TrainingWorker {
   TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
                  PsClient* client, CsvMetricsWriter* metrics /* nullable */);
 
-  // Trains for training.epochs passes over the shard, then tells the servers it has finished.
+  // Trains for training.epochs passes over the shard (or training.max_steps steps), then tells
+  // the servers it has finished.
   // Returns early with Cancelled when *stop becomes true (also when an RPC fails after that,
   // as servers stop too), or with the first RPC or device error.
   absl::StatusOr<WorkerReport> Run(const std::atomic<bool>* stop);
@@ -56,6 +57,8 @@ class TrainingWorker {
   bool PullsBefore(int64_t step) const;
   // `pushed_on`: the chunk versions this worker's last push was computed on.
   PullWait PullWaitFor(int64_t step, const ChunkVersions& pushed_on) const;
+  // True once the worker has trained training.epochs (or training.max_steps).
+  bool Done(const WorkerReport& report) const;
   // Computes one batch's gradient into the model; updates the report.
   void ComputeStep(WorkerReport* report);
   // Runs one call to the servers, adding its duration to report->comm_seconds.
