@@ -1,24 +1,66 @@
 #include "worker/compute_backends.h"
 
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <climits>
+#include <filesystem>
+
 #include "absl/strings/str_cat.h"
 #include "core/cpu_backend.h"
-#if MONSOON_WITH_CUDA
-#include "worker/cublas_backend.h"
-#endif
+#include "worker/cuda_plugin.h"
 
 namespace monsoon {
 namespace {
 
-absl::StatusOr<std::unique_ptr<ComputeBackend>> MakeCuda(const ComputeConfig& compute, int gpu) {
-  if (gpu < 0) return absl::UnavailableError("this task was given no GPU (CUDA_VISIBLE_DEVICES)");
+// Where the plugin is: $MONSOON_CUDA_PLUGIN if set, else worker/libmonsoon_cuda.so under the
+// nearest ancestor of this executable's directory that has it (bazel-bin's layout: found
+// from bazel-bin/launcher/monsoon and from test binaries alike).
+std::string PluginPath() {
+  if (const char* path = std::getenv("MONSOON_CUDA_PLUGIN")) return path;
+  char exe[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n <= 0) return kCudaPluginFile;
+  std::error_code ec;
+  for (std::filesystem::path dir = std::filesystem::path(std::string(exe, n)).parent_path();
+       dir.has_relative_path(); dir = dir.parent_path()) {
+    const std::filesystem::path candidate = dir / "worker" / kCudaPluginFile;
+    if (std::filesystem::exists(candidate, ec)) return candidate.string();
+  }
+  return kCudaPluginFile;  // let dlopen search, and name the file when it fails
+}
+
+// The plugin's functions, loaded once per process; Unavailable says why not.
+absl::StatusOr<const CudaPluginApi*> CudaPlugin() {
 #if MONSOON_WITH_CUDA
-  auto count = CudaDeviceCount();
-  if (!count.ok()) return count.status();
-  return CreateCublasBackend(gpu % *count, compute.tf32);
+  static const absl::StatusOr<const CudaPluginApi*>* plugin =
+      new absl::StatusOr<const CudaPluginApi*>([]() -> absl::StatusOr<const CudaPluginApi*> {
+        const std::string path = PluginPath();
+        void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+        if (handle == nullptr) {
+          return absl::UnavailableError(absl::StrCat("cannot load the CUDA backend: ", dlerror()));
+        }
+        auto entry =
+            reinterpret_cast<const CudaPluginApi* (*)()>(dlsym(handle, kCudaPluginSymbol));
+        if (entry == nullptr) {
+          return absl::UnavailableError(absl::StrCat(path, " has no ", kCudaPluginSymbol));
+        }
+        return entry();
+      }());
+  return *plugin;
 #else
   return absl::UnavailableError(
       "this build has no CUDA support (nvcc was not found when it was built)");
 #endif
+}
+
+absl::StatusOr<std::unique_ptr<ComputeBackend>> MakeCuda(const ComputeConfig& compute, int gpu) {
+  if (gpu < 0) return absl::UnavailableError("this task was given no GPU (CUDA_VISIBLE_DEVICES)");
+  auto plugin = CudaPlugin();
+  if (!plugin.ok()) return plugin.status();
+  auto count = (*plugin)->device_count();
+  if (!count.ok()) return count.status();
+  return (*plugin)->create_backend(gpu % *count, compute.tf32);
 }
 
 }  // namespace
@@ -42,25 +84,18 @@ absl::StatusOr<BackendSelection> MakeComputeBackend(const ComputeConfig& compute
   return selection;
 }
 
-}  // namespace monsoon
-
-namespace monsoon {
-
 absl::StatusOr<std::vector<std::string>> ListCudaDevices() {
-#if MONSOON_WITH_CUDA
-  auto count = CudaDeviceCount();
+  auto plugin = CudaPlugin();
+  if (!plugin.ok()) return plugin.status();
+  auto count = (*plugin)->device_count();
   if (!count.ok()) return count.status();
   std::vector<std::string> devices;
   for (int d = 0; d < *count; ++d) {
-    auto backend = CreateCublasBackend(d, false);
+    auto backend = (*plugin)->create_backend(d, false);
     if (!backend.ok()) return backend.status();
     devices.push_back((*backend)->name());
   }
   return devices;
-#else
-  return absl::UnavailableError(
-      "this build has no CUDA support (nvcc was not found when it was built)");
-#endif
 }
 
 }  // namespace monsoon
