@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The whole benchmark suite in one command. Runs every benchmark, each against its reference
+# measured in the same run, prints one table of the headline ratios next to their targets
+# and writes every figure to OUT_DIR/bench.json (the benchmarks' own JSON, plus the scaling
+# runs). Figures and their meaning: bench/RESULTS.md.
+#
+#   bench/run_all.sh [--quick] [OUT_DIR]     (default OUT_DIR: runs/bench/TIMESTAMP)
+#
+# --quick shortens every benchmark (CI runs it so that none rots); its figures are not the
+# ones to quote. Binaries come from bazel-bin (built here), or from $MONSOON_BENCH_BIN when
+# set (a tree with bench/* and launcher/monsoon, e.g. a test's runfiles).
+set -euo pipefail
+quick=0
+if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${1:-$root/runs/bench/$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"
+if [ -n "${MONSOON_BENCH_BIN:-}" ]; then
+  bin="$MONSOON_BENCH_BIN"
+else
+  (cd "$root" && bazel build --noshow_progress //bench:all //launcher:monsoon) >&2
+  bin="$root/bazel-bin"
+fi
+
+if [ "$quick" = 1 ]; then
+  transport=(--sizes 1,4,16 --reps 2); apply=(--mib 8 --reps 2); compute=(--steps 10)
+  worker=(--steps 200); workers=(1 2); servers=(1 2); scale_steps=20
+else
+  transport=(--sizes 1,4,16,64,256 --reps 10); apply=(--mib 64 --reps 10); compute=(--steps 200)
+  worker=(--steps 1000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200
+fi
+
+run() {  # NAME COMMAND...: runs a benchmark, its stdout to OUT/NAME.out
+  local name="$1"
+  shift
+  echo "== $name: $*" >&2
+  timeout 900 "$@" >"$out/$name.out"
+}
+run transport "$bin/bench/transport_bench" "${transport[@]}"
+run apply "$bin/bench/apply_bench" "${apply[@]}"
+run compute "$bin/bench/compute_bench" "${compute[@]}"
+run worker "$bin/bench/worker_bench" "${worker[@]}"
+
+# Scaling: the default Fashion-MNIST job (Downpour, every step) with W workers and S servers,
+# `scale_steps` steps per worker, no evaluator. On 2 cores this shows overheads, not speed-up.
+for s in "${servers[@]}"; do
+  for w in "${workers[@]}"; do
+    echo "== scaling: $w workers, $s servers" >&2
+    timeout 600 "$bin/launcher/monsoon" run "$root/configs/fmnist_downpour.yaml" \
+      --run-dir "$out/scaling/w$w-s$s" --set cluster.workers="$w" --set cluster.servers="$s" \
+      --set cluster.evaluator=false --set training.max_steps="$scale_steps" >/dev/null 2>&1
+  done
+done
+
+python3 - "$out" "$quick" <<'PY'
+import csv, glob, json, os, sys
+out, quick = sys.argv[1], sys.argv[2] == "1"
+def whole(name): return json.load(open(f"{out}/{name}.out"))
+def last_line(name): return json.loads(open(f"{out}/{name}.out").read().strip().splitlines()[-1])
+transport, apply, compute, worker = whole("transport"), last_line("apply"), whole("compute"), last_line("worker")
+scaling = []
+for run in sorted(glob.glob(f"{out}/scaling/*")):
+    s = json.load(open(f"{run}/summary.json"))
+    comm = []
+    for f in glob.glob(f"{run}/metrics/worker-*.csv"):
+        last = list(csv.DictReader(open(f)))[-1]
+        comm.append(float(last["comm_seconds"]) / float(last["wall_seconds"]))
+    scaling.append({"workers": s["workers"], "servers": s["servers"],
+                    "samples_per_second": s["samples_per_second"],
+                    "comm_share": sum(comm) / len(comm)})
+rows = []  # (what, figure, target)
+by_mib = {r["mib"]: r for r in transport["results"]}
+for mib in sorted(by_mib):
+    r = by_mib[mib]
+    rows.append((f"push goodput / TCP pump, {mib} MiB", r["push_ratio"], "0.7 at 64 MiB"))
+    rows.append((f"pull goodput / TCP pump, {mib} MiB", r["pull_ratio"], "0.7 at 64 MiB"))
+if 64 in by_mib and 256 in by_mib:
+    rows.append(("push 256 MiB / push 64 MiB", by_mib[256]["push_gbps"] / by_mib[64]["push_gbps"], ">= 0.9"))
+    rows.append(("pull 256 MiB / pull 64 MiB", by_mib[256]["pull_gbps"] / by_mib[64]["pull_gbps"], ">= 0.9"))
+for r in apply["rules"]:
+    rows.append((f"server apply / memcpy: {r['rule']}", r["ratio_vs_memcpy"], ">= 0.5"))
+for r in compute["results"]:
+    rows.append((f"CPU step / same-shape SGEMMs, batch {r['batch']}", r["ratio"], ""))
+for key, name, target in [("downpour", "Downpour, every step", ">= 0.6"),
+                          ("downpour_push", "Downpour, overlap push", ">= 0.6"),
+                          ("downpour_push_pull", "Downpour, overlap push_pull", ">= 0.6"),
+                          ("easgd", f"EASGD, tau {worker['tau']}", ">= 0.9")]:
+    rows.append((f"worker samples/s / alone: {name}", worker[f"{key}_ratio"], target))
+    rows.append((f"  share of time in communication", worker[f"{key}_comm_share"], ""))
+print(f"\nMonsoon benchmark suite{' (--quick: shortened, not for quoting)' if quick else ''}: {out}\n")
+print(f"{'figure':<52} {'value':>8}  target")
+for what, value, target in rows:
+    print(f"{what:<52} {value:>8.3f}  {target}")
+print(f"\n{'scaling (Downpour, fmnist MLP)':<34} {'samples/s':>10} {'comm share':>11}")
+for r in scaling:
+    print(f"{r['workers']} worker(s), {r['servers']} server(s){'':<13} {r['samples_per_second']:>10.0f} {r['comm_share']:>11.3f}")
+json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": compute,
+           "worker": worker, "scaling": scaling}, open(f"{out}/bench.json", "w"), indent=1)
+print(f"\nall figures: {out}/bench.json")
+PY

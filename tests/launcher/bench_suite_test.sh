@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# bench/run_all.sh --quick: every benchmark of the suite runs to the end under a time limit
+# and reports every figure (the figures themselves are benchmarks' business, not tests').
+source tests/launcher/test_lib.sh
+
+MONSOON_BENCH_BIN="$PWD" timeout 600 bench/run_all.sh --quick "$WORK/bench" >"$WORK/out.txt" 2>&1
+expect_eq "run_all.sh --quick exit status" "$?" "0"
+tail -32 "$WORK/out.txt"
+python3 - "$WORK/bench/bench.json" <<'PY'
+import json, sys
+b = json.load(open(sys.argv[1]))
+assert b["quick"] is True
+assert [r["mib"] for r in b["transport"]["results"]] == [1, 4, 16]
+assert all(r["push_ratio"] > 0 and r["pull_ratio"] > 0 for r in b["transport"]["results"])
+assert len(b["apply"]["rules"]) == 7 and all(r["ratio_vs_memcpy"] > 0 for r in b["apply"]["rules"])
+assert all(r["ratio"] > 0 for r in b["compute"]["results"])
+for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd"]:
+    assert b["worker"][f"{key}_ratio"] > 0 and 0 <= b["worker"][f"{key}_comm_share"] <= 1, key
+assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["scaling"])
+print("bench.json: every section present")
+PY
+expect_eq "bench.json complete" "$?" "0"
+leftover=$(pgrep -f -- "$WORK" || true)
+expect_eq "no benchmark process left running" "$leftover" ""
+finish
