@@ -1,5 +1,6 @@
 // Benchmarks measure against references in other processes (a TCP sink, a parameter server):
-// BenchChild runs this same binary in another mode as a child process.
+// BenchChild runs this same binary in another mode as a child process; ServeForParent is a
+// parameter server's side of that.
 #ifndef MONSOON_BENCH_CHILD_PROCESS_H_
 #define MONSOON_BENCH_CHILD_PROCESS_H_
 
@@ -8,8 +9,11 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <vector>
+
+#include "server/grpc_parameter_server.h"
 
 namespace monsoon {
 
@@ -55,6 +59,19 @@ struct BenchChild {
     waitpid(pid, nullptr, 0);
   }
 };
+
+// The child side of a parameter server started with BenchChild: serves `logic` on loopback,
+// prints its address (BenchChild::ReadLine reads it) and runs until its stdin closes.
+// Returns the child's exit status.
+inline int ServeForParent(ParameterServer* logic, const std::string& token) {
+  auto server = GrpcParameterServer::Start(logic, "127.0.0.1", token);
+  if (!server.ok()) return 1;
+  std::cout << (*server)->address() << std::endl;
+  char c;
+  while (read(STDIN_FILENO, &c, 1) > 0) {
+  }
+  return 0;
+}
 
 }  // namespace monsoon
 

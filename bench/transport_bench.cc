@@ -51,13 +51,7 @@ int Serve(size_t floats, size_t chunk_floats) {
   ServerRules rules;
   rules.optimizer = sgd;
   ParameterServer logic(0, *plan, FlatModel(floats), 1, rules, 1, false);
-  auto server = GrpcParameterServer::Start(&logic, "127.0.0.1", kToken);
-  if (!server.ok()) return 1;
-  std::cout << (*server)->address() << std::endl;
-  char c;
-  while (read(STDIN_FILENO, &c, 1) > 0) {
-  }
-  return 0;
+  return ServeForParent(&logic, kToken);
 }
 
 // Child: accept one connection; for each message of `bytes` read, reply with one byte.

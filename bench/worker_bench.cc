@@ -53,13 +53,7 @@ int Serve(Algorithm algorithm, int tau) {
   const JobConfig config = BenchJob(algorithm, 64, kStepsPerEpoch, tau);
   auto plan = ShardingPlan::Create(Model::NumParams(config.model), 1, kChunkFloats);
   ParameterServer logic(0, *plan, config.model, 1, ServerRules::FromConfig(config), 1, false);
-  auto server = GrpcParameterServer::Start(&logic, "127.0.0.1", kToken);
-  if (!server.ok()) return 1;
-  std::cout << (*server)->address() << std::endl;
-  char c;
-  while (read(STDIN_FILENO, &c, 1) > 0) {
-  }
-  return 0;
+  return ServeForParent(&logic, kToken);
 }
 
 // Random images and labels of Fashion-MNIST's shape: the cost of a step does not depend on
