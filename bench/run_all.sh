@@ -85,7 +85,8 @@ for r in compute["results"]:
 for key, name, target in [("downpour", "Downpour, every step", ">= 0.6"),
                           ("downpour_push", "Downpour, overlap push", ">= 0.6"),
                           ("downpour_push_pull", "Downpour, overlap push_pull", ">= 0.6"),
-                          ("easgd", f"EASGD, tau {worker['tau']}", ">= 0.9")]:
+                          ("easgd", f"EASGD, tau {worker['tau']}", ">= 0.9"),
+                          ("easgd_overlap", f"EASGD, tau {worker['tau']}, overlap push", ">= 0.9")]:
     rows.append((f"worker samples/s / alone: {name}", worker[f"{key}_ratio"], target))
     rows.append((f"  share of time in communication", worker[f"{key}_comm_share"], ""))
 print(f"\nMonsoon benchmark suite{' (--quick: shortened, not for quoting)' if quick else ''}: {out}\n")

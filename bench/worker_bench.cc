@@ -156,6 +156,8 @@ int Main(int argc, char** argv) {
        WithServer(data, Algorithm::kDownpour, batch, steps, tau, "push_pull")},
       {absl::StrFormat("easgd, exchange every %d steps", tau), "easgd",
        WithServer(data, Algorithm::kEasgd, batch, steps, tau, "none")},
+      {"  exchange overlapped with a step", "easgd_overlap",
+       WithServer(data, Algorithm::kEasgd, batch, steps, tau, "push")},
   };
   std::printf("%-34s %12s %8s %11s\n", "worker loop", "samples/s", "ratio", "comm share");
   std::printf("%-34s %12.0f %8s %11s\n", "alone (reference)", alone.samples_per_second, "1.000",

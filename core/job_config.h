@@ -127,8 +127,8 @@ struct TransportConfig {
   double rpc_timeout_seconds = 30;  // deadline of every RPC
   double rendezvous_timeout_seconds = 60;
   // What a worker overlaps with its compute: "none"; "push" (the push of step t runs during
-  // step t + 1; every algorithm); "push_pull" (also prefetch the next weights during a step:
-  // Downpour only, one step staler). Pays off when each worker has a core (or GPU) of its own;
+  // step t + 1; every algorithm; EASGD's exchange too, its force applied a step late);
+  // "push_pull" (also prefetch the next weights during a step: Downpour only, one step staler). Pays off when each worker has a core (or GPU) of its own;
   // with more processes than cores the extra threads cost more than they save.
   std::string overlap = "none";
 };

@@ -209,22 +209,35 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   model_->SetParams(weights.data());
   PushSummary exchange;
   WorkerReport report;
+  // The exchange in flight: it sends `weights` (x at its step) and receives d into
+  // `difference`. Without transport.overlap it completes at once; with it, the worker computes
+  // the next step meanwhile and applies x -= d after that step (the force one step late).
+  const bool overlap = config_.transport.overlap != "none";
+  std::future<absl::StatusOr<PushSummary>> exchanging;
+  auto finish_exchange = [&]() -> absl::Status {
+    if (!exchanging.valid()) return absl::OkStatus();
+    MONSOON_ASSIGN_OR_RETURN(exchange, Timed(&report, [&] { return exchanging.get(); }));
+    model_->AddToParams(difference.data(), -1.0f);
+    pull.min_version = *std::min_element(versions.begin(), versions.end());
+    return absl::OkStatus();
+  };
   // x -= alpha (x - centre); with EAMSGD the params hold x + delta v, so x = params - delta v.
-  auto exchange_with_centre = [&]() -> absl::Status {
+  auto start_exchange = [&]() -> absl::Status {
+    MONSOON_RETURN_IF_ERROR(finish_exchange());
     model_->GetParams(weights.data());
     if (nesterov) {
       model_->GetVelocity(velocity.data());
       for (size_t i = 0; i < n; ++i) weights[i] -= delta * velocity[i];
     }
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
-    MONSOON_ASSIGN_OR_RETURN(exchange, Timed(&report, [&] {
-                               return client_->ExchangeAll(weights, absl::MakeSpan(difference),
-                                                           &versions, shard_->progress());
-                             }));
-    model_->AddToParams(difference.data(), -1.0f);
+    exchanging = std::async(overlap ? std::launch::async : std::launch::deferred,
+                            [this, &weights, &difference, &versions,
+                             epoch = shard_->progress()] {
+                              return client_->ExchangeAll(weights, absl::MakeSpan(difference),
+                                                          &versions, epoch);
+                            });
     ++report.pushes;
-    pull.min_version = *std::min_element(versions.begin(), versions.end());
-    return absl::OkStatus();
+    return overlap ? absl::OkStatus() : finish_exchange();
   };
   while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
@@ -234,12 +247,14 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
     } else {
       model_->ApplyLocalSgd(eta);
     }
-    if (report.steps % config_.easgd.tau == 0) MONSOON_RETURN_IF_ERROR(exchange_with_centre());
+    MONSOON_RETURN_IF_ERROR(finish_exchange());  // one started after the previous step
+    if (report.steps % config_.easgd.tau == 0) MONSOON_RETURN_IF_ERROR(start_exchange());
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
     MONSOON_RETURN_IF_ERROR(AppendMetrics(report, pull, exchange.mean_staleness));
   }
   // Hand the centre the local steps since the last exchange.
-  if (report.steps % config_.easgd.tau != 0) MONSOON_RETURN_IF_ERROR(exchange_with_centre());
+  if (report.steps % config_.easgd.tau != 0) MONSOON_RETURN_IF_ERROR(start_exchange());
+  MONSOON_RETURN_IF_ERROR(finish_exchange());
   return report;
 }
 

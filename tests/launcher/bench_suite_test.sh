@@ -14,7 +14,7 @@ assert [r["mib"] for r in b["transport"]["results"]] == [1, 4, 16]
 assert all(r["push_ratio"] > 0 and r["pull_ratio"] > 0 for r in b["transport"]["results"])
 assert len(b["apply"]["rules"]) == 7 and all(r["ratio_vs_memcpy"] > 0 for r in b["apply"]["rules"])
 assert all(r["ratio"] > 0 for r in b["compute"]["results"])
-for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd"]:
+for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd", "easgd_overlap"]:
     assert b["worker"][f"{key}_ratio"] > 0 and 0 <= b["worker"][f"{key}_comm_share"] <= 1, key
 assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["scaling"])
 print("bench.json: every section present")

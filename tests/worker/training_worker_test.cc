@@ -240,6 +240,23 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     CHECK(setup.raw[0]->Stats().pushes_dropped == 0);
     CHECK(w[0] == Approx(2.5).margin(0.02));
   }
+  SECTION("easgd and eamsgd, push: the elastic force applied a step late still converges") {
+    for (Algorithm algorithm : {Algorithm::kEasgd, Algorithm::kEamsgd}) {
+      LinearSetup setup(2, 0.1f, 2, algorithm);
+      setup.config.training.epochs = 30;
+      setup.config.training.batch_size = 20;
+      setup.config.easgd.tau = 4;
+      setup.config.easgd.learning_rate = algorithm == Algorithm::kEasgd ? 0.1 : 0.02;
+      setup.config.easgd.momentum = 0.9;
+      setup.config.transport.overlap = "push";
+      setup.Start();
+      const auto reports = setup.RunWorkers();
+      CHECK(reports[0].pushes == 75);
+      const auto w = setup.Weights();
+      CHECK(w[0] == Approx(2.5).margin(0.02));
+      CHECK(w[1] == Approx(-1.25).margin(0.02));
+    }
+  }
   SECTION("ssp, push: the bound still holds") {
     LinearSetup setup(1, 0.1f, 3, Algorithm::kSsp);
     setup.config.training.epochs = 10;
