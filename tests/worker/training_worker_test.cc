@@ -3,6 +3,7 @@
 #include "worker/training_worker.h"
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -186,28 +187,32 @@ TEST_CASE("TrainingWorker (sync): uneven shards and backup workers train, and al
 
 TEST_CASE("TrainingWorker (ssp): no worker starts a step more than `bound` pushes ahead",
           "[worker][ssp]") {
-  LinearSetup setup(1, 0.1f, 3, Algorithm::kSsp);
-  setup.config.training.epochs = 20;
-  setup.config.training.batch_size = 10;
-  setup.config.ssp.bound = 1;
-  setup.Start();
-  const std::string dir = std::getenv("TEST_TMPDIR");
-  setup.RunWorkers(dir);
-  int64_t rows = 0;
-  for (int i = 0; i < 3; ++i) {
-    auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
-    REQUIRE(table.ok());
-    const int step = table->Column("step"), slowest = table->Column("slowest_clock");
-    for (const auto& row : table->rows) {
-      // Row k describes step k (1-based), which started at clock k - 1 after a pull that saw
-      // the slowest live worker's clock.
-      const double lead = row[step] - 1 - row[slowest];
-      REQUIRE(lead <= 1);
-      ++rows;
+  // bound 0 is lock-step (BSP's synchronisation without its averaging).
+  for (int bound : {1, 0}) {
+    LinearSetup setup(1, 0.1f, 3, Algorithm::kSsp);
+    setup.config.training.epochs = 20;
+    setup.config.training.batch_size = 10;
+    setup.config.ssp.bound = bound;
+    setup.Start();
+    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/ssp", bound);
+    std::filesystem::create_directories(dir);
+    setup.RunWorkers(dir);
+    int64_t rows = 0;
+    for (int i = 0; i < 3; ++i) {
+      auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
+      REQUIRE(table.ok());
+      const int step = table->Column("step"), slowest = table->Column("slowest_clock");
+      for (const auto& row : table->rows) {
+        // Row k describes step k (1-based), which started at clock k - 1 after a pull that saw
+        // the slowest live worker's clock.
+        const double lead = row[step] - 1 - row[slowest];
+        REQUIRE(lead <= bound);
+        ++rows;
+      }
     }
+    CHECK(rows == 3 * 20 * 14);  // 133-134 examples: 14 steps of 10 per epoch
+    CHECK(setup.Weights()[0] == Approx(2.5).margin(0.02));
   }
-  CHECK(rows == 3 * 20 * 14);  // 133-134 examples: 14 steps of 10 per epoch
-  CHECK(setup.Weights()[0] == Approx(2.5).margin(0.02));
 }
 
 TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each contract",
