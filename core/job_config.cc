@@ -426,6 +426,10 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
                                          &c->transport.rendezvous_timeout_seconds));
   MONSOON_RETURN_IF_ERROR(
       transport.String("overlap", {"none", "push", "push_pull"}, &c->transport.overlap));
+  MONSOON_RETURN_IF_ERROR(
+      transport.String("compression", {"none", "fp16", "topk"}, &c->transport.compression));
+  MONSOON_RETURN_IF_ERROR(
+      transport.Real("topk_fraction", 0, true, 1, &c->transport.topk_fraction));
   MONSOON_RETURN_IF_ERROR(transport.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section compute, top.Child("compute"));
@@ -637,7 +641,8 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  channels_per_server: " << c.transport.channels_per_server
     << "\n  rpc_timeout_seconds: " << Num(c.transport.rpc_timeout_seconds)
     << "\n  rendezvous_timeout_seconds: " << Num(c.transport.rendezvous_timeout_seconds)
-    << "\n  overlap: " << c.transport.overlap << "\n";
+    << "\n  overlap: " << c.transport.overlap << "\n  compression: " << c.transport.compression
+    << "\n  topk_fraction: " << Num(c.transport.topk_fraction) << "\n";
   y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads
     << "\n  tf32: " << (c.compute.tf32 ? "true" : "false") << "\n";
   y << "network:\n  interface: " << Quote(c.network.interface) << "\n";

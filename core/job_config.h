@@ -131,6 +131,12 @@ struct TransportConfig {
   // "push_pull" (also prefetch the next weights during a step: Downpour only, one step staler). Pays off when each worker has a core (or GPU) of its own;
   // with more processes than cores the extra threads cost more than they save.
   std::string overlap = "none";
+  // How pushed gradients travel: "none" (float32), "fp16" (half floats: half the bytes), or
+  // "topk" (per chunk, the topk_fraction largest entries as index/value pairs; the rest is
+  // carried over to the worker's next push: error feedback). EASGD exchanges are not
+  // compressed.
+  std::string compression = "none";
+  double topk_fraction = 0.01;
 };
 
 struct ComputeConfig {

@@ -41,11 +41,7 @@ grpc::Slice BorrowFloats(absl::Span<const float> floats) {
                      grpc::Slice::STATIC_SLICE);
 }
 
-grpc::Slice AllocateFloats(size_t n, float** data) {
-  grpc::Slice slice(n * sizeof(float));
-  *data = reinterpret_cast<float*>(const_cast<uint8_t*>(slice.begin()));
-  return slice;
-}
+grpc::Slice AllocateFloats(size_t n, float** data) { return AllocatePayload(n, data); }
 
 grpc::ByteBuffer EncodeFrame(const google::protobuf::MessageLite& header, grpc::Slice payload) {
   grpc::Slice slices[2] = {HeaderSlice(header), std::move(payload)};
@@ -78,13 +74,25 @@ absl::StatusOr<ReceivedFrame> ReceivedFrame::Parse(const grpc::ByteBuffer& buffe
   return frame;
 }
 
-absl::Status ReceivedFrame::CopyPayloadTo(absl::Span<float> dest) const {
-  if (dest.size() * sizeof(float) != payload_bytes_) {
-    return absl::InvalidArgumentError(absl::StrCat("payload of ", payload_bytes_, " bytes where ",
-                                                   dest.size() * sizeof(float), " were expected"));
+absl::Status ReceivedFrame::CopyPayloadBytes(void* dest, size_t bytes) const {
+  if (bytes != payload_bytes_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("payload of ", payload_bytes_, " bytes where ", bytes, " were expected"));
   }
-  Gather(slices_, payload_offset_, payload_bytes_, reinterpret_cast<uint8_t*>(dest.data()));
+  Gather(slices_, payload_offset_, payload_bytes_, static_cast<uint8_t*>(dest));
   return absl::OkStatus();
+}
+
+absl::Status ReceivedFrame::CopyPayloadTo(absl::Span<float> dest) const {
+  return CopyPayloadBytes(dest.data(), dest.size() * sizeof(float));
+}
+
+absl::Status ReceivedFrame::CopyPayloadTo(absl::Span<uint16_t> dest) const {
+  return CopyPayloadBytes(dest.data(), dest.size() * sizeof(uint16_t));
+}
+
+absl::Status ReceivedFrame::CopyPayloadTo(absl::Span<uint32_t> dest) const {
+  return CopyPayloadBytes(dest.data(), dest.size() * sizeof(uint32_t));
 }
 
 }  // namespace monsoon

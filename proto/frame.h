@@ -24,6 +24,13 @@ grpc::Slice BorrowFloats(absl::Span<const float> floats);
 
 // A payload slice that owns fresh memory for n floats, returned through *data for filling.
 grpc::Slice AllocateFloats(size_t n, float** data);
+// The same for n values of another 2- or 4-byte type (encoded gradients).
+template <typename T>
+grpc::Slice AllocatePayload(size_t n, T** data) {
+  grpc::Slice slice(n * sizeof(T));
+  *data = reinterpret_cast<T*>(const_cast<uint8_t*>(slice.begin()));
+  return slice;
+}
 
 // The frame [u32 header length][header][payload]; an empty payload slice means none.
 grpc::ByteBuffer EncodeFrame(const google::protobuf::MessageLite& header,
@@ -40,8 +47,12 @@ class ReceivedFrame {
   size_t payload_bytes() const { return payload_bytes_; }
   // InvalidArgument unless dest holds exactly payload_bytes().
   absl::Status CopyPayloadTo(absl::Span<float> dest) const;
+  absl::Status CopyPayloadTo(absl::Span<uint16_t> dest) const;
+  absl::Status CopyPayloadTo(absl::Span<uint32_t> dest) const;
 
  private:
+  absl::Status CopyPayloadBytes(void* dest, size_t bytes) const;
+
   std::vector<grpc::Slice> slices_;
   size_t payload_offset_ = 0;  // into the concatenation of slices_
   size_t payload_bytes_ = 0;

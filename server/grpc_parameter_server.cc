@@ -3,9 +3,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "core/compression.h"
+#include "core/status_macros.h"
 #include "absl/time/time.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
@@ -21,6 +24,53 @@ using RawService = wire::ParameterServer::WithRawCallbackMethod_Hello<
                 wire::ParameterServer::WithRawCallbackMethod_Stats<
                     wire::ParameterServer::WithRawCallbackMethod_Finish<
                         wire::ParameterServer::Service>>>>>>;
+
+// The dense gradient a push carries, whatever its encoding (see wire::Encoding). The payload's
+// size must match the header, no chunk is larger than max_floats, and sparse indices must lie
+// inside the chunk: a malformed push is refused before it reaches the parameter server.
+absl::Status DecodeGradient(const wire::PushRequest& request, const ReceivedFrame& frame,
+                            size_t max_floats, std::vector<float>* gradient) {
+  const uint64_t n = request.num_floats();
+  const uint64_t nnz = request.encoding() == wire::ENCODING_SPARSE_F32 ? request.nnz() : 0;
+  const uint64_t bytes_expected = request.encoding() == wire::ENCODING_F32   ? n * sizeof(float)
+                                  : request.encoding() == wire::ENCODING_F16 ? n * sizeof(uint16_t)
+                                                                             : nnz * 8;
+  if (request.encoding() < wire::ENCODING_F32 || request.encoding() > wire::ENCODING_SPARSE_F32) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown push encoding ", request.encoding()));
+  }
+  if (frame.payload_bytes() != bytes_expected || nnz > n || n > max_floats) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "push header says ", n, " floats (", nnz, " sparse) in encoding ", request.encoding(),
+        " but carries ", frame.payload_bytes(), " bytes"));
+  }
+  gradient->resize(n);
+  switch (request.encoding()) {
+    case wire::ENCODING_F16: {
+      thread_local std::vector<uint16_t> halves;
+      halves.resize(n);
+      MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(absl::MakeSpan(halves)));
+      HalvesToFloats(halves.data(), absl::MakeSpan(*gradient));
+      return absl::OkStatus();
+    }
+    case wire::ENCODING_SPARSE_F32: {
+      thread_local std::vector<uint32_t> pairs;
+      pairs.resize(2 * nnz);
+      MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(absl::MakeSpan(pairs)));
+      std::fill(gradient->begin(), gradient->end(), 0.0f);
+      for (uint64_t j = 0; j < nnz; ++j) {
+        const uint32_t index = pairs[2 * j];
+        if (index >= n) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("sparse push index ", index, " outside the chunk's ", n, " floats"));
+        }
+        std::memcpy(&(*gradient)[index], &pairs[2 * j + 1], sizeof(float));
+      }
+      return absl::OkStatus();
+    }
+    default:
+      return frame.CopyPayloadTo(absl::MakeSpan(*gradient));
+  }
+}
 
 // The longest a pull may wait for its condition when the client sent no deadline.
 constexpr absl::Duration kMaxPullWait = absl::Minutes(10);
@@ -87,16 +137,11 @@ class ParameterServerService final : public RawService {
       wire::PushRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
-      if (frame->payload_bytes() != request.num_floats() * sizeof(float)) {
-        return absl::InvalidArgumentError(absl::StrCat("push header says ", request.num_floats(),
-                                                       " floats but carries ",
-                                                       frame->payload_bytes(), " bytes"));
-      }
-      // Reused per gRPC thread: decode straight from the received slices into it.
+      // Reused per gRPC thread: decoded straight from the received slices into it.
       thread_local std::vector<float> gradient;
-      gradient.resize(request.num_floats());
-      const absl::Status copied = frame->CopyPayloadTo(absl::MakeSpan(gradient));
-      if (!copied.ok()) return copied;
+      const absl::Status decoded =
+          DecodeGradient(request, *frame, logic_->plan().max_chunk_size(), &gradient);
+      if (!decoded.ok()) return decoded;
       auto result = logic_->Push(request.chunk_id(), request.worker_index(),
                                  request.base_version(), gradient, request.epoch());
       if (!result.ok()) return result.status();

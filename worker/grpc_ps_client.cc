@@ -4,12 +4,15 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 #include <deque>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "core/compression.h"
 #include "core/status_macros.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
@@ -247,6 +250,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradie
         " chunk versions; the model has ", plan_.num_params(), " in ", plan_.num_chunks()));
   }
   PushSummary summary;
+  std::atomic<uint64_t> sent{0};  // payload bytes, after encoding
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPush,
       [&](const Chunk& c) {
@@ -256,7 +260,9 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradie
         request.set_num_floats(c.size);
         request.set_base_version(base_versions[c.id]);
         request.set_epoch(epoch);
-        return EncodeFrame(request, BorrowFloats(gradient.subspan(c.offset, c.size)));
+        grpc::Slice payload = EncodeGradient(gradient.subspan(c.offset, c.size), &request);
+        sent += payload.size();
+        return EncodeFrame(request, std::move(payload));
       },
       [&](const Chunk&, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::PushResponse header;
@@ -265,7 +271,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradie
         summary.chunks_dropped += header.applied() ? 0 : 1;
         return absl::OkStatus();
       }));
-  bytes_sent_ += gradient.size() * sizeof(float);
+  bytes_sent_ += sent.load();
   return summary;
 }
 
@@ -305,6 +311,33 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
   bytes_sent_ += weights.size() * sizeof(float);
   bytes_received_ += difference.size() * sizeof(float);
   return summary;
+}
+
+grpc::Slice GrpcPsClient::EncodeGradient(absl::Span<const float> chunk,
+                                         wire::PushRequest* request) const {
+  if (options_.compression == "fp16") {
+    request->set_encoding(wire::ENCODING_F16);
+    uint16_t* halves = nullptr;
+    grpc::Slice payload = AllocatePayload(chunk.size(), &halves);
+    FloatsToHalves(chunk, halves);
+    return payload;
+  }
+  if (options_.compression == "topk") {
+    const size_t nnz = chunk.size() - std::count(chunk.begin(), chunk.end(), 0.0f);
+    if (nnz * 2 < chunk.size()) {  // pairs of 8 bytes beat 4 bytes a value
+      request->set_encoding(wire::ENCODING_SPARSE_F32);
+      request->set_nnz(nnz);
+      uint32_t* pairs = nullptr;
+      grpc::Slice payload = AllocatePayload(2 * nnz, &pairs);
+      for (uint32_t i = 0; i < chunk.size(); ++i) {
+        if (chunk[i] == 0.0f) continue;
+        *pairs++ = i;
+        std::memcpy(pairs++, &chunk[i], sizeof(float));
+      }
+      return payload;
+    }
+  }
+  return BorrowFloats(chunk);  // ENCODING_F32, without a copy
 }
 
 absl::Status GrpcPsClient::Finish() {

@@ -18,18 +18,25 @@
 
 namespace grpc {
 class ByteBuffer;
+class Slice;
 template <class RequestType, class ResponseType>
 class TemplatedGenericStub;
 typedef TemplatedGenericStub<ByteBuffer, ByteBuffer> GenericStub;
 }  // namespace grpc
 
 namespace monsoon {
+namespace wire {
+class PushRequest;
+}  // namespace wire
 
 struct GrpcPsClientOptions {
   std::string token;
   int max_in_flight = 16;       // chunk RPCs in flight per server
   int channels_per_server = 2;  // TCP connections per server; chunks alternate between them
   absl::Duration rpc_timeout = absl::Seconds(30);
+  // How pushed gradients travel (transport.compression): "none" (float32), "fp16", or "topk"
+  // (chunks the worker sparsified go as index/value pairs when that is smaller).
+  std::string compression = "none";
 };
 
 class GrpcPsClient : public PsClient {
@@ -63,6 +70,9 @@ class GrpcPsClient : public PsClient {
   absl::Status ForEachChunk(
       const std::string& method, const std::function<grpc::ByteBuffer(const Chunk&)>& request,
       const std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>& on_reply);
+  // The payload of one chunk's push, in the encoding options_.compression asks for (set in
+  // *request); float32 chunks borrow the caller's memory.
+  grpc::Slice EncodeGradient(absl::Span<const float> chunk, wire::PushRequest* request) const;
   // One blocking call to one server.
   absl::Status Call(int server, const std::string& method, const grpc::ByteBuffer& request,
                     grpc::ByteBuffer* reply);

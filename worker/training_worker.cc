@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <future>
+#include <memory>
 
 #include "absl/time/clock.h"
+#include "core/compression.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -138,10 +140,15 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
     return absl::OkStatus();
   };
   const bool overlap_push = config_.transport.overlap != "none";
+  std::unique_ptr<TopKSparsifier> topk;
+  if (config_.transport.compression == "topk") {
+    topk = std::make_unique<TopKSparsifier>(client_->plan(), config_.transport.topk_fraction);
+  }
   auto start_push = [&]() -> absl::Status {
     MONSOON_RETURN_IF_ERROR(finish_push());
     std::swap(accumulated, sending);
     std::fill(accumulated.begin(), accumulated.end(), 0.0f);
+    if (topk != nullptr) topk->Sparsify(absl::MakeSpan(sending));
     in_flight = std::async(overlap_push ? std::launch::async : std::launch::deferred,
                            [this, &sending, base = versions, epoch = shard_->progress()] {
                              return client_->PushAll(sending, base, epoch);

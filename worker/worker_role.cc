@@ -66,6 +66,7 @@ absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDi
   options.max_in_flight = config.transport.max_in_flight;
   options.channels_per_server = config.transport.channels_per_server;
   options.rpc_timeout = absl::Seconds(config.transport.rpc_timeout_seconds);
+  options.compression = config.transport.compression;
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcPsClient> client,
                            GrpcPsClient::Connect(addresses, plan, identity, options));
   return Connection{std::move(plan), std::move(client)};

@@ -29,6 +29,16 @@ run_linear easgd --set training.algorithm=easgd --set easgd.learning_rate=0.05
 run_linear eamsgd --set training.algorithm=eamsgd --set easgd.learning_rate=0.005 \
   --set easgd.momentum=0.9
 run_linear dc_asgd --set staleness.dc_lambda=0.5 --set staleness.policy=scale
+run_linear fp16 --set transport.compression=fp16
+run_linear topk --set transport.compression=topk --set transport.topk_fraction=0.5
+python3 - "$WORK" <<'PY'
+import csv, sys
+sent = {c: sum(float(list(csv.DictReader(open(f"{sys.argv[1]}/{c}/metrics/worker-{i}.csv")))[-1]["bytes_sent"])
+               for i in range(2)) for c in ["sync", "fp16"]}
+print("bytes pushed: float32 (sync job)", sent["sync"], "fp16", sent["fp16"])
+assert sent["fp16"] * 2 == sent["sync"], sent
+PY
+expect_eq "fp16 pushes half the bytes" "$?" "0"
 run_linear warm --set downpour.warm_start_steps=100 --set optimizer.type=adam \
   --set optimizer.learning_rate=0.01
 

@@ -4,12 +4,14 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/notification.h"
+#include "core/compression.h"
 #include "proto/frame.h"
 #include "proto/monsoon.pb.h"
 #include "server/grpc_parameter_server.h"
@@ -41,8 +43,10 @@ struct Cluster {
     }
   }
   absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token,
-                                                        int in_flight = 4, int worker = 0) {
+                                                        int in_flight = 4, int worker = 0,
+                                                        const std::string& compression = "none") {
     GrpcPsClientOptions options;
+    options.compression = compression;
     options.token = token;
     options.max_in_flight = in_flight;
     options.rpc_timeout = absl::Seconds(20);
@@ -213,6 +217,68 @@ TEST_CASE("gRPC: the elastic exchange returns d and moves the centre by it", "[g
   // Gradients are refused by an elastic job.
   const auto push = (*client)->PushAll(weights, versions, 0);
   CHECK(absl::IsFailedPrecondition(push.status()));
+}
+
+TEST_CASE("gRPC: fp16 and sparse pushes arrive as the gradients they encode",
+          "[grpc][compression]") {
+  Cluster cluster(1000, 2, 250);  // 4 chunks of 250 over 2 servers; SGD at rate 1
+  std::vector<float> grad(1000, 0.0f);
+  for (size_t i = 0; i < grad.size(); i += 10) grad[i] = 0.5f + static_cast<float>(i);
+  ChunkVersions base(cluster.plan.num_chunks(), 0);
+  std::vector<float> params(1000);
+  SECTION("fp16: half the bytes, values rounded to half precision") {
+    auto client = cluster.Connect("secret", 4, 0, "fp16");
+    REQUIRE(client.ok());
+    REQUIRE((*client)->PushAll(grad, base, 0).ok());
+    CHECK((*client)->counters().bytes_sent == 1000 * 2);
+    REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
+    for (size_t i = 0; i < grad.size(); ++i) {
+      REQUIRE(params[i] == -HalfToFloat(FloatToHalf(grad[i])));
+    }
+  }
+  SECTION("topk: a sparse chunk travels as index/value pairs, exactly") {
+    auto client = cluster.Connect("secret", 4, 0, "topk");
+    REQUIRE(client.ok());
+    REQUIRE((*client)->PushAll(grad, base, 0).ok());
+    CHECK((*client)->counters().bytes_sent == 100 * 8);  // 100 nonzero values
+    REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
+    for (size_t i = 0; i < grad.size(); ++i) REQUIRE(params[i] == -grad[i]);
+  }
+}
+
+TEST_CASE("gRPC: a sparse push with an index outside its chunk is refused",
+          "[grpc][compression][validation]") {
+  Cluster cluster(100, 1, 100);
+  auto channel = grpc::CreateChannel(cluster.addresses[0], grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  wire::PushRequest header;
+  header.set_chunk_id(0);
+  header.set_num_floats(100);
+  header.set_encoding(wire::ENCODING_SPARSE_F32);
+  header.set_nnz(1);
+  uint32_t* pair = nullptr;
+  grpc::Slice payload = AllocatePayload(2, &pair);
+  pair[0] = 100;  // one past the end
+  const float one = 1.0f;
+  std::memcpy(&pair[1], &one, sizeof(one));
+  const grpc::ByteBuffer request = EncodeFrame(header, std::move(payload));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, "secret");
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::ByteBuffer reply;
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&ctx, "/monsoon.wire.ParameterServer/Push", grpc::StubOptions(), &request,
+                 &reply, [&](grpc::Status s) {
+                   status = s;
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message().find("sparse push index 100 outside") != std::string::npos);
+  std::vector<float> w(100);
+  REQUIRE(cluster.logic[0]->Read(0, absl::MakeSpan(w)).ok());
+  CHECK(std::all_of(w.begin(), w.end(), [](float v) { return v == 0.0f; }));
 }
 
 }  // namespace
