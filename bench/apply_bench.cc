@@ -127,11 +127,10 @@ int Main(int argc, char** argv) {
       });
     });
   };
-  std::printf("%-26s %10s %11s %8s %8s %8s\n", "rule", "GB/s", "memcpy GB/s", "traffic",
-              "ratio", "vs triad");
-  std::string json =
-      absl::StrFormat("{\"bench\": \"apply\", \"mib\": %d, \"threads\": %d, \"rules\": [", mib,
-                      threads);
+  std::printf("%-26s %10s %11s %8s %8s %8s\n", "rule", "GB/s", "memcpy GB/s", "traffic", "ratio",
+              "vs triad");
+  std::string json = absl::StrFormat(
+      "{\"bench\": \"apply\", \"mib\": %d, \"threads\": %d, \"rules\": [", mib, threads);
   const std::vector<Rule> rules = Rules();
   for (size_t ri = 0; ri < rules.size(); ++ri) {
     const Rule& rule = rules[ri];

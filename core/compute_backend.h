@@ -79,8 +79,8 @@ class ComputeBackend {
   virtual void Axpy(float alpha, const float* x, float* y, size_t n) = 0;
   // A Nesterov momentum step over n parameters w (look-ahead form) with velocity v and
   // gradient g, per NesterovElement in core/kernel_math.h.
-  virtual void NesterovStep(float learning_rate, float momentum, const float* g, float* v,
-                            float* w, size_t n) = 0;
+  virtual void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
+                            size_t n) = 0;
 };
 
 }  // namespace monsoon

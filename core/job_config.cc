@@ -358,8 +358,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
 
   MONSOON_ASSIGN_OR_RETURN(Section sync, top.Child("sync"));
   MONSOON_RETURN_IF_ERROR(sync.Int("quorum", 0, c->cluster.workers, &c->sync.quorum));
-  MONSOON_RETURN_IF_ERROR(
-      sync.String("late_gradients", {"drop", "fold"}, &c->sync.late_gradients));
+  MONSOON_RETURN_IF_ERROR(sync.String("late_gradients", {"drop", "fold"}, &c->sync.late_gradients));
   MONSOON_RETURN_IF_ERROR(sync.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section ssp, top.Child("ssp"));
@@ -376,8 +375,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
         "easgd.beta: give easgd.alpha or easgd.beta (alpha = beta / workers), not both");
   }
   if (beta > 0) c->easgd.beta = beta;
-  MONSOON_RETURN_IF_ERROR(
-      easgd.Real("learning_rate", 0, true, 1e3, &c->easgd.learning_rate));
+  MONSOON_RETURN_IF_ERROR(easgd.Real("learning_rate", 0, true, 1e3, &c->easgd.learning_rate));
   MONSOON_RETURN_IF_ERROR(easgd.Real("momentum", 0, false, 0.999999, &c->easgd.momentum));
   MONSOON_RETURN_IF_ERROR(easgd.CheckNoUnknownKeys());
 
@@ -388,16 +386,15 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(staleness.Real("dc_lambda", 0, false, 1e3, &c->staleness.dc_lambda));
   if (c->staleness.dc_lambda > 0 && c->training.algorithm != Algorithm::kDownpour &&
       c->training.algorithm != Algorithm::kSsp) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "staleness.dc_lambda: delay compensation applies to downpour and ssp, not ",
-        AlgorithmName(c->training.algorithm)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("staleness.dc_lambda: delay compensation applies to downpour and ssp, not ",
+                     AlgorithmName(c->training.algorithm)));
   }
   MONSOON_RETURN_IF_ERROR(staleness.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section optimizer, top.Child("optimizer"));
   std::string opt = "sgd";
-  MONSOON_RETURN_IF_ERROR(
-      optimizer.String("type", {"sgd", "momentum", "adagrad", "adam"}, &opt));
+  MONSOON_RETURN_IF_ERROR(optimizer.String("type", {"sgd", "momentum", "adagrad", "adam"}, &opt));
   MONSOON_ASSIGN_OR_RETURN(c->optimizer.type, ParseOptimizerType(opt));
   MONSOON_RETURN_IF_ERROR(
       optimizer.Real("learning_rate", 0, true, 1e3, &c->optimizer.learning_rate));
@@ -428,8 +425,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
       transport.String("overlap", {"none", "push", "push_pull"}, &c->transport.overlap));
   MONSOON_RETURN_IF_ERROR(
       transport.String("compression", {"none", "fp16", "topk"}, &c->transport.compression));
-  MONSOON_RETURN_IF_ERROR(
-      transport.Real("topk_fraction", 0, true, 1, &c->transport.topk_fraction));
+  MONSOON_RETURN_IF_ERROR(transport.Real("topk_fraction", 0, true, 1, &c->transport.topk_fraction));
   MONSOON_RETURN_IF_ERROR(transport.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section compute, top.Child("compute"));
@@ -614,8 +610,9 @@ std::string JobConfigToYaml(const JobConfig& c) {
     y << "  train: " << Quote(c.data.train) << "\n";
     if (!c.data.test.empty()) y << "  test: " << Quote(c.data.test) << "\n";
   }
-  y << "training:\n  algorithm: " << AlgorithmName(c.training.algorithm) << "\n  epochs: " << c.training.epochs
-    << "\n  batch_size: " << c.training.batch_size << "\n  max_steps: " << c.training.max_steps
+  y << "training:\n  algorithm: " << AlgorithmName(c.training.algorithm)
+    << "\n  epochs: " << c.training.epochs << "\n  batch_size: " << c.training.batch_size
+    << "\n  max_steps: " << c.training.max_steps
     << "\n  timeout_seconds: " << Num(c.training.timeout_seconds) << "\n";
   y << "downpour:\n  n_fetch: " << c.downpour.n_fetch << "\n  n_push: " << c.downpour.n_push
     << "\n  local_learning_rate: " << Num(c.downpour.local_learning_rate)

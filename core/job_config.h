@@ -98,11 +98,11 @@ struct SspConfig {
 
 // Elastic averaging SGD (Zhang, Choromanska & LeCun 2015), and EAMSGD with Nesterov momentum.
 struct EasgdConfig {
-  int tau = 4;               // local steps between elastic exchanges
-  double alpha = 0;          // elastic force; 0 means beta / live workers
-  double beta = 0.9;         // used when alpha is 0
+  int tau = 4;                  // local steps between elastic exchanges
+  double alpha = 0;             // elastic force; 0 means beta / live workers
+  double beta = 0.9;            // used when alpha is 0
   double learning_rate = 0.01;  // the workers' local step size
-  double momentum = 0.99;    // EAMSGD's Nesterov momentum delta
+  double momentum = 0.99;       // EAMSGD's Nesterov momentum delta
 };
 
 // What servers do with a pushed gradient computed on weights that have since changed
@@ -128,8 +128,9 @@ struct TransportConfig {
   double rendezvous_timeout_seconds = 60;
   // What a worker overlaps with its compute: "none"; "push" (the push of step t runs during
   // step t + 1; every algorithm; EASGD's exchange too, its force applied a step late);
-  // "push_pull" (also prefetch the next weights during a step: Downpour only, one step staler). Pays off when each worker has a core (or GPU) of its own;
-  // with more processes than cores the extra threads cost more than they save.
+  // "push_pull" (also prefetch the next weights during a step: Downpour only, one step staler).
+  // Pays off when each worker has a core (or GPU) of its own; with more processes than cores the
+  // extra threads cost more than they save.
   std::string overlap = "none";
   // How pushed gradients travel: "none" (float32), "fp16" (half floats: half the bytes), or
   // "topk" (per chunk, the topk_fraction largest entries as index/value pairs; the rest is

@@ -75,8 +75,8 @@ void AdagradOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
   AdagradLoop(gamma_, eps_, g.data(), state.data(), w.data(), w.size());
 }
 
-void AdamOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
-                          absl::Span<float> state, uint64_t step) const {
+void AdamOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
+                          uint64_t step) const {
   const size_t n = w.size();
   const double t = static_cast<double>(step);
   // Bias corrections folded into the step size and epsilon (Kingma & Ba, section 2).

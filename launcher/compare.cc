@@ -87,8 +87,7 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
       return absl::InvalidArgumentError(absl::StrCat(
           field, ".name: '", variant.name, "' must be unique, non-empty and without '/'"));
     }
-    MONSOON_ASSIGN_OR_RETURN(std::vector<std::string> own,
-                             Overrides(v["set"], field + ".set"));
+    MONSOON_ASSIGN_OR_RETURN(std::vector<std::string> own, Overrides(v["set"], field + ".set"));
     variant.sets = common;
     variant.sets.insert(variant.sets.end(), own.begin(), own.end());
     auto config = LoadJobConfig(base.string(), variant.sets);
@@ -100,8 +99,8 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     const bool classification = variant.config.model.loss == LossType::kSoftmaxCrossEntropy;
     if (i == 0) study.classification = classification;
     if (classification != study.classification) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".set: every variant must have the same model.loss as the first"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".set: every variant must have the same model.loss as the first"));
     }
     study.variants.push_back(std::move(variant));
   }
@@ -214,8 +213,8 @@ void DrawPanel(const Panel& p, const Study& study, const std::vector<VariantResu
                           "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#555\" "
                           "stroke-dasharray=\"6,4\"/><text x=\"%.1f\" y=\"%.1f\" "
                           "text-anchor=\"end\" fill=\"#555\">target %s</text>\n",
-                          p.left, p.Y(target), p.left + p.width, p.Y(target),
-                          p.left + p.width - 4, p.Y(target) - 4, Fmt(target));
+                          p.left, p.Y(target), p.left + p.width, p.Y(target), p.left + p.width - 4,
+                          p.Y(target) - 4, Fmt(target));
   }
   for (size_t i = 0; i < results.size(); ++i) {
     const VariantResult& r = results[i];
@@ -228,8 +227,7 @@ void DrawPanel(const Panel& p, const Study& study, const std::vector<VariantResu
     absl::StrAppendFormat(svg,
                           "<polyline clip-path=\"url(#%s)\" fill=\"none\" stroke=\"%s\" "
                           "stroke-width=\"2\" points=\"%s\"/>\n",
-                          p.clip_id, kPalette[i % std::size(kPalette)],
-                          absl::StrJoin(points, " "));
+                          p.clip_id, kPalette[i % std::size(kPalette)], absl::StrJoin(points, " "));
   }
   absl::StrAppendFormat(svg, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
                         p.left + p.width / 2, p.top + p.height + 36, p.x_label);
@@ -273,19 +271,18 @@ std::string Svg(const Study& study, const std::vector<VariantResult>& results) {
       "%s: %s by variant</text>\n",
       width, height, width / 2, study.name, MetricName(study));
   const Panel by_time{80, 50, 440, 330, max_seconds, y_lo, y_hi, "wall time (s)", "time"};
-  const Panel by_epoch{630, 50, 440, 330, max_epochs, y_lo, y_hi, "epochs (mean over workers)",
+  const Panel by_epoch{630,     50, 440, 330, max_epochs, y_lo, y_hi, "epochs (mean over workers)",
                        "epochs"};
   DrawPanel(by_time, study, results, false, &svg);
   DrawPanel(by_epoch, study, results, true, &svg);
   for (size_t i = 0; i < results.size(); ++i) {
     const double y = 440 + 20.0 * i;
-    absl::StrAppendFormat(&svg,
-                          "<line x1=\"80\" y1=\"%.0f\" x2=\"110\" y2=\"%.0f\" stroke=\"%s\" "
-                          "stroke-width=\"3\"/><text x=\"118\" y=\"%.0f\">%s (%s): final %s</text>\n",
-                          y, y, kPalette[i % std::size(kPalette)], y + 4, results[i].name,
-                          results[i].knobs,
-                          Fmt(study.classification ? results[i].final_accuracy
-                                                   : results[i].final_loss));
+    absl::StrAppendFormat(
+        &svg,
+        "<line x1=\"80\" y1=\"%.0f\" x2=\"110\" y2=\"%.0f\" stroke=\"%s\" "
+        "stroke-width=\"3\"/><text x=\"118\" y=\"%.0f\">%s (%s): final %s</text>\n",
+        y, y, kPalette[i % std::size(kPalette)], y + 4, results[i].name, results[i].knobs,
+        Fmt(study.classification ? results[i].final_accuracy : results[i].final_loss));
   }
   return svg + "</svg>\n";
 }
@@ -303,13 +300,13 @@ absl::StatusOr<Study> LoadStudy(const std::string& path) {
     }
     return study;
   } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": YAML error at line ", e.mark.line + 1,
-                                                   ": ", e.msg));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": YAML error at line ", e.mark.line + 1, ": ", e.msg));
   }
 }
 
-absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
-                                                const RunDir& run_dir, double target_accuracy) {
+absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, const RunDir& run_dir,
+                                                double target_accuracy) {
   const JobConfig& c = variant.config;
   VariantResult r;
   r.name = variant.name;
@@ -319,8 +316,8 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
   const int seconds = eval.Column("wall_seconds"), epoch = eval.Column("epoch"),
             accuracy = eval.Column("test_accuracy"), loss = eval.Column("test_loss");
   if (seconds < 0 || epoch < 0 || accuracy < 0 || loss < 0 || eval.rows.empty()) {
-    return absl::DataLossError(absl::StrCat(run_dir.metrics_dir(),
-                                            "/evaluator.csv has no evaluations to compare"));
+    return absl::DataLossError(
+        absl::StrCat(run_dir.metrics_dir(), "/evaluator.csv has no evaluations to compare"));
   }
   for (const auto& row : eval.rows) {
     r.curve_seconds.push_back(row[seconds]);
@@ -338,8 +335,8 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
   r.wall_seconds = r.curve_seconds.back();
   std::vector<uint64_t> staleness;
   for (int i = 0; i < c.cluster.workers; ++i) {
-    MONSOON_ASSIGN_OR_RETURN(CsvTable worker, ReadCsvTable(absl::StrCat(
-                                                  run_dir.metrics_dir(), "/worker-", i, ".csv")));
+    MONSOON_ASSIGN_OR_RETURN(
+        CsvTable worker, ReadCsvTable(absl::StrCat(run_dir.metrics_dir(), "/worker-", i, ".csv")));
     if (worker.rows.empty()) continue;
     const std::vector<double>& last = worker.rows.back();
     r.bytes_sent += last[worker.Column("bytes_sent")];
@@ -348,9 +345,9 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
                     std::max(last[worker.Column("wall_seconds")], 1e-9) / c.cluster.workers;
   }
   for (int j = 0; j < c.cluster.servers; ++j) {
-    MONSOON_ASSIGN_OR_RETURN(CsvTable histogram,
-                             ReadCsvTable(absl::StrCat(run_dir.metrics_dir(),
-                                                       "/staleness-server-", j, ".csv")));
+    MONSOON_ASSIGN_OR_RETURN(
+        CsvTable histogram,
+        ReadCsvTable(absl::StrCat(run_dir.metrics_dir(), "/staleness-server-", j, ".csv")));
     for (const auto& row : histogram.rows) {
       const size_t s = static_cast<size_t>(row[0]);
       staleness.resize(std::max(staleness.size(), s + 1), 0);
@@ -385,20 +382,17 @@ absl::Status WriteComparison(const Study& study, const std::vector<VariantResult
     const std::string to_target = r.time_to_target >= 0 ? Fmt(r.time_to_target) : "";
     absl::StrAppend(&csv, r.name, ",", r.algorithm, ",\"", r.knobs, "\",\"", r.status, "\",",
                     csv_accuracy(r.final_accuracy), ",", csv_accuracy(r.best_accuracy), ",",
-                    Fmt(r.final_loss), ",",
-                    Fmt(r.best_loss), ",", to_target, ",",
+                    Fmt(r.final_loss), ",", Fmt(r.best_loss), ",", to_target, ",",
                     Fmt(r.samples_per_second), ",", absl::StrFormat("%.0f", r.bytes_sent), ",",
                     Fmt(r.mean_staleness), ",", Fmt(r.comm_share), ",", Fmt(r.wall_seconds), "\n");
-    absl::StrAppend(&md, "| ", r.name, " | ", r.algorithm, " | ", r.knobs, " | ",
-                    md_accuracy(r.final_accuracy), " | ", md_accuracy(r.best_accuracy), " | ",
-                    absl::StrFormat("%.4g", r.final_loss), " | ",
-                    absl::StrFormat("%.4g", r.best_loss), " | ",
-                    to_target.empty() ? "not reached" : to_target, " | ",
-                    absl::StrFormat("%.0f", r.samples_per_second), " | ",
-                    absl::StrFormat("%.1f", r.bytes_sent / 1e6), " | ",
-                    absl::StrFormat("%.2f", r.mean_staleness), " | ",
-                    absl::StrFormat("%.2f", r.comm_share), " | ", Fmt(r.wall_seconds), " | ",
-                    r.status, " |\n");
+    absl::StrAppend(
+        &md, "| ", r.name, " | ", r.algorithm, " | ", r.knobs, " | ", md_accuracy(r.final_accuracy),
+        " | ", md_accuracy(r.best_accuracy), " | ", absl::StrFormat("%.4g", r.final_loss), " | ",
+        absl::StrFormat("%.4g", r.best_loss), " | ", to_target.empty() ? "not reached" : to_target,
+        " | ", absl::StrFormat("%.0f", r.samples_per_second), " | ",
+        absl::StrFormat("%.1f", r.bytes_sent / 1e6), " | ",
+        absl::StrFormat("%.2f", r.mean_staleness), " | ", absl::StrFormat("%.2f", r.comm_share),
+        " | ", Fmt(r.wall_seconds), " | ", r.status, " |\n");
   }
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/compare.csv", csv));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/compare.md", md));

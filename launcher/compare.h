@@ -53,7 +53,7 @@ struct VariantResult {
   double final_accuracy = 0;  // classification only
   double best_accuracy = 0;
   double final_loss = 0;
-  double best_loss = 0;  // the lowest
+  double best_loss = 0;        // the lowest
   double time_to_target = -1;  // seconds; < 0 when the target was never reached
   double samples_per_second = 0;
   double bytes_sent = 0;  // by all workers
@@ -68,8 +68,8 @@ struct VariantResult {
 std::string VariantKnobs(const JobConfig& config);
 
 // The figures of one finished variant, read from its run directory.
-absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant,
-                                                const RunDir& run_dir, double target_accuracy);
+absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, const RunDir& run_dir,
+                                                double target_accuracy);
 
 // Writes out_dir/compare.csv, compare.md and compare.svg.
 absl::Status WriteComparison(const Study& study, const std::vector<VariantResult>& results,

@@ -263,8 +263,8 @@ int CmdCompare(const Args& args) {
     }
     std::cerr << "monsoon: " << v.name << ": final test "
               << (study->classification ? "accuracy " : "loss ")
-              << (study->classification ? result->final_accuracy : result->final_loss)
-              << " after " << result->wall_seconds << " s" << std::endl;
+              << (study->classification ? result->final_accuracy : result->final_loss) << " after "
+              << result->wall_seconds << " s" << std::endl;
     results.push_back(*std::move(result));
   }
   const absl::Status written = WriteComparison(*study, results, out);

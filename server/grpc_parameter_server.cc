@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "core/compression.h"
 #include "core/status_macros.h"
-#include "absl/time/time.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.grpc.pb.h"
@@ -39,9 +39,9 @@ absl::Status DecodeGradient(const wire::PushRequest& request, const ReceivedFram
     return absl::InvalidArgumentError(absl::StrCat("unknown push encoding ", request.encoding()));
   }
   if (frame.payload_bytes() != bytes_expected || nnz > n || n > max_floats) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "push header says ", n, " floats (", nnz, " sparse) in encoding ", request.encoding(),
-        " but carries ", frame.payload_bytes(), " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("push header says ", n, " floats (", nnz, " sparse) in encoding ",
+                     request.encoding(), " but carries ", frame.payload_bytes(), " bytes"));
   }
   gradient->resize(n);
   switch (request.encoding()) {
@@ -123,11 +123,10 @@ class ParameterServerService final : public RawService {
         std::min(absl::FromChrono(ctx->deadline()), absl::Now() + kMaxPullWait);
     const int chunk_id = request.chunk_id();
     const int worker = request.role() == wire::ROLE_WORKER ? request.index() : kNotAWorker;
-    logic_->WhenReady(chunk_id, condition, deadline,
-                      [this, reactor, resp, chunk_id, worker](absl::Status ready) {
-                        reactor->Finish(
-                            ToGrpcStatus(ready.ok() ? ReadChunk(chunk_id, worker, resp) : ready));
-                      });
+    logic_->WhenReady(
+        chunk_id, condition, deadline, [this, reactor, resp, chunk_id, worker](absl::Status ready) {
+          reactor->Finish(ToGrpcStatus(ready.ok() ? ReadChunk(chunk_id, worker, resp) : ready));
+        });
     return reactor;
   }
 
@@ -142,8 +141,8 @@ class ParameterServerService final : public RawService {
       const absl::Status decoded =
           DecodeGradient(request, *frame, logic_->plan().max_chunk_size(), &gradient);
       if (!decoded.ok()) return decoded;
-      auto result = logic_->Push(request.chunk_id(), request.worker_index(),
-                                 request.base_version(), gradient, request.epoch());
+      auto result = logic_->Push(request.chunk_id(), request.worker_index(), request.base_version(),
+                                 gradient, request.epoch());
       if (!result.ok()) return result.status();
       wire::PushResponse response;
       response.set_version(result->version);
@@ -154,8 +153,7 @@ class ParameterServerService final : public RawService {
     });
   }
 
-  grpc::ServerUnaryReactor* Exchange(grpc::CallbackServerContext* ctx,
-                                     const grpc::ByteBuffer* req,
+  grpc::ServerUnaryReactor* Exchange(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                      grpc::ByteBuffer* resp) override {
     return Respond(ctx, [&]() -> absl::Status {
       wire::ExchangeRequest request;
@@ -172,9 +170,9 @@ class ParameterServerService final : public RawService {
       if (!copied.ok()) return copied;
       float* difference = nullptr;
       grpc::Slice payload = AllocateFloats(weights.size(), &difference);
-      auto result = logic_->Exchange(request.chunk_id(), request.worker_index(),
-                                     request.base_version(), weights,
-                                     absl::MakeSpan(difference, weights.size()), request.epoch());
+      auto result =
+          logic_->Exchange(request.chunk_id(), request.worker_index(), request.base_version(),
+                           weights, absl::MakeSpan(difference, weights.size()), request.epoch());
       if (!result.ok()) return result.status();
       wire::ExchangeResponse response;
       response.set_chunk_id(request.chunk_id());

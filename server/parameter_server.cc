@@ -163,8 +163,7 @@ void ParameterServer::WhenReady(int chunk_id, const PullCondition& condition, ab
   done(closed ? ClosedError() : absl::OkStatus());
 }
 
-absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> out,
-                                               int worker) {
+absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> out, int worker) {
   auto found = Find(chunk_id);
   if (!found.ok()) return found.status();
   ChunkState* chunk = *found;
@@ -210,10 +209,10 @@ absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
   };
   const char* what = exchange ? "weights" : "gradient";
   if (exchange == PushesGradients(rules_.algorithm)) {
-    return reject(absl::FailedPreconditionError(absl::StrCat(
-        "this job runs ", AlgorithmName(rules_.algorithm), ": workers ",
-        exchange ? "push gradients" : "exchange weights with the centre", ", not ",
-        exchange ? "weights" : "gradients")));
+    return reject(absl::FailedPreconditionError(
+        absl::StrCat("this job runs ", AlgorithmName(rules_.algorithm), ": workers ",
+                     exchange ? "push gradients" : "exchange weights with the centre", ", not ",
+                     exchange ? "weights" : "gradients")));
   }
   auto found = Find(chunk_id);
   if (!found.ok()) return reject(found.status());
@@ -231,10 +230,9 @@ absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
     const size_t i =
         std::find_if(payload.begin(), payload.end(), [](float g) { return !std::isfinite(g); }) -
         payload.begin();
-    return reject(absl::InvalidArgumentError(absl::StrCat(what, " for chunk ", chunk_id,
-                                                          " from worker ", worker_index,
-                                                          " is not finite at element ", i, " (",
-                                                          payload[i], ")")));
+    return reject(absl::InvalidArgumentError(
+        absl::StrCat(what, " for chunk ", chunk_id, " from worker ", worker_index,
+                     " is not finite at element ", i, " (", payload[i], ")")));
   }
   return chunk;
 }
@@ -323,8 +321,8 @@ void ParameterServer::ExpireLoop() {
   }
 }
 
-void ParameterServer::RecordValid(const PushResult& result, size_t payload_floats,
-                                  int worker_index, double epoch) {
+void ParameterServer::RecordValid(const PushResult& result, size_t payload_floats, int worker_index,
+                                  double epoch) {
   (result.applied ? pushes_applied_ : pushes_dropped_).fetch_add(1, std::memory_order_relaxed);
   bytes_received_.fetch_add(payload_floats * sizeof(float), std::memory_order_relaxed);
   staleness_[std::min<uint64_t>(result.staleness, kStalenessBuckets - 1)].fetch_add(
@@ -352,9 +350,9 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
       if (result.staleness == 0) {
         if (chunk->round_from[worker_index]) {
           pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
-          return absl::FailedPreconditionError(
-              absl::StrCat("worker ", worker_index, " already pushed chunk ", chunk_id,
-                           " for round ", chunk->version));
+          return absl::FailedPreconditionError(absl::StrCat("worker ", worker_index,
+                                                            " already pushed chunk ", chunk_id,
+                                                            " for round ", chunk->version));
         }
         chunk->round_from[worker_index] = true;
         ++chunk->round_fresh;
@@ -375,8 +373,8 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
         thread_local std::vector<float> adjusted;
         adjusted.resize(gradient.size());
         if (compensate) {
-          CompensateDelay(static_cast<float>(rules_.staleness.dc_lambda), gradient,
-                          chunk->values, chunk->pulled[worker_index], absl::MakeSpan(adjusted));
+          CompensateDelay(static_cast<float>(rules_.staleness.dc_lambda), gradient, chunk->values,
+                          chunk->pulled[worker_index], absl::MakeSpan(adjusted));
         } else {
           std::copy(gradient.begin(), gradient.end(), adjusted.begin());
         }

@@ -141,8 +141,8 @@ class ParameterServer {
   // base_version is the version the worker saw at its previous exchange (for staleness).
   // Same validation as Push; FailedPrecondition when the job's algorithm pushes gradients.
   absl::StatusOr<PushResult> Exchange(int chunk_id, int worker_index, uint64_t base_version,
-                                      absl::Span<const float> weights,
-                                      absl::Span<float> difference, double epoch = 0);
+                                      absl::Span<const float> weights, absl::Span<float> difference,
+                                      double epoch = 0);
 
   // Records that a client will send nothing more. A synchronous round that now has all it
   // can get is applied, and waiting pulls are rechecked. InvalidArgument for an unknown index.
@@ -188,8 +188,7 @@ class ParameterServer {
   // The staleness of a push computed on base_version; InvalidArgument (counted as a
   // rejection) when the chunk has not reached that version.
   absl::StatusOr<uint64_t> StalenessOf(const ChunkState& chunk, int worker_index,
-                                       uint64_t base_version)
-      ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
+                                       uint64_t base_version) ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
   uint64_t SlowestClock(const ChunkState& chunk) const ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
   bool Satisfied(const ChunkState& chunk, const PullCondition& c) const
       ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);

@@ -89,8 +89,8 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       absl::StrCat(run_dir.metrics_dir(), "/staleness-server-", options.index, ".csv"),
       logic.Stats().staleness_histogram));
   std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
-            << " MiB for " << logic.state_bytes() / 1048576
-            << " MiB of weights and optimizer state" << std::endl;
+            << " MiB for " << logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"
+            << std::endl;
   return result;
 }
 

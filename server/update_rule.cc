@@ -22,8 +22,8 @@ float SyncGradientWeight(const SyncConfig& sync, uint64_t staleness) {
   return 0.0f;
 }
 
-MONSOON_MULTIVERSION void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const float> worker,
-                     absl::Span<float> d) {
+MONSOON_MULTIVERSION void ElasticExchange(float alpha, absl::Span<float> centre,
+                                          absl::Span<const float> worker, absl::Span<float> d) {
   float* __restrict cp = centre.data();
   float* __restrict dp = d.data();
   const float* __restrict xp = worker.data();
@@ -33,8 +33,9 @@ MONSOON_MULTIVERSION void ElasticExchange(float alpha, absl::Span<float> centre,
   }
 }
 
-MONSOON_MULTIVERSION void CompensateDelay(float lambda, absl::Span<const float> g, absl::Span<const float> now,
-                     absl::Span<const float> pulled, absl::Span<float> out) {
+MONSOON_MULTIVERSION void CompensateDelay(float lambda, absl::Span<const float> g,
+                                          absl::Span<const float> now,
+                                          absl::Span<const float> pulled, absl::Span<float> out) {
   const float* __restrict gp = g.data();
   const float* __restrict np = now.data();
   const float* __restrict pp = pulled.data();
@@ -44,7 +45,8 @@ MONSOON_MULTIVERSION void CompensateDelay(float lambda, absl::Span<const float> 
   }
 }
 
-MONSOON_MULTIVERSION void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g, float weight) {
+MONSOON_MULTIVERSION void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g,
+                                           float weight) {
   float* __restrict sp = sum.data();
   const float* __restrict gp = g.data();
   for (size_t i = 0, n = sum.size(); i < n; ++i) sp[i] += weight * gp[i];

@@ -40,8 +40,7 @@ absl::StatusOr<const CudaPluginApi*> CudaPlugin() {
         if (handle == nullptr) {
           return absl::UnavailableError(absl::StrCat("cannot load the CUDA backend: ", dlerror()));
         }
-        auto entry =
-            reinterpret_cast<const CudaPluginApi* (*)()>(dlsym(handle, kCudaPluginSymbol));
+        auto entry = reinterpret_cast<const CudaPluginApi* (*)()>(dlsym(handle, kCudaPluginSymbol));
         if (entry == nullptr) {
           return absl::UnavailableError(absl::StrCat(path, " has no ", kCudaPluginSymbol));
         }

@@ -41,8 +41,9 @@ __global__ void ActivationBackwardKernel(int f, const float* y, const float* dy,
                                          size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
     const float out = y[i];
-    dx[i] = f == 0 ? (out > 0.0f ? dy[i] : 0.0f)
-                   : f == 1 ? dy[i] * (1.0f - out * out) : dy[i] * out * (1.0f - out);
+    dx[i] = f == 0   ? (out > 0.0f ? dy[i] : 0.0f)
+            : f == 1 ? dy[i] * (1.0f - out * out)
+                     : dy[i] * out * (1.0f - out);
   }
 }
 
@@ -82,14 +83,22 @@ __global__ void FillKernel(float* x, size_t n, float value) {
 
 const char* CublasError(cublasStatus_t s) {
   switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED: return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED: return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE: return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH: return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED: return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR: return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED: return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default: return "cuBLAS error";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_ALLOC_FAILED:
+      return "CUBLAS_STATUS_ALLOC_FAILED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_ARCH_MISMATCH:
+      return "CUBLAS_STATUS_ARCH_MISMATCH";
+    case CUBLAS_STATUS_EXECUTION_FAILED:
+      return "CUBLAS_STATUS_EXECUTION_FAILED";
+    case CUBLAS_STATUS_INTERNAL_ERROR:
+      return "CUBLAS_STATUS_INTERNAL_ERROR";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+    default:
+      return "cuBLAS error";
   }
 }
 
@@ -105,7 +114,8 @@ class PinnedBuffer {
     if (data_ != nullptr) cudaFreeHost(data_);
     data_ = nullptr;
     size_ = 0;
-    *error = cudaMallocHost(reinterpret_cast<void**>(&data_), std::max<size_t>(n, 1) * sizeof(float));
+    *error =
+        cudaMallocHost(reinterpret_cast<void**>(&data_), std::max<size_t>(n, 1) * sizeof(float));
     if (*error != cudaSuccess) return nullptr;
     size_ = n;
     return data_;
@@ -136,9 +146,9 @@ class CublasBackend : public ComputeBackend {
                "cudaEventCreate") ||
         !CheckBlas(cublasCreate(&handle_), "cublasCreate") ||
         !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream") ||
-        !CheckBlas(cublasSetMathMode(handle_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH
-                                                   : CUBLAS_DEFAULT_MATH),
-                   "cublasSetMathMode")) {
+        !CheckBlas(
+            cublasSetMathMode(handle_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+            "cublasSetMathMode")) {
       return status_;
     }
     return absl::OkStatus();
@@ -238,8 +248,8 @@ class CublasBackend : public ComputeBackend {
   void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
                           size_t n) override {
     if (!status_.ok() || n == 0) return;
-    ActivationBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(static_cast<int>(f), y, dy,
-                                                                    dx, n);
+    ActivationBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(static_cast<int>(f), y, dy, dx,
+                                                                   n);
   }
 
   LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
@@ -265,7 +275,7 @@ class CublasBackend : public ComputeBackend {
     float* scratch = Scratch(n);
     if (scratch == nullptr) return result;
     MeanSquaredErrorKernel<<<Blocks(n), kThreads, 0, compute_>>>(pred, target, n, 1.0f / rows,
-                                                                  dpred, scratch);
+                                                                 dpred, scratch);
     std::vector<float> host(n);
     CopyToHost(scratch, host.data(), n);
     for (float v : host) result.loss_sum += v;
@@ -288,8 +298,8 @@ class CublasBackend : public ComputeBackend {
   bool Check(cudaError_t error, const std::string& what) {
     if (error == cudaSuccess) return true;
     if (status_.ok()) {
-      status_ = absl::InternalError(absl::StrCat("CUDA device ", device_, ": ", what, ": ",
-                                                 cudaGetErrorString(error)));
+      status_ = absl::InternalError(
+          absl::StrCat("CUDA device ", device_, ": ", what, ": ", cudaGetErrorString(error)));
     }
     return false;
   }
@@ -339,7 +349,8 @@ absl::StatusOr<int> CudaDeviceCount() {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error != cudaSuccess) {
-    return absl::UnavailableError(absl::StrCat("no usable CUDA device: ", cudaGetErrorString(error)));
+    return absl::UnavailableError(
+        absl::StrCat("no usable CUDA device: ", cudaGetErrorString(error)));
   }
   if (count == 0) return absl::UnavailableError("no usable CUDA device: none visible");
   return count;

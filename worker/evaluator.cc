@@ -8,9 +8,8 @@
 namespace monsoon {
 
 const std::vector<std::string>& EvaluatorMetricsColumns() {
-  static const auto* columns =
-      new std::vector<std::string>{"wall_seconds", "global_step", "epoch", "test_loss",
-                                   "test_accuracy"};
+  static const auto* columns = new std::vector<std::string>{"wall_seconds", "global_step", "epoch",
+                                                            "test_loss", "test_accuracy"};
   return *columns;
 }
 

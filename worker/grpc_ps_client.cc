@@ -203,9 +203,8 @@ absl::Status GrpcPsClient::ForEachChunk(
   return state.first_error;
 }
 
-absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params,
-                                                  const PullWait& wait,
-                                                  ChunkVersions* versions) {
+absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const PullWait& wait,
+                                                 ChunkVersions* versions) {
   if (params.size() != plan_.num_params()) {
     return absl::InvalidArgumentError(
         absl::StrCat("pull into ", params.size(), " floats; the model has ", plan_.num_params()));
@@ -280,10 +279,10 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
                                                       ChunkVersions* versions, double epoch) {
   if (weights.size() != plan_.num_params() || difference.size() != plan_.num_params() ||
       versions->size() != static_cast<size_t>(plan_.num_chunks())) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "exchange of ", weights.size(), " floats into ", difference.size(), " with ",
-        versions->size(), " chunk versions; the model has ", plan_.num_params(), " in ",
-        plan_.num_chunks()));
+    return absl::InvalidArgumentError(absl::StrCat("exchange of ", weights.size(), " floats into ",
+                                                   difference.size(), " with ", versions->size(),
+                                                   " chunk versions; the model has ",
+                                                   plan_.num_params(), " in ", plan_.num_chunks()));
   }
   PushSummary summary;
   MONSOON_RETURN_IF_ERROR(ForEachChunk(

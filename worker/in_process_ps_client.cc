@@ -15,10 +15,9 @@ absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
   for (const Chunk& c : plan().chunks()) {
     MONSOON_ASSIGN_OR_RETURN(
         PullInfo info,
-        servers_[c.server]->Pull(c.id, params.subspan(c.offset, c.size), wait.ForChunk(c.id),
-                                 absl::Seconds(30),
-                                 identity_.role == ClientRole::kWorker ? identity_.index
-                                                                       : kNotAWorker));
+        servers_[c.server]->Pull(
+            c.id, params.subspan(c.offset, c.size), wait.ForChunk(c.id), absl::Seconds(30),
+            identity_.role == ClientRole::kWorker ? identity_.index : kNotAWorker));
     result.min_version = std::min(result.min_version, info.version);
     result.slowest_clock = std::min(result.slowest_clock, info.slowest_clock);
     if (versions != nullptr) (*versions)[c.id] = info.version;
@@ -32,9 +31,9 @@ absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> g
                                                        double epoch) {
   PushSummary summary;
   for (const Chunk& c : plan().chunks()) {
-    MONSOON_ASSIGN_OR_RETURN(PushResult r, servers_[c.server]->Push(
-                                               c.id, identity_.index, base_versions[c.id],
-                                               gradient.subspan(c.offset, c.size), epoch));
+    MONSOON_ASSIGN_OR_RETURN(PushResult r,
+                             servers_[c.server]->Push(c.id, identity_.index, base_versions[c.id],
+                                                      gradient.subspan(c.offset, c.size), epoch));
     summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
     summary.chunks_dropped += r.applied ? 0 : 1;
     bytes_sent_ += c.size * sizeof(float);
@@ -44,15 +43,13 @@ absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> g
 
 absl::StatusOr<PushSummary> InProcessPsClient::ExchangeAll(absl::Span<const float> weights,
                                                            absl::Span<float> difference,
-                                                           ChunkVersions* versions,
-                                                           double epoch) {
+                                                           ChunkVersions* versions, double epoch) {
   PushSummary summary;
   for (const Chunk& c : plan().chunks()) {
     MONSOON_ASSIGN_OR_RETURN(
-        PushResult r,
-        servers_[c.server]->Exchange(c.id, identity_.index, (*versions)[c.id],
-                                     weights.subspan(c.offset, c.size),
-                                     difference.subspan(c.offset, c.size), epoch));
+        PushResult r, servers_[c.server]->Exchange(c.id, identity_.index, (*versions)[c.id],
+                                                   weights.subspan(c.offset, c.size),
+                                                   difference.subspan(c.offset, c.size), epoch));
     (*versions)[c.id] = r.version;
     summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
     bytes_sent_ += c.size * sizeof(float);

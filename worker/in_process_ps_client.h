@@ -29,7 +29,6 @@ class InProcessPsClient : public PsClient {
   const ShardingPlan& plan() const override { return servers_.front()->plan(); }
 
  private:
-
   const std::vector<ParameterServer*> servers_;
   const ClientIdentity identity_;
   std::atomic<uint64_t> bytes_sent_{0};

@@ -65,8 +65,7 @@ class PsClient {
   // Sends `gradient` (plan.num_params() floats), each chunk computed from weights of
   // base_versions[chunk id]; `epoch` is the worker's progress.
   virtual absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
-                                              const ChunkVersions& base_versions,
-                                              double epoch) = 0;
+                                              const ChunkVersions& base_versions, double epoch) = 0;
   // The elastic exchange of every chunk: sends `weights`, receives the differences into
   // `difference` (same size). *versions holds each chunk's version from the previous
   // exchange on entry and this exchange's on return.

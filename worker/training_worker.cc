@@ -12,14 +12,14 @@ namespace monsoon {
 
 const std::vector<std::string>& WorkerMetricsColumns() {
   static const auto* columns = new std::vector<std::string>{
-      "step",           "wall_seconds", "epoch", "loss",          "samples_per_second",
-      "bytes_sent",     "bytes_received", "version", "clock", "slowest_clock",
-      "staleness",      "comm_seconds"};
+      "step",       "wall_seconds",   "epoch",   "loss",  "samples_per_second",
+      "bytes_sent", "bytes_received", "version", "clock", "slowest_clock",
+      "staleness",  "comm_seconds"};
   return *columns;
 }
 
-TrainingWorker::TrainingWorker(const JobConfig& config, int index, Model* model,
-                               DataShard* shard, PsClient* client, CsvMetricsWriter* metrics)
+TrainingWorker::TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
+                               PsClient* client, CsvMetricsWriter* metrics)
     : config_(config),
       index_(index),
       model_(model),
@@ -116,8 +116,7 @@ absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const Pul
        report.comm_seconds});
 }
 
-absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(
-    const std::atomic<bool>* stop) {
+absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::atomic<bool>* stop) {
   const bool downpour = config_.training.algorithm == Algorithm::kDownpour;
   const int n_push = downpour ? config_.downpour.n_push : 1;
   const float local_rate = downpour ? static_cast<float>(config_.downpour.local_learning_rate) : 0;
@@ -238,8 +237,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
     }
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
     exchanging = std::async(overlap ? std::launch::async : std::launch::deferred,
-                            [this, &weights, &difference, &versions,
-                             epoch = shard_->progress()] {
+                            [this, &weights, &difference, &versions, epoch = shard_->progress()] {
                               return client_->ExchangeAll(weights, absl::MakeSpan(difference),
                                                           &versions, epoch);
                             });

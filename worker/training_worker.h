@@ -64,8 +64,7 @@ class TrainingWorker {
   // Runs one call to the servers, adding its duration to report->comm_seconds.
   template <typename Call>
   auto Timed(WorkerReport* report, Call call) -> decltype(call());
-  absl::Status AppendMetrics(const WorkerReport& report, const PullResult& pull,
-                             double staleness);
+  absl::Status AppendMetrics(const WorkerReport& report, const PullResult& pull, double staleness);
 
   const JobConfig config_;
   const int index_;

@@ -106,8 +106,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
   std::cout << "worker " << index << " done: " << report.steps << " steps, " << report.samples
             << " samples, " << report.pushes << " pushes in " << report.wall_seconds
-            << " s, last loss " << report.last_loss
-            << std::endl;
+            << " s, last loss " << report.last_loss << std::endl;
   return absl::OkStatus();
 }
 

@@ -15,7 +15,7 @@ TEST_CASE("fp16: exact values, rounding to nearest even, saturation, NaN and inf
   CHECK(FloatToHalf(-2.0f) == 0xc000);
   CHECK(FloatToHalf(0.0f) == 0x0000);
   CHECK(FloatToHalf(65504.0f) == 0x7bff);
-  CHECK(FloatToHalf(1e6f) == 0x7bff);    // saturates instead of overflowing
+  CHECK(FloatToHalf(1e6f) == 0x7bff);  // saturates instead of overflowing
   CHECK(FloatToHalf(-1e6f) == 0xfbff);
   CHECK(FloatToHalf(std::ldexp(1.0f, -24)) == 0x0001);  // the smallest subnormal
   CHECK(FloatToHalf(std::ldexp(1.0f, -26)) == 0x0000);  // below half of it: zero
@@ -34,7 +34,8 @@ TEST_CASE("fp16: exact values, rounding to nearest even, saturation, NaN and inf
   }
   // The vector conversions (F16C instructions where the CPU has them) agree bit for bit.
   std::vector<float> many(4096);
-  for (size_t i = 0; i < many.size(); ++i) many[i] = std::ldexp(u(rng), static_cast<int>(i % 40) - 30);
+  for (size_t i = 0; i < many.size(); ++i)
+    many[i] = std::ldexp(u(rng), static_cast<int>(i % 40) - 30);
   many[0] = 7e4f;
   many[1] = -std::numeric_limits<float>::infinity();
   std::vector<uint16_t> vec(many.size());
@@ -52,7 +53,7 @@ TEST_CASE("fp16: exact values, rounding to nearest even, saturation, NaN and inf
 TEST_CASE("TopKSparsifier: keeps the k largest per chunk and carries the rest over",
           "[core][compression]") {
   auto plan = ShardingPlan::Create(8, 1, 4);  // two chunks of 4
-  TopKSparsifier topk(*plan, 0.5);           // 2 of each 4
+  TopKSparsifier topk(*plan, 0.5);            // 2 of each 4
   std::vector<float> g = {1, -5, 2, 0.5f, /**/ 3, 3, -4, 1};
   topk.Sparsify(absl::MakeSpan(g));
   CHECK(g == std::vector<float>{0, -5, 2, 0, /**/ 3, 0, -4, 0});  // tie 3/3: the lower index

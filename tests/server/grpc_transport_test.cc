@@ -42,8 +42,8 @@ struct Cluster {
       grpc_servers.push_back(std::move(*started));
     }
   }
-  absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token,
-                                                        int in_flight = 4, int worker = 0,
+  absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token, int in_flight = 4,
+                                                        int worker = 0,
                                                         const std::string& compression = "none") {
     GrpcPsClientOptions options;
     options.compression = compression;
@@ -58,6 +58,25 @@ struct Cluster {
   std::vector<std::unique_ptr<GrpcParameterServer>> grpc_servers;
   std::vector<std::string> addresses;
 };
+
+// One Push RPC with a hand-made body (with the job token), bypassing GrpcPsClient.
+grpc::Status RawPush(const std::string& address, const grpc::ByteBuffer& request) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, "secret");
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  grpc::ByteBuffer reply;
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&ctx, "/monsoon.wire.ParameterServer/Push", grpc::StubOptions(), &request, &reply,
+                 [&](grpc::Status s) {
+                   status = s;
+                   done.Notify();
+                 });
+  done.WaitForNotification();
+  return status;
+}
 
 TEST_CASE("gRPC: push then pull round-trips every chunk across servers", "[grpc][integration]") {
   Cluster cluster(10001, 3, 1000);  // 11 chunks over 3 servers
@@ -122,22 +141,8 @@ TEST_CASE("gRPC: NaN gradients are rejected with the server named; weights uncha
 
 TEST_CASE("gRPC: an oversize or malformed request is refused by the server", "[grpc][validation]") {
   Cluster cluster(1000, 1, 1000);
-  auto channel = grpc::CreateChannel(cluster.addresses[0], grpc::InsecureChannelCredentials());
-  grpc::GenericStub stub(channel);
   auto call = [&](const grpc::ByteBuffer& request) {
-    grpc::ClientContext ctx;
-    ctx.AddMetadata(kTokenMetadataKey, "secret");
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    grpc::ByteBuffer reply;
-    absl::Notification done;
-    grpc::Status status;
-    stub.UnaryCall(&ctx, "/monsoon.wire.ParameterServer/Push", grpc::StubOptions(), &request,
-                   &reply, [&](grpc::Status s) {
-                     status = s;
-                     done.Notify();
-                   });
-    done.WaitForNotification();
-    return status;
+    return RawPush(cluster.addresses[0], request);
   };
   wire::PushRequest header;
   header.set_chunk_id(0);
@@ -166,8 +171,7 @@ TEST_CASE("gRPC: a server that has gone away is reported by index and address",
   CHECK(std::string(pulled.message()).rfind("server 1 (" + cluster.addresses[1] + ")", 0) == 0);
 }
 
-TEST_CASE("gRPC: a sync pull waits on the server until the round is applied",
-          "[grpc][sync]") {
+TEST_CASE("gRPC: a sync pull waits on the server until the round is applied", "[grpc][sync]") {
   Cluster cluster(100, 2, 50, Algorithm::kSync);
   auto a = cluster.Connect("secret", 4, 0), b = cluster.Connect("secret", 4, 1);
   REQUIRE(a.ok());
@@ -179,8 +183,7 @@ TEST_CASE("gRPC: a sync pull waits on the server until the round is applied",
   // Worker 0 waits for round 1 in another thread; worker 1's push completes the round.
   absl::StatusOr<PullResult> waited = absl::UnknownError("not done");
   std::vector<float> next(100);
-  std::thread waiter(
-      [&] { waited = (*a)->PullAll(absl::MakeSpan(next), {{1, 1}, 0}, nullptr); });
+  std::thread waiter([&] { waited = (*a)->PullAll(absl::MakeSpan(next), {{1, 1}, 0}, nullptr); });
   absl::SleepFor(absl::Milliseconds(200));
   CHECK(cluster.logic[0]->Stats().pulls_served == 1);  // only the first pull so far
   REQUIRE((*b)->PushAll(std::vector<float>(100, 3.0f), versions, 0).ok());
@@ -261,19 +264,8 @@ TEST_CASE("gRPC: a sparse push with an index outside its chunk is refused",
   pair[0] = 100;  // one past the end
   const float one = 1.0f;
   std::memcpy(&pair[1], &one, sizeof(one));
-  const grpc::ByteBuffer request = EncodeFrame(header, std::move(payload));
-  grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenMetadataKey, "secret");
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-  grpc::ByteBuffer reply;
-  absl::Notification done;
-  grpc::Status status;
-  stub.UnaryCall(&ctx, "/monsoon.wire.ParameterServer/Push", grpc::StubOptions(), &request,
-                 &reply, [&](grpc::Status s) {
-                   status = s;
-                   done.Notify();
-                 });
-  done.WaitForNotification();
+  const grpc::Status status =
+      RawPush(cluster.addresses[0], EncodeFrame(header, std::move(payload)));
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(status.error_message().find("sparse push index 100 outside") != std::string::npos);
   std::vector<float> w(100);

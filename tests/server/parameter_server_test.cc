@@ -1,9 +1,9 @@
 #include "server/parameter_server.h"
 
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
-#include <atomic>
 #include <string>
 #include <vector>
 
@@ -54,8 +54,7 @@ TEST_CASE("ParameterServer: holds its chunks at the model's initial values", "[s
   CHECK(absl::IsNotFound(server->Pull(1, absl::MakeSpan(chunk)).status()));
 }
 
-TEST_CASE("Downpour: each push is applied at once by the server optimizer",
-          "[server][downpour]") {
+TEST_CASE("Downpour: each push is applied at once by the server optimizer", "[server][downpour]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
   OptimizerSpec opt;
   opt.type = OptimizerType::kMomentum;
@@ -326,8 +325,8 @@ TEST_CASE("EASGD: the exchange moves worker and centre by the same force; their 
   CHECK(result->version == 1);
   const auto centre1 = Values(*server);
   for (int i = 0; i < 8; ++i) {
-    CHECK(d[i] == Approx(0.25 * (x[i] - centre0[i])));      // d = alpha (x - centre)
-    CHECK(centre1[i] == Approx(centre0[i] + d[i]));          // centre += d
+    CHECK(d[i] == Approx(0.25 * (x[i] - centre0[i])));               // d = alpha (x - centre)
+    CHECK(centre1[i] == Approx(centre0[i] + d[i]));                  // centre += d
     CHECK((x[i] - d[i]) + centre1[i] == Approx(x[i] + centre0[i]));  // sum conserved
   }
   // A gradient push is refused: this job's workers exchange weights.
