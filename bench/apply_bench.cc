@@ -19,21 +19,11 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "bench/step_shapes.h"
 #include "server/parameter_server.h"
 
 namespace monsoon {
 namespace {
-
-constexpr size_t kChunkFloats = 256 * 1024;  // the jobs' default 1 MiB chunks
-
-ModelSpec FlatModel(size_t floats) {
-  ModelSpec spec;
-  spec.type = ModelType::kLinearRegression;
-  spec.input_dim = static_cast<int>(floats - 1);
-  spec.output_dim = 1;
-  spec.loss = LossType::kMeanSquaredError;
-  return spec;
-}
 
 struct Rule {
   std::string name;
@@ -94,7 +84,8 @@ int Main(int argc, char** argv) {
   }
   const size_t floats = static_cast<size_t>(mib) * 1024 * 1024 / sizeof(float);
   const double bytes = static_cast<double>(floats) * sizeof(float);
-  auto plan = ShardingPlan::Create(floats, 1, kChunkFloats);
+  // The jobs' default chunk size.
+  auto plan = ShardingPlan::Create(floats, 1, JobConfig().chunk_floats());
   std::vector<float> src(floats, 1e-3f), dst(floats, 0.0f), other(floats, 2.0f);
   // Chunks are split across `threads` threads, as gRPC's handler threads would share them.
   auto parallel = [&](const std::function<void(int chunk)>& body) {

@@ -60,11 +60,14 @@ struct BenchChild {
   }
 };
 
-// The child side of a parameter server started with BenchChild: serves `logic` on loopback,
-// prints its address (BenchChild::ReadLine reads it) and runs until its stdin closes.
-// Returns the child's exit status.
-inline int ServeForParent(ParameterServer* logic, const std::string& token) {
-  auto server = GrpcParameterServer::Start(logic, "127.0.0.1", token);
+// The job token between a benchmark and the parameter server it started.
+inline constexpr char kBenchToken[] = "bench-token";
+
+// The child side of a parameter server started with BenchChild: serves `logic` on loopback
+// with kBenchToken, prints its address (BenchChild::ReadLine reads it) and runs until its
+// stdin closes. Returns the child's exit status.
+inline int ServeForParent(ParameterServer* logic) {
+  auto server = GrpcParameterServer::Start(logic, "127.0.0.1", kBenchToken);
   if (!server.ok()) return 1;
   std::cout << (*server)->address() << std::endl;
   char c;

@@ -1,5 +1,5 @@
-// The model the compute benchmarks train, and the SGEMMs of one of its training steps: the
-// reference they compare a full step against.
+// The models the benchmarks use, and the SGEMMs of one training step of the MLP: the
+// reference the compute benchmarks compare a full step against.
 #ifndef MONSOON_BENCH_STEP_SHAPES_H_
 #define MONSOON_BENCH_STEP_SHAPES_H_
 
@@ -8,6 +8,17 @@
 #include "core/model.h"
 
 namespace monsoon {
+
+// A flat vector of `floats` zero-initialised parameters (a linear model): what the transport
+// and server benchmarks move and update.
+inline ModelSpec FlatModel(size_t floats) {
+  ModelSpec spec;
+  spec.type = ModelType::kLinearRegression;
+  spec.input_dim = static_cast<int>(floats - 1);
+  spec.output_dim = 1;
+  spec.loss = LossType::kMeanSquaredError;
+  return spec;
+}
 
 // The default job's MLP: 784-256-128-10, ReLU, softmax cross-entropy.
 inline ModelSpec BenchmarkMlp() {

@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/child_process.h"
+#include "bench/step_shapes.h"
 #include "core/process_setup.h"
 #include "server/grpc_parameter_server.h"
 #include "worker/grpc_ps_client.h"
@@ -30,17 +31,7 @@
 namespace monsoon {
 namespace {
 
-constexpr char kToken[] = "bench-token";
 constexpr size_t kPumpWrite = 1 << 20;  // 1 MiB socket writes
-
-ModelSpec FlatModel(size_t floats) {
-  ModelSpec spec;  // a linear model is just a flat vector of floats, zero-initialised
-  spec.type = ModelType::kLinearRegression;
-  spec.input_dim = static_cast<int>(floats - 1);
-  spec.output_dim = 1;
-  spec.loss = LossType::kMeanSquaredError;
-  return spec;
-}
 
 // Child: serve a `floats`-parameter store in chunks of `chunk_floats` with SGD; print the
 // address; exit on stdin EOF.
@@ -51,7 +42,7 @@ int Serve(size_t floats, size_t chunk_floats) {
   ServerRules rules;
   rules.optimizer = sgd;
   ParameterServer logic(0, *plan, FlatModel(floats), 1, rules, 1, false);
-  return ServeForParent(&logic, kToken);
+  return ServeForParent(&logic);
 }
 
 // Child: accept one connection; for each message of `bytes` read, reply with one byte.
@@ -122,7 +113,7 @@ GrpcFigures GrpcGbps(size_t bytes, int reps, size_t chunk_floats, int in_flight)
   const std::string address = server.ReadLine();
   auto plan = ShardingPlan::Create(floats, 1, chunk_floats);
   GrpcPsClientOptions options;
-  options.token = kToken;
+  options.token = kBenchToken;
   options.max_in_flight = in_flight;
   options.rpc_timeout = absl::Seconds(60);
   auto client = GrpcPsClient::Connect({address}, *plan, {ClientRole::kWorker, 0}, options);

@@ -27,8 +27,6 @@
 namespace monsoon {
 namespace {
 
-constexpr char kToken[] = "bench-token";
-constexpr size_t kChunkFloats = 256 * 1024;  // the jobs' default 1 MiB chunks
 constexpr int kStepsPerEpoch = 100;
 
 // The job every mode runs: the benchmark MLP, one server, one worker.
@@ -51,9 +49,9 @@ JobConfig BenchJob(Algorithm algorithm, int batch, int steps, int tau,
 // Child: serve the job's parameters with its rules; print the address; exit on stdin EOF.
 int Serve(Algorithm algorithm, int tau) {
   const JobConfig config = BenchJob(algorithm, 64, kStepsPerEpoch, tau);
-  auto plan = ShardingPlan::Create(Model::NumParams(config.model), 1, kChunkFloats);
+  auto plan = JobShardingPlan(config);
   ParameterServer logic(0, *plan, config.model, 1, ServerRules::FromConfig(config), 1, false);
-  return ServeForParent(&logic, kToken);
+  return ServeForParent(&logic);
 }
 
 // Random images and labels of Fashion-MNIST's shape: the cost of a step does not depend on
@@ -99,9 +97,9 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
       BenchChild::Spawn({"worker_bench", "--serve", AlgorithmName(algorithm), std::to_string(tau)});
   const std::string address = server.ReadLine();
   const JobConfig config = BenchJob(algorithm, batch, steps, tau, overlap);
-  auto plan = ShardingPlan::Create(Model::NumParams(config.model), 1, kChunkFloats);
+  auto plan = JobShardingPlan(config);
   GrpcPsClientOptions options;
-  options.token = kToken;
+  options.token = kBenchToken;
   auto client = GrpcPsClient::Connect({address}, *plan, {ClientRole::kWorker, 0}, options);
   if (!client.ok()) {
     std::cerr << client.status() << std::endl;
