@@ -121,7 +121,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   const int n_push = downpour ? config_.downpour.n_push : 1;
   const float local_rate = downpour ? static_cast<float>(config_.downpour.local_learning_rate) : 0;
   const size_t n = model_->num_params();
-  std::vector<float> params(n), grads(n), accumulated(n, 0.0f);
+  // `accumulated` sums the gradients since the last push; the first step after a push writes
+  // straight into it, later ones (n_push > 1) go through `grads`.
+  std::vector<float> params(n), grads(n_push > 1 ? n : 0), accumulated(n);
   // With transport.overlap, one push is in flight while the next step pulls and computes:
   // `sending` holds its gradient (the client borrows it), `in_flight` its result. The servers
   // order a push before any pull that must see it (sync rounds, SSP clocks); Downpour may see
@@ -146,7 +148,6 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   auto start_push = [&]() -> absl::Status {
     MONSOON_RETURN_IF_ERROR(finish_push());
     std::swap(accumulated, sending);
-    std::fill(accumulated.begin(), accumulated.end(), 0.0f);
     if (topk != nullptr) topk->Sparsify(absl::MakeSpan(sending));
     in_flight = std::async(overlap_push ? std::launch::async : std::launch::deferred,
                            [this, &sending, base = versions, epoch = shard_->progress()] {
@@ -187,9 +188,11 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
       });
     }
     ComputeStep(&report);
-    model_->GetGrads(grads.data());
+    model_->GetGrads(since_push == 0 ? accumulated.data() : grads.data());
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
-    for (size_t i = 0; i < n; ++i) accumulated[i] += grads[i];
+    if (since_push > 0) {
+      for (size_t i = 0; i < n; ++i) accumulated[i] += grads[i];
+    }
     if (local_rate > 0) model_->ApplyLocalSgd(local_rate);
     if (++since_push == n_push) {
       MONSOON_RETURN_IF_ERROR(start_push());
@@ -207,7 +210,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   const float eta = static_cast<float>(config_.easgd.learning_rate);
   const float delta = static_cast<float>(config_.easgd.momentum);
   const size_t n = model_->num_params();
-  std::vector<float> weights(n), difference(n), velocity(n);
+  std::vector<float> weights(n), difference(n), velocity(nesterov ? n : 0);
   ChunkVersions versions;
   // Start from the centre.
   MONSOON_ASSIGN_OR_RETURN(PullResult pull,
