@@ -67,7 +67,7 @@ inline constexpr char kBenchToken[] = "bench-token";
 // with kBenchToken, prints its address (BenchChild::ReadLine reads it) and runs until its
 // stdin closes. Returns the child's exit status.
 inline int ServeForParent(ParameterServer* logic) {
-  auto server = GrpcParameterServer::Start(logic, "127.0.0.1", kBenchToken);
+  auto server = GrpcParameterServer::Start(logic, "127.0.0.1", JobSecrets::TokenOnly(kBenchToken));
   if (!server.ok()) return 1;
   std::cout << (*server)->address() << std::endl;
   char c;

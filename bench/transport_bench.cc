@@ -113,7 +113,7 @@ GrpcFigures GrpcGbps(size_t bytes, int reps, size_t chunk_floats, int in_flight)
   const std::string address = server.ReadLine();
   auto plan = ShardingPlan::Create(floats, 1, chunk_floats);
   GrpcPsClientOptions options;
-  options.token = kBenchToken;
+  options.secrets.token = kBenchToken;
   options.max_in_flight = in_flight;
   options.rpc_timeout = absl::Seconds(60);
   auto client = GrpcPsClient::Connect({address}, *plan, {ClientRole::kWorker, 0}, options);
@@ -133,7 +133,11 @@ GrpcFigures GrpcGbps(size_t bytes, int reps, size_t chunk_floats, int in_flight)
   GrpcFigures f;
   // Base version 0 every time: the pushes are timed, not trained (staleness policy: accept).
   const ChunkVersions base(plan->num_chunks(), 0);
-  f.push_gbps = time_it([&] { return (*client)->PushAll(grad, base, 0).status(); });
+  PushOrigin origin;  // every push numbered afresh, so that each is applied
+  f.push_gbps = time_it([&] {
+    ++origin.sequence;
+    return (*client)->PushAll(grad, base, origin).status();
+  });
   f.pull_gbps =
       time_it([&] { return (*client)->PullAll(absl::MakeSpan(params), {}, nullptr).status(); });
   client->reset();

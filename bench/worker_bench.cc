@@ -99,7 +99,7 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
   const JobConfig config = BenchJob(algorithm, batch, steps, tau, overlap);
   auto plan = JobShardingPlan(config);
   GrpcPsClientOptions options;
-  options.token = kBenchToken;
+  options.secrets.token = kBenchToken;
   auto client = GrpcPsClient::Connect({address}, *plan, {ClientRole::kWorker, 0}, options);
   if (!client.ok()) {
     std::cerr << client.status() << std::endl;

@@ -4,6 +4,8 @@
 #include <numeric>
 #include <random>
 
+#include "absl/strings/str_cat.h"
+
 namespace monsoon {
 
 DataShard::DataShard(const Dataset* data, int index, int count, uint64_t seed)
@@ -28,6 +30,20 @@ void DataShard::Shuffle() {
 
 double DataShard::progress() const {
   return order_.empty() ? 0.0 : epoch_ + static_cast<double>(cursor_) / order_.size();
+}
+
+DataPosition DataShard::Position(int64_t step) const { return {step, epoch_, cursor_}; }
+
+absl::Status DataShard::Seek(const DataPosition& position) {
+  if (position.epoch < 0 || position.epoch > (1 << 30) || position.cursor > order_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data position epoch ", position.epoch, " example ", position.cursor,
+                     " lies outside this shard of ", order_.size(), " examples"));
+  }
+  epoch_ = static_cast<int>(position.epoch);
+  Shuffle();
+  cursor_ = position.cursor;
+  return absl::OkStatus();
 }
 
 int DataShard::NextBatch(int batch, std::vector<float>* x, std::vector<float>* y) {

@@ -5,9 +5,19 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "core/dataset.h"
 
 namespace monsoon {
+
+// Where a worker is in its data: after `step` batches, at example `cursor` of pass `epoch`
+// over its shard. Saved with every push (servers keep it in their checkpoints), so that a
+// restarted worker continues from exactly there.
+struct DataPosition {
+  int64_t step = 0;
+  int64_t epoch = 0;  // 64 bits: the struct has no padding (it is checkpointed raw)
+  uint64_t cursor = 0;
+};
 
 // Worker `index` of `count` owns the examples at positions [index*n/count, (index+1)*n/count)
 // of one seed-wide permutation of the data set, so shards are disjoint and cover every
@@ -24,6 +34,12 @@ class DataShard {
   // Copies the next min(batch, remaining-in-epoch) examples into x / y (resized), advancing
   // to the next epoch (and reshuffling) when the current one is used up. Returns the row count.
   int NextBatch(int batch, std::vector<float>* x, std::vector<float>* y);
+
+  // The position after `step` batches (the shard itself does not count batches).
+  DataPosition Position(int64_t step) const;
+  // Continues from `position` (its epoch's order is recomputed from the seed); InvalidArgument
+  // when the cursor lies outside the shard.
+  absl::Status Seek(const DataPosition& position);
 
  private:
   void Shuffle();

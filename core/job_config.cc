@@ -434,6 +434,43 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(compute.Bool("tf32", &c->compute.tf32));
   MONSOON_RETURN_IF_ERROR(compute.CheckNoUnknownKeys());
 
+  MONSOON_ASSIGN_OR_RETURN(Section reliability, top.Child("reliability"));
+  ReliabilityConfig& r = c->reliability;
+  MONSOON_RETURN_IF_ERROR(reliability.Real("heartbeat_seconds", 0, true, 60, &r.heartbeat_seconds));
+  MONSOON_RETURN_IF_ERROR(
+      reliability.Real("peer_timeout_seconds", 0, true, 3600, &r.peer_timeout_seconds));
+  if (r.peer_timeout_seconds < 2 * r.heartbeat_seconds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("reliability.peer_timeout_seconds: must be at least twice heartbeat_seconds (",
+                     r.heartbeat_seconds, "), got ", r.peer_timeout_seconds));
+  }
+  MONSOON_RETURN_IF_ERROR(
+      reliability.String("worker_loss", {"auto", "continue", "stop"}, &r.worker_loss));
+  MONSOON_RETURN_IF_ERROR(reliability.Int("worker_restarts", 0, 1000, &r.worker_restarts));
+  MONSOON_RETURN_IF_ERROR(reliability.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section checkpoint, top.Child("checkpoint"));
+  MONSOON_RETURN_IF_ERROR(
+      checkpoint.Real("interval_seconds", 0, false, 1e6, &c->checkpoint.interval_seconds));
+  MONSOON_RETURN_IF_ERROR(checkpoint.Int("keep", 2, 1000, &c->checkpoint.keep));
+  MONSOON_RETURN_IF_ERROR(checkpoint.CheckNoUnknownKeys());
+
+  MONSOON_ASSIGN_OR_RETURN(Section security, top.Child("security"));
+  SecurityConfig& sec = c->security;
+  MONSOON_RETURN_IF_ERROR(security.File("tls_cert", base_dir, false, &sec.tls_cert));
+  MONSOON_RETURN_IF_ERROR(security.File("tls_key", base_dir, false, &sec.tls_key));
+  MONSOON_RETURN_IF_ERROR(security.File("tls_ca", base_dir, false, &sec.tls_ca));
+  MONSOON_RETURN_IF_ERROR(security.String("tls_server_name", {}, &sec.tls_server_name));
+  const int tls_files = !sec.tls_cert.empty() + !sec.tls_key.empty() + !sec.tls_ca.empty();
+  if (tls_files != 0 && tls_files != 3) {
+    return absl::InvalidArgumentError(
+        "security: TLS needs all of tls_cert, tls_key and tls_ca (or none of them)");
+  }
+  if (sec.tls_server_name.empty()) {
+    return absl::InvalidArgumentError("security.tls_server_name: must not be empty");
+  }
+  MONSOON_RETURN_IF_ERROR(security.CheckNoUnknownKeys());
+
   MONSOON_ASSIGN_OR_RETURN(Section network, top.Child("network"));
   MONSOON_RETURN_IF_ERROR(network.String("interface", {}, &c->network.interface));
   MONSOON_RETURN_IF_ERROR(network.CheckNoUnknownKeys());
@@ -544,6 +581,13 @@ std::vector<std::string> JobConfigWarnings(const JobConfig& config) {
   return warnings;
 }
 
+bool StopsOnWorkerLoss(const JobConfig& config) {
+  const std::string& loss = config.reliability.worker_loss;
+  if (loss != "auto") return loss == "stop";
+  return config.training.algorithm == Algorithm::kSync &&
+         (config.sync.quorum == 0 || config.sync.quorum == config.cluster.workers);
+}
+
 absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config) {
   return ShardingPlan::Create(Model::NumParams(config.model), config.cluster.servers,
                               config.chunk_floats());
@@ -642,6 +686,19 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  topk_fraction: " << Num(c.transport.topk_fraction) << "\n";
   y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads
     << "\n  tf32: " << (c.compute.tf32 ? "true" : "false") << "\n";
+  y << "reliability:\n  heartbeat_seconds: " << Num(c.reliability.heartbeat_seconds)
+    << "\n  peer_timeout_seconds: " << Num(c.reliability.peer_timeout_seconds)
+    << "\n  worker_loss: " << c.reliability.worker_loss
+    << "\n  worker_restarts: " << c.reliability.worker_restarts << "\n";
+  y << "checkpoint:\n  interval_seconds: " << Num(c.checkpoint.interval_seconds)
+    << "\n  keep: " << c.checkpoint.keep << "\n";
+  y << "security:\n";
+  if (c.security.tls()) {
+    y << "  tls_cert: " << Quote(c.security.tls_cert)
+      << "\n  tls_key: " << Quote(c.security.tls_key) << "\n  tls_ca: " << Quote(c.security.tls_ca)
+      << "\n";
+  }
+  y << "  tls_server_name: " << Quote(c.security.tls_server_name) << "\n";
   y << "network:\n  interface: " << Quote(c.network.interface) << "\n";
   std::vector<std::string> extra;
   for (const std::string& e : c.slurm.extra) extra.push_back(Quote(e));

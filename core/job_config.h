@@ -140,6 +140,35 @@ struct TransportConfig {
   double topk_fraction = 0.01;
 };
 
+// Failures: heartbeats, lost peers, restarted workers (README "Reliability and security").
+struct ReliabilityConfig {
+  double heartbeat_seconds = 1;      // workers and the evaluator tell each server they live
+  double peer_timeout_seconds = 10;  // a server gives a worker up after this long unheard
+  // What servers do when a worker is lost: "continue" without it (its shard untrained from
+  // then on), "stop" the job with an error naming it, or "auto": stop for sync with every
+  // worker in the quorum, continue for everything else.
+  std::string worker_loss = "auto";
+  // `monsoon run` restarts a worker that dies up to this many times (per worker); the new
+  // process rejoins the running job where the servers last heard from it.
+  int worker_restarts = 0;
+};
+
+// Server checkpoints (shard weights, optimizer state, versions, clocks, workers' data
+// positions) in RUN_DIR/checkpoints/server-J/, written atomically with a checksum.
+struct CheckpointConfig {
+  double interval_seconds = 30;  // 0: only when stopped by a signal and at the end
+  int keep = 2;                  // newest checkpoints kept per server (>= 2: a fallback)
+};
+
+// The job token (RUN_DIR/token, or $MONSOON_JOB_TOKEN) guards every RPC; TLS is optional.
+struct SecurityConfig {
+  // PEM files; all three or none. Every role presents tls_cert and checks its peer against
+  // tls_ca (mutual TLS); the certificate must name tls_server_name.
+  std::string tls_cert, tls_key, tls_ca;
+  std::string tls_server_name = "monsoon";
+  bool tls() const { return !tls_cert.empty(); }
+};
+
 struct ComputeConfig {
   std::string device = "auto";  // auto | cpu | cuda (see worker/compute_backends.h)
   int threads = 1;              // BLAS threads per worker (CPU backend)
@@ -162,6 +191,9 @@ struct JobConfig {
   EvaluationConfig evaluation;
   TransportConfig transport;
   ComputeConfig compute;
+  ReliabilityConfig reliability;
+  CheckpointConfig checkpoint;
+  SecurityConfig security;
   NetworkConfig network;
   SlurmConfig slurm;
 
@@ -188,6 +220,9 @@ std::vector<std::string> JobConfigWarnings(const JobConfig& config);
 double ElasticAlpha(const EasgdConfig& easgd, int live_workers);
 // The paper's stability bound on alpha for local step size eta: (4 - 2 eta) / (4 - eta).
 double ElasticAlphaBound(double eta);
+
+// True when the servers stop the job on losing a worker (reliability.worker_loss resolved).
+bool StopsOnWorkerLoss(const JobConfig& config);
 
 // The sharding plan of this job's model over its servers. Every role computes it with this
 // function, so they agree on it (the servers check the fingerprint).

@@ -1,8 +1,11 @@
 #include "core/metrics.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "absl/status/status.h"
 #include "absl/strings/numbers.h"
@@ -15,12 +18,25 @@ namespace monsoon {
 
 absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> CsvMetricsWriter::Create(
     const std::string& path, const std::vector<std::string>& columns) {
-  std::FILE* f = std::fopen(path.c_str(), "w");
+  const std::string header = absl::StrJoin(columns, ",") + "\n";
+  std::string existing;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (in) existing.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  // A restarted role continues its own file; a row torn by a kill is cut off first.
+  const bool resume = existing.rfind(header, 0) == 0;
+  if (resume && existing.back() != '\n' &&
+      truncate(path.c_str(), static_cast<off_t>(existing.rfind('\n') + 1)) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot repair ", path, ": ", std::strerror(errno)));
+  }
+  std::FILE* f = std::fopen(path.c_str(), resume ? "a" : "w");
   if (f == nullptr) {
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create ", path, ": ", std::strerror(errno)));
   }
-  std::fprintf(f, "%s\n", absl::StrJoin(columns, ",").c_str());
+  if (!resume) std::fputs(header.c_str(), f);
   std::fflush(f);
   return std::unique_ptr<CsvMetricsWriter>(new CsvMetricsWriter(f, columns.size()));
 }
@@ -60,6 +76,17 @@ std::vector<std::pair<std::string, double>> ReadLastCsvRow(const std::string& pa
     if (absl::SimpleAtod(cells[i], &v)) row.emplace_back(names[i], v);
   }
   return row;
+}
+
+std::string FormatCsvTable(const CsvTable& table) {
+  std::string text = absl::StrJoin(table.columns, ",") + "\n";
+  for (const std::vector<double>& row : table.rows) {
+    for (size_t i = 0; i < row.size(); ++i) {
+      absl::StrAppendFormat(&text, "%s%.15g", i == 0 ? "" : ",", row[i]);
+    }
+    text += "\n";
+  }
+  return text;
 }
 
 int CsvTable::Column(const std::string& name) const {

@@ -15,7 +15,8 @@ namespace monsoon {
 
 class CsvMetricsWriter {
  public:
-  // Creates (truncates) `path` and writes the header.
+  // Creates `path` with the header, or, when it already starts with this header (a restarted
+  // role), appends to it after cutting off a last row left incomplete.
   static absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> Create(
       const std::string& path, const std::vector<std::string>& columns);
   ~CsvMetricsWriter();
@@ -41,6 +42,8 @@ struct CsvTable {
 };
 // NotFound when the file is missing; DataLoss naming the line when a row is not numeric.
 absl::StatusOr<CsvTable> ReadCsvTable(const std::string& path);
+// The table as CSV text (what ReadCsvTable reads), for files written whole at once.
+std::string FormatCsvTable(const CsvTable& table);
 
 // The mean of a histogram whose bucket i counts observations of value i (0 when empty).
 double HistogramMean(const std::vector<uint64_t>& counts);

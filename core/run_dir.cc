@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -66,7 +67,33 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return s.str();
 }
 
+namespace {
+
+// $MONSOON_JOB_TOKEN when set; InvalidArgument when it is too short to be a secret.
+absl::StatusOr<std::string> TokenFromEnvironment() {
+  const char* env = std::getenv(kJobTokenEnv);
+  if (env == nullptr || *env == '\0') return std::string();
+  std::string token(absl::StripAsciiWhitespace(env));
+  if (token.size() < 16) {
+    return absl::InvalidArgumentError(absl::StrCat(kJobTokenEnv, " is set but has only ",
+                                                   token.size(),
+                                                   " characters; a job token needs at least 16"));
+  }
+  return token;
+}
+
+}  // namespace
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
 absl::StatusOr<std::string> CreateJobToken(const RunDir& dir) {
+  MONSOON_ASSIGN_OR_RETURN(std::string from_env, TokenFromEnvironment());
+  if (!from_env.empty()) return from_env;
   std::random_device rd;
   std::string token;
   for (int i = 0; i < 4; ++i) {
@@ -78,6 +105,8 @@ absl::StatusOr<std::string> CreateJobToken(const RunDir& dir) {
 }
 
 absl::StatusOr<std::string> ReadJobToken(const RunDir& dir) {
+  MONSOON_ASSIGN_OR_RETURN(std::string from_env, TokenFromEnvironment());
+  if (!from_env.empty()) return from_env;
   struct stat st;
   if (stat(dir.token_path().c_str(), &st) != 0) {
     return absl::NotFoundError(absl::StrCat("job token missing: ", dir.token_path()));
@@ -89,6 +118,18 @@ absl::StatusOr<std::string> ReadJobToken(const RunDir& dir) {
   }
   MONSOON_ASSIGN_OR_RETURN(std::string token, ReadFile(dir.token_path()));
   return std::string(absl::StripAsciiWhitespace(token));
+}
+
+absl::StatusOr<JobSecrets> ReadJobSecrets(const RunDir& dir, const SecurityConfig& security) {
+  JobSecrets secrets;
+  MONSOON_ASSIGN_OR_RETURN(secrets.token, ReadJobToken(dir));
+  if (security.tls()) {
+    MONSOON_ASSIGN_OR_RETURN(secrets.tls_cert, ReadFile(security.tls_cert));
+    MONSOON_ASSIGN_OR_RETURN(secrets.tls_key, ReadFile(security.tls_key));
+    MONSOON_ASSIGN_OR_RETURN(secrets.tls_ca, ReadFile(security.tls_ca));
+    secrets.tls_server_name = security.tls_server_name;
+  }
+  return secrets;
 }
 
 absl::Status PublishServerAddress(const RunDir& dir, int index, const std::string& address) {

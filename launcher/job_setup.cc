@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <filesystem>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -26,6 +28,20 @@ absl::Status PrepareRunDir(const JobConfig& config, const RunDir& run_dir) {
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(StartedAtPath(run_dir),
                                               absl::StrCat(absl::ToUnixMicros(absl::Now()), "\n")));
   return WriteFileAtomically(run_dir.config_path(), JobConfigToYaml(config));
+}
+
+absl::Status PrepareResume(const RunDir& run_dir) {
+  if (access(run_dir.config_path().c_str(), F_OK) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot resume ", run_dir.root, ": it holds no run (no config.yaml)"));
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(run_dir.rendezvous_dir(), ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot clear ", run_dir.rendezvous_dir(), ": ", ec.message()));
+  }
+  return run_dir.Create();
 }
 
 absl::StatusOr<double> SecondsSincePrepared(const RunDir& run_dir) {

@@ -13,6 +13,10 @@ namespace monsoon {
 // never overwritten. config.yaml is written last, so its presence means "prepared".
 absl::Status PrepareRunDir(const JobConfig& config, const RunDir& run_dir);
 
+// Readies a prepared run directory for `--resume`: NotFound unless it holds a run; removes
+// the servers' published addresses (they are about to change). The checkpoints stay.
+absl::Status PrepareResume(const RunDir& run_dir);
+
 // Seconds since PrepareRunDir ran for this directory.
 absl::StatusOr<double> SecondsSincePrepared(const RunDir& run_dir);
 

@@ -43,13 +43,16 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
     return children.Start(name, argv, absl::StrCat(run_dir.logs_dir(), "/", name, ".log"));
   };
   for (int j = 0; j < config.cluster.servers; ++j) {
-    MONSOON_RETURN_IF_ERROR(start_role(absl::StrCat("server-", j), "server", j));
+    MONSOON_RETURN_IF_ERROR(start_role(
+        absl::StrCat("server-", j), "server", j,
+        options.resume ? std::vector<std::string>{"--resume"} : std::vector<std::string>{}));
   }
-  for (int i = 0; i < config.cluster.workers; ++i) {
-    // Worker i gets GPU i (modulo the visible devices, when compute.device uses CUDA).
-    MONSOON_RETURN_IF_ERROR(
-        start_role(absl::StrCat("worker-", i), "worker", i, {"--gpu", std::to_string(i)}));
-  }
+  // Worker i gets GPU i (modulo the visible devices, when compute.device uses CUDA).
+  auto start_worker = [&](int i) {
+    return start_role(absl::StrCat("worker-", i), "worker", i, {"--gpu", std::to_string(i)});
+  };
+  for (int i = 0; i < config.cluster.workers; ++i) MONSOON_RETURN_IF_ERROR(start_worker(i));
+  std::vector<int> restarts_left(config.cluster.workers, config.reliability.worker_restarts);
   if (config.cluster.evaluator) MONSOON_RETURN_IF_ERROR(start_role("evaluator", "evaluator", -1));
 
   const bool tty = isatty(STDERR_FILENO);
@@ -60,10 +63,32 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
   while (children.running() > 0) {
     for (const ChildExit& e : children.Reap()) {
       if (e.ok()) continue;
+      // A worker killed by a signal is lost, not wrong: restart it, or go on without it.
+      const int worker = e.name.rfind("worker-", 0) == 0 ? std::stoi(e.name.substr(7)) : -1;
+      if (worker >= 0 && e.signal != 0 && restarts_left[worker] > 0) {
+        --restarts_left[worker];
+        std::fprintf(stderr,
+                     "%smonsoon: %s; restarting it (it rejoins where the servers last "
+                     "heard from it)\n",
+                     tty ? "\n" : "", e.Describe().c_str());
+        MONSOON_RETURN_IF_ERROR(start_worker(worker));
+        continue;
+      }
+      if (worker >= 0 && e.signal != 0 && !StopsOnWorkerLoss(config)) {
+        std::fprintf(stderr,
+                     "%smonsoon: %s; the job carries on without it (its shard is not "
+                     "trained further; reliability.worker_loss)\n",
+                     tty ? "\n" : "", e.Describe().c_str());
+        continue;
+      }
       if (tty) std::fprintf(stderr, "\n");
       children.StopAll(absl::Seconds(5));
-      return absl::AbortedError(absl::StrCat(e.Describe(), "; the job was stopped. Last lines of ",
-                                             e.log_path, ":\n", TailOfFile(e.log_path, 8)));
+      const bool server = e.name.rfind("server-", 0) == 0;
+      return absl::AbortedError(absl::StrCat(
+          e.Describe(), "; the job was stopped",
+          server ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir.root, ")")
+                 : "",
+          ". Last lines of ", e.log_path, ":\n", TailOfFile(e.log_path, 8)));
     }
     if (stop != nullptr && stop->load()) {
       if (tty) std::fprintf(stderr, "\n");

@@ -1,6 +1,8 @@
 // `monsoon run`: a whole job on this machine. Servers, workers and the evaluator run as
-// child processes of the launcher on loopback; the launcher shows live progress, stops the
-// whole job when any child fails, and writes summary.json at the end.
+// child processes of the launcher on loopback; the launcher shows live progress and writes
+// summary.json at the end. A worker killed by a signal is restarted (reliability.
+// worker_restarts) or, unless reliability.worker_loss stops the job, left behind; any other
+// failure stops the whole job.
 #ifndef MONSOON_LAUNCHER_LOCAL_JOB_H_
 #define MONSOON_LAUNCHER_LOCAL_JOB_H_
 
@@ -16,6 +18,7 @@ namespace monsoon {
 struct LocalJobOptions {
   std::string self_exe;  // the monsoon binary, re-executed for each role
   absl::Duration progress_interval = absl::Seconds(2);
+  bool resume = false;  // servers start from their newest checkpoints
 };
 
 // Runs the job whose resolved config is already in run_dir (with its token). OK when every

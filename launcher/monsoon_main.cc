@@ -56,6 +56,9 @@ commands:
   run CONFIG.yaml [--run-dir DIR] [--set key=value ...]
         run a whole job on this machine: servers, workers and evaluator as child
         processes on loopback; writes the run directory (default runs/JOB/TIMESTAMP)
+  run --resume RUN_DIR
+        continue a stopped or failed run: servers load their newest good checkpoints,
+        workers continue where the servers last heard from them
   compare STUDY.yaml [--out DIR]
         run each variant of a study (one base job, several algorithms or knobs) in turn,
         then write DIR/compare.csv, compare.md and compare.svg (default
@@ -65,12 +68,15 @@ commands:
   sbatch CONFIG.yaml [--set key=value ...] [--script FILE] [--submit [--wait]]
         write a SLURM batch script for the job (from its slurm: section) and print it;
         --submit submits it, --wait waits for the job and returns its exit status
-  launch [CONFIG.yaml] --run-dir DIR [--set key=value ...]
+  launch [CONFIG.yaml] --run-dir DIR [--set key=value ...] [--resume]
         inside an srun task (or under mpirun): run this task's role, chosen from the
-        launcher's environment; with CONFIG, task 0 prepares DIR. Outside any parallel
-        launcher: the whole job on this machine, as `run`
+        launcher's environment; with CONFIG, task 0 prepares DIR; with --resume, servers
+        start from their checkpoints. Outside any parallel launcher: the whole job on this
+        machine, as `run`
   prepare CONFIG.yaml --run-dir DIR [--set key=value ...]
         create a run directory (resolved config, job token) for `launch`
+  prepare --resume --run-dir DIR
+        ready a run directory for `launch --resume` (a requeued SLURM job)
   summarize --run-dir DIR
         write DIR/summary.json once the roles have finished
   devices
@@ -80,7 +86,7 @@ commands:
         write a synthetic linear-regression CSV (y = M x + B + noise)
 
 role commands (started by `monsoon run`; the run directory holds config.yaml and token):
-  server --run-dir DIR --index J [--bind HOST]
+  server --run-dir DIR --index J [--bind HOST] [--resume]
   worker --run-dir DIR --index I [--gpu G]
   evaluator --run-dir DIR [--gpu G]
 )";
@@ -186,7 +192,37 @@ absl::StatusOr<JobConfig> LoadUserConfig(const Args& args) {
   return config;
 }
 
+// Loads the resolved config every role reads from its run directory.
+absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir) {
+  return LoadJobConfig(run_dir.config_path());
+}
+
+// `monsoon run --resume RUN_DIR`.
+int CmdResume(const RunDir& run_dir) {
+  absl::Status s = PrepareResume(run_dir);
+  if (!s.ok()) return Fail(s, 2);
+  auto config = RoleConfig(run_dir);
+  if (!config.ok()) return Fail(config.status(), 2);
+  std::cerr << "monsoon: resuming job '" << config->job << "' in " << run_dir.root << std::endl;
+  LocalJobOptions options;
+  options.self_exe = SelfExe();
+  options.resume = true;
+  s = RunLocalJob(*config, run_dir, options, &g_stop);
+  if (absl::IsCancelled(s)) return Fail(s, 130);
+  if (!s.ok()) return Fail(s, 1);
+  PrintResult(*config, run_dir);
+  return 0;
+}
+
 int CmdRun(const Args& args) {
+  if (const std::string* resume = args.Get("--resume")) {
+    if (!args.positional.empty() || args.Get("--run-dir") != nullptr || !args.sets.empty()) {
+      return Fail(absl::InvalidArgumentError(
+                      "run --resume RUN_DIR takes nothing else: the run keeps its config"),
+                  2);
+    }
+    return CmdResume(RunDir{*resume});
+  }
   if (args.positional.size() != 1)
     return Fail(absl::InvalidArgumentError("run needs one CONFIG.yaml"), 2);
   auto config = LoadUserConfig(args);
@@ -324,21 +360,17 @@ int CmdGenLinear(const Args& args) {
   return s.ok() ? 0 : Fail(s, 1);
 }
 
-// Loads the resolved config every role reads from its run directory.
-absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir) {
-  return LoadJobConfig(run_dir.config_path());
-}
-
 // Runs one role of a prepared job; the exit status of the process. `gpu` is the CUDA device
 // for workers and the evaluator (< 0: none).
 int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& run_dir,
-            const std::string& bind_host, int gpu) {
+            const std::string& bind_host, int gpu, bool resume) {
   absl::Status s;
   switch (role.kind) {
     case RoleKind::kServer: {
       ServerRoleOptions options;
       options.index = role.index;
       options.bind_host = bind_host;
+      options.resume = resume;
       s = RunServerRole(config, run_dir, options, &g_stop);
       break;
     }
@@ -381,10 +413,19 @@ int CmdRole(const std::string& name, const Args& args) {
     gpu = *flag;
   }
   const std::string* bind = args.Get("--bind");
-  return RunRole(role, *config, *run_dir, bind != nullptr ? *bind : "127.0.0.1", gpu);
+  return RunRole(role, *config, *run_dir, bind != nullptr ? *bind : "127.0.0.1", gpu,
+                 args.Get("--resume") != nullptr);
 }
 
 int CmdPrepare(const Args& args) {
+  if (args.Get("--resume") != nullptr) {
+    auto run_dir = RunDirFlag(args);
+    if (!run_dir.ok()) return Fail(run_dir.status(), 2);
+    const absl::Status s = PrepareResume(*run_dir);
+    if (!s.ok()) return Fail(s, 2);
+    std::cerr << "monsoon: " << run_dir->root << " is ready to resume" << std::endl;
+    return 0;
+  }
   if (args.positional.size() != 1) {
     return Fail(absl::InvalidArgumentError("prepare needs one CONFIG.yaml"), 2);
   }
@@ -402,7 +443,12 @@ int CmdPrepare(const Args& args) {
 int CmdLaunch(const Args& args) {
   auto task = DetectTaskEnvironment(CurrentEnvironment());
   if (!task.ok()) return Fail(task.status(), 2);
-  if (task->source == LaunchSource::kLocal) return CmdRun(args);  // plain local mode
+  if (task->source == LaunchSource::kLocal) {  // plain local mode
+    if (args.Get("--resume") == nullptr) return CmdRun(args);
+    auto run_dir = RunDirFlag(args);
+    if (!run_dir.ok()) return Fail(run_dir.status(), 2);
+    return CmdResume(*run_dir);
+  }
   auto run_dir = RunDirFlag(args);
   if (!run_dir.ok()) return Fail(run_dir.status(), 2);
   if (args.positional.size() > 1) {
@@ -451,7 +497,8 @@ int CmdLaunch(const Args& args) {
     }
   }
   std::cerr << "monsoon: " << task->Describe() << " -> " << role->Describe() << std::endl;
-  return RunRole(*role, *config, *run_dir, bind_host, task->gpu.value_or(-1));
+  return RunRole(*role, *config, *run_dir, bind_host, task->gpu.value_or(-1),
+                 args.Get("--resume") != nullptr);
 }
 
 int CmdSummarize(const Args& args) {
@@ -538,9 +585,12 @@ int Main(int argc, char** argv) {
   TuneAllocatorForLargeMessages();
   const std::string cmd = argv[1];
   std::vector<std::string> allowed, switches;
-  if (cmd == "run" || cmd == "launch" || cmd == "prepare" || cmd == "summarize") {
+  if (cmd == "run") allowed = {"--run-dir", "--resume"};
+  if (cmd == "launch" || cmd == "prepare") {
     allowed = {"--run-dir"};
+    switches = {"--resume"};
   }
+  if (cmd == "summarize") allowed = {"--run-dir"};
   if (cmd == "compare") allowed = {"--out"};
   if (cmd == "sbatch") {
     allowed = {"--script"};
@@ -550,7 +600,10 @@ int Main(int argc, char** argv) {
     allowed = {"--out",  "--slope", "--intercept", "--noise",
                "--rows", "--seed",  "--x-min",     "--x-max"};
   }
-  if (cmd == "server") allowed = {"--run-dir", "--index", "--bind"};
+  if (cmd == "server") {
+    allowed = {"--run-dir", "--index", "--bind"};
+    switches = {"--resume"};
+  }
   if (cmd == "worker") allowed = {"--run-dir", "--index", "--gpu"};
   if (cmd == "evaluator") allowed = {"--run-dir", "--gpu"};
   auto args = ParseArgs(argc, argv, 2, allowed, switches);

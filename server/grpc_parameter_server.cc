@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "core/compression.h"
 #include "core/status_macros.h"
+#include "proto/channel_security.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.grpc.pb.h"
@@ -23,7 +24,8 @@ using RawService = wire::ParameterServer::WithRawCallbackMethod_Hello<
             wire::ParameterServer::WithRawCallbackMethod_Exchange<
                 wire::ParameterServer::WithRawCallbackMethod_Stats<
                     wire::ParameterServer::WithRawCallbackMethod_Finish<
-                        wire::ParameterServer::Service>>>>>>;
+                        wire::ParameterServer::WithRawCallbackMethod_Heartbeat<
+                            wire::ParameterServer::Service>>>>>>>;
 
 // The dense gradient a push carries, whatever its encoding (see wire::Encoding). The payload's
 // size must match the header, no chunk is larger than max_floats, and sparse indices must lie
@@ -72,6 +74,28 @@ absl::Status DecodeGradient(const wire::PushRequest& request, const ReceivedFram
   }
 }
 
+// A push's or exchange's origin from its header; InvalidArgument without a sequence number
+// (every worker numbers its pushes, which is what makes them exactly-once).
+template <typename Request>
+absl::StatusOr<PushOrigin> OriginOf(const Request& request) {
+  if (request.sequence() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("push for chunk ", request.chunk_id(),
+                                                   " from worker ", request.worker_index(),
+                                                   " carries no sequence number"));
+  }
+  PushOrigin origin;
+  origin.incarnation = request.incarnation();
+  origin.sequence = request.sequence();
+  origin.position = {request.position().step(), request.position().epoch(),
+                     request.position().cursor()};
+  origin.epoch = request.epoch();
+  return origin;
+}
+
+ClientRole RoleOf(wire::Role role) {
+  return role == wire::ROLE_WORKER ? ClientRole::kWorker : ClientRole::kEvaluator;
+}
+
 // The longest a pull may wait for its condition when the client sent no deadline.
 constexpr absl::Duration kMaxPullWait = absl::Minutes(10);
 
@@ -83,15 +107,36 @@ class ParameterServerService final : public RawService {
   ParameterServerService(ParameterServer* logic, std::string token)
       : logic_(logic), token_(std::move(token)) {}
 
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
+                                      grpc::ByteBuffer* resp) override {
+    return Respond(ctx, [&]() -> absl::Status {
+      wire::HeartbeatRequest request;
+      auto frame = ReceivedFrame::Parse(*req, &request);
+      if (!frame.ok()) return frame.status();
+      MONSOON_RETURN_IF_ERROR(
+          logic_->Heartbeat(RoleOf(request.role()), request.index(), request.incarnation()));
+      *resp = EncodeFrame(wire::HeartbeatResponse());
+      return absl::OkStatus();
+    });
+  }
+
   grpc::ServerUnaryReactor* Hello(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                   grpc::ByteBuffer* resp) override {
     return Respond(ctx, [&]() -> absl::Status {
       wire::HelloRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
-      const absl::Status hello = logic_->Hello(request.plan_fingerprint());
-      if (!hello.ok()) return hello;
+      if (request.role() != wire::ROLE_WORKER && request.role() != wire::ROLE_EVALUATOR) {
+        return absl::InvalidArgumentError("hello from an unspecified role");
+      }
+      MONSOON_ASSIGN_OR_RETURN(ResumePoint resume,
+                               logic_->Hello(request.plan_fingerprint(), RoleOf(request.role()),
+                                             request.index(), request.incarnation(), ctx->peer()));
       wire::HelloResponse response;
+      response.set_resume_sequence(resume.sequence);
+      response.mutable_resume_position()->set_step(resume.position.step);
+      response.mutable_resume_position()->set_epoch(resume.position.epoch);
+      response.mutable_resume_position()->set_cursor(resume.position.cursor);
       response.set_server_index(logic_->index());
       response.set_plan_fingerprint(logic_->plan().fingerprint());
       for (const Chunk& c : logic_->plan().ChunksOf(logic_->index())) {
@@ -141,13 +186,15 @@ class ParameterServerService final : public RawService {
       const absl::Status decoded =
           DecodeGradient(request, *frame, logic_->plan().max_chunk_size(), &gradient);
       if (!decoded.ok()) return decoded;
+      MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(request));
       auto result = logic_->Push(request.chunk_id(), request.worker_index(), request.base_version(),
-                                 gradient, request.epoch());
+                                 gradient, origin);
       if (!result.ok()) return result.status();
       wire::PushResponse response;
       response.set_version(result->version);
       response.set_staleness(result->staleness);
       response.set_applied(result->applied);
+      response.set_duplicate(result->duplicate);
       *resp = EncodeFrame(response);
       return absl::OkStatus();
     });
@@ -164,6 +211,7 @@ class ParameterServerService final : public RawService {
                                                        request.num_floats(), " floats but carries ",
                                                        frame->payload_bytes(), " bytes"));
       }
+      MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(request));
       thread_local std::vector<float> weights;
       weights.resize(request.num_floats());
       const absl::Status copied = frame->CopyPayloadTo(absl::MakeSpan(weights));
@@ -172,13 +220,14 @@ class ParameterServerService final : public RawService {
       grpc::Slice payload = AllocateFloats(weights.size(), &difference);
       auto result =
           logic_->Exchange(request.chunk_id(), request.worker_index(), request.base_version(),
-                           weights, absl::MakeSpan(difference, weights.size()), request.epoch());
+                           weights, absl::MakeSpan(difference, weights.size()), origin);
       if (!result.ok()) return result.status();
       wire::ExchangeResponse response;
       response.set_chunk_id(request.chunk_id());
       response.set_version(result->version);
       response.set_num_floats(weights.size());
       response.set_staleness(result->staleness);
+      response.set_duplicate(result->duplicate);
       *resp = EncodeFrame(response, std::move(payload));
       return absl::OkStatus();
     });
@@ -193,6 +242,8 @@ class ParameterServerService final : public RawService {
       response.set_pushes_applied(s.pushes_applied);
       response.set_pushes_dropped(s.pushes_dropped);
       response.set_pushes_rejected(s.pushes_rejected);
+      response.set_pushes_duplicate(s.pushes_duplicate);
+      for (int w : s.workers_lost) response.add_workers_lost(w);
       response.set_pulls_served(s.pulls_served);
       response.set_bytes_received(s.bytes_received);
       response.set_bytes_sent(s.bytes_sent);
@@ -215,9 +266,7 @@ class ParameterServerService final : public RawService {
       if (request.role() != wire::ROLE_WORKER && request.role() != wire::ROLE_EVALUATOR) {
         return absl::InvalidArgumentError("finish from an unspecified role");
       }
-      const absl::Status finished = logic_->Finish(
-          request.role() == wire::ROLE_WORKER ? ClientRole::kWorker : ClientRole::kEvaluator,
-          request.index());
+      const absl::Status finished = logic_->Finish(RoleOf(request.role()), request.index());
       if (!finished.ok()) return finished;
       *resp = EncodeFrame(wire::FinishResponse());
       return absl::OkStatus();
@@ -232,7 +281,7 @@ class ParameterServerService final : public RawService {
     if (it == metadata.end()) {
       return absl::UnauthenticatedError("missing job token (x-monsoon-token)");
     }
-    if (std::string(it->second.data(), it->second.size()) != token_) {
+    if (!ConstantTimeEquals(std::string(it->second.data(), it->second.size()), token_)) {
       return absl::UnauthenticatedError("wrong job token: this server belongs to another job");
     }
     return absl::OkStatus();
@@ -269,15 +318,15 @@ class ParameterServerService final : public RawService {
 };
 
 absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
-    ParameterServer* logic, const std::string& host, const std::string& token) {
+    ParameterServer* logic, const std::string& host, const JobSecrets& secrets) {
   std::unique_ptr<GrpcParameterServer> server(new GrpcParameterServer());
   server->logic_ = logic;
-  server->service_ = std::make_unique<ParameterServerService>(logic, token);
+  server->service_ = std::make_unique<ParameterServerService>(logic, secrets.token);
   const int max_message =
       static_cast<int>(logic->plan().max_chunk_size() * sizeof(float)) + (64 << 10);
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::StrCat(host, ":0"), grpc::InsecureServerCredentials(), &port);
+  builder.AddListeningPort(absl::StrCat(host, ":0"), ServerCredentialsFor(secrets), &port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(max_message);
   builder.SetMaxSendMessageSize(max_message);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/run_dir.h"
 #include "server/parameter_server.h"
 
 namespace grpc {
@@ -20,12 +21,13 @@ class ParameterServerService;
 // Serves one ParameterServer (borrowed; must outlive this object) over gRPC.
 class GrpcParameterServer {
  public:
-  // Binds host:0 (an ephemeral port) and starts serving. Requests whose token differs from
-  // `token` fail with UNAUTHENTICATED; messages larger than the biggest chunk (plus framing)
-  // are refused by gRPC with RESOURCE_EXHAUSTED.
+  // Binds host:0 (an ephemeral port) and starts serving, over TLS when secrets.tls().
+  // Requests whose token differs from secrets.token fail with UNAUTHENTICATED; messages larger
+  // than the biggest chunk (plus framing) are refused by gRPC with RESOURCE_EXHAUSTED; pushes
+  // without a sequence number with INVALID_ARGUMENT.
   static absl::StatusOr<std::unique_ptr<GrpcParameterServer>> Start(ParameterServer* logic,
                                                                     const std::string& host,
-                                                                    const std::string& token);
+                                                                    const JobSecrets& secrets);
   ~GrpcParameterServer();
 
   // "host:port" clients connect to.

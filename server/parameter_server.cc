@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "core/multiversion.h"
+#include "core/status_macros.h"
 #include "server/update_rule.h"
 
 namespace monsoon {
@@ -28,6 +29,8 @@ MONSOON_MULTIVERSION bool AllFinite(absl::Span<const float> values) {
 
 // How often waiting pulls are checked against their deadlines.
 constexpr absl::Duration kExpireInterval = absl::Milliseconds(20);
+// How often workers are checked against the peer timeout.
+constexpr absl::Duration kPeerCheckInterval = absl::Milliseconds(250);
 
 }  // namespace
 
@@ -38,6 +41,8 @@ ServerRules ServerRules::FromConfig(const JobConfig& config) {
   rules.staleness = config.staleness;
   rules.sync = config.sync;
   rules.easgd = config.easgd;
+  rules.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);
+  rules.stop_on_worker_loss = StopsOnWorkerLoss(config);
   return rules;
 }
 
@@ -51,7 +56,11 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
       workers_expected_(workers_expected),
       evaluator_expected_(evaluator_expected),
       worker_finished_(workers_expected, false),
-      worker_epoch_(workers_expected, 0.0) {
+      worker_lost_(workers_expected, false),
+      worker_epoch_(workers_expected, 0.0),
+      incarnation_(workers_expected, 0),
+      last_heard_(workers_expected, absl::InfinitePast()),
+      peer_(workers_expected) {
   const bool sync = rules_.algorithm == Algorithm::kSync;
   const bool optimizes = PushesGradients(rules_.algorithm);
   for (const Chunk& c : plan_.ChunksOf(index)) {
@@ -65,6 +74,10 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
                                     optimizer_->initial_state());
     }
     state->clock.assign(workers_expected, 0);
+    state->position.assign(workers_expected, DataPosition{});
+    state->applied.assign(workers_expected, 0);
+    state->sequence_sum.assign(workers_expected, 0);
+    state->duplicates.assign(workers_expected, 0);
     if (sync) {
       state->round_sum.assign(c.size, 0.0f);
       state->round_from.assign(workers_expected, false);
@@ -102,14 +115,113 @@ absl::Status ParameterServer::ClosedError() const {
   return absl::CancelledError(absl::StrCat("server ", index_, " is shutting down"));
 }
 
-absl::Status ParameterServer::Hello(uint64_t plan_fingerprint) const {
+absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, ClientRole role,
+                                                   int index, uint64_t incarnation,
+                                                   const std::string& peer) {
   if (plan_fingerprint != plan_.fingerprint()) {
     return absl::FailedPreconditionError(
         absl::StrCat("server ", index_, " has a different parameter layout (plan fingerprint ",
                      plan_.fingerprint(), ", client ", plan_fingerprint,
                      "): are all roles running the same job config?"));
   }
+  if (role == ClientRole::kEvaluator) return ResumePoint{};
+  if (index < 0 || index >= workers_expected_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "hello from worker ", index, "; this job has workers 0..", workers_expected_ - 1));
+  }
+  bool rejoined;
+  {
+    absl::MutexLock lock(&clients_mu_);
+    MONSOON_RETURN_IF_ERROR(Heard(index, incarnation));
+    if (!peer.empty()) peer_[index] = peer;
+    rejoined = worker_finished_[index];
+    if (rejoined) {
+      worker_finished_[index] = false;
+      Event(absl::StrCat("worker ", index, " (", peer_[index], ") rejoined after finishing"));
+    }
+  }
+  if (rejoined) LiveWorkersChanged();
+  return ResumePointOf(index);
+}
+
+absl::Status ParameterServer::Heard(int index, uint64_t incarnation) {
+  if (incarnation < incarnation_[index]) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", index, " incarnation ", incarnation, " has been superseded by incarnation ",
+        incarnation_[index], " (a newer process of this worker has connected)"));
+  }
+  incarnation_[index] = incarnation;
+  last_heard_[index] = absl::Now();
+  if (worker_lost_[index]) {
+    worker_lost_[index] = false;
+    Event(absl::StrCat("worker ", index, " (", peer_[index], ") is back"));
+  }
   return absl::OkStatus();
+}
+
+absl::Status ParameterServer::Heartbeat(ClientRole role, int index, uint64_t incarnation) {
+  if (role == ClientRole::kEvaluator) return absl::OkStatus();
+  if (index < 0 || index >= workers_expected_) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "heartbeat from worker ", index, "; this job has workers 0..", workers_expected_ - 1));
+  }
+  absl::MutexLock lock(&clients_mu_);
+  return Heard(index, incarnation);
+}
+
+void ParameterServer::Event(std::string message) {
+  events_.push_back(absl::StrCat("server ", index_, ": ", message));
+}
+
+std::vector<std::string> ParameterServer::TakeEvents() {
+  absl::MutexLock lock(&clients_mu_);
+  return std::move(events_);
+}
+
+absl::Status ParameterServer::Health() const {
+  absl::MutexLock lock(&clients_mu_);
+  return health_;
+}
+
+void ParameterServer::CheckPeers(absl::Time now) {
+  bool changed = false;
+  {
+    absl::MutexLock lock(&clients_mu_);
+    for (int w = 0; w < workers_expected_; ++w) {
+      if (Gone(w) || last_heard_[w] == absl::InfinitePast() ||
+          now - last_heard_[w] <= rules_.peer_timeout) {
+        continue;
+      }
+      worker_lost_[w] = true;
+      changed = true;
+      const std::string what =
+          absl::StrCat("worker ", w, " (", peer_[w].empty() ? "address unknown" : peer_[w],
+                       ") lost: nothing heard for ", absl::FormatDuration(now - last_heard_[w]));
+      if (rules_.stop_on_worker_loss) {
+        if (health_.ok()) {
+          health_ = absl::UnavailableError(absl::StrCat(
+              what, "; stopping the job, because ", AlgorithmName(rules_.algorithm),
+              " with every worker in the quorum cannot go on without it (set sync.quorum below "
+              "cluster.workers, or reliability.worker_loss: continue)"));
+        }
+        Event(std::string(health_.message()));
+      } else {
+        Event(absl::StrCat(what, "; carrying on without it (its data shard is no longer trained)"));
+      }
+    }
+  }
+  if (changed) LiveWorkersChanged();
+}
+
+ResumePoint ParameterServer::ResumePointOf(int index) const {
+  ResumePoint point{std::numeric_limits<uint64_t>::max(), {}};  // no chunks: no opinion
+  for (const auto& [id, chunk] : chunks_) {
+    absl::MutexLock lock(&chunk->mu);
+    if (chunk->clock[index] < point.sequence) {
+      point = {chunk->clock[index], chunk->position[index]};
+    }
+  }
+  return point;
 }
 
 absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Find(int chunk_id) const {
@@ -128,14 +240,16 @@ absl::StatusOr<size_t> ParameterServer::ChunkSize(int chunk_id) const {
 
 int ParameterServer::LiveWorkers() const {
   absl::MutexLock lock(&clients_mu_);
-  return static_cast<int>(std::count(worker_finished_.begin(), worker_finished_.end(), false));
+  int live = 0;
+  for (int w = 0; w < workers_expected_; ++w) live += Gone(w) ? 0 : 1;
+  return live;
 }
 
 uint64_t ParameterServer::SlowestClock(const ChunkState& chunk) const {
   uint64_t slowest = std::numeric_limits<uint64_t>::max();
   absl::MutexLock lock(&clients_mu_);
   for (int w = 0; w < workers_expected_; ++w) {
-    if (!worker_finished_[w]) slowest = std::min(slowest, chunk.clock[w]);
+    if (!Gone(w)) slowest = std::min(slowest, chunk.clock[w]);
   }
   return slowest;
 }
@@ -202,7 +316,8 @@ absl::StatusOr<PullInfo> ParameterServer::Pull(int chunk_id, absl::Span<float> o
 }
 
 absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
-    int chunk_id, int worker_index, absl::Span<const float> payload, bool exchange) {
+    int chunk_id, int worker_index, absl::Span<const float> payload, bool exchange,
+    const PushOrigin& origin) {
   auto reject = [this](absl::Status status) {
     pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
     return status;
@@ -220,6 +335,11 @@ absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
   if (worker_index < 0 || worker_index >= workers_expected_) {
     return reject(absl::InvalidArgumentError(absl::StrCat(
         "push from worker ", worker_index, "; this job has workers 0..", workers_expected_ - 1)));
+  }
+  {
+    absl::MutexLock lock(&clients_mu_);
+    absl::Status heard = Heard(worker_index, origin.incarnation);
+    if (!heard.ok()) return reject(std::move(heard));
   }
   if (payload.size() != chunk->meta.size) {
     return reject(absl::InvalidArgumentError(absl::StrCat(what, " for chunk ", chunk_id, " has ",
@@ -262,7 +382,7 @@ void ParameterServer::MaybeCloseRound(ChunkState* chunk) {
   if (chunk->round_fresh < quorum) {
     absl::MutexLock lock(&clients_mu_);
     for (int w = 0; w < workers_expected_; ++w) {
-      if (!worker_finished_[w] && !chunk->round_from[w]) return;
+      if (!Gone(w) && !chunk->round_from[w]) return;
     }
   }
   // The round's update is the weighted mean of its gradients.
@@ -313,11 +433,48 @@ void ParameterServer::ReleaseWaiters(absl::Time now) {
 
 void ParameterServer::ExpireLoop() {
   absl::MutexLock lock(&expire_mu_);
+  absl::Time next_peer_check = absl::Now();
   while (!expire_mu_.AwaitWithTimeout(absl::Condition(&shutting_down_), kExpireInterval)) {
-    if (waiting_.load() == 0) continue;
+    const absl::Time now = absl::Now();
+    const bool check_peers = now >= next_peer_check;
+    if (waiting_.load() == 0 && !check_peers) continue;
     expire_mu_.Unlock();
-    ReleaseWaiters(absl::Now());
+    if (check_peers) {
+      CheckPeers(now);
+      next_peer_check = now + kPeerCheckInterval;
+    }
+    ReleaseWaiters(now);
     expire_mu_.Lock();
+  }
+}
+
+absl::StatusOr<bool> ParameterServer::IsDuplicate(ChunkState* chunk, int worker,
+                                                  const PushOrigin& origin, PushResult* result) {
+  if (origin.sequence == 0) return false;
+  const uint64_t processed = chunk->clock[worker];
+  if (origin.sequence <= processed) {
+    ++chunk->duplicates[worker];
+    pushes_duplicate_.fetch_add(1, std::memory_order_relaxed);
+    result->duplicate = true;
+    result->version = chunk->version;
+    return true;
+  }
+  if (origin.sequence > processed + 1) {
+    pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
+    return absl::OutOfRangeError(absl::StrCat("push ", origin.sequence, " of worker ", worker,
+                                              " for chunk ", chunk->meta.id, ": push ",
+                                              processed + 1, " has not arrived"));
+  }
+  return false;
+}
+
+void ParameterServer::Processed(ChunkState* chunk, int worker, const PushOrigin& origin,
+                                bool applied) {
+  ++chunk->clock[worker];
+  chunk->position[worker] = origin.position;
+  if (applied) {
+    ++chunk->applied[worker];
+    chunk->sequence_sum[worker] += origin.sequence;
   }
 }
 
@@ -333,8 +490,9 @@ void ParameterServer::RecordValid(const PushResult& result, size_t payload_float
 
 absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
                                                  uint64_t base_version,
-                                                 absl::Span<const float> gradient, double epoch) {
-  auto found = Validate(chunk_id, worker_index, gradient, /*exchange=*/false);
+                                                 absl::Span<const float> gradient,
+                                                 const PushOrigin& origin) {
+  auto found = Validate(chunk_id, worker_index, gradient, /*exchange=*/false, origin);
   if (!found.ok()) return found.status();
   ChunkState* chunk = *found;
   PushResult result;
@@ -342,6 +500,9 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
   std::vector<absl::Status> statuses;
   {
     absl::MutexLock lock(&chunk->mu);
+    MONSOON_ASSIGN_OR_RETURN(const bool duplicate,
+                             IsDuplicate(chunk, worker_index, origin, &result));
+    if (duplicate) return result;
     auto staleness = StalenessOf(*chunk, worker_index, base_version);
     if (!staleness.ok()) return staleness.status();
     result.staleness = *staleness;
@@ -362,7 +523,7 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
         chunk->round_weight += weight;
         result.applied = true;
       }
-      ++chunk->clock[worker_index];
+      Processed(chunk, worker_index, origin, result.applied);
       MaybeCloseRound(chunk);
     } else {
       const float weight = StalenessWeight(rules_.staleness, result.staleness);
@@ -384,12 +545,12 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
         ApplyUpdate(chunk, adjusted);
       }
       result.applied = weight > 0;
-      ++chunk->clock[worker_index];
+      Processed(chunk, worker_index, origin, result.applied);
     }
     result.version = chunk->version;
     if (!chunk->waiters.empty()) CollectWaiters(chunk, absl::InfinitePast(), &statuses, &ready);
   }
-  RecordValid(result, gradient.size(), worker_index, epoch);
+  RecordValid(result, gradient.size(), worker_index, origin.epoch);
   for (size_t i = 0; i < ready.size(); ++i) ready[i](statuses[i]);
   return result;
 }
@@ -397,8 +558,9 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
 absl::StatusOr<PushResult> ParameterServer::Exchange(int chunk_id, int worker_index,
                                                      uint64_t base_version,
                                                      absl::Span<const float> weights,
-                                                     absl::Span<float> difference, double epoch) {
-  auto found = Validate(chunk_id, worker_index, weights, /*exchange=*/true);
+                                                     absl::Span<float> difference,
+                                                     const PushOrigin& origin) {
+  auto found = Validate(chunk_id, worker_index, weights, /*exchange=*/true, origin);
   if (!found.ok()) return found.status();
   ChunkState* chunk = *found;
   if (difference.size() != weights.size()) {
@@ -408,15 +570,21 @@ absl::StatusOr<PushResult> ParameterServer::Exchange(int chunk_id, int worker_in
   PushResult result;
   {
     absl::MutexLock lock(&chunk->mu);
+    MONSOON_ASSIGN_OR_RETURN(const bool duplicate,
+                             IsDuplicate(chunk, worker_index, origin, &result));
+    if (duplicate) {
+      std::fill(difference.begin(), difference.end(), 0.0f);
+      return result;
+    }
     auto staleness = StalenessOf(*chunk, worker_index, base_version);
     if (!staleness.ok()) return staleness.status();
     result.staleness = *staleness;
     ElasticExchange(alpha, absl::MakeSpan(chunk->values), weights, difference);
     result.version = ++chunk->version;
     result.applied = true;
-    ++chunk->clock[worker_index];
+    Processed(chunk, worker_index, origin, /*applied=*/true);
   }
-  RecordValid(result, weights.size(), worker_index, epoch);
+  RecordValid(result, weights.size(), worker_index, origin.epoch);
   bytes_sent_.fetch_add(difference.size() * sizeof(float), std::memory_order_relaxed);
   return result;
 }
@@ -434,6 +602,11 @@ absl::Status ParameterServer::Finish(ClientRole role, int index) {
     }
     worker_finished_[index] = true;
   }
+  LiveWorkersChanged();
+  return absl::OkStatus();
+}
+
+void ParameterServer::LiveWorkersChanged() {
   // One worker fewer: a synchronous round may now be complete, and an SSP wait may be over.
   if (rules_.algorithm == Algorithm::kSync) {
     for (auto& [id, chunk] : chunks_) {
@@ -442,12 +615,13 @@ absl::Status ParameterServer::Finish(ClientRole role, int index) {
     }
   }
   ReleaseWaiters(absl::InfinitePast());
-  return absl::OkStatus();
 }
 
 bool ParameterServer::AllFinishedLocked() const {
-  return std::all_of(worker_finished_.begin(), worker_finished_.end(), [](bool b) { return b; }) &&
-         (!evaluator_expected_ || evaluator_finished_);
+  for (int w = 0; w < workers_expected_; ++w) {
+    if (!Gone(w)) return false;
+  }
+  return !evaluator_expected_ || evaluator_finished_;
 }
 
 bool ParameterServer::AllFinished() const {
@@ -467,6 +641,7 @@ ServerStats ParameterServer::Stats() const {
   s.pushes_applied = pushes_applied_.load();
   s.pushes_dropped = pushes_dropped_.load();
   s.pushes_rejected = pushes_rejected_.load();
+  s.pushes_duplicate = pushes_duplicate_.load();
   s.pulls_served = pulls_served_.load();
   s.bytes_received = bytes_received_.load();
   s.bytes_sent = bytes_sent_.load();
@@ -477,7 +652,106 @@ ServerStats ParameterServer::Stats() const {
       static_cast<int>(std::count(worker_finished_.begin(), worker_finished_.end(), true));
   s.evaluator_finished = evaluator_finished_;
   s.worker_epochs = worker_epoch_;
+  for (int w = 0; w < workers_expected_; ++w) {
+    if (worker_lost_[w]) s.workers_lost.push_back(w);
+  }
   return s;
+}
+
+std::vector<LedgerEntry> ParameterServer::Ledger() const {
+  std::vector<LedgerEntry> ledger;
+  for (const auto& [id, chunk] : chunks_) {
+    absl::MutexLock lock(&chunk->mu);
+    for (int w = 0; w < workers_expected_; ++w) {
+      ledger.push_back({id, w, chunk->clock[w], chunk->applied[w], chunk->sequence_sum[w],
+                        chunk->duplicates[w]});
+    }
+  }
+  return ledger;
+}
+
+namespace {
+// Identifies what a checkpoint belongs to; LoadCheckpoint refuses any other.
+struct CheckpointHeader {
+  int64_t server_index;
+  uint64_t plan_fingerprint;
+  int64_t algorithm;
+  int64_t workers;
+  int64_t chunks;
+};
+}  // namespace
+
+void ParameterServer::SaveCheckpoint(CheckpointWriter* out) const {
+  out->Pod(CheckpointHeader{index_, plan_.fingerprint(), static_cast<int64_t>(rules_.algorithm),
+                            workers_expected_, static_cast<int64_t>(chunks_.size())});
+  {
+    absl::MutexLock lock(&clients_mu_);
+    out->Vector(incarnation_);
+  }
+  for (const auto& [id, chunk] : chunks_) {
+    absl::MutexLock lock(&chunk->mu);
+    out->Pod<int64_t>(id);
+    out->Pod(chunk->version);
+    out->Vector(chunk->values);
+    out->Vector(chunk->optimizer_state);
+    out->Vector(chunk->clock);
+    out->Vector(chunk->position);
+    out->Vector(chunk->applied);
+    out->Vector(chunk->sequence_sum);
+    out->Vector(chunk->duplicates);
+    out->Vector(chunk->round_sum);
+    out->Pod(chunk->round_weight);
+    out->Pod<int64_t>(chunk->round_fresh);
+    out->Vector(std::vector<uint8_t>(chunk->round_from.begin(), chunk->round_from.end()));
+  }
+}
+
+absl::Status ParameterServer::LoadCheckpoint(CheckpointReader* in) {
+  CheckpointHeader h;
+  MONSOON_RETURN_IF_ERROR(in->Pod(&h));
+  if (h.server_index != index_ || h.plan_fingerprint != plan_.fingerprint() ||
+      h.algorithm != static_cast<int64_t>(rules_.algorithm) || h.workers != workers_expected_ ||
+      h.chunks != static_cast<int64_t>(chunks_.size())) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", in->path(), " belongs to another job layout (server ", h.server_index, ", ",
+        AlgorithmName(static_cast<Algorithm>(h.algorithm)), ", ", h.workers, " workers, plan ",
+        h.plan_fingerprint, "); this is server ", index_, ", ", AlgorithmName(rules_.algorithm),
+        ", ", workers_expected_, " workers, plan ", plan_.fingerprint()));
+  }
+  std::vector<uint64_t> incarnations;
+  MONSOON_RETURN_IF_ERROR(in->Vector(workers_expected_, &incarnations));
+  const size_t n = workers_expected_;
+  for (auto& [id, chunk] : chunks_) {
+    absl::MutexLock lock(&chunk->mu);
+    int64_t stored_id = -1;
+    MONSOON_RETURN_IF_ERROR(in->Pod(&stored_id));
+    if (stored_id != id) {
+      return absl::DataLossError(absl::StrCat("checkpoint ", in->path(), " has chunk ", stored_id,
+                                              " where chunk ", id, " was expected"));
+    }
+    MONSOON_RETURN_IF_ERROR(in->Pod(&chunk->version));
+    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->values.size(), &chunk->values));
+    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->optimizer_state.size(), &chunk->optimizer_state));
+    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->clock));
+    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->position));
+    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->applied));
+    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->sequence_sum));
+    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->duplicates));
+    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->round_sum.size(), &chunk->round_sum));
+    MONSOON_RETURN_IF_ERROR(in->Pod(&chunk->round_weight));
+    int64_t fresh = 0;
+    MONSOON_RETURN_IF_ERROR(in->Pod(&fresh));
+    chunk->round_fresh = static_cast<int>(fresh);
+    std::vector<uint8_t> from;
+    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->round_from.size(), &from));
+    chunk->round_from.assign(from.begin(), from.end());
+    // DC-ASGD: what each worker pulled is not kept; it pulls again after the restart.
+    for (auto& pulled : chunk->pulled) pulled = chunk->values;
+  }
+  MONSOON_RETURN_IF_ERROR(in->Finish());
+  absl::MutexLock lock(&clients_mu_);
+  incarnation_ = std::move(incarnations);
+  return absl::OkStatus();
 }
 
 }  // namespace monsoon

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/checkpoint_file.h"
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/status_macros.h"
@@ -15,16 +16,24 @@
 namespace monsoon {
 namespace {
 
-// Writes the histogram as CSV rows (staleness, pushes); the last bucket is "this or more".
-absl::Status WriteStalenessHistogram(const std::string& path,
-                                     const std::vector<uint64_t>& histogram) {
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> out,
-                           CsvMetricsWriter::Create(path, {"staleness", "pushes"}));
+// The histogram as CSV rows (staleness, pushes); the last bucket is "this or more".
+CsvTable StalenessTable(const std::vector<uint64_t>& histogram) {
+  CsvTable table{{"staleness", "pushes"}, {}};
   for (size_t s = 0; s < histogram.size(); ++s) {
-    MONSOON_RETURN_IF_ERROR(
-        out->Append({static_cast<double>(s), static_cast<double>(histogram[s])}));
+    table.rows.push_back({static_cast<double>(s), static_cast<double>(histogram[s])});
   }
-  return absl::OkStatus();
+  return table;
+}
+
+// The exactly-once ledger (LedgerEntry), one row per chunk and worker.
+CsvTable LedgerTable(const std::vector<LedgerEntry>& ledger) {
+  CsvTable table{{"chunk", "worker", "processed", "applied", "sequence_sum", "duplicates"}, {}};
+  for (const LedgerEntry& e : ledger) {
+    table.rows.push_back({static_cast<double>(e.chunk), static_cast<double>(e.worker),
+                          static_cast<double>(e.processed), static_cast<double>(e.applied),
+                          static_cast<double>(e.sequence_sum), static_cast<double>(e.duplicates)});
+  }
+  return table;
 }
 
 // This process's peak resident set size.
@@ -32,6 +41,38 @@ uint64_t PeakRssBytes() {
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
+}
+
+// Loads the newest checkpoint that verifies, reporting each damaged one it skips. A server
+// with no checkpoint yet starts from the initial weights.
+absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
+  const std::string dir = run_dir.checkpoint_dir(index);
+  std::vector<std::string> skipped;
+  auto reader = OpenNewestCheckpoint(dir, &skipped);
+  for (const std::string& why : skipped) {
+    std::cout << "server " << index << ": " << why << "; trying the previous one" << std::endl;
+  }
+  if (absl::IsNotFound(reader.status())) {
+    std::cout << "server " << index << ": no checkpoint in " << dir
+              << "; resuming from the initial weights" << std::endl;
+    return absl::OkStatus();
+  }
+  if (!reader.ok()) return reader.status();
+  MONSOON_RETURN_IF_ERROR(logic->LoadCheckpoint(reader->get()));
+  std::cout << "server " << index << ": resumed from " << (*reader)->path() << std::endl;
+  return absl::OkStatus();
+}
+
+absl::Status Checkpoint(const RunDir& run_dir, const JobConfig& config, int index,
+                        const ParameterServer& logic) {
+  const absl::Time start = absl::Now();
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> out,
+                           CheckpointWriter::Begin(run_dir.checkpoint_dir(index)));
+  logic.SaveCheckpoint(out.get());
+  MONSOON_ASSIGN_OR_RETURN(std::string path, out->Commit(config.checkpoint.keep));
+  std::cout << "server " << index << ": checkpoint " << path << " ("
+            << absl::FormatDuration(absl::Now() - start) << ")" << std::endl;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -42,13 +83,14 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   ParameterServer logic(options.index, plan, config.model, config.seed,
                         ServerRules::FromConfig(config), config.cluster.workers,
                         config.cluster.evaluator);
-  MONSOON_ASSIGN_OR_RETURN(std::string token, ReadJobToken(run_dir));
+  if (options.resume) MONSOON_RETURN_IF_ERROR(Restore(run_dir, options.index, &logic));
+  MONSOON_ASSIGN_OR_RETURN(JobSecrets secrets, ReadJobSecrets(run_dir, config.security));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,
-                           GrpcParameterServer::Start(&logic, options.bind_host, token));
+                           GrpcParameterServer::Start(&logic, options.bind_host, secrets));
   MONSOON_RETURN_IF_ERROR(PublishServerAddress(run_dir, options.index, server->address()));
   std::cout << "server " << options.index << " serving " << plan.ChunksOf(options.index).size()
             << " chunks (" << plan.FloatsOf(options.index) << " parameters) on "
-            << server->address() << std::endl;
+            << server->address() << (secrets.tls() ? " (TLS)" : "") << std::endl;
 
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
@@ -56,19 +98,23 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
           absl::StrCat(run_dir.metrics_dir(), "/server-", options.index, ".csv"),
           {"wall_seconds", "pushes_applied", "pushes_dropped", "pushes_rejected", "pulls_served",
            "bytes_received", "bytes_sent", "workers_finished", "mean_staleness", "state_bytes",
-           "peak_rss_bytes"}));
+           "peak_rss_bytes", "pushes_duplicate", "workers_lost"}));
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds);
   auto record = [&]() {
     const ServerStats s = logic.Stats();
+    for (const std::string& event : logic.TakeEvents()) std::cout << event << std::endl;
     return metrics->Append(
         {absl::ToDoubleSeconds(absl::Now() - start), static_cast<double>(s.pushes_applied),
          static_cast<double>(s.pushes_dropped), static_cast<double>(s.pushes_rejected),
          static_cast<double>(s.pulls_served), static_cast<double>(s.bytes_received),
          static_cast<double>(s.bytes_sent), static_cast<double>(s.workers_finished),
          HistogramMean(s.staleness_histogram), static_cast<double>(logic.state_bytes()),
-         static_cast<double>(PeakRssBytes())});
+         static_cast<double>(PeakRssBytes()), static_cast<double>(s.pushes_duplicate),
+         static_cast<double>(s.workers_lost.size())});
   };
+  const absl::Duration interval = absl::Seconds(config.checkpoint.interval_seconds);
+  absl::Time next_checkpoint = start + interval;
   absl::Status result = absl::OkStatus();
   while (!logic.WaitAllFinished(absl::Seconds(1))) {
     MONSOON_RETURN_IF_ERROR(record());
@@ -76,18 +122,30 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       result = absl::CancelledError("server stopped by signal");
       break;
     }
+    result = logic.Health();
+    if (!result.ok()) break;
     if (absl::Now() > deadline) {
       result = absl::DeadlineExceededError(
           absl::StrCat("server ", options.index, ": clients still running after ",
                        config.training.timeout_seconds, " s (training.timeout_seconds)"));
       break;
     }
+    if (interval > absl::ZeroDuration() && absl::Now() >= next_checkpoint) {
+      MONSOON_RETURN_IF_ERROR(Checkpoint(run_dir, config, options.index, logic));
+      next_checkpoint = absl::Now() + interval;
+    }
   }
   MONSOON_RETURN_IF_ERROR(record());
   server->Shutdown();
-  MONSOON_RETURN_IF_ERROR(WriteStalenessHistogram(
+  // No call is in flight any more: this checkpoint is the server's final state, whether the
+  // job finished, was stopped by a signal (SIGTERM, SLURM's SIGUSR1) or failed.
+  MONSOON_RETURN_IF_ERROR(Checkpoint(run_dir, config, options.index, logic));
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
       absl::StrCat(run_dir.metrics_dir(), "/staleness-server-", options.index, ".csv"),
-      logic.Stats().staleness_histogram));
+      FormatCsvTable(StalenessTable(logic.Stats().staleness_histogram))));
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
+      absl::StrCat(run_dir.metrics_dir(), "/ledger-server-", options.index, ".csv"),
+      FormatCsvTable(LedgerTable(logic.Ledger()))));
   std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
             << " MiB for " << logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"
             << std::endl;

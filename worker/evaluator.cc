@@ -85,7 +85,7 @@ absl::StatusOr<EvalResult> Evaluator::EvaluateUntilWorkersFinish(absl::Duration 
     const absl::Time next = absl::Now() + interval;
     MONSOON_ASSIGN_OR_RETURN(std::vector<ServerStats> stats, client_->AllStats());
     const bool workers_done = std::all_of(stats.begin(), stats.end(), [](const ServerStats& s) {
-      return s.workers_finished == s.workers_expected;
+      return s.workers_finished + static_cast<int>(s.workers_lost.size()) == s.workers_expected;
     });
     if (workers_done) break;
     MONSOON_RETURN_IF_ERROR(Evaluate(stats).status());

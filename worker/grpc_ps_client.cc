@@ -12,8 +12,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "core/compression.h"
 #include "core/status_macros.h"
+#include "proto/channel_security.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.pb.h"
@@ -27,6 +29,7 @@ constexpr char kPush[] = "/monsoon.wire.ParameterServer/Push";
 constexpr char kExchange[] = "/monsoon.wire.ParameterServer/Exchange";
 constexpr char kStats[] = "/monsoon.wire.ParameterServer/Stats";
 constexpr char kFinish[] = "/monsoon.wire.ParameterServer/Finish";
+constexpr char kHeartbeat[] = "/monsoon.wire.ParameterServer/Heartbeat";
 
 wire::Role ToWire(ClientRole role) {
   return role == ClientRole::kWorker ? wire::ROLE_WORKER : wire::ROLE_EVALUATOR;
@@ -43,6 +46,7 @@ GrpcPsClient::GrpcPsClient(std::vector<std::string> addresses, const ShardingPla
                            ClientIdentity identity, const GrpcPsClientOptions& options)
     : addresses_(std::move(addresses)), plan_(plan), identity_(identity), options_(options) {
   const int max_message = static_cast<int>(plan_.max_chunk_size() * sizeof(float)) + (64 << 10);
+  // Heartbeats (and other small calls) go through channel 0; chunk calls alternate over all.
   for (const std::string& address : addresses_) {
     stubs_.emplace_back();
     for (int k = 0; k < std::max(1, options_.channels_per_server); ++k) {
@@ -55,13 +59,38 @@ GrpcPsClient::GrpcPsClient(std::vector<std::string> addresses, const ShardingPla
       args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
       // Channels with different arguments never share a connection.
       args.SetInt("monsoon.channel_index", k);
+      auto credentials = ChannelCredentialsFor(options_.secrets, &args);
       stubs_.back().push_back(std::make_unique<grpc::GenericStub>(
-          grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
+          grpc::CreateCustomChannel(address, credentials, args)));
     }
   }
 }
 
-GrpcPsClient::~GrpcPsClient() = default;
+GrpcPsClient::~GrpcPsClient() {
+  {
+    absl::MutexLock lock(&heartbeat_mu_);
+    closing_ = true;
+  }
+  if (heartbeat_thread_.joinable()) heartbeat_thread_.join();
+}
+
+void GrpcPsClient::HeartbeatLoop() {
+  wire::HeartbeatRequest request;
+  request.set_role(ToWire(identity_.role));
+  request.set_index(identity_.index);
+  request.set_incarnation(identity_.incarnation);
+  const grpc::ByteBuffer frame = EncodeFrame(request);
+  absl::MutexLock lock(&heartbeat_mu_);
+  while (!heartbeat_mu_.AwaitWithTimeout(absl::Condition(&closing_), options_.heartbeat_interval)) {
+    heartbeat_mu_.Unlock();
+    // A failure shows in the training calls too (with the server named); nothing to do here.
+    for (int j = 0; j < plan_.num_servers(); ++j) {
+      grpc::ByteBuffer reply;
+      Call(j, kHeartbeat, frame, &reply, options_.heartbeat_interval).IgnoreError();
+    }
+    heartbeat_mu_.Lock();
+  }
+}
 
 absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
     const std::vector<std::string>& servers, const ShardingPlan& plan, ClientIdentity identity,
@@ -76,6 +105,7 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
     hello.set_role(ToWire(identity.role));
     hello.set_index(identity.index);
     hello.set_plan_fingerprint(plan.fingerprint());
+    hello.set_incarnation(identity.incarnation);
     grpc::ByteBuffer reply;
     MONSOON_RETURN_IF_ERROR(client->Call(j, kHello, EncodeFrame(hello), &reply));
     wire::HelloResponse response;
@@ -85,6 +115,13 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
           absl::StrCat("address ", servers[j], " was published as server ", j,
                        " but answers as server ", response.server_index()));
     }
+    if (j == 0 || response.resume_sequence() < client->resume_.sequence) {
+      const wire::DataPosition& p = response.resume_position();
+      client->resume_ = {response.resume_sequence(), {p.step(), p.epoch(), p.cursor()}};
+    }
+  }
+  if (options.heartbeat_interval > absl::ZeroDuration()) {
+    client->heartbeat_thread_ = std::thread([c = client.get()] { c->HeartbeatLoop(); });
   }
   return client;
 }
@@ -97,10 +134,12 @@ absl::Status GrpcPsClient::Annotate(int server, const std::string& what,
 }
 
 absl::Status GrpcPsClient::Call(int server, const std::string& method,
-                                const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
+                                const grpc::ByteBuffer& request, grpc::ByteBuffer* reply,
+                                absl::Duration timeout) {
   grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenMetadataKey, options_.token);
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  ctx.AddMetadata(kTokenMetadataKey, options_.secrets.token);
+  ctx.set_deadline(absl::ToChronoTime(
+      absl::Now() + (timeout > absl::ZeroDuration() ? timeout : options_.rpc_timeout)));
   absl::Notification done;
   grpc::Status status;
   stubs_[server][0]->UnaryCall(&ctx, method, grpc::StubOptions(), &request, reply,
@@ -118,6 +157,7 @@ absl::Status GrpcPsClient::ForEachChunk(
   struct InFlight {
     const Chunk* chunk = nullptr;
     int server = 0;
+    int attempt = 1;
     grpc::ClientContext ctx;
     grpc::ByteBuffer request;
     grpc::ByteBuffer reply;
@@ -150,7 +190,7 @@ absl::Status GrpcPsClient::ForEachChunk(
   // payload copy for pulls) happens on the calling thread, overlapping the network.
   std::function<void(InFlight*)> launch = [&](InFlight* call) {
     call->request = request(*call->chunk);
-    call->ctx.AddMetadata(kTokenMetadataKey, options_.token);
+    call->ctx.AddMetadata(kTokenMetadataKey, options_.secrets.token);
     call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
     const auto& pool = stubs_[call->server];
     const size_t channel = (call->chunk->id / plan_.num_servers()) % pool.size();
@@ -191,6 +231,22 @@ absl::Status GrpcPsClient::ForEachChunk(
     if (state.completed.empty()) break;  // nothing in flight and nothing left to handle
     InFlight* call = state.completed.front();
     state.completed.pop_front();
+    if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+        call->attempt < options_.max_attempts && state.first_error.ok()) {
+      // Again, on a fresh call (a context serves one call); its completion keeps the
+      // server's window going.
+      state.calls.push_back(std::make_unique<InFlight>());
+      InFlight* retry = state.calls.back().get();
+      retry->chunk = call->chunk;
+      retry->server = call->server;
+      retry->attempt = call->attempt + 1;
+      ++state.outstanding;
+      state.mu.Unlock();
+      absl::SleepFor(absl::Milliseconds(100) * (1 << (call->attempt - 1)));
+      launch(retry);
+      state.mu.Lock();
+      continue;
+    }
     state.mu.Unlock();
     absl::Status result = FromGrpcStatus(call->status);
     if (result.ok()) result = on_reply(*call->chunk, call->reply);
@@ -239,9 +295,20 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
   return result;
 }
 
+// Numbers a push or exchange request (every chunk of one push gets the same origin).
+template <typename Request>
+void SetOrigin(const PushOrigin& origin, uint64_t incarnation, Request* request) {
+  request->set_epoch(origin.epoch);
+  request->set_incarnation(incarnation);
+  request->set_sequence(origin.sequence);
+  request->mutable_position()->set_step(origin.position.step);
+  request->mutable_position()->set_epoch(origin.position.epoch);
+  request->mutable_position()->set_cursor(origin.position.cursor);
+}
+
 absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradient,
                                                   const ChunkVersions& base_versions,
-                                                  double epoch) {
+                                                  const PushOrigin& origin) {
   if (gradient.size() != plan_.num_params() ||
       base_versions.size() != static_cast<size_t>(plan_.num_chunks())) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -258,7 +325,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradie
         request.set_worker_index(identity_.index);
         request.set_num_floats(c.size);
         request.set_base_version(base_versions[c.id]);
-        request.set_epoch(epoch);
+        SetOrigin(origin, identity_.incarnation, &request);
         grpc::Slice payload = EncodeGradient(gradient.subspan(c.offset, c.size), &request);
         sent += payload.size();
         return EncodeFrame(request, std::move(payload));
@@ -267,7 +334,8 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradie
         wire::PushResponse header;
         MONSOON_RETURN_IF_ERROR(ParseReply(reply, &header));
         summary.mean_staleness += static_cast<double>(header.staleness()) / plan_.num_chunks();
-        summary.chunks_dropped += header.applied() ? 0 : 1;
+        summary.chunks_dropped += header.applied() || header.duplicate() ? 0 : 1;
+        summary.chunks_duplicate += header.duplicate() ? 1 : 0;
         return absl::OkStatus();
       }));
   bytes_sent_ += sent.load();
@@ -276,7 +344,8 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradie
 
 absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> weights,
                                                       absl::Span<float> difference,
-                                                      ChunkVersions* versions, double epoch) {
+                                                      ChunkVersions* versions,
+                                                      const PushOrigin& origin) {
   if (weights.size() != plan_.num_params() || difference.size() != plan_.num_params() ||
       versions->size() != static_cast<size_t>(plan_.num_chunks())) {
     return absl::InvalidArgumentError(absl::StrCat("exchange of ", weights.size(), " floats into ",
@@ -293,7 +362,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
         request.set_worker_index(identity_.index);
         request.set_num_floats(c.size);
         request.set_base_version((*versions)[c.id]);
-        request.set_epoch(epoch);
+        SetOrigin(origin, identity_.incarnation, &request);
         return EncodeFrame(request, BorrowFloats(weights.subspan(c.offset, c.size)));
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
@@ -304,6 +373,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
         }
         MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(difference.subspan(c.offset, c.size)));
         summary.mean_staleness += static_cast<double>(header.staleness()) / plan_.num_chunks();
+        summary.chunks_duplicate += header.duplicate() ? 1 : 0;
         (*versions)[c.id] = header.version();
         return absl::OkStatus();
       }));
@@ -364,6 +434,8 @@ absl::StatusOr<std::vector<ServerStats>> GrpcPsClient::AllStats() {
     s.staleness_histogram.assign(r.staleness_histogram().begin(), r.staleness_histogram().end());
     s.worker_epochs.assign(r.worker_epochs().begin(), r.worker_epochs().end());
     s.pushes_rejected = r.pushes_rejected();
+    s.pushes_duplicate = r.pushes_duplicate();
+    s.workers_lost.assign(r.workers_lost().begin(), r.workers_lost().end());
     s.pulls_served = r.pulls_served();
     s.bytes_received = r.bytes_received();
     s.bytes_sent = r.bytes_sent();

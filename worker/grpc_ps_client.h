@@ -1,7 +1,9 @@
 // PsClient over gRPC: a small pool of channels per server, chunk RPCs with a window of
 // max_in_flight per server, payloads as raw slices (pushes and exchanges borrow the caller's
 // buffer; replies decode straight into the caller's vector). Every RPC carries the job token
-// and a deadline; a pull that waits for a version or clock waits within that deadline.
+// and a deadline; a pull that waits for a version or clock waits within that deadline. A chunk
+// call that fails with UNAVAILABLE is retried (pushes are numbered, so a retry is applied at
+// most once); a thread sends heartbeats to every server.
 #ifndef MONSOON_WORKER_GRPC_PS_CLIENT_H_
 #define MONSOON_WORKER_GRPC_PS_CLIENT_H_
 
@@ -9,10 +11,13 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/run_dir.h"
 #include "core/sharding_plan.h"
 #include "worker/ps_client.h"
 
@@ -30,19 +35,25 @@ class PushRequest;
 }  // namespace wire
 
 struct GrpcPsClientOptions {
-  std::string token;
+  JobSecrets secrets;           // the token (and TLS material) every call carries
   int max_in_flight = 16;       // chunk RPCs in flight per server
   int channels_per_server = 2;  // TCP connections per server; chunks alternate between them
   absl::Duration rpc_timeout = absl::Seconds(30);
   // How pushed gradients travel (transport.compression): "none" (float32), "fp16", or "topk"
   // (chunks the worker sparsified go as index/value pairs when that is smaller).
   std::string compression = "none";
+  // Heartbeats to every server at this interval (0: none).
+  absl::Duration heartbeat_interval = absl::ZeroDuration();
+  // Attempts per chunk call that fails with UNAVAILABLE (a connection reset, a server busy
+  // restarting); backoff doubles from 100 ms.
+  int max_attempts = 3;
 };
 
 class GrpcPsClient : public PsClient {
  public:
   // Connects to servers[j] = "host:port" of server j and checks with Hello that each holds
-  // the chunks `plan` gives it. Unavailable names a server that cannot be reached.
+  // the chunks `plan` gives it (and learns where a worker resumes). Unavailable names a server
+  // that cannot be reached.
   static absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(
       const std::vector<std::string>& servers, const ShardingPlan& plan, ClientIdentity identity,
       const GrpcPsClientOptions& options);
@@ -51,10 +62,12 @@ class GrpcPsClient : public PsClient {
   absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullWait& wait,
                                      ChunkVersions* versions) override;
   absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
-                                      const ChunkVersions& base_versions, double epoch) override;
+                                      const ChunkVersions& base_versions,
+                                      const PushOrigin& origin) override;
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
                                           absl::Span<float> difference, ChunkVersions* versions,
-                                          double epoch) override;
+                                          const PushOrigin& origin) override;
+  absl::StatusOr<ResumePoint> Resume() override { return resume_; }
   absl::Status Finish() override;
   absl::StatusOr<std::vector<ServerStats>> AllStats() override;
   TransferCounters counters() const override;
@@ -73,11 +86,13 @@ class GrpcPsClient : public PsClient {
   // The payload of one chunk's push, in the encoding options_.compression asks for (set in
   // *request); float32 chunks borrow the caller's memory.
   grpc::Slice EncodeGradient(absl::Span<const float> chunk, wire::PushRequest* request) const;
-  // One blocking call to one server.
+  // One blocking call to one server, with options_.rpc_timeout unless `timeout` is given.
   absl::Status Call(int server, const std::string& method, const grpc::ByteBuffer& request,
-                    grpc::ByteBuffer* reply);
+                    grpc::ByteBuffer* reply, absl::Duration timeout = absl::ZeroDuration());
   // Prefixes a failed call's status with the server's index and address.
   absl::Status Annotate(int server, const std::string& what, const absl::Status& status) const;
+  // Sends a heartbeat to every server each options_.heartbeat_interval until destruction.
+  void HeartbeatLoop();
 
   // Immutable after construction.
   const std::vector<std::string> addresses_;
@@ -89,6 +104,11 @@ class GrpcPsClient : public PsClient {
 
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
+  ResumePoint resume_;  // set by Connect
+
+  absl::Mutex heartbeat_mu_;
+  bool closing_ ABSL_GUARDED_BY(heartbeat_mu_) = false;
+  std::thread heartbeat_thread_;
 };
 
 }  // namespace monsoon

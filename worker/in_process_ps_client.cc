@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/time/clock.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -26,16 +27,31 @@ absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
   return result;
 }
 
+uint64_t NewIncarnation() { return static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())); }
+
+absl::StatusOr<ResumePoint> InProcessPsClient::Resume() {
+  ResumePoint resume{std::numeric_limits<uint64_t>::max(), {}};
+  for (ParameterServer* s : servers_) {
+    MONSOON_ASSIGN_OR_RETURN(ResumePoint r, s->Hello(s->plan().fingerprint(), identity_.role,
+                                                     identity_.index, identity_.incarnation));
+    if (r.sequence < resume.sequence) resume = r;
+  }
+  return resume;
+}
+
 absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> gradient,
                                                        const ChunkVersions& base_versions,
-                                                       double epoch) {
+                                                       const PushOrigin& origin) {
+  PushOrigin mine = origin;
+  mine.incarnation = identity_.incarnation;
   PushSummary summary;
   for (const Chunk& c : plan().chunks()) {
     MONSOON_ASSIGN_OR_RETURN(PushResult r,
                              servers_[c.server]->Push(c.id, identity_.index, base_versions[c.id],
-                                                      gradient.subspan(c.offset, c.size), epoch));
+                                                      gradient.subspan(c.offset, c.size), mine));
     summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
-    summary.chunks_dropped += r.applied ? 0 : 1;
+    summary.chunks_dropped += r.applied || r.duplicate ? 0 : 1;
+    summary.chunks_duplicate += r.duplicate ? 1 : 0;
     bytes_sent_ += c.size * sizeof(float);
   }
   return summary;
@@ -43,13 +59,17 @@ absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> g
 
 absl::StatusOr<PushSummary> InProcessPsClient::ExchangeAll(absl::Span<const float> weights,
                                                            absl::Span<float> difference,
-                                                           ChunkVersions* versions, double epoch) {
+                                                           ChunkVersions* versions,
+                                                           const PushOrigin& origin) {
+  PushOrigin mine = origin;
+  mine.incarnation = identity_.incarnation;
   PushSummary summary;
   for (const Chunk& c : plan().chunks()) {
     MONSOON_ASSIGN_OR_RETURN(
         PushResult r, servers_[c.server]->Exchange(c.id, identity_.index, (*versions)[c.id],
                                                    weights.subspan(c.offset, c.size),
-                                                   difference.subspan(c.offset, c.size), epoch));
+                                                   difference.subspan(c.offset, c.size), mine));
+    summary.chunks_duplicate += r.duplicate ? 1 : 0;
     (*versions)[c.id] = r.version;
     summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
     bytes_sent_ += c.size * sizeof(float);

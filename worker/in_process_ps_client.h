@@ -19,10 +19,12 @@ class InProcessPsClient : public PsClient {
   absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullWait& wait,
                                      ChunkVersions* versions) override;
   absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
-                                      const ChunkVersions& base_versions, double epoch) override;
+                                      const ChunkVersions& base_versions,
+                                      const PushOrigin& origin) override;
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
                                           absl::Span<float> difference, ChunkVersions* versions,
-                                          double epoch) override;
+                                          const PushOrigin& origin) override;
+  absl::StatusOr<ResumePoint> Resume() override;
   absl::Status Finish() override;
   absl::StatusOr<std::vector<ServerStats>> AllStats() override;
   TransferCounters counters() const override { return {bytes_sent_, bytes_received_}; }

@@ -18,7 +18,12 @@ namespace monsoon {
 struct ClientIdentity {
   ClientRole role = ClientRole::kWorker;
   int index = 0;
+  // This process of the worker: larger for every restart (servers refuse older ones).
+  uint64_t incarnation = 0;
 };
+
+// A fresh incarnation number for this process: the wall clock in nanoseconds.
+uint64_t NewIncarnation();
 
 struct TransferCounters {
   uint64_t bytes_sent = 0;      // payload bytes pushed or exchanged
@@ -51,6 +56,7 @@ struct PullResult {
 struct PushSummary {
   double mean_staleness = 0;
   int chunks_dropped = 0;
+  int chunks_duplicate = 0;
 };
 
 // A client serves one worker: one push (PushAll) may run in another thread while the worker
@@ -63,15 +69,21 @@ class PsClient {
   virtual absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullWait& wait,
                                              ChunkVersions* versions) = 0;
   // Sends `gradient` (plan.num_params() floats), each chunk computed from weights of
-  // base_versions[chunk id]; `epoch` is the worker's progress.
+  // base_versions[chunk id]. `origin` numbers the push (its incarnation is the client's).
+  // A chunk the server already had counts in PushSummary::chunks_duplicate.
   virtual absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
-                                              const ChunkVersions& base_versions, double epoch) = 0;
+                                              const ChunkVersions& base_versions,
+                                              const PushOrigin& origin) = 0;
   // The elastic exchange of every chunk: sends `weights`, receives the differences into
-  // `difference` (same size). *versions holds each chunk's version from the previous
-  // exchange on entry and this exchange's on return.
+  // `difference` (same size; zero for a duplicate chunk). *versions holds each chunk's version
+  // from the previous exchange on entry and this exchange's on return.
   virtual absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
                                                   absl::Span<float> difference,
-                                                  ChunkVersions* versions, double epoch) = 0;
+                                                  ChunkVersions* versions,
+                                                  const PushOrigin& origin) = 0;
+  // Where this worker continues: the smallest resume point over the servers (asked when the
+  // client connected).
+  virtual absl::StatusOr<ResumePoint> Resume() = 0;
   // Tells every server this client is done.
   virtual absl::Status Finish() = 0;
   virtual absl::StatusOr<std::vector<ServerStats>> AllStats() = 0;

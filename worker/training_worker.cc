@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <future>
+#include <iostream>
 #include <memory>
 
 #include "absl/time/clock.h"
@@ -44,6 +45,26 @@ absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) 
   return report;
 }
 
+absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport* report) {
+  if (resume.sequence == 0) return absl::OkStatus();
+  MONSOON_RETURN_IF_ERROR(shard_->Seek(resume.position));
+  report->steps = resume.position.step;
+  report->pushes = static_cast<int64_t>(resume.sequence);
+  resumed_after_ = resume.sequence;
+  std::cout << "worker " << index_ << " resumes after push " << resume.sequence << ": step "
+            << resume.position.step << ", epoch " << resume.position.epoch << ", example "
+            << resume.position.cursor << " of its shard" << std::endl;
+  return absl::OkStatus();
+}
+
+PushOrigin TrainingWorker::NextOrigin(const WorkerReport& report) const {
+  PushOrigin origin;
+  origin.sequence = static_cast<uint64_t>(report.pushes) + 1;
+  origin.position = shard_->Position(report.steps);
+  origin.epoch = shard_->progress();
+  return origin;  // the client adds its incarnation
+}
+
 bool TrainingWorker::PullsBefore(int64_t step) const {
   if (config_.training.algorithm != Algorithm::kDownpour) return true;
   return step % config_.downpour.n_fetch == 0;
@@ -62,10 +83,14 @@ PullWait TrainingWorker::PullWaitFor(int64_t step, const ChunkVersions& pushed_o
       break;
     }
     case Algorithm::kSync:
-      // Each chunk's round this worker last pushed into must be applied first.
-      if (step > 0) {
+      // Each chunk's round this worker last pushed into must be applied first. Right after a
+      // resume (no push yet), wait until every live worker has made as many pushes: the round
+      // holding this worker's last push is then closed.
+      if (!pushed_on.empty()) {
         wait.min_versions = pushed_on;
         for (uint64_t& v : wait.min_versions) ++v;
+      } else if (step > 0) {
+        wait.min_clock = resumed_after_;
       }
       break;
     case Algorithm::kSsp: {
@@ -150,8 +175,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     std::swap(accumulated, sending);
     if (topk != nullptr) topk->Sparsify(absl::MakeSpan(sending));
     in_flight = std::async(overlap_push ? std::launch::async : std::launch::deferred,
-                           [this, &sending, base = versions, epoch = shard_->progress()] {
-                             return client_->PushAll(sending, base, epoch);
+                           [this, &sending, base = versions, origin = NextOrigin(report)] {
+                             return client_->PushAll(sending, base, origin);
                            });
     ++report.pushes;
     // Without overlap the push completes here, before the next step.
@@ -166,6 +191,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   ChunkVersions incoming_versions;
   std::future<absl::StatusOr<PullResult>> prefetched;
   int since_push = 0;
+  MONSOON_ASSIGN_OR_RETURN(const ResumePoint resume, client_->Resume());
+  MONSOON_RETURN_IF_ERROR(ResumeFrom(resume, &report));
   while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     if (PullsBefore(report.steps)) {
@@ -212,12 +239,14 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   const size_t n = model_->num_params();
   std::vector<float> weights(n), difference(n), velocity(nesterov ? n : 0);
   ChunkVersions versions;
+  WorkerReport report;
+  MONSOON_ASSIGN_OR_RETURN(const ResumePoint resume, client_->Resume());
+  MONSOON_RETURN_IF_ERROR(ResumeFrom(resume, &report));
   // Start from the centre.
   MONSOON_ASSIGN_OR_RETURN(PullResult pull,
                            client_->PullAll(absl::MakeSpan(weights), {}, &versions));
   model_->SetParams(weights.data());
   PushSummary exchange;
-  WorkerReport report;
   // The exchange in flight: it sends `weights` (x at its step) and receives d into
   // `difference`. Without transport.overlap it completes at once; with it, the worker computes
   // the next step meanwhile and applies x -= d after that step (the force one step late).
@@ -240,13 +269,14 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
     }
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
     exchanging = std::async(overlap ? std::launch::async : std::launch::deferred,
-                            [this, &weights, &difference, &versions, epoch = shard_->progress()] {
+                            [this, &weights, &difference, &versions, origin = NextOrigin(report)] {
                               return client_->ExchangeAll(weights, absl::MakeSpan(difference),
-                                                          &versions, epoch);
+                                                          &versions, origin);
                             });
     ++report.pushes;
     return overlap ? absl::OkStatus() : finish_exchange();
   };
+  int since_exchange = 0;
   while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     ComputeStep(&report);
@@ -256,12 +286,15 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
       model_->ApplyLocalSgd(eta);
     }
     MONSOON_RETURN_IF_ERROR(finish_exchange());  // one started after the previous step
-    if (report.steps % config_.easgd.tau == 0) MONSOON_RETURN_IF_ERROR(start_exchange());
+    if (++since_exchange == config_.easgd.tau) {
+      MONSOON_RETURN_IF_ERROR(start_exchange());
+      since_exchange = 0;
+    }
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
     MONSOON_RETURN_IF_ERROR(AppendMetrics(report, pull, exchange.mean_staleness));
   }
   // Hand the centre the local steps since the last exchange.
-  if (report.steps % config_.easgd.tau != 0) MONSOON_RETURN_IF_ERROR(start_exchange());
+  if (since_exchange > 0) MONSOON_RETURN_IF_ERROR(start_exchange());
   MONSOON_RETURN_IF_ERROR(finish_exchange());
   return report;
 }

@@ -44,8 +44,10 @@ class TrainingWorker {
   TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
                  PsClient* client, CsvMetricsWriter* metrics /* nullable */);
 
-  // Trains for training.epochs passes over the shard (or training.max_steps steps), then tells
-  // the servers it has finished.
+  // Continues where the servers last heard from this worker (Resume(): nowhere for a fresh
+  // job; after a restart, right after its last push they all have), trains until
+  // training.epochs passes over the shard (or training.max_steps steps), then tells the
+  // servers it has finished. Pushes are numbered 1, 2, ... across restarts.
   // Returns early with Cancelled when *stop becomes true (also when an RPC fails after that,
   // as servers stop too), or with the first RPC or device error.
   absl::StatusOr<WorkerReport> Run(const std::atomic<bool>* stop);
@@ -57,6 +59,10 @@ class TrainingWorker {
   bool PullsBefore(int64_t step) const;
   // `pushed_on`: the chunk versions this worker's last push was computed on.
   PullWait PullWaitFor(int64_t step, const ChunkVersions& pushed_on) const;
+  // Moves the shard and the report to the servers' resume point.
+  absl::Status ResumeFrom(const ResumePoint& resume, WorkerReport* report);
+  // The origin of the push (or exchange) that follows report.pushes earlier ones.
+  PushOrigin NextOrigin(const WorkerReport& report) const;
   // True once the worker has trained training.epochs (or training.max_steps).
   bool Done(const WorkerReport& report) const;
   // Computes one batch's gradient into the model; updates the report.
@@ -73,7 +79,8 @@ class TrainingWorker {
   PsClient* const client_;
   CsvMetricsWriter* const metrics_;
   absl::Time start_;
-  std::vector<float> x_, y_;  // the current batch
+  uint64_t resumed_after_ = 0;  // pushes already processed when this process started
+  std::vector<float> x_, y_;    // the current batch
 };
 
 }  // namespace monsoon

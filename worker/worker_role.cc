@@ -62,7 +62,8 @@ absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDi
       WaitForServerAddresses(run_dir, config.cluster.servers,
                              absl::Seconds(config.transport.rendezvous_timeout_seconds), stop));
   GrpcPsClientOptions options;
-  MONSOON_ASSIGN_OR_RETURN(options.token, ReadJobToken(run_dir));
+  MONSOON_ASSIGN_OR_RETURN(options.secrets, ReadJobSecrets(run_dir, config.security));
+  options.heartbeat_interval = absl::Seconds(config.reliability.heartbeat_seconds);
   options.max_in_flight = config.transport.max_in_flight;
   options.channels_per_server = config.transport.channels_per_server;
   options.rpc_timeout = absl::Seconds(config.transport.rpc_timeout_seconds);
@@ -93,8 +94,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                            Model::Create(config.model, backend.get()));
-  MONSOON_ASSIGN_OR_RETURN(Connection conn,
-                           ConnectToServers(config, run_dir, {ClientRole::kWorker, index}, stop));
+  MONSOON_ASSIGN_OR_RETURN(
+      Connection conn,
+      ConnectToServers(config, run_dir, {ClientRole::kWorker, index, NewIncarnation()}, stop));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),

@@ -36,7 +36,8 @@ struct Cluster {
     rules.easgd.alpha = 0.5;
     for (int j = 0; j < servers; ++j) {
       logic.push_back(std::make_unique<ParameterServer>(j, plan, spec, 1, rules, 2, false));
-      auto started = GrpcParameterServer::Start(logic.back().get(), "127.0.0.1", "secret");
+      auto started = GrpcParameterServer::Start(logic.back().get(), "127.0.0.1",
+                                                JobSecrets::TokenOnly("secret"));
       REQUIRE(started.ok());
       addresses.push_back((*started)->address());
       grpc_servers.push_back(std::move(*started));
@@ -47,7 +48,7 @@ struct Cluster {
                                                         const std::string& compression = "none") {
     GrpcPsClientOptions options;
     options.compression = compression;
-    options.token = token;
+    options.secrets.token = token;
     options.max_in_flight = in_flight;
     options.rpc_timeout = absl::Seconds(20);
     return GrpcPsClient::Connect(addresses, plan, {ClientRole::kWorker, worker}, options);
@@ -58,6 +59,14 @@ struct Cluster {
   std::vector<std::unique_ptr<GrpcParameterServer>> grpc_servers;
   std::vector<std::string> addresses;
 };
+
+// The origin of a worker's k-th push (progress `epoch`).
+PushOrigin Nth(uint64_t k, double epoch = 0) {
+  PushOrigin origin;
+  origin.sequence = k;
+  origin.epoch = epoch;
+  return origin;
+}
 
 // One Push RPC with a hand-made body (with the job token), bypassing GrpcPsClient.
 grpc::Status RawPush(const std::string& address, const grpc::ByteBuffer& request) {
@@ -91,7 +100,7 @@ TEST_CASE("gRPC: push then pull round-trips every chunk across servers", "[grpc]
   CHECK(std::all_of(params.begin(), params.end(), [](float x) { return x == 0.0f; }));
   std::vector<float> grad(10001);
   std::iota(grad.begin(), grad.end(), 0.0f);
-  REQUIRE((*client)->PushAll(grad, versions, 0.5).ok());
+  REQUIRE((*client)->PushAll(grad, versions, Nth(1, 0.5)).ok());
   auto v1 = (*client)->PullAll(absl::MakeSpan(params), {}, &versions);
   REQUIRE(v1.ok());
   CHECK(v1->min_version == 1);
@@ -110,7 +119,7 @@ TEST_CASE("gRPC: chunks above gRPC's 4 MiB default message size travel", "[grpc]
   auto client = cluster.Connect("secret");
   REQUIRE(client.ok());
   std::vector<float> grad(n, 0.25f), params(n);
-  REQUIRE((*client)->PushAll(grad, ChunkVersions(cluster.plan.num_chunks(), 0), 0).ok());
+  REQUIRE((*client)->PushAll(grad, ChunkVersions(cluster.plan.num_chunks(), 0), Nth(1)).ok());
   REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
   CHECK(params.front() == -0.25f);
   CHECK(params.back() == -0.25f);
@@ -133,7 +142,7 @@ TEST_CASE("gRPC: NaN gradients are rejected with the server named; weights uncha
   REQUIRE(client.ok());
   std::vector<float> grad(100, 1.0f);
   grad[70] = std::numeric_limits<float>::quiet_NaN();  // in chunk 1, on server 1
-  const absl::Status pushed = (*client)->PushAll(grad, ChunkVersions(2, 0), 0).status();
+  const absl::Status pushed = (*client)->PushAll(grad, ChunkVersions(2, 0), Nth(1)).status();
   REQUIRE(absl::IsInvalidArgument(pushed));
   CHECK(std::string(pushed.message()).find("server 1 (127.0.0.1:") == 0);
   CHECK(cluster.logic[1]->Stats().pushes_applied == 0);
@@ -146,6 +155,7 @@ TEST_CASE("gRPC: an oversize or malformed request is refused by the server", "[g
   };
   wire::PushRequest header;
   header.set_chunk_id(0);
+  header.set_sequence(1);
   header.set_num_floats(1 << 20);
   std::vector<float> huge(1 << 20, 0.0f);  // 4 MiB, far above this server's 1000-float chunks
   CHECK(call(EncodeFrame(header, BorrowFloats(huge))).error_code() ==
@@ -157,6 +167,114 @@ TEST_CASE("gRPC: an oversize or malformed request is refused by the server", "[g
   CHECK(call(EncodeFrame(header, BorrowFloats(short_payload))).error_code() ==
         grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
+}
+
+TEST_CASE(
+    "gRPC: a repeated push is applied once; gaps, unnumbered and superseded pushes are refused",
+    "[grpc][exactly-once]") {
+  Cluster cluster(100, 1, 100);  // SGD at rate 1 on zero weights: w = -(sum of applied grads)
+  wire::PushRequest header;
+  header.set_chunk_id(0);
+  header.set_num_floats(100);
+  header.set_incarnation(7);
+  std::vector<float> ones(100, 1.0f);
+  auto push = [&](uint64_t sequence) {
+    header.set_sequence(sequence);
+    return RawPush(cluster.addresses[0], EncodeFrame(header, BorrowFloats(ones)));
+  };
+  auto weight = [&] {
+    std::vector<float> w(100);
+    REQUIRE(cluster.logic[0]->Read(0, absl::MakeSpan(w)).ok());
+    return w[0];
+  };
+  REQUIRE(push(1).ok());
+  REQUIRE(push(1).ok());  // a retry of push 1 (its reply was lost, say)
+  REQUIRE(push(2).ok());
+  REQUIRE(push(2).ok());
+  CHECK(weight() == -2.0f);
+  CHECK(cluster.logic[0]->Stats().pushes_duplicate == 2);
+  const grpc::Status gap = push(4);
+  CHECK(gap.error_code() == grpc::StatusCode::OUT_OF_RANGE);
+  CHECK(gap.error_message().find("push 3 has not arrived") != std::string::npos);
+  CHECK(push(0).error_code() == grpc::StatusCode::INVALID_ARGUMENT);  // no sequence number
+  header.set_incarnation(6);  // an older process of worker 0, still running somewhere
+  const grpc::Status zombie = push(3);
+  CHECK(zombie.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(zombie.error_message().find("superseded by incarnation 7") != std::string::npos);
+  CHECK(weight() == -2.0f);
+  const std::vector<LedgerEntry> ledger = cluster.logic[0]->Ledger();
+  REQUIRE(ledger.size() == 2);  // chunk 0 x workers 0 and 1
+  CHECK(ledger[0].processed == 2);
+  CHECK(ledger[0].applied == 2);
+  CHECK(ledger[0].sequence_sum == 3);
+  CHECK(ledger[0].duplicates == 2);
+}
+
+TEST_CASE("gRPC: a worker that resumes learns where from; heartbeats keep it alive",
+          "[grpc][reliability]") {
+  Cluster cluster(100, 2, 50);
+  {
+    auto first = cluster.Connect("secret");
+    REQUIRE(first.ok());
+    CHECK((*first)->Resume()->sequence == 0);
+    PushOrigin origin = Nth(1);
+    origin.position = {5, 0, 320};
+    REQUIRE((*first)->PushAll(std::vector<float>(100, 1.0f), ChunkVersions(2, 0), origin).ok());
+  }
+  // Push 2 reached server 0 only (the worker died in the middle of it).
+  PushOrigin second = Nth(2);
+  second.position = {10, 0, 640};
+  REQUIRE(cluster.logic[0]->Push(0, 0, 1, std::vector<float>(50, 1.0f), second).ok());
+  auto restarted = cluster.Connect("secret");
+  REQUIRE(restarted.ok());
+  const auto resume = (*restarted)->Resume();
+  REQUIRE(resume.ok());
+  CHECK(resume->sequence == 1);  // the most every server has
+  CHECK(resume->position.step == 5);
+  CHECK(resume->position.cursor == 320);
+}
+
+TEST_CASE(
+    "ParameterServer: an unheard worker is lost (async carries on, sync stops); it can rejoin",
+    "[server][reliability]") {
+  ModelSpec spec;
+  spec.type = ModelType::kLinearRegression;
+  spec.input_dim = 3;
+  spec.output_dim = 1;
+  spec.loss = LossType::kMeanSquaredError;
+  const ShardingPlan plan = *ShardingPlan::Create(4, 1, 4);
+  ServerRules rules;
+  rules.peer_timeout = absl::Milliseconds(300);
+  SECTION("downpour: carries on") {
+    ParameterServer server(0, plan, spec, 1, rules, 2, false);
+    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
+    for (int i = 0; i < 8; ++i) {  // worker 0 keeps beating, worker 1 is silent
+      absl::SleepFor(absl::Milliseconds(100));
+      REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
+    }
+    CHECK(server.Stats().workers_lost == std::vector<int>{1});
+    CHECK(server.Health().ok());
+    const std::vector<std::string> events = server.TakeEvents();
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].find("worker 1 (ipv4:10.0.0.2:6) lost") != std::string::npos);
+    REQUIRE(server.Finish(ClientRole::kWorker, 0).ok());
+    CHECK(server.AllFinished());  // the lost worker does not hold the job up
+    // A restarted worker 1 rejoins.
+    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 2, "ipv4:10.0.0.2:7").ok());
+    CHECK(server.Stats().workers_lost.empty());
+    CHECK(!server.AllFinished());
+  }
+  SECTION("sync with every worker in the quorum: stops, naming the worker") {
+    rules.algorithm = Algorithm::kSync;
+    rules.stop_on_worker_loss = true;
+    ParameterServer server(0, plan, spec, 1, rules, 2, false);
+    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
+    absl::SleepFor(absl::Milliseconds(800));
+    const absl::Status health = server.Health();
+    CHECK(absl::IsUnavailable(health));
+    CHECK(std::string(health.message()).find("worker 1 (ipv4:10.0.0.2:6) lost") == 0);
+  }
 }
 
 TEST_CASE("gRPC: a server that has gone away is reported by index and address",
@@ -179,21 +297,21 @@ TEST_CASE("gRPC: a sync pull waits on the server until the round is applied", "[
   std::vector<float> params(100);
   ChunkVersions versions;
   REQUIRE((*a)->PullAll(absl::MakeSpan(params), {}, &versions).ok());
-  REQUIRE((*a)->PushAll(std::vector<float>(100, 1.0f), versions, 0).ok());
+  REQUIRE((*a)->PushAll(std::vector<float>(100, 1.0f), versions, Nth(1)).ok());
   // Worker 0 waits for round 1 in another thread; worker 1's push completes the round.
   absl::StatusOr<PullResult> waited = absl::UnknownError("not done");
   std::vector<float> next(100);
   std::thread waiter([&] { waited = (*a)->PullAll(absl::MakeSpan(next), {{1, 1}, 0}, nullptr); });
   absl::SleepFor(absl::Milliseconds(200));
   CHECK(cluster.logic[0]->Stats().pulls_served == 1);  // only the first pull so far
-  REQUIRE((*b)->PushAll(std::vector<float>(100, 3.0f), versions, 0).ok());
+  REQUIRE((*b)->PushAll(std::vector<float>(100, 3.0f), versions, Nth(1)).ok());
   waiter.join();
   REQUIRE(waited.ok());
   CHECK(waited->min_version == 1);
   CHECK(next[0] == -2.0f);  // mean of 1 and 3 at rate 1
   // A wait that nobody will satisfy ends at the RPC deadline, not never.
   GrpcPsClientOptions quick;
-  quick.token = "secret";
+  quick.secrets.token = "secret";
   quick.rpc_timeout = absl::Milliseconds(300);
   auto impatient =
       GrpcPsClient::Connect(cluster.addresses, cluster.plan, {ClientRole::kWorker, 0}, quick);
@@ -208,7 +326,7 @@ TEST_CASE("gRPC: the elastic exchange returns d and moves the centre by it", "[g
   REQUIRE(client.ok());
   std::vector<float> weights(100, 4.0f), d(100);
   ChunkVersions versions(cluster.plan.num_chunks(), 0);
-  auto summary = (*client)->ExchangeAll(weights, absl::MakeSpan(d), &versions, 0.25);
+  auto summary = (*client)->ExchangeAll(weights, absl::MakeSpan(d), &versions, Nth(1, 0.25));
   REQUIRE(summary.ok());
   CHECK(summary->mean_staleness == 0);
   CHECK(versions == ChunkVersions{1, 1});
@@ -218,7 +336,7 @@ TEST_CASE("gRPC: the elastic exchange returns d and moves the centre by it", "[g
   REQUIRE((*client)->PullAll(absl::MakeSpan(centre), {}, nullptr).ok());
   CHECK(std::all_of(centre.begin(), centre.end(), [](float v) { return v == 2.0f; }));
   // Gradients are refused by an elastic job.
-  const auto push = (*client)->PushAll(weights, versions, 0);
+  const auto push = (*client)->PushAll(weights, versions, Nth(2));
   CHECK(absl::IsFailedPrecondition(push.status()));
 }
 
@@ -232,7 +350,7 @@ TEST_CASE("gRPC: fp16 and sparse pushes arrive as the gradients they encode",
   SECTION("fp16: half the bytes, values rounded to half precision") {
     auto client = cluster.Connect("secret", 4, 0, "fp16");
     REQUIRE(client.ok());
-    REQUIRE((*client)->PushAll(grad, base, 0).ok());
+    REQUIRE((*client)->PushAll(grad, base, Nth(1)).ok());
     CHECK((*client)->counters().bytes_sent == 1000 * 2);
     REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
     for (size_t i = 0; i < grad.size(); ++i) {
@@ -242,7 +360,7 @@ TEST_CASE("gRPC: fp16 and sparse pushes arrive as the gradients they encode",
   SECTION("topk: a sparse chunk travels as index/value pairs, exactly") {
     auto client = cluster.Connect("secret", 4, 0, "topk");
     REQUIRE(client.ok());
-    REQUIRE((*client)->PushAll(grad, base, 0).ok());
+    REQUIRE((*client)->PushAll(grad, base, Nth(1)).ok());
     CHECK((*client)->counters().bytes_sent == 100 * 8);  // 100 nonzero values
     REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
     for (size_t i = 0; i < grad.size(); ++i) REQUIRE(params[i] == -grad[i]);
@@ -256,6 +374,7 @@ TEST_CASE("gRPC: a sparse push with an index outside its chunk is refused",
   grpc::GenericStub stub(channel);
   wire::PushRequest header;
   header.set_chunk_id(0);
+  header.set_sequence(1);
   header.set_num_floats(100);
   header.set_encoding(wire::ENCODING_SPARSE_F32);
   header.set_nnz(1);

@@ -120,8 +120,9 @@ TEST_CASE("ParameterServer: a client with another layout is refused", "[server]"
   auto plan = ShardingPlan::Create(8, 1, 8);
   auto other = ShardingPlan::Create(9, 1, 8);
   auto server = MakeServer(*plan, 0);
-  CHECK(server->Hello(plan->fingerprint()).ok());
-  CHECK(absl::IsFailedPrecondition(server->Hello(other->fingerprint())));
+  CHECK(server->Hello(plan->fingerprint(), ClientRole::kWorker, 0).ok());
+  CHECK(absl::IsFailedPrecondition(
+      server->Hello(other->fingerprint(), ClientRole::kWorker, 0).status()));
 }
 
 TEST_CASE("Adam on the server: state sharded with the chunk, bias-corrected by its version",

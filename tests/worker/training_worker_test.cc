@@ -142,7 +142,8 @@ TEST_CASE("TrainingWorker (downpour): warm start lets worker 0 train alone first
   setup.config.training.batch_size = 20;  // 10 steps per epoch per worker
   setup.config.downpour.warm_start_steps = 15;
   setup.Start();
-  const std::string dir = std::getenv("TEST_TMPDIR");
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/warm_start");
+  std::filesystem::create_directories(dir);
   setup.RunWorkers(dir);
   // Worker 1's first pull waited for version 15: worker 0's first 15 pushes.
   auto table = ReadCsvTable(dir + "/worker-1.csv");
@@ -252,7 +253,8 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     setup.config.ssp.bound = 1;
     setup.config.transport.overlap = "push";
     setup.Start();
-    const std::string dir = std::getenv("TEST_TMPDIR");
+    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/ssp_overlap");
+    std::filesystem::create_directories(dir);
     setup.RunWorkers(dir);
     for (int i = 0; i < 3; ++i) {
       auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
@@ -307,13 +309,15 @@ class GoneClient : public PsClient {
     return Gone();
   }
   absl::StatusOr<PushSummary> PushAll(absl::Span<const float>, const ChunkVersions&,
-                                      double) override {
+                                      const PushOrigin&) override {
     return Gone();
   }
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float>, absl::Span<float>,
-                                          ChunkVersions*, double) override {
+                                          ChunkVersions*, const PushOrigin&) override {
     return Gone();
   }
+  // Learnt when connecting, before the servers went away: a fresh start.
+  absl::StatusOr<ResumePoint> Resume() override { return ResumePoint{}; }
   absl::Status Finish() override { return Gone(); }
   absl::StatusOr<std::vector<ServerStats>> AllStats() override { return Gone(); }
   TransferCounters counters() const override { return {}; }
@@ -372,7 +376,9 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
   CHECK(first->global_step == 0);
   CHECK(first->epoch == 0);
   // A push reports the worker's progress; the evaluator shows the workers' mean.
-  REQUIRE(worker_client.PushAll({0.0f, 0.0f}, {0}, 1.5).ok());
+  PushOrigin origin;
+  origin.epoch = 1.5;
+  REQUIRE(worker_client.PushAll({0.0f, 0.0f}, {0}, origin).ok());
   auto second = evaluator.EvaluateOnce();
   REQUIRE(second.ok());
   CHECK(second->epoch == Approx(1.5));
