@@ -84,6 +84,12 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Begin(const 
   fs::create_directories(dir, ec);
   if (ec)
     return absl::PermissionDeniedError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  // One writer per directory: what an earlier, killed writer left half-written goes.
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().filename().string().rfind(".ckpt.tmp.", 0) == 0) {
+      fs::remove(entry.path(), ec);
+    }
+  }
   const std::string tmp = absl::StrCat(dir, "/.ckpt.tmp.", getpid());
   std::FILE* file = std::fopen(tmp.c_str(), "wb");
   if (file == nullptr) {

@@ -26,7 +26,8 @@ namespace monsoon {
 // the first I/O error is kept and returned by Commit().
 class CheckpointWriter {
  public:
-  // Creates DIR if needed and opens the temporary file.
+  // Creates DIR if needed, removes temporary files an earlier (killed) writer left, and opens
+  // the temporary file. One writer per directory at a time.
   static absl::StatusOr<std::unique_ptr<CheckpointWriter>> Begin(const std::string& dir);
   ~CheckpointWriter();
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -372,6 +373,73 @@ TEST_CASE("ParameterServer: shutting down ends every waiting pull", "[server]") 
   CHECK(absl::IsCancelled(status));
   server->WhenReady(0, {3, 0}, absl::InfiniteFuture(), [&](absl::Status s) { status = s; });
   CHECK(absl::IsCancelled(status));
+}
+
+}  // namespace
+}  // namespace monsoon
+
+namespace monsoon {
+namespace {
+
+PushOrigin Origin(uint64_t sequence, int64_t step) {
+  PushOrigin origin;
+  origin.sequence = sequence;
+  origin.position = {step, 0, static_cast<uint64_t>(step) * 10};
+  return origin;
+}
+
+TEST_CASE("ParameterServer: a checkpoint restores weights, optimizer state, clocks and the ledger",
+          "[server][checkpoint]") {
+  auto plan = ShardingPlan::Create(8, 1, 4);  // two chunks on one server
+  REQUIRE(plan.ok());
+  OptimizerSpec opt;
+  opt.type = OptimizerType::kAdam;
+  opt.learning_rate = 0.1f;
+  auto original = MakeServer(*plan, 0, opt);
+  for (uint64_t k = 1; k <= 3; ++k) {
+    REQUIRE(original->Push(0, 0, k - 1, std::vector<float>(4, 1.0f), Origin(k, 2 * k)).ok());
+  }
+  REQUIRE(original->Push(1, 0, 0, std::vector<float>(4, -1.0f), Origin(1, 2)).ok());
+  REQUIRE(original->Push(0, 1, 3, std::vector<float>(4, 0.5f), Origin(1, 7)).ok());
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/server_checkpoint";
+  {
+    auto out = CheckpointWriter::Begin(dir);
+    REQUIRE(out.ok());
+    original->SaveCheckpoint(out->get());
+    REQUIRE((*out)->Commit(2).ok());
+  }
+  auto restored = MakeServer(*plan, 0, opt);
+  std::vector<std::string> skipped;
+  auto in = OpenNewestCheckpoint(dir, &skipped);
+  REQUIRE(in.ok());
+  REQUIRE(restored->LoadCheckpoint(in->get()).ok());
+  CHECK(Values(*restored, 0, 4) == Values(*original, 0, 4));
+  CHECK(Values(*restored, 1, 4) == Values(*original, 1, 4));
+  // Worker 0 has pushes 1-3 on chunk 0 but only push 1 on chunk 1: it resumes after push 1.
+  const ResumePoint resume = restored->ResumePointOf(0);
+  CHECK(resume.sequence == 1);
+  CHECK(resume.position.step == 2);
+  CHECK(resume.position.cursor == 20);
+  // Its replay of push 2 and 3 is a duplicate for chunk 0 and new for chunk 1.
+  auto replay = restored->Push(0, 0, 3, std::vector<float>(4, 1.0f), Origin(2, 4));
+  REQUIRE(replay.ok());
+  CHECK(replay->duplicate);
+  CHECK(!restored->Push(1, 0, 1, std::vector<float>(4, -1.0f), Origin(2, 4))->duplicate);
+  // The next update continues the optimizer exactly as the original would.
+  REQUIRE(original->Push(0, 1, 4, std::vector<float>(4, 0.25f), Origin(2, 9)).ok());
+  REQUIRE(restored->Push(0, 1, 4, std::vector<float>(4, 0.25f), Origin(2, 9)).ok());
+  CHECK(Values(*restored, 0, 4) == Values(*original, 0, 4));
+  const std::vector<LedgerEntry> ledger = restored->Ledger();
+  REQUIRE(ledger.size() == 4);  // 2 chunks x 2 workers
+  CHECK(ledger[0].applied == 3);
+  CHECK(ledger[0].sequence_sum == 6);
+  CHECK(ledger[0].duplicates == 1);
+  // A checkpoint of another layout is refused.
+  auto other_plan = ShardingPlan::Create(8, 1, 8);
+  auto other = MakeServer(*other_plan, 0, opt);
+  auto again = OpenNewestCheckpoint(dir, &skipped);
+  REQUIRE(again.ok());
+  CHECK(absl::IsFailedPrecondition(other->LoadCheckpoint(again->get())));
 }
 
 }  // namespace

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# Chaos: kill -9 a random worker, then a random server, at random moments of the default job
+# (configs/fmnist_downpour.yaml). Asserts, each round:
+#   - a killed worker is restarted, rejoins where the servers last heard from it, and the job
+#     finishes (exit 0);
+#   - a killed server stops the job within 20 s with an error naming it, and
+#     `monsoon run --resume` finishes it from the servers' checkpoints;
+#   - the final test accuracy is within 1 point of a fault-free run of the same job;
+#   - per the servers' ledgers, every push of every worker was applied to every chunk exactly
+#     once (applied == the worker's pushes, sum of sequence numbers == n (n + 1) / 2).
+# MONSOON_CHAOS_ROUNDS (default 1) sets the number of rounds; the scorecard lines at the end
+# feed README "Reliability and security".
+source tests/launcher/test_lib.sh
+
+rounds="${MONSOON_CHAOS_ROUNDS:-1}"
+config=configs/fmnist_downpour.yaml
+seed="${MONSOON_CHAOS_SEED:-$RANDOM}"
+RANDOM=$seed
+echo "chaos seed $seed, $rounds round(s)"
+
+accuracy() { json_get "$1/summary.json" final_test_accuracy; }
+
+# within_a_point REFERENCE ACCURACY
+within_a_point() {
+  python3 -c "import sys; sys.exit(0 if abs(float(sys.argv[1]) - float(sys.argv[2])) <= 0.01 else 1)" "$1" "$2"
+}
+
+# check_ledger RUN_DIR: every server's ledger against every worker's final push count.
+check_ledger() {
+  python3 - "$1" <<'PY'
+import csv, glob, re, sys
+run = sys.argv[1]
+pushes = {}
+for log in glob.glob(f"{run}/logs/worker-*.log"):
+    w = int(re.search(r"worker-(\d+)\.log", log).group(1))
+    done = re.findall(r"worker \d+ done: \d+ steps, \d+ samples, (\d+) pushes", open(log).read())
+    if done:
+        pushes[w] = int(done[-1])
+bad, rows, duplicates = [], 0, 0
+for path in glob.glob(f"{run}/metrics/ledger-server-*.csv"):
+    for r in csv.DictReader(open(path)):
+        w, n = int(r["worker"]), int(float(r["applied"]))
+        rows += 1
+        duplicates += int(float(r["duplicates"]))
+        if int(float(r["processed"])) != n:
+            bad.append(f"{path} chunk {r['chunk']} worker {w}: processed {r['processed']} != applied {n}")
+        if int(float(r["sequence_sum"])) != n * (n + 1) // 2:
+            bad.append(f"{path} chunk {r['chunk']} worker {w}: sequence sum {r['sequence_sum']} != {n * (n + 1) // 2}")
+        if pushes.get(w) != n:
+            bad.append(f"{path} chunk {r['chunk']} worker {w}: applied {n}, the worker made {pushes.get(w)}")
+print(f"ledger: {rows} (chunk, worker) rows, {sum(pushes.values())} pushes, {duplicates} duplicates ignored")
+for b in bad[:10]:
+    print("  " + b)
+sys.exit(1 if bad or rows == 0 else 0)
+PY
+}
+
+timeout 240 "$MONSOON" run "$config" --run-dir "$WORK/reference" >"$WORK/reference.txt" 2>&1
+expect_eq "fault-free run exit status" "$?" "0"
+reference=$(accuracy "$WORK/reference")
+echo "fault-free accuracy $reference"
+
+survived=0
+worst=0
+for round in $(seq 1 "$rounds"); do
+  # --- a worker, killed and restarted -------------------------------------------------------
+  run="$WORK/worker-chaos-$round"
+  victim=$((RANDOM % 2))
+  delay=$((3 + RANDOM % 18))
+  timeout 240 "$MONSOON" run "$config" --run-dir "$run" --set reliability.worker_restarts=1 \
+    >"$run.txt" 2>&1 &
+  job=$!
+  sleep "$delay"
+  pkill -9 -f "monsoon worker --run-dir $run --index $victim" || true
+  wait "$job"
+  status=$?
+  expect_eq "round $round: job with worker $victim killed at ${delay}s exits 0" "$status" "0"
+  grep -q "worker-$victim was killed by signal 9" "$run.txt" \
+    && pass "round $round: the launcher reported the kill and restarted worker $victim" \
+    || echo "round $round: worker $victim had finished before the kill"
+  acc=$(accuracy "$run")
+  within_a_point "$reference" "$acc" && pass "round $round: accuracy $acc within a point of $reference" \
+    || fail "round $round: accuracy $acc not within a point of $reference"
+  check_ledger "$run" && pass "round $round: every push applied exactly once" \
+    || fail "round $round: ledger"
+  [ "$status" == 0 ] && survived=$((survived + 1))
+
+  # --- a server, killed; the run resumed from checkpoints -----------------------------------
+  run="$WORK/server-chaos-$round"
+  victim=$((RANDOM % 2))
+  delay=$((3 + RANDOM % 18))
+  timeout 240 "$MONSOON" run "$config" --run-dir "$run" --set checkpoint.interval_seconds=2 \
+    >"$run.txt" 2>&1 &
+  job=$!
+  sleep "$delay"
+  pkill -9 -f "monsoon server --run-dir $run --index $victim" || true
+  killed_at=$(date +%s.%N)
+  wait "$job"
+  status=$?
+  stopped_in=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed_at")
+  if grep -q "server-$victim was killed by signal 9" "$run.txt"; then
+    expect_eq "round $round: job with server $victim killed at ${delay}s exits 1" "$status" "1"
+    python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 20 else 1)" "$stopped_in" \
+      && pass "round $round: stopped ${stopped_in}s after the kill, naming server-$victim" \
+      || fail "round $round: stopped ${stopped_in}s after the kill"
+    worst=$(python3 -c "import sys; print(max(float(sys.argv[1]), float(sys.argv[2])))" "$worst" "$stopped_in")
+    timeout 240 "$MONSOON" run --resume "$run" >"$run.resume.txt" 2>&1
+    expect_eq "round $round: monsoon run --resume exits 0" "$?" "0"
+    grep -q "resumed from" "$run"/logs/server-*.log \
+      && pass "round $round: servers resumed from their checkpoints" \
+      || fail "round $round: no server resumed from a checkpoint"
+  else
+    echo "round $round: the job ended before the kill (exit $status)"
+    expect_eq "round $round: job exit status" "$status" "0"
+  fi
+  acc=$(accuracy "$run")
+  within_a_point "$reference" "$acc" && pass "round $round: accuracy $acc within a point of $reference" \
+    || fail "round $round: accuracy $acc not within a point of $reference"
+  check_ledger "$run" && pass "round $round: every push applied exactly once" \
+    || fail "round $round: ledger"
+  [ -f "$run/summary.json" ] && survived=$((survived + 1))
+done
+echo "SCORECARD chaos: $((2 * rounds)) kill -9 (workers and servers), $survived survived; slowest stop after a server kill ${worst}s; reference accuracy $reference"
+finish
