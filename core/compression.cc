@@ -13,22 +13,30 @@ namespace {
 
 constexpr float kHalfMax = 65504.0f;
 
+// IEEE half precision, converted with round to nearest even. GCC (and clang >= 15) have the
+// arithmetic type _Float16; clang 14, which builds the fuzz test, only the storage type __fp16.
+#if defined(__clang__) && __clang_major__ < 15
+using Half = __fp16;
+#else
+using Half = _Float16;
+#endif
+
 // Finite values beyond the half range become +-65504; infinities and NaN pass through.
 inline float SaturateForHalf(float x) {
   const bool finite_beyond = std::fabs(x) > kHalfMax && std::fabs(x) != HUGE_VALF;
   return finite_beyond ? std::copysign(kHalfMax, x) : x;
 }
 
-// _Float16 conversions round to nearest even; on CPUs with F16C they are single instructions.
+// On CPUs with F16C these conversions are single instructions.
 inline uint16_t ToHalfBits(float x) {
-  const _Float16 h = static_cast<_Float16>(SaturateForHalf(x));
+  const Half h = static_cast<Half>(SaturateForHalf(x));
   uint16_t bits;
   std::memcpy(&bits, &h, sizeof(bits));
   return bits;
 }
 
 inline float FromHalfBits(uint16_t bits) {
-  _Float16 h;
+  Half h;
   std::memcpy(&h, &bits, sizeof(h));
   return static_cast<float>(h);
 }

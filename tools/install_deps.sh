@@ -13,6 +13,8 @@ PACKAGES=(
   dataset-fashion-mnist                       # the default job's data
   python3 procps                              # test scripts (JSON checks, pgrep)
   slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
+  clang libclang-rt-14-dev                    # libFuzzer + sanitizers (request decoder fuzz test)
+  openssl                                     # test certificates for the TLS test
 )
 
 missing=()
