@@ -236,7 +236,7 @@ int CmdRun(const Args& args) {
                      absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
   }
   absl::Status s = PrepareRunDir(*config, run_dir);
-  if (absl::IsAlreadyExists(s)) return Fail(s, 2);
+  if (absl::IsAlreadyExists(s) || absl::IsInvalidArgument(s)) return Fail(s, 2);
   if (!s.ok()) return Fail(s, 1);
   std::cerr << "monsoon: job '" << config->job << "': " << config->cluster.servers << " server(s), "
             << config->cluster.workers << " worker(s)"

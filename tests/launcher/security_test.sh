@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# Nobody in: two jobs on one node (no port clash, no cross-talk: a worker of job A cannot
+# talk to job B's servers), the job token from the environment, and mutual TLS.
+source tests/launcher/test_lib.sh
+
+cfg=configs/linear_regression.yaml
+
+# fits RUN_DIR: the linear job recovered m = 2.50 and b = -1.25.
+fits() {
+  python3 - "$1/summary.json" <<'PY'
+import json, sys
+p = {t["name"]: t["values"] for t in json.load(open(sys.argv[1]))["parameters"]}
+sys.exit(0 if (round(p["dense0.weight"][0], 2), round(p["dense0.bias"][0], 2)) == (2.5, -1.25) else 1)
+PY
+}
+
+# --- two jobs at once ---------------------------------------------------------------------
+A="$WORK/job-a"
+B="$WORK/job-b"
+timeout 120 "$MONSOON" run "$cfg" --run-dir "$B" --set training.epochs=1000 >"$WORK/b.txt" 2>&1 &
+job_b=$!
+for _ in $(seq 100); do [ -s "$B/rendezvous/server-0" ] && break; sleep 0.1; done
+timeout 60 "$MONSOON" run "$cfg" --run-dir "$A" --set training.epochs=100 >"$WORK/a.txt" 2>&1
+expect_eq "job A, beside job B, exit status" "$?" "0"
+fits "$A" && pass "job A fits the line" || fail "job A's fit"
+# A worker carrying job A's token, pointed at job B's server.
+X="$WORK/a-at-b"
+mkdir -p "$X/rendezvous" "$X/metrics" "$X/logs"
+cp "$A/config.yaml" "$X/"
+cp -p "$A/token" "$X/"
+cp "$B/rendezvous/server-0" "$X/rendezvous/"
+timeout 30 "$MONSOON" worker --run-dir "$X" --index 0 >"$WORK/cross.txt" 2>&1
+expect_eq "a worker of job A at job B's server exits" "$?" "1"
+grep -q "wrong job token" "$WORK/cross.txt" && pass "refused: $(tail -1 "$WORK/cross.txt")" \
+  || fail "cross-talk not refused by token: $(cat "$WORK/cross.txt")"
+wait "$job_b"
+expect_eq "job B exit status" "$?" "0"
+fits "$B" && pass "job B fits the line, untouched by job A" || fail "job B's fit"
+[ "$(cat "$A/rendezvous/server-0")" != "$(cat "$B/rendezvous/server-0")" ] \
+  && pass "jobs A and B served on different ports" || fail "port clash"
+expect_eq "token file mode" "$(stat -c %a "$A/token")" "600"
+
+# --- the token from the environment -------------------------------------------------------
+E="$WORK/env-token"
+MONSOON_JOB_TOKEN=0123456789abcdef0123 timeout 60 "$MONSOON" run "$cfg" --run-dir "$E" \
+  >"$WORK/env.txt" 2>&1
+expect_eq "job with \$MONSOON_JOB_TOKEN exit status" "$?" "0"
+[ ! -e "$E/token" ] && pass "no token file written when the environment holds it" \
+  || fail "a token file was written"
+MONSOON_JOB_TOKEN=short timeout 60 "$MONSOON" run "$cfg" --run-dir "$WORK/short" >"$WORK/short.txt" 2>&1
+expect_eq "a short \$MONSOON_JOB_TOKEN exit status" "$?" "2"
+grep -q "MONSOON_JOB_TOKEN is set but has only 5 characters" "$WORK/short.txt" \
+  && pass "short token refused: $(tail -1 "$WORK/short.txt")" || fail "$(cat "$WORK/short.txt")"
+
+# --- mutual TLS ---------------------------------------------------------------------------
+T="$WORK/tls"
+mkdir -p "$T"
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=monsoon" \
+  -addext "subjectAltName=DNS:monsoon" -keyout "$T/job.key" -out "$T/job.crt" 2>/dev/null
+cp configs/data/linear_*.csv "$T/"
+sed -e "s#data/linear_#$T/linear_#" "$cfg" >"$T/job.yaml"
+cat >>"$T/job.yaml" <<YAML
+security:
+  tls_cert: $T/job.crt
+  tls_key: $T/job.key
+  tls_ca: $T/job.crt
+YAML
+timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/run" --set training.epochs=400 \
+  >"$WORK/tls.txt" 2>&1 &
+job_tls=$!
+for _ in $(seq 100); do [ -s "$T/run/rendezvous/server-0" ] && break; sleep 0.1; done
+grep -q "(TLS)" "$T/run/logs/server-0.log" && pass "the server serves TLS" || fail "no TLS"
+# A plaintext client with the right token gets nowhere.
+P="$WORK/plain-at-tls"
+mkdir -p "$P/rendezvous" "$P/metrics" "$P/logs"
+sed -e '/^security:/,/^[a-z]/{/tls_cert\|tls_key\|tls_ca/d}' \
+  -e 's/rpc_timeout_seconds: .*/rpc_timeout_seconds: 5/' "$T/run/config.yaml" >"$P/config.yaml"
+cp -p "$T/run/token" "$P/"
+cp "$T/run/rendezvous/server-0" "$P/rendezvous/"
+timeout 30 "$MONSOON" worker --run-dir "$P" --index 0 >"$WORK/plain.txt" 2>&1
+expect_eq "a plaintext worker at a TLS server exits" "$?" "1"
+pass "refused: $(tail -1 "$WORK/plain.txt")"
+wait "$job_tls"
+expect_eq "TLS job exit status" "$?" "0"
+fits "$T/run" && pass "the TLS job fits the line" || fail "TLS job's fit"
+echo "SCORECARD security: 2 jobs on one node without clash or cross-talk; wrong-token, plaintext-at-TLS and short-token clients refused; mutual TLS job completed"
+finish
