@@ -35,7 +35,8 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       absl::StrCat("#!/bin/bash\n", "# Monsoon job '", config.job,
                    "', written by `monsoon sbatch`. Submit with: sbatch FILE\n",
                    "#SBATCH --job-name=", config.job, "\n", "#SBATCH --time=", s.time, "\n",
-                   "#SBATCH --output=", in.runs_dir, "/slurm-%j.out\n");
+                   "#SBATCH --output=", in.runs_dir, "/slurm-%j.out\n",
+                   "#SBATCH --open-mode=append\n#SBATCH --requeue\n");
   if (s.signal_seconds > 0) {
     absl::StrAppend(&script, "#SBATCH --signal=USR1@", s.signal_seconds, "\n");
   }
@@ -60,13 +61,21 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
   std::string prepare =
       absl::StrCat("\"$MONSOON\" prepare ", ShellQuote(in.config_path), " --run-dir \"$RUN_DIR\"");
   for (const std::string& o : in.overrides) absl::StrAppend(&prepare, " --set ", ShellQuote(o));
+  // A lost worker ends the step only when the servers would stop without it anyway.
+  const char* kill_on_bad_exit = StopsOnWorkerLoss(config) ? "1" : "0";
   absl::StrAppend(
       &script, "\nset -euo pipefail\n", "MONSOON=", ShellQuote(in.monsoon_exe), "\n",
       "RUN_DIR=", ShellQuote(in.runs_dir), "/slurm-\"$SLURM_JOB_ID\"\n\n",
-      "# The run directory: resolved config and job token (every task reads them).\n", prepare,
-      "\n", "# One task per role; each finds its role from SLURM's environment.\n",
-      "srun --kill-on-bad-exit=1", het_groups,
-      " --output=\"$RUN_DIR/logs/task-%t.log\" \"$MONSOON\" launch --run-dir \"$RUN_DIR\"\n",
+      "if [ -f \"$RUN_DIR/config.yaml\" ]; then\n",
+      "  # Requeued (node failure, preemption, scontrol requeue): continue from the servers'\n",
+      "  # checkpoints.\n", "  \"$MONSOON\" prepare --resume --run-dir \"$RUN_DIR\"\n",
+      "  RESUME=--resume\n", "else\n",
+      "  # The run directory: resolved config and job token (every task reads them).\n  ",
+      prepare, "\n", "  RESUME=\n", "fi\n",
+      "# One task per role; each finds its role from SLURM's environment.\n",
+      "srun --kill-on-bad-exit=", kill_on_bad_exit, het_groups,
+      " --output=\"$RUN_DIR/logs/task-%t.log\" --open-mode=append \"$MONSOON\" launch --run-dir "
+      "\"$RUN_DIR\" $RESUME\n",
       "# summary.json from the metrics and final weights.\n",
       "\"$MONSOON\" summarize --run-dir \"$RUN_DIR\"\n");
   return script;

@@ -101,4 +101,19 @@ for f in glob.glob(sys.argv[1] + "/*.csv"):
     assert all(len(r) == len(rows[0]) for r in rows), f   # no torn rows
 PY
 expect_eq "metrics intact after the signal" "$?" "0"
+checkpointed=$(grep -l "server [01]: checkpoint" "$run"/logs/task-*.log | wc -l)
+expect_eq "both servers checkpointed on SIGUSR1" "$checkpointed" "2"
+
+# 6. Requeued, the same job continues from the servers' checkpoints and finishes.
+scontrol requeue "$job"
+for _ in $(seq 1 1800); do
+  [ -s "$run/summary.json" ] && [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+  sleep 0.1
+done
+grep -q "resumed from" "$run"/logs/task-*.log && pass "requeued job: servers resumed from checkpoints" \
+  || fail "requeued job did not resume ($(squeue -h -j "$job" -o %T 2>/dev/null))"
+grep -h "resumes after push" "$run"/logs/task-*.log | head -2
+[ -s "$run/summary.json" ] && acc=$(json_get "$run/summary.json" final_test_accuracy) || acc=0
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
+  && pass "requeued job finished: accuracy $acc >= 0.85" || fail "requeued job: accuracy $acc"
 finish
