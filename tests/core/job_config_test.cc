@@ -130,3 +130,41 @@ TEST_CASE("JobConfig: cross-field rules", "[core][config]") {
 
 }  // namespace
 }  // namespace monsoon
+
+namespace monsoon {
+namespace {
+
+TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][config]") {
+  CHECK(ErrorOf(CsvJob("reliability:\n  heartbeat_seconds: 5\n  peer_timeout_seconds: 8\n")) ==
+        "reliability.peer_timeout_seconds: must be at least twice heartbeat_seconds (5), got 8");
+  CHECK(ErrorOf(CsvJob("reliability:\n  worker_loss: ignore\n")) ==
+        "reliability.worker_loss: 'ignore' is not allowed (allowed: auto, continue, stop)");
+  CHECK(ErrorOf(CsvJob("checkpoint:\n  keep: 1\n")) ==
+        "checkpoint.keep: expected an integer in [2, 1000], got '1'");
+  std::ofstream(TempPath("job.crt")) << "not really a certificate\n";
+  CHECK(ErrorOf(CsvJob("security:\n  tls_cert: job.crt\n")) ==
+        "security: TLS needs all of tls_cert, tls_key and tls_ca (or none of them)");
+  CHECK(ErrorOf(CsvJob("security:\n  tls_key: missing.key\n"))
+            .rfind("security.tls_key: file not found: ", 0) == 0);
+  // worker_loss: auto stops only sync with every worker in the quorum.
+  auto config = ParseJobConfig(CsvJob("cluster:\n  workers: 3\n"), TempPath(""), {});
+  REQUIRE(config.ok());
+  CHECK(!StopsOnWorkerLoss(*config));
+  config->training.algorithm = Algorithm::kSync;
+  CHECK(StopsOnWorkerLoss(*config));
+  config->sync.quorum = 2;
+  CHECK(!StopsOnWorkerLoss(*config));
+  config->reliability.worker_loss = "stop";
+  CHECK(StopsOnWorkerLoss(*config));
+  // The resolved YAML keeps the new sections.
+  config->reliability.worker_restarts = 3;
+  config->checkpoint.interval_seconds = 7;
+  auto again = ParseJobConfig(JobConfigToYaml(*config), "/", {});
+  REQUIRE(again.ok());
+  CHECK(again->reliability.worker_restarts == 3);
+  CHECK(again->reliability.worker_loss == "stop");
+  CHECK(again->checkpoint.interval_seconds == 7);
+}
+
+}  // namespace
+}  // namespace monsoon

@@ -60,44 +60,50 @@ expect_eq "fault-free run exit status" "$?" "0"
 reference=$(accuracy "$WORK/reference")
 echo "fault-free accuracy $reference"
 
-survived=0
-worst=0
-for round in $(seq 1 "$rounds"); do
-  # --- a worker, killed and restarted -------------------------------------------------------
-  run="$WORK/worker-chaos-$round"
+# run_and_kill RUN ROLE [--set ...]: runs the job and kill -9s ROLE (worker or server) number
+# $victim (random) after $delay seconds (random, 3-20 s); sets $status (the launcher's exit
+# status) and $stopped_in (seconds from the kill to the launcher's exit).
+run_and_kill() {
+  local run=$1 role=$2
+  shift 2
   victim=$((RANDOM % 2))
   delay=$((3 + RANDOM % 18))
-  timeout 240 "$MONSOON" run "$config" --run-dir "$run" --set reliability.worker_restarts=1 \
-    >"$run.txt" 2>&1 &
-  job=$!
+  timeout 240 "$MONSOON" run "$config" --run-dir "$run" "$@" >"$run.txt" 2>&1 &
+  local job=$!
   sleep "$delay"
-  pkill -9 -f "monsoon worker --run-dir $run --index $victim" || true
-  wait "$job"
-  status=$?
-  expect_eq "round $round: job with worker $victim killed at ${delay}s exits 0" "$status" "0"
-  grep -q "worker-$victim was killed by signal 9" "$run.txt" \
-    && pass "round $round: the launcher reported the kill and restarted worker $victim" \
-    || echo "round $round: worker $victim had finished before the kill"
-  acc=$(accuracy "$run")
-  within_a_point "$reference" "$acc" && pass "round $round: accuracy $acc within a point of $reference" \
-    || fail "round $round: accuracy $acc not within a point of $reference"
-  check_ledger "$run" && pass "round $round: every push applied exactly once" \
-    || fail "round $round: ledger"
-  [ "$status" == 0 ] && survived=$((survived + 1))
-
-  # --- a server, killed; the run resumed from checkpoints -----------------------------------
-  run="$WORK/server-chaos-$round"
-  victim=$((RANDOM % 2))
-  delay=$((3 + RANDOM % 18))
-  timeout 240 "$MONSOON" run "$config" --run-dir "$run" --set checkpoint.interval_seconds=2 \
-    >"$run.txt" 2>&1 &
-  job=$!
-  sleep "$delay"
-  pkill -9 -f "monsoon server --run-dir $run --index $victim" || true
+  pkill -9 -f "monsoon $role --run-dir $run --index $victim" || true
+  local killed_at
   killed_at=$(date +%s.%N)
   wait "$job"
   status=$?
   stopped_in=$(python3 -c "import sys, time; print(round(time.time() - float(sys.argv[1]), 1))" "$killed_at")
+}
+
+# check_outcome ROUND RUN: accuracy within a point of the reference, every push applied once.
+check_outcome() {
+  local acc
+  acc=$(accuracy "$2")
+  within_a_point "$reference" "$acc" && pass "round $1: accuracy $acc within a point of $reference" \
+    || fail "round $1: accuracy $acc not within a point of $reference"
+  check_ledger "$2" && pass "round $1: every push applied exactly once" || fail "round $1: ledger"
+}
+
+survived=0
+worst=0
+for round in $(seq 1 "$rounds"); do
+  # A worker, killed and restarted.
+  run="$WORK/worker-chaos-$round"
+  run_and_kill "$run" worker --set reliability.worker_restarts=1
+  expect_eq "round $round: job with worker $victim killed at ${delay}s exits 0" "$status" "0"
+  grep -q "worker-$victim was killed by signal 9" "$run.txt" \
+    && pass "round $round: the launcher reported the kill and restarted worker $victim" \
+    || echo "round $round: worker $victim had finished before the kill"
+  check_outcome "$round" "$run"
+  [ "$status" == 0 ] && survived=$((survived + 1))
+
+  # A server, killed; the run resumed from its checkpoints.
+  run="$WORK/server-chaos-$round"
+  run_and_kill "$run" server --set checkpoint.interval_seconds=2
   if grep -q "server-$victim was killed by signal 9" "$run.txt"; then
     expect_eq "round $round: job with server $victim killed at ${delay}s exits 1" "$status" "1"
     python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 20 else 1)" "$stopped_in" \
@@ -113,11 +119,7 @@ for round in $(seq 1 "$rounds"); do
     echo "round $round: the job ended before the kill (exit $status)"
     expect_eq "round $round: job exit status" "$status" "0"
   fi
-  acc=$(accuracy "$run")
-  within_a_point "$reference" "$acc" && pass "round $round: accuracy $acc within a point of $reference" \
-    || fail "round $round: accuracy $acc not within a point of $reference"
-  check_ledger "$run" && pass "round $round: every push applied exactly once" \
-    || fail "round $round: ledger"
+  check_outcome "$round" "$run"
   [ -f "$run/summary.json" ] && survived=$((survived + 1))
 done
 echo "SCORECARD chaos: $((2 * rounds)) kill -9 (workers and servers), $survived survived; slowest stop after a server kill ${worst}s; reference accuracy $reference"

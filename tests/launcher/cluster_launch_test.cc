@@ -220,10 +220,16 @@ TEST_CASE("SbatchScript: homogeneous and heterogeneous scripts", "[launcher][sba
        {"#SBATCH --nodes=2\n", "#SBATCH --ntasks=5\n", "#SBATCH --gpus-per-node=1\n",
         "#SBATCH --partition=gpu\n", "#SBATCH --mail-type=END\n", "#SBATCH --signal=USR1@60\n",
         "'/jobs/demo.yaml' --run-dir \"$RUN_DIR\" --set 'training.epochs=3'\n",
-        "srun --kill-on-bad-exit=1 --output=", "\"$MONSOON\" summarize --run-dir \"$RUN_DIR\"\n"}) {
+        "#SBATCH --requeue\n", "  \"$MONSOON\" prepare --resume --run-dir \"$RUN_DIR\"\n",
+        "srun --kill-on-bad-exit=0 --output=", "launch --run-dir \"$RUN_DIR\" $RESUME\n",
+        "\"$MONSOON\" summarize --run-dir \"$RUN_DIR\"\n"}) {
     INFO(line);
     CHECK(homogeneous.find(line) != std::string::npos);
   }
+  // Synchronous training with every worker in the quorum stops on a lost worker anyway.
+  config.training.algorithm = Algorithm::kSync;
+  CHECK(SbatchScript(config, in).find("srun --kill-on-bad-exit=1 ") != std::string::npos);
+  config.training.algorithm = Algorithm::kDownpour;
   config.slurm.heterogeneous = true;
   config.slurm.worker_nodes = 2;
   const std::string het = SbatchScript(config, in);
