@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "absl/time/clock.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -26,8 +25,6 @@ absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
   }
   return result;
 }
-
-uint64_t NewIncarnation() { return static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())); }
 
 absl::StatusOr<ResumePoint> InProcessPsClient::Resume() {
   ResumePoint resume{std::numeric_limits<uint64_t>::max(), {}};
