@@ -17,6 +17,7 @@ namespace {
 std::string ProgressLine(const JobConfig& config, const JobProgress& p, double elapsed) {
   std::string line = absl::StrFormat("[%6.1fs] epoch %.2f/%d | %.0f samples/s", elapsed,
                                      p.min_epoch, config.training.epochs, p.samples_per_second);
+  if (p.workers_lost > 0) absl::StrAppendFormat(&line, " | %d worker(s) lost", p.workers_lost);
   if (p.has_eval) {
     if (config.model.loss == LossType::kSoftmaxCrossEntropy) {
       absl::StrAppendFormat(&line, " | test acc %.4f loss %.4f", p.test_accuracy, p.test_loss);

@@ -64,6 +64,10 @@ JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
     p.samples_per_second += Column(row, "samples_per_second");
     p.worker_seconds = std::max(p.worker_seconds, Column(row, "wall_seconds"));
   }
+  for (int j = 0; j < config.cluster.servers; ++j) {
+    const auto row = ReadLastCsvRow(absl::StrCat(run_dir.metrics_dir(), "/server-", j, ".csv"));
+    p.workers_lost = std::max(p.workers_lost, static_cast<int>(Column(row, "workers_lost")));
+  }
   const auto eval = ReadLastCsvRow(run_dir.metrics_dir() + "/evaluator.csv");
   if (!eval.empty()) {
     p.has_eval = true;
@@ -108,6 +112,7 @@ absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& 
       "  \"algorithm\": ", JsonString(AlgorithmName(config.training.algorithm)), ",\n",
       "  \"run_dir\": ", JsonString(run_dir.root), ",\n", "  \"servers\": ", config.cluster.servers,
       ",\n", "  \"workers\": ", config.cluster.workers, ",\n",
+      "  \"workers_lost\": ", p.workers_lost, ",\n",
       "  \"final_test_accuracy\": ", p.has_eval && classify ? JsonNumber(p.test_accuracy) : "null",
       ",\n", "  \"final_test_loss\": ", p.has_eval ? JsonNumber(p.test_loss) : "null", ",\n",
       "  \"global_step\": ", p.has_eval ? JsonNumber(p.global_step) : "null", ",\n",

@@ -20,6 +20,7 @@ struct JobProgress {
   double test_accuracy = 0;
   double test_loss = 0;
   double global_step = 0;
+  int workers_lost = 0;  // the most workers any server has given up on
 };
 JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir);
 

@@ -8,6 +8,7 @@
 #   - the final test accuracy is within 1 point of a fault-free run of the same job;
 #   - per the servers' ledgers, every push of every worker was applied to every chunk exactly
 #     once (applied == the worker's pushes, sum of sequence numbers == n (n + 1) / 2).
+# Also, once: a worker lost for good is carried on without and reported.
 # MONSOON_CHAOS_ROUNDS (default 1) sets the number of rounds; the scorecard lines at the end
 # feed README "Reliability and security".
 source tests/launcher/test_lib.sh
@@ -122,5 +123,22 @@ for round in $(seq 1 "$rounds"); do
   check_outcome "$round" "$run"
   [ -f "$run/summary.json" ] && survived=$((survived + 1))
 done
+# A worker lost for good (no restarts): the others finish, the servers report the loss by
+# index and address within the peer timeout, and summary.json counts it.
+lost="$WORK/worker-lost"
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$lost" \
+  --set training.epochs=600 --set reliability.peer_timeout_seconds=2 >"$lost.txt" 2>&1 &
+job=$!
+for _ in $(seq 100); do [ -s "$lost/metrics/worker-1.csv" ] && break; sleep 0.1; done
+pkill -9 -f "monsoon worker --run-dir $lost --index 1"
+wait "$job"
+expect_eq "job that lost worker 1 for good exits" "$?" "0"
+grep -q "worker-1 was killed by signal 9 (Killed); the job carries on without it" "$lost.txt" \
+  && pass "the launcher carried on without worker 1" || fail "$(tail -3 "$lost.txt")"
+grep -q "worker 1 (ipv4:127.0.0.1:[0-9]*) lost: nothing heard for" "$lost/logs/server-0.log" \
+  && pass "server 0 reported: $(grep -o 'worker 1 (.*) lost: nothing heard for [0-9.]*s' "$lost/logs/server-0.log")" \
+  || fail "server 0 did not report the lost worker"
+expect_eq "summary.json workers_lost" "$(json_get "$lost/summary.json" workers_lost)" "1"
+
 echo "SCORECARD chaos: $((2 * rounds)) kill -9 (workers and servers), $survived survived; slowest stop after a server kill ${worst}s; reference accuracy $reference"
 finish
