@@ -143,9 +143,9 @@ absl::StatusOr<std::string> CheckpointWriter::Commit(int keep) {
   }
   absl::Status synced = SyncDirectory(dir_);
   if (!synced.ok()) return synced;
-  const std::vector<std::string> all = ListCheckpoints(dir_);
-  for (size_t i = static_cast<size_t>(std::max(keep, 1)); i < all.size(); ++i) {
-    unlink(all[i].c_str());
+  // `existing` is newest first and the new checkpoint is newer still: it counts as one.
+  for (size_t i = static_cast<size_t>(std::max(keep, 1)) - 1; i < existing.size(); ++i) {
+    unlink(existing[i].c_str());
   }
   return path;
 }
