@@ -10,6 +10,7 @@
 #include "absl/time/time.h"
 #include "core/status_macros.h"
 #include "proto/channel_security.h"
+#include "proto/data_position.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.grpc.pb.h"
@@ -39,8 +40,7 @@ absl::StatusOr<PushOrigin> OriginOf(const Request& request) {
   PushOrigin origin;
   origin.incarnation = request.incarnation();
   origin.sequence = request.sequence();
-  origin.position = {request.position().step(), request.position().epoch(),
-                     request.position().cursor()};
+  origin.position = FromWire(request.position());
   origin.epoch = request.epoch();
   return origin;
 }
@@ -87,9 +87,7 @@ class ParameterServerService final : public RawService {
                                              request.index(), request.incarnation(), ctx->peer()));
       wire::HelloResponse response;
       response.set_resume_sequence(resume.sequence);
-      response.mutable_resume_position()->set_step(resume.position.step);
-      response.mutable_resume_position()->set_epoch(resume.position.epoch);
-      response.mutable_resume_position()->set_cursor(resume.position.cursor);
+      ToWire(resume.position, response.mutable_resume_position());
       response.set_server_index(logic_->index());
       response.set_plan_fingerprint(logic_->plan().fingerprint());
       for (const Chunk& c : logic_->plan().ChunksOf(logic_->index())) {

@@ -16,6 +16,7 @@
 #include "core/compression.h"
 #include "core/status_macros.h"
 #include "proto/channel_security.h"
+#include "proto/data_position.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.pb.h"
@@ -116,8 +117,7 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
                        " but answers as server ", response.server_index()));
     }
     if (j == 0 || response.resume_sequence() < client->resume_.sequence) {
-      const wire::DataPosition& p = response.resume_position();
-      client->resume_ = {response.resume_sequence(), {p.step(), p.epoch(), p.cursor()}};
+      client->resume_ = {response.resume_sequence(), FromWire(response.resume_position())};
     }
   }
   if (options.heartbeat_interval > absl::ZeroDuration()) {
@@ -295,15 +295,19 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
   return result;
 }
 
-// Numbers a push or exchange request (every chunk of one push gets the same origin).
+// The header fields a push and an exchange share: which chunk, from whom, computed on which
+// version, and the push's origin (every chunk of one push gets the same).
 template <typename Request>
-void SetOrigin(const PushOrigin& origin, uint64_t incarnation, Request* request) {
+void FillChunkRequest(const Chunk& c, const ClientIdentity& identity, uint64_t base_version,
+                      const PushOrigin& origin, Request* request) {
+  request->set_chunk_id(c.id);
+  request->set_worker_index(identity.index);
+  request->set_num_floats(c.size);
+  request->set_base_version(base_version);
   request->set_epoch(origin.epoch);
-  request->set_incarnation(incarnation);
+  request->set_incarnation(identity.incarnation);
   request->set_sequence(origin.sequence);
-  request->mutable_position()->set_step(origin.position.step);
-  request->mutable_position()->set_epoch(origin.position.epoch);
-  request->mutable_position()->set_cursor(origin.position.cursor);
+  ToWire(origin.position, request->mutable_position());
 }
 
 absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradient,
@@ -321,11 +325,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradie
       kPush,
       [&](const Chunk& c) {
         wire::PushRequest request;
-        request.set_chunk_id(c.id);
-        request.set_worker_index(identity_.index);
-        request.set_num_floats(c.size);
-        request.set_base_version(base_versions[c.id]);
-        SetOrigin(origin, identity_.incarnation, &request);
+        FillChunkRequest(c, identity_, base_versions[c.id], origin, &request);
         grpc::Slice payload = EncodeGradient(gradient.subspan(c.offset, c.size), &request);
         sent += payload.size();
         return EncodeFrame(request, std::move(payload));
@@ -358,11 +358,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
       kExchange,
       [&](const Chunk& c) {
         wire::ExchangeRequest request;
-        request.set_chunk_id(c.id);
-        request.set_worker_index(identity_.index);
-        request.set_num_floats(c.size);
-        request.set_base_version((*versions)[c.id]);
-        SetOrigin(origin, identity_.incarnation, &request);
+        FillChunkRequest(c, identity_, (*versions)[c.id], origin, &request);
         return EncodeFrame(request, BorrowFloats(weights.subspan(c.offset, c.size)));
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
