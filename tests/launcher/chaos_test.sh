@@ -129,7 +129,7 @@ lost="$WORK/worker-lost"
 timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$lost" \
   --set training.epochs=600 --set reliability.peer_timeout_seconds=2 >"$lost.txt" 2>&1 &
 job=$!
-for _ in $(seq 100); do [ -s "$lost/metrics/worker-1.csv" ] && break; sleep 0.1; done
+wait_for_file "$lost/metrics/worker-1.csv"
 pkill -9 -f "monsoon worker --run-dir $lost --index 1"
 wait "$job"
 expect_eq "job that lost worker 1 for good exits" "$?" "0"

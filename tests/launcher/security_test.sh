@@ -14,25 +14,32 @@ sys.exit(0 if (round(p["dense0.weight"][0], 2), round(p["dense0.bias"][0], 2)) =
 PY
 }
 
+# foreign_worker DIR CONFIG TOKEN_FILE SERVER_ADDRESS_FILE: runs worker 0 from a run
+# directory made of these pieces (a client that does not belong to the server it reaches);
+# its output goes to DIR.txt; returns its exit status.
+foreign_worker() {
+  mkdir -p "$1/rendezvous" "$1/metrics" "$1/logs"
+  cp "$2" "$1/config.yaml"
+  cp -p "$3" "$1/token"
+  cp "$4" "$1/rendezvous/server-0"
+  timeout 30 "$MONSOON" worker --run-dir "$1" --index 0 >"$1.txt" 2>&1
+}
+
 # --- two jobs at once ---------------------------------------------------------------------
 A="$WORK/job-a"
 B="$WORK/job-b"
 timeout 120 "$MONSOON" run "$cfg" --run-dir "$B" --set training.epochs=1000 >"$WORK/b.txt" 2>&1 &
 job_b=$!
-for _ in $(seq 100); do [ -s "$B/rendezvous/server-0" ] && break; sleep 0.1; done
+wait_for_file "$B/rendezvous/server-0"
 timeout 60 "$MONSOON" run "$cfg" --run-dir "$A" --set training.epochs=100 >"$WORK/a.txt" 2>&1
 expect_eq "job A, beside job B, exit status" "$?" "0"
 fits "$A" && pass "job A fits the line" || fail "job A's fit"
 # A worker carrying job A's token, pointed at job B's server.
 X="$WORK/a-at-b"
-mkdir -p "$X/rendezvous" "$X/metrics" "$X/logs"
-cp "$A/config.yaml" "$X/"
-cp -p "$A/token" "$X/"
-cp "$B/rendezvous/server-0" "$X/rendezvous/"
-timeout 30 "$MONSOON" worker --run-dir "$X" --index 0 >"$WORK/cross.txt" 2>&1
+foreign_worker "$X" "$A/config.yaml" "$A/token" "$B/rendezvous/server-0"
 expect_eq "a worker of job A at job B's server exits" "$?" "1"
-grep -q "wrong job token" "$WORK/cross.txt" && pass "refused: $(tail -1 "$WORK/cross.txt")" \
-  || fail "cross-talk not refused by token: $(cat "$WORK/cross.txt")"
+grep -q "wrong job token" "$X.txt" && pass "refused: $(tail -1 "$X.txt")" \
+  || fail "cross-talk not refused by token: $(cat "$X.txt")"
 wait "$job_b"
 expect_eq "job B exit status" "$?" "0"
 fits "$B" && pass "job B fits the line, untouched by job A" || fail "job B's fit"
@@ -68,18 +75,15 @@ YAML
 timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/run" --set training.epochs=400 \
   >"$WORK/tls.txt" 2>&1 &
 job_tls=$!
-for _ in $(seq 100); do [ -s "$T/run/rendezvous/server-0" ] && break; sleep 0.1; done
+wait_for_file "$T/run/rendezvous/server-0"
 grep -q "(TLS)" "$T/run/logs/server-0.log" && pass "the server serves TLS" || fail "no TLS"
 # A plaintext client with the right token gets nowhere.
 P="$WORK/plain-at-tls"
-mkdir -p "$P/rendezvous" "$P/metrics" "$P/logs"
 sed -e '/^security:/,/^[a-z]/{/tls_cert\|tls_key\|tls_ca/d}' \
-  -e 's/rpc_timeout_seconds: .*/rpc_timeout_seconds: 5/' "$T/run/config.yaml" >"$P/config.yaml"
-cp -p "$T/run/token" "$P/"
-cp "$T/run/rendezvous/server-0" "$P/rendezvous/"
-timeout 30 "$MONSOON" worker --run-dir "$P" --index 0 >"$WORK/plain.txt" 2>&1
+  -e 's/rpc_timeout_seconds: .*/rpc_timeout_seconds: 5/' "$T/run/config.yaml" >"$WORK/plain.yaml"
+foreign_worker "$P" "$WORK/plain.yaml" "$T/run/token" "$T/run/rendezvous/server-0"
 expect_eq "a plaintext worker at a TLS server exits" "$?" "1"
-pass "refused: $(tail -1 "$WORK/plain.txt")"
+pass "refused: $(tail -1 "$P.txt")"
 wait "$job_tls"
 expect_eq "TLS job exit status" "$?" "0"
 fits "$T/run" && pass "the TLS job fits the line" || fail "TLS job's fit"

@@ -16,6 +16,15 @@ expect_eq() {
 # json_get FILE KEY -> value printed by python (None for null)
 json_get() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])" "$1" "$2"; }
 
+# wait_for_file FILE: until FILE exists and is not empty, for at most 10 s.
+wait_for_file() {
+  for _ in $(seq 100); do
+    [ -s "$1" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 finish() {
   if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
   echo "all checks passed"
