@@ -15,6 +15,18 @@
 #include "absl/strings/str_split.h"
 
 namespace monsoon {
+namespace {
+
+// One CSV line of numbers, with enough digits to read every value back exactly.
+std::string CsvRow(const std::vector<double>& values) {
+  std::string line;
+  for (size_t i = 0; i < values.size(); ++i) {
+    absl::StrAppendFormat(&line, "%s%.15g", i == 0 ? "" : ",", values[i]);
+  }
+  return line + "\n";
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> CsvMetricsWriter::Create(
     const std::string& path, const std::vector<std::string>& columns) {
@@ -48,11 +60,7 @@ absl::Status CsvMetricsWriter::Append(const std::vector<double>& values) {
     return absl::InternalError(
         absl::StrCat("metrics row has ", values.size(), " values for ", columns_, " columns"));
   }
-  std::string line;
-  for (size_t i = 0; i < values.size(); ++i) {
-    absl::StrAppendFormat(&line, "%s%.15g", i == 0 ? "" : ",", values[i]);
-  }
-  line += "\n";
+  const std::string line = CsvRow(values);
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
     return absl::DataLossError(absl::StrCat("cannot write metrics: ", std::strerror(errno)));
   }
@@ -80,12 +88,7 @@ std::vector<std::pair<std::string, double>> ReadLastCsvRow(const std::string& pa
 
 std::string FormatCsvTable(const CsvTable& table) {
   std::string text = absl::StrJoin(table.columns, ",") + "\n";
-  for (const std::vector<double>& row : table.rows) {
-    for (size_t i = 0; i < row.size(); ++i) {
-      absl::StrAppendFormat(&text, "%s%.15g", i == 0 ? "" : ",", row[i]);
-    }
-    text += "\n";
-  }
+  for (const std::vector<double>& row : table.rows) text += CsvRow(row);
   return text;
 }
 
