@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,8 +50,11 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
         options.resume ? std::vector<std::string>{"--resume"} : std::vector<std::string>{}));
   }
   // Worker i gets GPU i (modulo the visible devices, when compute.device uses CUDA).
+  std::map<std::string, int> worker_index;  // child name -> worker index
   auto start_worker = [&](int i) {
-    return start_role(absl::StrCat("worker-", i), "worker", i, {"--gpu", std::to_string(i)});
+    const std::string name = absl::StrCat("worker-", i);
+    worker_index[name] = i;
+    return start_role(name, "worker", i, {"--gpu", std::to_string(i)});
   };
   for (int i = 0; i < config.cluster.workers; ++i) MONSOON_RETURN_IF_ERROR(start_worker(i));
   std::vector<int> restarts_left(config.cluster.workers, config.reliability.worker_restarts);
@@ -65,7 +69,8 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
     for (const ChildExit& e : children.Reap()) {
       if (e.ok()) continue;
       // A worker killed by a signal is lost, not wrong: restart it, or go on without it.
-      const int worker = e.name.rfind("worker-", 0) == 0 ? std::stoi(e.name.substr(7)) : -1;
+      const auto found = worker_index.find(e.name);
+      const int worker = found == worker_index.end() ? -1 : found->second;
       if (worker >= 0 && e.signal != 0 && restarts_left[worker] > 0) {
         --restarts_left[worker];
         std::fprintf(stderr,
