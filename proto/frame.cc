@@ -41,6 +41,15 @@ grpc::Slice BorrowFloats(absl::Span<const float> floats) {
                      grpc::Slice::STATIC_SLICE);
 }
 
+grpc::Slice ShareFloats(std::shared_ptr<const std::vector<float>> floats) {
+  using Reference = std::shared_ptr<const std::vector<float>>;
+  void* data = const_cast<float*>(floats->data());
+  const size_t bytes = floats->size() * sizeof(float);
+  return grpc::Slice(
+      data, bytes, [](void* reference) { delete static_cast<Reference*>(reference); },
+      new Reference(std::move(floats)));
+}
+
 grpc::Slice AllocateFloats(size_t n, float** data) { return AllocatePayload(n, data); }
 
 grpc::ByteBuffer EncodeFrame(const google::protobuf::MessageLite& header, grpc::Slice payload) {

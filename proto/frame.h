@@ -7,6 +7,7 @@
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -21,6 +22,10 @@ inline constexpr char kTokenMetadataKey[] = "x-monsoon-token";
 // A payload slice that *borrows* `floats` (no copy): the caller keeps them alive and
 // unchanged until the RPC carrying the frame has completed.
 grpc::Slice BorrowFloats(absl::Span<const float> floats);
+
+// A payload slice over shared floats (no copy): it holds a reference to them until gRPC has
+// sent them. Nobody may change them meanwhile (see ChunkSnapshot).
+grpc::Slice ShareFloats(std::shared_ptr<const std::vector<float>> floats);
 
 // A payload slice that owns fresh memory for n floats, returned through *data for filling.
 grpc::Slice AllocateFloats(size_t n, float** data);

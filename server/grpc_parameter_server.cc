@@ -247,20 +247,16 @@ class ParameterServerService final : public RawService {
     return reactor;
   }
 
-  // Encodes the chunk's current values as a Pull reply to `worker` (or kNotAWorker).
+  // Encodes the chunk's current values as a Pull reply to `worker` (or kNotAWorker), without
+  // copying them: the reply holds a snapshot.
   absl::Status ReadChunk(int chunk_id, int worker, grpc::ByteBuffer* resp) {
-    auto size = logic_->ChunkSize(chunk_id);
-    if (!size.ok()) return size.status();
-    float* values = nullptr;
-    grpc::Slice payload = AllocateFloats(*size, &values);
-    auto info = logic_->Read(chunk_id, absl::MakeSpan(values, *size), worker);
-    if (!info.ok()) return info.status();
+    MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot, logic_->Snapshot(chunk_id, worker));
     wire::PullResponse response;
     response.set_chunk_id(chunk_id);
-    response.set_num_floats(*size);
-    response.set_version(info->version);
-    response.set_slowest_clock(info->slowest_clock);
-    *resp = EncodeFrame(response, std::move(payload));
+    response.set_num_floats(snapshot.values->size());
+    response.set_version(snapshot.info.version);
+    response.set_slowest_clock(snapshot.info.slowest_clock);
+    *resp = EncodeFrame(response, ShareFloats(std::move(snapshot.values)));
     return absl::OkStatus();
   }
 

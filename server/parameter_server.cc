@@ -67,8 +67,8 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
     auto state = std::make_unique<ChunkState>();
     state->meta = c;
     absl::MutexLock lock(&state->mu);
-    state->values.resize(c.size);
-    Model::InitialValues(spec, seed, c.offset, absl::MakeSpan(state->values));
+    state->values = std::make_shared<std::vector<float>>(c.size);
+    Model::InitialValues(spec, seed, c.offset, absl::MakeSpan(*state->values));
     if (optimizes) {
       state->optimizer_state.assign(c.size * optimizer_->state_per_param(),
                                     optimizer_->initial_state());
@@ -83,7 +83,7 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
       state->round_from.assign(workers_expected, false);
     }
     if (rules_.staleness.dc_lambda > 0) state->pulled.assign(workers_expected, state->values);
-    state_bytes_ += sizeof(float) * (state->values.size() + state->optimizer_state.size() +
+    state_bytes_ += sizeof(float) * (c.size + state->optimizer_state.size() +
                                      state->round_sum.size() + state->pulled.size() * c.size);
     chunks_.emplace(c.id, std::move(state));
   }
@@ -277,28 +277,37 @@ void ParameterServer::WhenReady(int chunk_id, const PullCondition& condition, ab
   done(closed ? ClosedError() : absl::OkStatus());
 }
 
-absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> out, int worker) {
+absl::StatusOr<ChunkSnapshot> ParameterServer::Snapshot(int chunk_id, int worker) {
   auto found = Find(chunk_id);
   if (!found.ok()) return found.status();
   ChunkState* chunk = *found;
-  if (out.size() != chunk->meta.size) {
-    return absl::InvalidArgumentError(absl::StrCat("pull of chunk ", chunk_id, " into ", out.size(),
-                                                   " floats; it has ", chunk->meta.size));
-  }
-  PullInfo info;
+  ChunkSnapshot snapshot;
   {
     absl::MutexLock lock(&chunk->mu);
-    std::copy(chunk->values.begin(), chunk->values.end(), out.begin());
+    snapshot.values = chunk->values;
     if (!chunk->pulled.empty() && worker >= 0 && worker < workers_expected_) {
       chunk->pulled[worker] = chunk->values;
     }
-    info.version = chunk->version;
-    info.slowest_clock = SlowestClock(*chunk);
+    snapshot.info.version = chunk->version;
+    snapshot.info.slowest_clock = SlowestClock(*chunk);
   }
-  if (info.slowest_clock == std::numeric_limits<uint64_t>::max()) info.slowest_clock = 0;
+  if (snapshot.info.slowest_clock == std::numeric_limits<uint64_t>::max()) {
+    snapshot.info.slowest_clock = 0;
+  }
   pulls_served_.fetch_add(1, std::memory_order_relaxed);
-  bytes_sent_.fetch_add(out.size() * sizeof(float), std::memory_order_relaxed);
-  return info;
+  bytes_sent_.fetch_add(chunk->meta.size * sizeof(float), std::memory_order_relaxed);
+  return snapshot;
+}
+
+absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> out, int worker) {
+  MONSOON_ASSIGN_OR_RETURN(const size_t size, ChunkSize(chunk_id));
+  if (out.size() != size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pull of chunk ", chunk_id, " into ", out.size(), " floats; it has ", size));
+  }
+  MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot, Snapshot(chunk_id, worker));
+  std::copy(snapshot.values->begin(), snapshot.values->end(), out.begin());
+  return snapshot.info;
 }
 
 absl::StatusOr<PullInfo> ParameterServer::Pull(int chunk_id, absl::Span<float> out,
@@ -368,9 +377,19 @@ absl::StatusOr<uint64_t> ParameterServer::StalenessOf(const ChunkState& chunk, i
   return chunk.version - base_version;
 }
 
+absl::Span<float> ParameterServer::Writable(ChunkState* chunk) {
+  if (chunk->values.use_count() > 1) {
+    chunk->values = std::make_shared<std::vector<float>>(*chunk->values);
+  } else {
+    // Sole owner. use_count() is a relaxed load; this fence orders the writes that follow
+    // after the last snapshot holder's reads (its release of the reference).
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  return absl::MakeSpan(*chunk->values);
+}
+
 void ParameterServer::ApplyUpdate(ChunkState* chunk, absl::Span<const float> g) {
-  optimizer_->Apply(absl::MakeSpan(chunk->values), g, absl::MakeSpan(chunk->optimizer_state),
-                    chunk->version + 1);
+  optimizer_->Apply(Writable(chunk), g, absl::MakeSpan(chunk->optimizer_state), chunk->version + 1);
   ++chunk->version;
 }
 
@@ -534,8 +553,8 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
         thread_local std::vector<float> adjusted;
         adjusted.resize(gradient.size());
         if (compensate) {
-          CompensateDelay(static_cast<float>(rules_.staleness.dc_lambda), gradient, chunk->values,
-                          chunk->pulled[worker_index], absl::MakeSpan(adjusted));
+          CompensateDelay(static_cast<float>(rules_.staleness.dc_lambda), gradient, *chunk->values,
+                          *chunk->pulled[worker_index], absl::MakeSpan(adjusted));
         } else {
           std::copy(gradient.begin(), gradient.end(), adjusted.begin());
         }
@@ -579,7 +598,7 @@ absl::StatusOr<PushResult> ParameterServer::Exchange(int chunk_id, int worker_in
     auto staleness = StalenessOf(*chunk, worker_index, base_version);
     if (!staleness.ok()) return staleness.status();
     result.staleness = *staleness;
-    ElasticExchange(alpha, absl::MakeSpan(chunk->values), weights, difference);
+    ElasticExchange(alpha, Writable(chunk), weights, difference);
     result.version = ++chunk->version;
     result.applied = true;
     Processed(chunk, worker_index, origin, /*applied=*/true);
@@ -692,7 +711,7 @@ void ParameterServer::SaveCheckpoint(CheckpointWriter* out) const {
     absl::MutexLock lock(&chunk->mu);
     out->Pod<int64_t>(id);
     out->Pod(chunk->version);
-    out->Vector(chunk->values);
+    out->Vector(*chunk->values);
     out->Vector(chunk->optimizer_state);
     out->Vector(chunk->clock);
     out->Vector(chunk->position);
@@ -730,7 +749,9 @@ absl::Status ParameterServer::LoadCheckpoint(CheckpointReader* in) {
                                               " where chunk ", id, " was expected"));
     }
     MONSOON_RETURN_IF_ERROR(in->Pod(&chunk->version));
-    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->values.size(), &chunk->values));
+    auto values = std::make_shared<std::vector<float>>();
+    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->meta.size, values.get()));
+    chunk->values = std::move(values);
     MONSOON_RETURN_IF_ERROR(in->Vector(chunk->optimizer_state.size(), &chunk->optimizer_state));
     MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->clock));
     MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->position));

@@ -71,6 +71,14 @@ struct PullInfo {
   uint64_t slowest_clock = 0;  // fewest pushes any live worker has made to it
 };
 
+// A chunk's values as they were at one moment. The server shares them copy-on-write (the
+// next update to the chunk writes a new buffer while anyone holds this one), so holding a
+// snapshot costs no copy and never blocks or changes the chunk.
+struct ChunkSnapshot {
+  PullInfo info;
+  std::shared_ptr<const std::vector<float>> values;
+};
+
 // Where a push or exchange comes from. Every chunk of one push carries the same origin.
 struct PushOrigin {
   uint64_t incarnation = 0;  // the worker process (larger for each restart)
@@ -183,9 +191,10 @@ class ParameterServer {
   void WhenReady(int chunk_id, const PullCondition& condition, absl::Time deadline,
                  std::function<void(absl::Status)> done);
 
-  // Copies the chunk's current values (a consistent snapshot) into out, which must hold
-  // exactly ChunkSize(chunk_id) floats. With DC-ASGD, a worker's pull is remembered as the
-  // weights its next gradient for the chunk is computed on.
+  // The chunk's current values, without a copy. With DC-ASGD, a worker's pull is remembered as
+  // the weights its next gradient for the chunk is computed on.
+  absl::StatusOr<ChunkSnapshot> Snapshot(int chunk_id, int worker = kNotAWorker);
+  // Snapshot copied into out, which must hold exactly ChunkSize(chunk_id) floats.
   absl::StatusOr<PullInfo> Read(int chunk_id, absl::Span<float> out, int worker = kNotAWorker);
 
   // WhenReady + Read, blocking the calling thread (tests and the in-process client).
@@ -234,7 +243,9 @@ class ParameterServer {
   struct ChunkState {
     Chunk meta;
     absl::Mutex mu;
-    std::vector<float> values ABSL_GUARDED_BY(mu);
+    // Shared with the snapshots still held (pull replies being sent, DC-ASGD's pulled copies);
+    // changed only through Writable().
+    std::shared_ptr<std::vector<float>> values ABSL_GUARDED_BY(mu);
     std::vector<float> optimizer_state ABSL_GUARDED_BY(mu);
     uint64_t version ABSL_GUARDED_BY(mu) = 0;
     // clock[w]: valid pushes (or exchanges) of this chunk from worker w, processed once each;
@@ -252,7 +263,7 @@ class ParameterServer {
     int round_fresh ABSL_GUARDED_BY(mu) = 0;
     std::vector<bool> round_from ABSL_GUARDED_BY(mu);
     // DC-ASGD: pulled[w] is the chunk as worker w last pulled it.
-    std::vector<std::vector<float>> pulled ABSL_GUARDED_BY(mu);
+    std::vector<std::shared_ptr<const std::vector<float>>> pulled ABSL_GUARDED_BY(mu);
     std::vector<Waiter> waiters ABSL_GUARDED_BY(mu);
   };
   using Ready = std::vector<std::function<void(absl::Status)>>;
@@ -287,6 +298,9 @@ class ParameterServer {
   uint64_t SlowestClock(const ChunkState& chunk) const ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
   bool Satisfied(const ChunkState& chunk, const PullCondition& c) const
       ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
+  // The chunk's values for changing: first copied into a buffer of their own when a snapshot
+  // still holds them (copy-on-write).
+  static absl::Span<float> Writable(ChunkState* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
   // Applies the optimizer to the chunk with gradient g and bumps its version.
   void ApplyUpdate(ChunkState* chunk, absl::Span<const float> g)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);

@@ -1,6 +1,7 @@
 #include "proto/frame.h"
 
 #include <catch2/catch.hpp>
+#include <memory>
 #include <vector>
 
 #include "proto/monsoon.pb.h"
@@ -25,6 +26,31 @@ TEST_CASE("Frame: header and payload round-trip; the payload lands in the destin
   CHECK(dest == payload);
   std::vector<float> wrong(4);
   CHECK(absl::IsInvalidArgument(frame->CopyPayloadTo(absl::MakeSpan(wrong))));
+}
+
+TEST_CASE("Frame: a shared payload is sent without a copy and held until the frame is gone",
+          "[proto][frame]") {
+  auto floats = std::make_shared<const std::vector<float>>(std::vector<float>{4.0f, -1.0f, 0.5f});
+  std::weak_ptr<const std::vector<float>> watch = floats;
+  wire::PullResponse header;
+  header.set_num_floats(3);
+  auto buffer = std::make_unique<grpc::ByteBuffer>(EncodeFrame(header, ShareFloats(floats)));
+  std::vector<grpc::Slice> slices;
+  REQUIRE(buffer->Dump(&slices).ok());
+  REQUIRE(slices.size() == 2);
+  CHECK(slices[1].begin() == reinterpret_cast<const uint8_t*>(floats->data()));
+  slices.clear();
+  floats.reset();
+  REQUIRE(!watch.expired());  // the frame still holds the floats
+  wire::PullResponse parsed;
+  auto frame = ReceivedFrame::Parse(*buffer, &parsed);
+  REQUIRE(frame.ok());
+  std::vector<float> dest(3);
+  REQUIRE(frame->CopyPayloadTo(absl::MakeSpan(dest)).ok());
+  CHECK(dest == std::vector<float>{4.0f, -1.0f, 0.5f});
+  frame = absl::InternalError("released");
+  buffer.reset();
+  CHECK(watch.expired());
 }
 
 TEST_CASE("Frame: header-only frames and frames split across many slices", "[proto][frame]") {

@@ -73,6 +73,37 @@ TEST_CASE("Downpour: each push is applied at once by the server optimizer", "[se
   CHECK(server->Stats().pushes_applied == 2);
 }
 
+TEST_CASE("ParameterServer: a snapshot keeps the values it was taken at, without a copy",
+          "[server][downpour]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  auto server = MakeServer(*plan, 0);
+  auto first = server->Snapshot(0);
+  REQUIRE(first.ok());
+  const std::vector<float> w0 = *first->values;
+  auto second = server->Snapshot(0);
+  REQUIRE(second.ok());
+  CHECK(second->values.get() == first->values.get());  // shared while nothing changed
+
+  REQUIRE(server->Push(0, 0, 0, std::vector<float>(8, 1.0f)).ok());
+  CHECK(*first->values == w0);  // the update went to a buffer of its own
+  const std::vector<float> w1 = Values(*server);
+  CHECK(w1 != w0);
+  auto third = server->Snapshot(0);
+  REQUIRE(third.ok());
+  CHECK(third->info.version == 1);
+  CHECK(*third->values == w1);
+
+  // Once no snapshot holds the buffer, updates go to it in place; a snapshot outlives the server.
+  const std::vector<float>* current = third->values.get();
+  third->values.reset();
+  REQUIRE(server->Push(0, 0, 1, std::vector<float>(8, 1.0f)).ok());
+  auto fourth = server->Snapshot(0);
+  REQUIRE(fourth.ok());
+  CHECK(fourth->values.get() == current);
+  server.reset();
+  CHECK(*first->values == w0);
+  CHECK(fourth->values->size() == 8);
+}
 TEST_CASE(
     "ParameterServer: wrong-size, NaN/Inf and unknown-chunk pushes are rejected and leave "
     "the weights unchanged",
