@@ -138,6 +138,7 @@ class ParameterServerService final : public RawService {
           DecodeGradient(request, *frame, logic_->plan().max_chunk_size(), &gradient);
       if (!decoded.ok()) return decoded;
       MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(request));
+      if (request.pull_after()) MONSOON_RETURN_IF_ERROR(logic_->PullAfterPushAllowed());
       auto result = logic_->Push(request.chunk_id(), request.worker_index(), request.base_version(),
                                  gradient, origin);
       if (!result.ok()) return result.status();
@@ -146,7 +147,16 @@ class ParameterServerService final : public RawService {
       response.set_staleness(result->staleness);
       response.set_applied(result->applied);
       response.set_duplicate(result->duplicate);
-      *resp = EncodeFrame(response);
+      if (!request.pull_after()) {
+        *resp = EncodeFrame(response);
+        return absl::OkStatus();
+      }
+      MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot,
+                               logic_->Snapshot(request.chunk_id(), request.worker_index()));
+      response.set_num_floats(snapshot.values->size());
+      response.set_pulled_version(snapshot.info.version);
+      response.set_slowest_clock(snapshot.info.slowest_clock);
+      *resp = EncodeFrame(response, ShareFloats(std::move(snapshot.values)));
       return absl::OkStatus();
     });
   }

@@ -277,6 +277,13 @@ void ParameterServer::WhenReady(int chunk_id, const PullCondition& condition, ab
   done(closed ? ClosedError() : absl::OkStatus());
 }
 
+absl::Status ParameterServer::PullAfterPushAllowed() const {
+  if (rules_.algorithm == Algorithm::kDownpour) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("a push with a pull after it in a ",
+                                                    AlgorithmName(rules_.algorithm),
+                                                    " job: only Downpour's pulls never wait"));
+}
+
 absl::StatusOr<ChunkSnapshot> ParameterServer::Snapshot(int chunk_id, int worker) {
   auto found = Find(chunk_id);
   if (!found.ok()) return found.status();

@@ -191,6 +191,10 @@ class ParameterServer {
   void WhenReady(int chunk_id, const PullCondition& condition, absl::Time deadline,
                  std::function<void(absl::Status)> done);
 
+  // OK when a pull may follow a push in the same call (Downpour: its pulls never wait);
+  // FailedPrecondition naming the algorithm otherwise.
+  absl::Status PullAfterPushAllowed() const;
+
   // The chunk's current values, without a copy. With DC-ASGD, a worker's pull is remembered as
   // the weights its next gradient for the chunk is computed on.
   absl::StatusOr<ChunkSnapshot> Snapshot(int chunk_id, int worker = kNotAWorker);

@@ -313,6 +313,24 @@ void FillChunkRequest(const Chunk& c, const ClientIdentity& identity, uint64_t b
 absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradient,
                                                   const ChunkVersions& base_versions,
                                                   const PushOrigin& origin) {
+  return PushChunks(gradient, base_versions, origin, nullptr);
+}
+
+absl::StatusOr<PushSummary> GrpcPsClient::PushPullAll(absl::Span<const float> gradient,
+                                                      const ChunkVersions& base_versions,
+                                                      const PushOrigin& origin,
+                                                      PullAfterPush* pull) {
+  if (pull->params.size() != plan_.num_params() || pull->versions == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("pull after a push into ", pull->params.size(),
+                                                   " floats; the model has ", plan_.num_params()));
+  }
+  return PushChunks(gradient, base_versions, origin, pull);
+}
+
+absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gradient,
+                                                     const ChunkVersions& base_versions,
+                                                     const PushOrigin& origin,
+                                                     PullAfterPush* pull) {
   if (gradient.size() != plan_.num_params() ||
       base_versions.size() != static_cast<size_t>(plan_.num_chunks())) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -321,24 +339,41 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradie
   }
   PushSummary summary;
   std::atomic<uint64_t> sent{0};  // payload bytes, after encoding
+  // Written per chunk by the replies; base_versions stays valid even if it is *pull->versions.
+  ChunkVersions pulled_versions(pull != nullptr ? plan_.num_chunks() : 0);
+  if (pull != nullptr) {
+    pull->result = {std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()};
+  }
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPush,
       [&](const Chunk& c) {
         wire::PushRequest request;
         FillChunkRequest(c, identity_, base_versions[c.id], origin, &request);
+        request.set_pull_after(pull != nullptr);
         grpc::Slice payload = EncodeGradient(gradient.subspan(c.offset, c.size), &request);
         sent += payload.size();
         return EncodeFrame(request, std::move(payload));
       },
-      [&](const Chunk&, const grpc::ByteBuffer& reply) -> absl::Status {
+      [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::PushResponse header;
-        MONSOON_RETURN_IF_ERROR(ParseReply(reply, &header));
+        MONSOON_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceivedFrame::Parse(reply, &header));
         summary.mean_staleness += static_cast<double>(header.staleness()) / plan_.num_chunks();
         summary.chunks_dropped += header.applied() || header.duplicate() ? 0 : 1;
         summary.chunks_duplicate += header.duplicate() ? 1 : 0;
+        if (pull == nullptr) return absl::OkStatus();
+        MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(pull->params.subspan(c.offset, c.size)));
+        pull->result.min_version =
+            std::min<uint64_t>(pull->result.min_version, header.pulled_version());
+        pull->result.slowest_clock =
+            std::min<uint64_t>(pull->result.slowest_clock, header.slowest_clock());
+        pulled_versions[c.id] = header.pulled_version();
         return absl::OkStatus();
       }));
   bytes_sent_ += sent.load();
+  if (pull != nullptr) {
+    *pull->versions = std::move(pulled_versions);
+    bytes_received_ += pull->params.size() * sizeof(float);
+  }
   return summary;
 }
 

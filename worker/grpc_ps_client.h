@@ -64,6 +64,9 @@ class GrpcPsClient : public PsClient {
   absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
                                       const ChunkVersions& base_versions,
                                       const PushOrigin& origin) override;
+  absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float> gradient,
+                                          const ChunkVersions& base_versions,
+                                          const PushOrigin& origin, PullAfterPush* pull) override;
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
                                           absl::Span<float> difference, ChunkVersions* versions,
                                           const PushOrigin& origin) override;
@@ -83,6 +86,10 @@ class GrpcPsClient : public PsClient {
   absl::Status ForEachChunk(
       const std::string& method, const std::function<grpc::ByteBuffer(const Chunk&)>& request,
       const std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>& on_reply);
+  // PushAll, and PushPullAll when `pull` is not null.
+  absl::StatusOr<PushSummary> PushChunks(absl::Span<const float> gradient,
+                                         const ChunkVersions& base_versions,
+                                         const PushOrigin& origin, PullAfterPush* pull);
   // The payload of one chunk's push, in the encoding options_.compression asks for (set in
   // *request); float32 chunks borrow the caller's memory.
   grpc::Slice EncodeGradient(absl::Span<const float> chunk, wire::PushRequest* request) const;

@@ -54,6 +54,16 @@ absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> g
   return summary;
 }
 
+absl::StatusOr<PushSummary> InProcessPsClient::PushPullAll(absl::Span<const float> gradient,
+                                                           const ChunkVersions& base_versions,
+                                                           const PushOrigin& origin,
+                                                           PullAfterPush* pull) {
+  MONSOON_RETURN_IF_ERROR(servers_.front()->PullAfterPushAllowed());
+  MONSOON_ASSIGN_OR_RETURN(PushSummary summary, PushAll(gradient, base_versions, origin));
+  MONSOON_ASSIGN_OR_RETURN(pull->result, PullAll(pull->params, {}, pull->versions));
+  return summary;
+}
+
 absl::StatusOr<PushSummary> InProcessPsClient::ExchangeAll(absl::Span<const float> weights,
                                                            absl::Span<float> difference,
                                                            ChunkVersions* versions,

@@ -21,6 +21,9 @@ class InProcessPsClient : public PsClient {
   absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
                                       const ChunkVersions& base_versions,
                                       const PushOrigin& origin) override;
+  absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float> gradient,
+                                          const ChunkVersions& base_versions,
+                                          const PushOrigin& origin, PullAfterPush* pull) override;
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
                                           absl::Span<float> difference, ChunkVersions* versions,
                                           const PushOrigin& origin) override;

@@ -52,6 +52,13 @@ struct PullResult {
   uint64_t slowest_clock = 0;
 };
 
+// Where PushPullAll puts the weights its replies bring back.
+struct PullAfterPush {
+  absl::Span<float> params;           // plan.num_params() floats, overwritten
+  ChunkVersions* versions = nullptr;  // each chunk's version as pulled (required)
+  PullResult result;                  // set by PushPullAll
+};
+
 // A whole push or exchange: staleness averaged over its chunks, and chunks dropped.
 struct PushSummary {
   double mean_staleness = 0;
@@ -74,6 +81,13 @@ class PsClient {
   virtual absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
                                               const ChunkVersions& base_versions,
                                               const PushOrigin& origin) = 0;
+  // PushAll, then PullAll(pull->params, {}, pull->versions) in the same round trips: each
+  // chunk's reply carries its weights right after the push. Downpour only (its pulls never
+  // wait); servers of other algorithms refuse it with FailedPrecondition.
+  virtual absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float> gradient,
+                                                  const ChunkVersions& base_versions,
+                                                  const PushOrigin& origin,
+                                                  PullAfterPush* pull) = 0;
   // The elastic exchange of every chunk: sends `weights`, receives the differences into
   // `difference` (same size; zero for a duplicate chunk). *versions holds each chunk's version
   // from the previous exchange on entry and this exchange's on return.

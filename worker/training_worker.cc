@@ -152,7 +152,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   // With transport.overlap, one push is in flight while the next step pulls and computes:
   // `sending` holds its gradient (the client borrows it), `in_flight` its result. The servers
   // order a push before any pull that must see it (sync rounds, SSP clocks); Downpour may see
-  // it a step later. Without overlap, the same future runs deferred, at once.
+  // it a step later. Without overlap a push completes before the next step, and Downpour's
+  // brings back the weights for that step when it pulls (PushPullAll: `pulled_with_push`).
   std::vector<float> sending(n);
   std::future<absl::StatusOr<PushSummary>> in_flight;
   ChunkVersions versions;
@@ -166,6 +167,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     return absl::OkStatus();
   };
   const bool overlap_push = config_.transport.overlap != "none";
+  bool pulled_with_push = false;
   std::unique_ptr<TopKSparsifier> topk;
   if (config_.transport.compression == "topk") {
     topk = std::make_unique<TopKSparsifier>(client_->plan(), config_.transport.topk_fraction);
@@ -174,13 +176,26 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     MONSOON_RETURN_IF_ERROR(finish_push());
     std::swap(accumulated, sending);
     if (topk != nullptr) topk->Sparsify(absl::MakeSpan(sending));
-    in_flight = std::async(overlap_push ? std::launch::async : std::launch::deferred,
-                           [this, &sending, base = versions, origin = NextOrigin(report)] {
-                             return client_->PushAll(sending, base, origin);
-                           });
+    const PushOrigin origin = NextOrigin(report);
     ++report.pushes;
-    // Without overlap the push completes here, before the next step.
-    return overlap_push ? absl::OkStatus() : finish_push();
+    if (overlap_push) {
+      in_flight = std::async(std::launch::async, [this, &sending, base = versions, origin] {
+        return client_->PushAll(sending, base, origin);
+      });
+      return absl::OkStatus();
+    }
+    if (downpour && PullsBefore(report.steps) && !Done(report)) {
+      PullAfterPush after{absl::MakeSpan(params), &versions, {}};
+      MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, [&] {
+                                 return client_->PushPullAll(sending, versions, origin, &after);
+                               }));
+      pull = after.result;
+      pulled_with_push = true;
+      return absl::OkStatus();
+    }
+    MONSOON_ASSIGN_OR_RETURN(
+        push, Timed(&report, [&] { return client_->PushAll(sending, versions, origin); }));
+    return absl::OkStatus();
   };
   // With overlap push_pull, Downpour prefetches: the pull for the next fetch step starts as
   // this step's compute does, into `incoming` (so the weights may miss this step's own push:
@@ -196,7 +211,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     if (PullsBefore(report.steps)) {
-      if (prefetched.valid()) {
+      if (pulled_with_push) {
+        pulled_with_push = false;  // the weights came back with the last push
+      } else if (prefetched.valid()) {
         MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, [&] { return prefetched.get(); }));
         std::swap(params, incoming);
         std::swap(versions, incoming_versions);

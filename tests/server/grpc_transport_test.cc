@@ -113,6 +113,48 @@ TEST_CASE("gRPC: push then pull round-trips every chunk across servers", "[grpc]
   CHECK((*stats)[0].pulls_served == 2 * cluster.plan.ChunksOf(0).size());
 }
 
+TEST_CASE("gRPC: a push brings back every chunk's weights right after it (PushPullAll)",
+          "[grpc][integration]") {
+  Cluster cluster(10001, 3, 1000);
+  auto client = cluster.Connect("secret", 2);
+  REQUIRE(client.ok());
+  std::vector<float> grad(10001, 0.5f), params(10001, 7.0f);
+  ChunkVersions versions(cluster.plan.num_chunks(), 0);
+  PullAfterPush pull{absl::MakeSpan(params), &versions, {}};
+  auto first = (*client)->PushPullAll(grad, versions, Nth(1), &pull);
+  REQUIRE(first.ok());
+  CHECK(first->chunks_dropped == 0);
+  CHECK(pull.result.min_version == 1);
+  CHECK(std::all_of(versions.begin(), versions.end(), [](uint64_t v) { return v == 1; }));
+  CHECK(std::all_of(params.begin(), params.end(), [](float x) { return x == -0.5f; }));
+  // A repeat is a duplicate: nothing applied, the weights come back all the same.
+  std::fill(params.begin(), params.end(), 7.0f);
+  auto again = (*client)->PushPullAll(grad, ChunkVersions(versions.size(), 0), Nth(1), &pull);
+  REQUIRE(again.ok());
+  CHECK(again->chunks_duplicate == cluster.plan.num_chunks());
+  CHECK(std::all_of(params.begin(), params.end(), [](float x) { return x == -0.5f; }));
+  std::vector<float> pulled(10001);
+  REQUIRE((*client)->PullAll(absl::MakeSpan(pulled), {}, nullptr).ok());
+  CHECK(pulled == params);
+  CHECK((*client)->counters().bytes_received == 3 * 10001 * 4);
+}
+
+TEST_CASE("gRPC: a pull after a push is refused where pulls wait, before anything is applied",
+          "[grpc][integration]") {
+  Cluster cluster(100, 1, 100, Algorithm::kSync);
+  auto client = cluster.Connect("secret");
+  REQUIRE(client.ok());
+  std::vector<float> params(100);
+  ChunkVersions versions(1, 0);
+  PullAfterPush pull{absl::MakeSpan(params), &versions, {}};
+  const auto refused =
+      (*client)->PushPullAll(std::vector<float>(100, 1.0f), versions, Nth(1), &pull);
+  CHECK(absl::IsFailedPrecondition(refused.status()));
+  CHECK(refused.status().message().find("only Downpour") != std::string::npos);
+  CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
+  CHECK(cluster.logic[0]->Ledger().front().applied == 0);
+}
+
 TEST_CASE("gRPC: chunks above gRPC's 4 MiB default message size travel", "[grpc][integration]") {
   const size_t n = 6 * 1024 * 1024;  // 24 MiB in 8 MiB chunks
   Cluster cluster(n, 1, 2 * 1024 * 1024);

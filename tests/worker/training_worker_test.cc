@@ -312,6 +312,10 @@ class GoneClient : public PsClient {
                                       const PushOrigin&) override {
     return Gone();
   }
+  absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float>, const ChunkVersions&,
+                                          const PushOrigin&, PullAfterPush*) override {
+    return Gone();
+  }
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float>, absl::Span<float>,
                                           ChunkVersions*, const PushOrigin&) override {
     return Gone();
