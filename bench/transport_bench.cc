@@ -1,6 +1,7 @@
 // Transport benchmark: push and pull goodput through one parameter server (a separate
 // process) for 1, 4, 16 and 64 MiB tensors, next to a raw TCP socket pump between two
-// processes measured in the same run. Prints one JSON object.
+// processes measured in the same run, repetition by repetition (medians). Prints one JSON
+// object.
 //
 //   transport_bench [--reps N] [--sizes 1,4,16,64] [--chunk-mib C] [--in-flight W]
 #include <arpa/inet.h>
@@ -72,77 +73,120 @@ int TcpSink(size_t bytes) {
   return 0;
 }
 
-double TcpPumpGbps(size_t bytes, int reps) {
-  BenchChild sink = BenchChild::Spawn({"transport_bench", "--tcp-sink", std::to_string(bytes)});
-  int port = 0;
-  if (!absl::SimpleAtoi(sink.ReadLine(), &port)) std::abort();
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
-  std::vector<char> payload(bytes, 7);
-  auto one = [&]() {
-    for (size_t done = 0; done < bytes;) {
-      const ssize_t n = write(fd, payload.data() + done, std::min(kPumpWrite, bytes - done));
+// A raw TCP socket pump to a sink process: Once() sends `bytes` in 1 MiB writes and waits for
+// the sink's one-byte acknowledgement.
+class TcpPump {
+ public:
+  explicit TcpPump(size_t bytes)
+      : bytes_(bytes),
+        sink_(BenchChild::Spawn({"transport_bench", "--tcp-sink", std::to_string(bytes)})),
+        payload_(bytes, 7) {
+    int port = 0;
+    if (!absl::SimpleAtoi(sink_.ReadLine(), &port)) std::abort();
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) std::abort();
+  }
+  ~TcpPump() {
+    close(fd_);
+    sink_.Stop();
+  }
+  void Once() {
+    for (size_t done = 0; done < bytes_;) {
+      const ssize_t n = write(fd_, payload_.data() + done, std::min(kPumpWrite, bytes_ - done));
       if (n <= 0) std::abort();
       done += static_cast<size_t>(n);
     }
     char ack;
-    if (read(fd, &ack, 1) != 1) std::abort();
-  };
-  one();  // warm-up
-  const absl::Time start = absl::Now();
-  for (int r = 0; r < reps; ++r) one();
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  close(fd);
-  sink.Stop();
-  return static_cast<double>(bytes) * reps / seconds / 1e9;
-}
+    if (read(fd_, &ack, 1) != 1) std::abort();
+  }
 
-struct GrpcFigures {
-  double push_gbps = 0;
-  double pull_gbps = 0;
+ private:
+  const size_t bytes_;
+  BenchChild sink_;
+  std::vector<char> payload_;
+  int fd_ = -1;
 };
 
-GrpcFigures GrpcGbps(size_t bytes, int reps, size_t chunk_floats, int in_flight) {
-  const size_t floats = bytes / sizeof(float);
-  BenchChild server = BenchChild::Spawn(
-      {"transport_bench", "--serve", std::to_string(floats), std::to_string(chunk_floats)});
-  const std::string address = server.ReadLine();
-  auto plan = ShardingPlan::Create(floats, 1, chunk_floats);
-  GrpcPsClientOptions options;
-  options.secrets.token = kBenchToken;
-  options.max_in_flight = in_flight;
-  options.rpc_timeout = absl::Seconds(60);
-  auto client = GrpcPsClient::Connect({address}, *plan, {ClientRole::kWorker, 0}, options);
-  if (!client.ok()) {
-    std::cerr << client.status() << std::endl;
-    std::abort();
-  }
-  std::vector<float> grad(floats, 1.0f), params(floats);
-  auto time_it = [&](auto&& op) {
-    if (!op().ok()) std::abort();  // warm-up
-    const absl::Time start = absl::Now();
-    for (int r = 0; r < reps; ++r) {
-      if (!op().ok()) std::abort();
+// One parameter server process and a GrpcPsClient to it: whole-tensor pushes and pulls.
+class GrpcPair {
+ public:
+  GrpcPair(size_t bytes, size_t chunk_floats, int in_flight)
+      : floats_(bytes / sizeof(float)),
+        server_(BenchChild::Spawn(
+            {"transport_bench", "--serve", std::to_string(floats_), std::to_string(chunk_floats)})),
+        plan_(*ShardingPlan::Create(floats_, 1, chunk_floats)),
+        grad_(floats_, 1.0f),
+        params_(floats_),
+        // Base version 0 every time: the pushes are timed, not trained (policy: accept).
+        base_(plan_.num_chunks(), 0) {
+    const std::string address = server_.ReadLine();
+    GrpcPsClientOptions options;
+    options.secrets.token = kBenchToken;
+    options.max_in_flight = in_flight;
+    options.rpc_timeout = absl::Seconds(60);
+    auto client = GrpcPsClient::Connect({address}, plan_, {ClientRole::kWorker, 0}, options);
+    if (!client.ok()) {
+      std::cerr << client.status() << std::endl;
+      std::abort();
     }
-    return static_cast<double>(bytes) * reps / absl::ToDoubleSeconds(absl::Now() - start) / 1e9;
+    client_ = std::move(*client);
+  }
+  ~GrpcPair() {
+    client_.reset();
+    server_.Stop();
+  }
+  void Push() {
+    ++origin_.sequence;  // every push numbered afresh, so that each is applied
+    if (!client_->PushAll(grad_, base_, origin_).ok()) std::abort();
+  }
+  void Pull() {
+    if (!client_->PullAll(absl::MakeSpan(params_), {}, nullptr).ok()) std::abort();
+  }
+
+ private:
+  const size_t floats_;
+  BenchChild server_;
+  const ShardingPlan plan_;
+  std::vector<float> grad_, params_;
+  const ChunkVersions base_;
+  PushOrigin origin_;
+  std::unique_ptr<GrpcPsClient> client_;
+};
+
+struct Rates {
+  double push_gbps = 0, pull_gbps = 0, tcp_gbps = 0;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+// Each repetition times one pump transfer, one push and one pull of `bytes`, in turn, so that
+// the VM's drifting speed reaches the reference and the measurements alike; each figure is
+// the median over the repetitions (after one warm-up of each).
+Rates Measure(size_t bytes, int reps, size_t chunk_floats, int in_flight) {
+  TcpPump pump(bytes);
+  GrpcPair grpc(bytes, chunk_floats, in_flight);
+  auto gbps = [bytes](auto&& op) {
+    const absl::Time start = absl::Now();
+    op();
+    return static_cast<double>(bytes) / absl::ToDoubleSeconds(absl::Now() - start) / 1e9;
   };
-  GrpcFigures f;
-  // Base version 0 every time: the pushes are timed, not trained (staleness policy: accept).
-  const ChunkVersions base(plan->num_chunks(), 0);
-  PushOrigin origin;  // every push numbered afresh, so that each is applied
-  f.push_gbps = time_it([&] {
-    ++origin.sequence;
-    return (*client)->PushAll(grad, base, origin).status();
-  });
-  f.pull_gbps =
-      time_it([&] { return (*client)->PullAll(absl::MakeSpan(params), {}, nullptr).status(); });
-  client->reset();
-  server.Stop();
-  return f;
+  pump.Once();
+  grpc.Push();
+  grpc.Pull();
+  std::vector<double> tcp, push, pull;
+  for (int r = 0; r < reps; ++r) {
+    tcp.push_back(gbps([&] { pump.Once(); }));
+    push.push_back(gbps([&] { grpc.Push(); }));
+    pull.push_back(gbps([&] { grpc.Pull(); }));
+  }
+  return {Median(push), Median(pull), Median(tcp)};
 }
 
 int Main(int argc, char** argv) {
@@ -179,13 +223,12 @@ int Main(int argc, char** argv) {
             << ",\n  \"reps\": " << reps << ",\n  \"results\": [\n";
   for (size_t i = 0; i < sizes.size(); ++i) {
     const size_t bytes = static_cast<size_t>(sizes[i]) << 20;
-    const double tcp = TcpPumpGbps(bytes, reps);
-    const GrpcFigures g = GrpcGbps(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight);
+    const Rates r = Measure(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight);
     std::printf(
         "    {\"mib\": %d, \"push_gbps\": %.3f, \"pull_gbps\": %.3f, \"tcp_pump_gbps\": %.3f, "
         "\"push_ratio\": %.3f, \"pull_ratio\": %.3f}%s\n",
-        sizes[i], g.push_gbps, g.pull_gbps, tcp, g.push_gbps / tcp, g.pull_gbps / tcp,
-        i + 1 < sizes.size() ? "," : "");
+        sizes[i], r.push_gbps, r.pull_gbps, r.tcp_gbps, r.push_gbps / r.tcp_gbps,
+        r.pull_gbps / r.tcp_gbps, i + 1 < sizes.size() ? "," : "");
     std::fflush(stdout);
   }
   std::cout << "  ]\n}" << std::endl;
