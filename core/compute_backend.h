@@ -55,6 +55,11 @@ class ComputeBackend {
   virtual DeviceBuffer Allocate(size_t n) = 0;
   virtual void CopyToDevice(const float* host, float* device, size_t n) = 0;
   virtual void CopyToHost(const float* device, float* host, size_t n) = 0;
+  // Starts copying [device, device + n) towards the host as soon as the work queued so far has
+  // written it, while later work runs (a GPU's copy stream). A later CopyToHost of a range
+  // that such started copies tile exactly then only waits for them and unpacks them. Nothing
+  // to start where backend memory is host memory.
+  virtual void StartCopyToHost(const float* /*device*/, size_t /*n*/) {}
 
   // C[m x n] = alpha * op(A) * op(B) + beta * C, with op(A) of shape m x k and op(B) k x n.
   virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

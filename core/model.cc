@@ -66,6 +66,7 @@ Model::Model(const ModelSpec& spec, ComputeBackend* backend)
     size_t layer_size = 0;
     for (const ParamShape& shape : layer->param_shapes()) layer_size += shape.size();
     layer->Bind(params_.data() + offset, grads_.data() + offset);
+    layer_params_.push_back({offset, layer_size});
     offset += layer_size;
   }
 }
@@ -162,6 +163,9 @@ BatchResult Model::ComputeGradients(const float* x_host, const float* targets_ho
     float* dx = i == 0 ? nullptr : scratch_[i % 2].data();
     layers_[i]->Backward(*backend_, activations_[i].data(), activations_[i + 1].data(), dy, rows,
                          dx);
+    if (stream_gradients_ && layer_params_[i].size > 0) {
+      backend_->StartCopyToHost(grads_.data() + layer_params_[i].offset, layer_params_[i].size);
+    }
     dy = dx;
   }
   return result;

@@ -65,6 +65,10 @@ class Model {
   void SetParams(const float* host);
   void GetParams(float* host);
   void GetGrads(float* host);
+  // When on, backward starts each layer's gradient on its way to the host as soon as that
+  // layer is done, overlapping the layers still to go (StartCopyToHost); GetGrads then waits
+  // for those copies. For workers that fetch their gradients after every step.
+  void set_stream_gradients(bool on) { stream_gradients_ = on; }
   // params -= learning_rate * grads, on the backend (a worker's local SGD step).
   void ApplyLocalSgd(float learning_rate);
   // A local Nesterov momentum step with the model's velocity (zero at first), on the backend.
@@ -92,6 +96,13 @@ class Model {
   ComputeBackend* const backend_;  // borrowed
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<ParamTensor> tensors_;
+  // layer_params_[i]: where layer i's parameters (and gradients) lie in the flat vector.
+  struct Range {
+    size_t offset = 0;
+    size_t size = 0;
+  };
+  std::vector<Range> layer_params_;
+  bool stream_gradients_ = false;
   size_t num_params_ = 0;
   DeviceBuffer params_;
   DeviceBuffer grads_;

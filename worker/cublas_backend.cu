@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -105,9 +106,13 @@ const char* CublasError(cublasStatus_t s) {
 // Pinned host memory that grows on demand (never shrinks).
 class PinnedBuffer {
  public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   ~PinnedBuffer() {
     if (data_ != nullptr) cudaFreeHost(data_);
   }
+  float* data() const { return data_; }
   // Nullptr (and the CUDA error in *error) when it cannot grow.
   float* Reserve(size_t n, cudaError_t* error) {
     if (n <= size_) return data_;
@@ -130,6 +135,9 @@ class CublasBackend : public ComputeBackend {
  public:
   CublasBackend(int device, std::string device_name) : device_(device), device_name_(device_name) {}
   ~CublasBackend() override {
+    for (auto& [device, copy] : started_) {
+      if (copy.done != nullptr) cudaEventDestroy(copy.done);
+    }
     if (handle_ != nullptr) cublasDestroy(handle_);
     if (copy_done_ != nullptr) cudaEventDestroy(copy_done_);
     if (compute_done_ != nullptr) cudaEventDestroy(compute_done_);
@@ -196,9 +204,11 @@ class CublasBackend : public ComputeBackend {
     Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");
   }
 
-  // Waits for queued compute, then device -> pinned (copy stream) -> host.
+  // Waits for queued compute, then device -> pinned (copy stream) -> host; or, where
+  // StartCopyToHost copies tile the range, waits for those and unpacks them.
   void CopyToHost(const float* device, float* host, size_t n) override {
     if (!status_.ok() || n == 0) return;
+    if (FinishStartedCopies(device, host, n)) return;
     cudaError_t error = cudaSuccess;
     float* staging = download_.Reserve(n, &error);
     if (!Check(error, "cudaMallocHost")) return;
@@ -210,6 +220,32 @@ class CublasBackend : public ComputeBackend {
       return;
     }
     std::memcpy(host, staging, n * sizeof(float));
+  }
+
+  // device -> pinned on the copy stream once the compute queued so far is done; compute
+  // queued later runs meanwhile. Each started range keeps its pinned buffer and event for the
+  // next step (a model streams the same ranges every step).
+  void StartCopyToHost(const float* device, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    StartedCopy& copy = started_[device];
+    if (copy.done == nullptr &&
+        !Check(cudaEventCreateWithFlags(&copy.done, cudaEventDisableTiming), "cudaEventCreate")) {
+      return;
+    }
+    // A copy never collected by CopyToHost must leave its buffer before it is refilled.
+    if (copy.pending && !Check(cudaEventSynchronize(copy.done), "cudaEventSynchronize")) return;
+    cudaError_t error = cudaSuccess;
+    float* staging = copy.pinned.Reserve(n, &error);
+    if (!Check(error, "cudaMallocHost")) return;
+    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
+        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
+        !Check(cudaMemcpyAsync(staging, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
+               "cudaMemcpyAsync (device to host)") ||
+        !Check(cudaEventRecord(copy.done, copy_), "cudaEventRecord")) {
+      return;
+    }
+    copy.n = n;
+    copy.pending = true;
   }
 
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
@@ -329,6 +365,35 @@ class CublasBackend : public ComputeBackend {
     return status_.ok() ? scratch_.data() : nullptr;
   }
 
+  // A copy StartCopyToHost queued: into `pinned`, finished when `done` has fired; pending
+  // until CopyToHost has unpacked it.
+  struct StartedCopy {
+    PinnedBuffer pinned;
+    size_t n = 0;
+    cudaEvent_t done = nullptr;
+    bool pending = false;
+  };
+
+  // True (and host filled) when pending started copies tile [device, device + n) exactly.
+  bool FinishStartedCopies(const float* device, float* host, size_t n) {
+    std::vector<StartedCopy*> parts;
+    size_t covered = 0;
+    for (auto it = started_.find(device);
+         it != started_.end() && it->first == device + covered && it->second.pending && covered < n;
+         ++it) {
+      parts.push_back(&it->second);
+      covered += it->second.n;
+    }
+    if (covered != n) return false;
+    for (StartedCopy* part : parts) {
+      if (!Check(cudaEventSynchronize(part->done), "cudaEventSynchronize")) return true;
+      std::memcpy(host, part->pinned.data(), part->n * sizeof(float));
+      host += part->n;
+      part->pending = false;
+    }
+    return true;
+  }
+
   const int device_;
   const std::string device_name_;
   cudaStream_t compute_ = nullptr;
@@ -338,6 +403,7 @@ class CublasBackend : public ComputeBackend {
   cublasHandle_t handle_ = nullptr;
   PinnedBuffer upload_;
   PinnedBuffer download_;
+  std::map<const float*, StartedCopy> started_;  // by device address
   DeviceBuffer ones_;
   DeviceBuffer scratch_;
   absl::Status status_;

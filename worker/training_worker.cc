@@ -146,6 +146,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   const int n_push = downpour ? config_.downpour.n_push : 1;
   const float local_rate = downpour ? static_cast<float>(config_.downpour.local_learning_rate) : 0;
   const size_t n = model_->num_params();
+  // Every step fetches its gradient: on a GPU each layer's starts for the host while backward
+  // computes the layers below it.
+  model_->set_stream_gradients(true);
   // `accumulated` sums the gradients since the last push; the first step after a push writes
   // straight into it, later ones (n_push > 1) go through `grads`.
   std::vector<float> params(n), grads(n_push > 1 ? n : 0), accumulated(n);

@@ -113,5 +113,45 @@ TEST_CASE("Model: bad dimensions are rejected", "[core][model]") {
   CHECK(absl::IsInvalidArgument(Model::Create(spec, &backend).status()));
 }
 
+// A CPU backend that records which gradient ranges backward starts towards the host.
+class RecordingBackend : public CpuBackend {
+ public:
+  void StartCopyToHost(const float* device, size_t n) override { started.push_back({device, n}); }
+  std::vector<std::pair<const float*, size_t>> started;
+};
+
+TEST_CASE("Model: streamed gradients start layer by layer, last layer first, tiling the vector",
+          "[core][model]") {
+  RecordingBackend backend;
+  ModelSpec spec;
+  spec.input_dim = 6;
+  spec.output_dim = 3;
+  spec.hidden = {5, 4};
+  auto model = Model::Create(spec, &backend);
+  REQUIRE(model.ok());
+  std::vector<float> params((*model)->num_params());
+  Model::InitialValues(spec, 3, 0, absl::MakeSpan(params));
+  (*model)->SetParams(params.data());
+  const std::vector<float> x(2 * 6, 0.5f), y = {0, 2};
+  (*model)->ComputeGradients(x.data(), y.data(), 2);
+  CHECK(backend.started.empty());  // off by default
+  std::vector<float> copied(params.size()), streamed(params.size());
+  (*model)->GetGrads(copied.data());
+
+  (*model)->set_stream_gradients(true);
+  (*model)->ComputeGradients(x.data(), y.data(), 2);
+  (*model)->GetGrads(streamed.data());
+  CHECK(streamed == copied);
+  // [W1 b1][W2 b2][W3 b3] = 35 + 24 + 15 floats, started from the last layer.
+  REQUIRE(backend.started.size() == 3);
+  CHECK(backend.started[0].second == 4 * 3 + 3);
+  CHECK(backend.started[1].second == 5 * 4 + 4);
+  CHECK(backend.started[2].second == 6 * 5 + 5);
+  CHECK(backend.started[2].first + backend.started[2].second == backend.started[1].first);
+  CHECK(backend.started[1].first + backend.started[1].second == backend.started[0].first);
+  CHECK(backend.started[0].second + backend.started[1].second + backend.started[2].second ==
+        params.size());
+}
+
 }  // namespace
 }  // namespace monsoon

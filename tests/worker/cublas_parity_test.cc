@@ -170,6 +170,15 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   (*on_cpu)->GetGrads(gc.data());
   (*on_gpu)->GetGrads(gg.data());
   for (size_t i = 0; i < gc.size(); ++i) REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
+  // Streamed layer by layer during backward (twice: the pinned buffers are reused), the same.
+  (*on_gpu)->set_stream_gradients(true);
+  for (int round = 0; round < 2; ++round) {
+    (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
+    std::vector<float> streamed(params.size(), -1.0f);
+    (*on_gpu)->GetGrads(streamed.data());
+    REQUIRE((*on_gpu)->Synchronize().ok());
+    CHECK(streamed == gg);
+  }
   (*on_cpu)->ApplyLocalSgd(0.1f);
   (*on_gpu)->ApplyLocalSgd(0.1f);
   std::vector<float> pc(params.size()), pg(params.size());
