@@ -423,6 +423,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
                                          &c->transport.rendezvous_timeout_seconds));
   MONSOON_RETURN_IF_ERROR(
       transport.String("overlap", {"none", "push", "push_pull"}, &c->transport.overlap));
+  MONSOON_RETURN_IF_ERROR(transport.Bool("pull_with_push", &c->transport.pull_with_push));
   MONSOON_RETURN_IF_ERROR(
       transport.String("compression", {"none", "fp16", "topk"}, &c->transport.compression));
   MONSOON_RETURN_IF_ERROR(transport.Real("topk_fraction", 0, true, 1, &c->transport.topk_fraction));
@@ -682,7 +683,9 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  channels_per_server: " << c.transport.channels_per_server
     << "\n  rpc_timeout_seconds: " << Num(c.transport.rpc_timeout_seconds)
     << "\n  rendezvous_timeout_seconds: " << Num(c.transport.rendezvous_timeout_seconds)
-    << "\n  overlap: " << c.transport.overlap << "\n  compression: " << c.transport.compression
+    << "\n  overlap: " << c.transport.overlap
+    << "\n  pull_with_push: " << (c.transport.pull_with_push ? "true" : "false")
+    << "\n  compression: " << c.transport.compression
     << "\n  topk_fraction: " << Num(c.transport.topk_fraction) << "\n";
   y << "compute:\n  device: " << c.compute.device << "\n  threads: " << c.compute.threads
     << "\n  tf32: " << (c.compute.tf32 ? "true" : "false") << "\n";

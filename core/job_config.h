@@ -132,6 +132,11 @@ struct TransportConfig {
   // Pays off when each worker has a core (or GPU) of its own; with more processes than cores the
   // extra threads cost more than they save.
   std::string overlap = "none";
+  // Downpour without overlap: each push brings the chunk's weights back in its reply, one
+  // round trip per chunk and step instead of two. The weights are as of the push, one round
+  // trip older than a separate pull would see: on a machine with more processes than cores,
+  // where a round trip waits for the scheduler, that raises staleness.
+  bool pull_with_push = true;
   // How pushed gradients travel: "none" (float32), "fp16" (half floats: half the bytes), or
   // "topk" (per chunk, the topk_fraction largest entries as index/value pairs; the rest is
   // carried over to the worker's next push: error feedback). EASGD exchanges are not

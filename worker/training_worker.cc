@@ -156,7 +156,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   // `sending` holds its gradient (the client borrows it), `in_flight` its result. The servers
   // order a push before any pull that must see it (sync rounds, SSP clocks); Downpour may see
   // it a step later. Without overlap a push completes before the next step, and Downpour's
-  // brings back the weights for that step when it pulls (PushPullAll: `pulled_with_push`).
+  // brings back the weights for that step when it pulls (transport.pull_with_push:
+  // PushPullAll, then `pulled_with_push`).
   std::vector<float> sending(n);
   std::future<absl::StatusOr<PushSummary>> in_flight;
   ChunkVersions versions;
@@ -187,7 +188,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
       });
       return absl::OkStatus();
     }
-    if (downpour && PullsBefore(report.steps) && !Done(report)) {
+    if (downpour && config_.transport.pull_with_push && PullsBefore(report.steps) &&
+        !Done(report)) {
       PullAfterPush after{absl::MakeSpan(params), &versions, {}};
       MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, [&] {
                                  return client_->PushPullAll(sending, versions, origin, &after);

@@ -101,6 +101,24 @@ TEST_CASE("TrainingWorker (downpour): fits y = 2.5 x - 1.25 through two sharded 
   CHECK(setup.raw[0]->Stats().workers_finished == 1);
 }
 
+TEST_CASE("TrainingWorker (downpour): pulling with each push trains exactly as separate pulls",
+          "[worker][downpour]") {
+  std::vector<float> weights[2];
+  for (const bool pull_with_push : {true, false}) {
+    LinearSetup setup(2);
+    setup.config.training.epochs = 5;
+    setup.config.training.batch_size = 20;
+    setup.config.transport.pull_with_push = pull_with_push;
+    setup.Start();
+    const auto reports = setup.RunWorkers();
+    CHECK(reports[0].pushes == 5 * 20);
+    // One pull before the first step, then one after every push but the last.
+    CHECK(setup.raw[0]->Stats().pulls_served == 5 * 20);
+    weights[pull_with_push ? 0 : 1] = setup.Weights();
+  }
+  CHECK(weights[0] == weights[1]);  // one worker: the same weights at every step
+}
+
 TEST_CASE("TrainingWorker (downpour): n_push accumulates gradients and pushes every n_push steps",
           "[worker][downpour]") {
   LinearSetup setup(1);
