@@ -13,6 +13,7 @@
 namespace monsoon {
 namespace {
 
+#if MONSOON_WITH_CUDA
 // Where the plugin is: $MONSOON_CUDA_PLUGIN if set, else worker/libmonsoon_cuda.so under the
 // nearest ancestor of this executable's directory that has it (bazel-bin's layout: found
 // from bazel-bin/launcher/monsoon and from test binaries alike).
@@ -29,6 +30,7 @@ std::string PluginPath() {
   }
   return kCudaPluginFile;  // let dlopen search, and name the file when it fails
 }
+#endif
 
 // The plugin's functions, loaded once per process; Unavailable says why not.
 absl::StatusOr<const CudaPluginApi*> CudaPlugin() {
