@@ -41,6 +41,19 @@ absl::Status ParseReply(const grpc::ByteBuffer& reply, Header* header) {
   return ReceivedFrame::Parse(reply, header).status();
 }
 
+// One chunk's weights from a reply that carries them (a pull, or a push with pull_after):
+// the payload goes to the chunk's place in params, its version and clock into *result, its
+// version into *versions (when not null).
+absl::Status TakePulledChunk(const Chunk& c, const ReceivedFrame& frame, uint64_t version,
+                             uint64_t slowest_clock, absl::Span<float> params, PullResult* result,
+                             ChunkVersions* versions) {
+  MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(params.subspan(c.offset, c.size)));
+  result->min_version = std::min(result->min_version, version);
+  result->slowest_clock = std::min(result->slowest_clock, slowest_clock);
+  if (versions != nullptr) (*versions)[c.id] = version;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 GrpcPsClient::GrpcPsClient(std::vector<std::string> addresses, const ShardingPlan& plan,
@@ -285,11 +298,8 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
         if (header.chunk_id() != c.id) {
           return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
         }
-        MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(params.subspan(c.offset, c.size)));
-        result.min_version = std::min<uint64_t>(result.min_version, header.version());
-        result.slowest_clock = std::min<uint64_t>(result.slowest_clock, header.slowest_clock());
-        if (versions != nullptr) (*versions)[c.id] = header.version();
-        return absl::OkStatus();
+        return TakePulledChunk(c, frame, header.version(), header.slowest_clock(), params, &result,
+                               versions);
       }));
   bytes_received_ += params.size() * sizeof(float);
   return result;
@@ -361,13 +371,8 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
         summary.chunks_dropped += header.applied() || header.duplicate() ? 0 : 1;
         summary.chunks_duplicate += header.duplicate() ? 1 : 0;
         if (pull == nullptr) return absl::OkStatus();
-        MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(pull->params.subspan(c.offset, c.size)));
-        pull->result.min_version =
-            std::min<uint64_t>(pull->result.min_version, header.pulled_version());
-        pull->result.slowest_clock =
-            std::min<uint64_t>(pull->result.slowest_clock, header.slowest_clock());
-        pulled_versions[c.id] = header.pulled_version();
-        return absl::OkStatus();
+        return TakePulledChunk(c, frame, header.pulled_version(), header.slowest_clock(),
+                               pull->params, &pull->result, &pulled_versions);
       }));
   bytes_sent_ += sent.load();
   if (pull != nullptr) {
