@@ -128,12 +128,6 @@ TEST_CASE("JobConfig: cross-field rules", "[core][config]") {
         "data.test: required when cluster.evaluator is true");
 }
 
-}  // namespace
-}  // namespace monsoon
-
-namespace monsoon {
-namespace {
-
 TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][config]") {
   CHECK(ErrorOf(CsvJob("reliability:\n  heartbeat_seconds: 5\n  peer_timeout_seconds: 8\n")) ==
         "reliability.peer_timeout_seconds: must be at least twice heartbeat_seconds (5), got 8");
