@@ -17,7 +17,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr char kMagic[12] = {'M', 'O', 'N', 'S', 'O', 'O', 'N', 'C', 'K', 'P', 'T', '\1'};
+// The last byte is the format version of what ParameterServer writes; 2 added the sync
+// round's epoch (the learning-rate schedule's). Files of another version read as damaged.
+constexpr char kMagic[12] = {'M', 'O', 'N', 'S', 'O', 'O', 'N', 'C', 'K', 'P', 'T', '\2'};
 constexpr char kEnd[4] = {'C', 'E', 'N', 'D'};
 constexpr size_t kTrailerBytes = sizeof(uint64_t) + sizeof(uint32_t) + sizeof(kEnd);
 constexpr char kPrefix[] = "ckpt-";

@@ -345,6 +345,10 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(training.Int("max_steps", 0, 1 << 30, &c->training.max_steps));
   MONSOON_RETURN_IF_ERROR(
       training.Real("timeout_seconds", 0, true, 1e7, &c->training.timeout_seconds));
+  std::string schedule = ScheduleName(c->training.learning_rate_schedule);
+  MONSOON_RETURN_IF_ERROR(
+      training.String("learning_rate_schedule", {"constant", "cosine"}, &schedule));
+  MONSOON_ASSIGN_OR_RETURN(c->training.learning_rate_schedule, ParseSchedule(schedule));
   MONSOON_RETURN_IF_ERROR(training.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section downpour, top.Child("downpour"));
@@ -658,7 +662,8 @@ std::string JobConfigToYaml(const JobConfig& c) {
   y << "training:\n  algorithm: " << AlgorithmName(c.training.algorithm)
     << "\n  epochs: " << c.training.epochs << "\n  batch_size: " << c.training.batch_size
     << "\n  max_steps: " << c.training.max_steps
-    << "\n  timeout_seconds: " << Num(c.training.timeout_seconds) << "\n";
+    << "\n  timeout_seconds: " << Num(c.training.timeout_seconds)
+    << "\n  learning_rate_schedule: " << ScheduleName(c.training.learning_rate_schedule) << "\n";
   y << "downpour:\n  n_fetch: " << c.downpour.n_fetch << "\n  n_push: " << c.downpour.n_push
     << "\n  local_learning_rate: " << Num(c.downpour.local_learning_rate)
     << "\n  warm_start_steps: " << c.downpour.warm_start_steps << "\n";

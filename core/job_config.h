@@ -69,6 +69,10 @@ struct TrainingConfig {
   // smoke runs of large models).
   int max_steps = 0;
   double timeout_seconds = 1800;  // the launcher ends a job that runs longer
+  // Scales every learning rate of the job by the epoch it is used at (LearningRateScale): the
+  // servers' optimizer.learning_rate, the workers' easgd.learning_rate and
+  // downpour.local_learning_rate.
+  LearningRateSchedule learning_rate_schedule = LearningRateSchedule::kConstant;
 };
 
 // Downpour-SGD (Dean et al. 2012).

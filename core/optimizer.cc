@@ -1,5 +1,6 @@
 #include "core/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/status/status.h"
@@ -22,6 +23,18 @@ std::unique_ptr<Optimizer> Optimizer::Create(const OptimizerSpec& spec) {
                                              spec.epsilon);
   }
   return nullptr;
+}
+
+float LearningRateScale(LearningRateSchedule schedule, double epochs, double epoch) {
+  switch (schedule) {
+    case LearningRateSchedule::kConstant:
+      return 1.0f;
+    case LearningRateSchedule::kCosine: {
+      const double progress = std::clamp(epoch / epochs, 0.0, 1.0);
+      return static_cast<float>(0.5 * (1.0 + std::cos(M_PI * progress)));
+    }
+  }
+  return 1.0f;
 }
 
 namespace {
@@ -61,28 +74,30 @@ MONSOON_MULTIVERSION void AdamLoop(float step_size, float inv_sqrt_c2, float b1,
 }  // namespace
 
 void SgdOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
-                         absl::Span<float> /*state*/, uint64_t /*step*/) const {
-  SgdLoop(eta_, g.data(), w.data(), w.size());
+                         absl::Span<float> /*state*/, uint64_t /*step*/, float rate_scale) const {
+  SgdLoop(eta_ * rate_scale, g.data(), w.data(), w.size());
 }
 
 void MomentumOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
-                              absl::Span<float> state, uint64_t /*step*/) const {
-  MomentumLoop(eta_, mu_, g.data(), state.data(), w.data(), w.size());
+                              absl::Span<float> state, uint64_t /*step*/,
+                              float rate_scale) const {
+  MomentumLoop(eta_ * rate_scale, mu_, g.data(), state.data(), w.data(), w.size());
 }
 
 void AdagradOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
-                             absl::Span<float> state, uint64_t /*step*/) const {
-  AdagradLoop(gamma_, eps_, g.data(), state.data(), w.data(), w.size());
+                             absl::Span<float> state, uint64_t /*step*/,
+                             float rate_scale) const {
+  AdagradLoop(gamma_ * rate_scale, eps_, g.data(), state.data(), w.data(), w.size());
 }
 
 void AdamOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-                          uint64_t step) const {
+                          uint64_t step, float rate_scale) const {
   const size_t n = w.size();
   const double t = static_cast<double>(step);
   // Bias corrections folded into the step size and epsilon (Kingma & Ba, section 2).
   const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1_), t));
   const float c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2_), t));
-  AdamLoop(eta_ / c1, 1.0f / std::sqrt(c2), beta1_, beta2_, eps_, g.data(), state.data(),
+  AdamLoop(eta_ * rate_scale / c1, 1.0f / std::sqrt(c2), beta1_, beta2_, eps_, g.data(), state.data(),
            state.data() + n, w.data(), n);
 }
 
@@ -111,6 +126,24 @@ absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown optimizer '", name, "' (allowed: sgd, momentum, adagrad, adam)"));
+}
+
+const char* ScheduleName(LearningRateSchedule schedule) {
+  switch (schedule) {
+    case LearningRateSchedule::kConstant:
+      return "constant";
+    case LearningRateSchedule::kCosine:
+      return "cosine";
+  }
+  return "";
+}
+
+absl::StatusOr<LearningRateSchedule> ParseSchedule(const std::string& name) {
+  for (LearningRateSchedule s : {LearningRateSchedule::kConstant, LearningRateSchedule::kCosine}) {
+    if (name == ScheduleName(s)) return s;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown learning-rate schedule '", name, "' (allowed: constant, cosine)"));
 }
 
 }  // namespace monsoon

@@ -14,6 +14,15 @@ namespace monsoon {
 
 enum class OptimizerType { kSgd, kMomentum, kAdagrad, kAdam };
 
+// How a job's learning rates change over training: kConstant keeps them; kCosine anneals
+// each from its configured value at epoch 0 to 0 at the job's last epoch.
+enum class LearningRateSchedule { kConstant, kCosine };
+
+// The factor `schedule` applies to a learning rate at `epoch` (a worker's progress in epochs,
+// fractional) of a job of `epochs`: 1 for kConstant; 0.5 (1 + cos(pi epoch / epochs)) for
+// kCosine, 0 from `epochs` on.
+float LearningRateScale(LearningRateSchedule schedule, double epochs, double epoch);
+
 struct OptimizerSpec {
   OptimizerType type = OptimizerType::kSgd;
   float learning_rate = 0.01f;
@@ -34,9 +43,10 @@ class Optimizer {
   virtual float initial_state() const { return 0.0f; }
   // Applies gradient g to weights w; state has w.size() * state_per_param() floats, laid
   // out as state_per_param() consecutive arrays of w.size(). `step` is 1 for the first update
-  // these weights receive, 2 for the second, ... (Adam's bias correction uses it).
+  // these weights receive, 2 for the second, ... (Adam's bias correction uses it). The
+  // update uses the learning rate times `rate_scale` (see LearningRateScale).
   virtual void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-                     uint64_t step) const = 0;
+                     uint64_t step, float rate_scale) const = 0;
 
   static std::unique_ptr<Optimizer> Create(const OptimizerSpec& spec);
 };
@@ -47,7 +57,7 @@ class SgdOptimizer : public Optimizer {
   explicit SgdOptimizer(float eta) : eta_(eta) {}
   int state_per_param() const override { return 0; }
   void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-             uint64_t step) const override;
+             uint64_t step, float rate_scale) const override;
 
  private:
   const float eta_;
@@ -59,7 +69,7 @@ class MomentumOptimizer : public Optimizer {
   MomentumOptimizer(float eta, float mu) : eta_(eta), mu_(mu) {}
   int state_per_param() const override { return 1; }
   void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-             uint64_t step) const override;
+             uint64_t step, float rate_scale) const override;
 
  private:
   const float eta_;
@@ -74,7 +84,7 @@ class AdagradOptimizer : public Optimizer {
   int state_per_param() const override { return 1; }
   float initial_state() const override { return a0_; }
   void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-             uint64_t step) const override;
+             uint64_t step, float rate_scale) const override;
 
  private:
   const float gamma_;
@@ -90,7 +100,7 @@ class AdamOptimizer : public Optimizer {
       : eta_(eta), beta1_(beta1), beta2_(beta2), eps_(eps) {}
   int state_per_param() const override { return 2; }
   void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-             uint64_t step) const override;
+             uint64_t step, float rate_scale) const override;
 
  private:
   const float eta_;
@@ -102,6 +112,9 @@ class AdamOptimizer : public Optimizer {
 // The name YAML uses for an optimizer type ("sgd", "momentum", "adagrad", "adam").
 const char* OptimizerName(OptimizerType type);
 absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name);
+// The name YAML uses for a schedule ("constant", "cosine").
+const char* ScheduleName(LearningRateSchedule schedule);
+absl::StatusOr<LearningRateSchedule> ParseSchedule(const std::string& name);
 
 }  // namespace monsoon
 

@@ -145,6 +145,9 @@ std::string VariantKnobs(const JobConfig& c) {
     if (c.staleness.policy == "drop") absl::StrAppend(&knobs, "@", c.staleness.bound);
   }
   if (c.staleness.dc_lambda > 0) absl::StrAppend(&knobs, " dc_lambda=", Fmt(c.staleness.dc_lambda));
+  if (c.training.learning_rate_schedule != LearningRateSchedule::kConstant) {
+    absl::StrAppend(&knobs, " schedule=", ScheduleName(c.training.learning_rate_schedule));
+  }
   return absl::StrCat(knobs, " workers=", c.cluster.workers);
 }
 

@@ -41,6 +41,8 @@ ServerRules ServerRules::FromConfig(const JobConfig& config) {
   rules.staleness = config.staleness;
   rules.sync = config.sync;
   rules.easgd = config.easgd;
+  rules.schedule = config.training.learning_rate_schedule;
+  rules.epochs = config.training.epochs;
   rules.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);
   rules.stop_on_worker_loss = StopsOnWorkerLoss(config);
   return rules;
@@ -395,8 +397,9 @@ absl::Span<float> ParameterServer::Writable(ChunkState* chunk) {
   return absl::MakeSpan(*chunk->values);
 }
 
-void ParameterServer::ApplyUpdate(ChunkState* chunk, absl::Span<const float> g) {
-  optimizer_->Apply(Writable(chunk), g, absl::MakeSpan(chunk->optimizer_state), chunk->version + 1);
+void ParameterServer::ApplyUpdate(ChunkState* chunk, absl::Span<const float> g, double epoch) {
+  optimizer_->Apply(Writable(chunk), g, absl::MakeSpan(chunk->optimizer_state), chunk->version + 1,
+                    LearningRateScale(rules_.schedule, rules_.epochs, epoch));
   ++chunk->version;
 }
 
@@ -415,10 +418,11 @@ void ParameterServer::MaybeCloseRound(ChunkState* chunk) {
   float* sum = chunk->round_sum.data();
   const float inv = 1.0f / chunk->round_weight;
   for (size_t i = 0, n = chunk->round_sum.size(); i < n; ++i) sum[i] *= inv;
-  ApplyUpdate(chunk, chunk->round_sum);
+  ApplyUpdate(chunk, chunk->round_sum, chunk->round_epoch);
   std::fill(chunk->round_sum.begin(), chunk->round_sum.end(), 0.0f);
   std::fill(chunk->round_from.begin(), chunk->round_from.end(), false);
   chunk->round_weight = 0;
+  chunk->round_epoch = 0;
   chunk->round_fresh = 0;
 }
 
@@ -547,6 +551,7 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
       if (weight > 0) {
         AccumulateScaled(absl::MakeSpan(chunk->round_sum), gradient, weight);
         chunk->round_weight += weight;
+        chunk->round_epoch = std::max(chunk->round_epoch, origin.epoch);
         result.applied = true;
       }
       Processed(chunk, worker_index, origin, result.applied);
@@ -555,7 +560,7 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
       const float weight = StalenessWeight(rules_.staleness, result.staleness);
       const bool compensate = !chunk->pulled.empty();
       if (weight == 1.0f && !compensate) {
-        ApplyUpdate(chunk, gradient);
+        ApplyUpdate(chunk, gradient, origin.epoch);
       } else if (weight > 0) {
         thread_local std::vector<float> adjusted;
         adjusted.resize(gradient.size());
@@ -568,7 +573,7 @@ absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
         if (weight != 1.0f) {
           for (float& g : adjusted) g *= weight;
         }
-        ApplyUpdate(chunk, adjusted);
+        ApplyUpdate(chunk, adjusted, origin.epoch);
       }
       result.applied = weight > 0;
       Processed(chunk, worker_index, origin, result.applied);
@@ -727,6 +732,7 @@ void ParameterServer::SaveCheckpoint(CheckpointWriter* out) const {
     out->Vector(chunk->duplicates);
     out->Vector(chunk->round_sum);
     out->Pod(chunk->round_weight);
+    out->Pod(chunk->round_epoch);
     out->Pod<int64_t>(chunk->round_fresh);
     out->Vector(std::vector<uint8_t>(chunk->round_from.begin(), chunk->round_from.end()));
   }
@@ -767,6 +773,7 @@ absl::Status ParameterServer::LoadCheckpoint(CheckpointReader* in) {
     MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->duplicates));
     MONSOON_RETURN_IF_ERROR(in->Vector(chunk->round_sum.size(), &chunk->round_sum));
     MONSOON_RETURN_IF_ERROR(in->Pod(&chunk->round_weight));
+    MONSOON_RETURN_IF_ERROR(in->Pod(&chunk->round_epoch));
     int64_t fresh = 0;
     MONSOON_RETURN_IF_ERROR(in->Pod(&fresh));
     chunk->round_fresh = static_cast<int>(fresh);

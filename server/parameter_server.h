@@ -87,7 +87,7 @@ struct PushOrigin {
   // benchmarks), never treated as a duplicate.
   uint64_t sequence = 0;
   DataPosition position;  // the worker's data position after the steps this push carries
-  double epoch = 0;       // the worker's progress in epochs (Stats)
+  double epoch = 0;  // the worker's progress in epochs (Stats; the learning-rate schedule's)
 };
 
 struct PushResult {
@@ -123,6 +123,9 @@ struct ServerRules {
   StalenessConfig staleness;  // downpour, ssp
   SyncConfig sync;            // sync
   EasgdConfig easgd;          // easgd, eamsgd
+  // Scales optimizer.learning_rate by the epoch each gradient was computed at.
+  LearningRateSchedule schedule = LearningRateSchedule::kConstant;
+  double epochs = 1;  // the job's training.epochs (the schedule's end)
   // A worker unheard (no RPC, no heartbeat) for this long is lost; then the server carries on
   // without it, or fails (Health()) when stop_on_worker_loss.
   absl::Duration peer_timeout = absl::Seconds(10);
@@ -260,10 +263,12 @@ class ParameterServer {
     std::vector<uint64_t> applied ABSL_GUARDED_BY(mu);
     std::vector<uint64_t> sequence_sum ABSL_GUARDED_BY(mu);
     std::vector<uint64_t> duplicates ABSL_GUARDED_BY(mu);
-    // The synchronous round being gathered: weighted gradient sum, total weight, fresh
-    // gradients (they count towards the quorum) and which workers sent them.
+    // The synchronous round being gathered: weighted gradient sum, total weight, the furthest
+    // epoch its gradients were computed at (the learning-rate schedule's), fresh gradients
+    // (they count towards the quorum) and which workers sent them.
     std::vector<float> round_sum ABSL_GUARDED_BY(mu);
     float round_weight ABSL_GUARDED_BY(mu) = 0;
+    double round_epoch ABSL_GUARDED_BY(mu) = 0;
     int round_fresh ABSL_GUARDED_BY(mu) = 0;
     std::vector<bool> round_from ABSL_GUARDED_BY(mu);
     // DC-ASGD: pulled[w] is the chunk as worker w last pulled it.
@@ -305,8 +310,9 @@ class ParameterServer {
   // The chunk's values for changing: first copied into a buffer of their own when a snapshot
   // still holds them (copy-on-write).
   static absl::Span<float> Writable(ChunkState* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
-  // Applies the optimizer to the chunk with gradient g and bumps its version.
-  void ApplyUpdate(ChunkState* chunk, absl::Span<const float> g)
+  // Applies the optimizer to the chunk with gradient g, computed at `epoch` of its worker's
+  // progress (the learning-rate schedule's input), and bumps its version.
+  void ApplyUpdate(ChunkState* chunk, absl::Span<const float> g, double epoch)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
   // Applies the synchronous round when it has its quorum.
   void MaybeCloseRound(ChunkState* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);

@@ -114,6 +114,11 @@ auto TrainingWorker::Timed(WorkerReport* report, Call call) -> decltype(call()) 
   return result;
 }
 
+float TrainingWorker::RateScale() const {
+  return LearningRateScale(config_.training.learning_rate_schedule, config_.training.epochs,
+                           shard_->progress());
+}
+
 bool TrainingWorker::Done(const WorkerReport& report) const {
   const int max_steps = config_.training.max_steps;
   return shard_->progress() >= config_.training.epochs ||
@@ -242,7 +247,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     if (since_push > 0) {
       for (size_t i = 0; i < n; ++i) accumulated[i] += grads[i];
     }
-    if (local_rate > 0) model_->ApplyLocalSgd(local_rate);
+    if (local_rate > 0) model_->ApplyLocalSgd(local_rate * RateScale());
     if (++since_push == n_push) {
       MONSOON_RETURN_IF_ERROR(start_push());
       since_push = 0;
@@ -303,9 +308,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     ComputeStep(&report);
     if (nesterov) {
-      model_->ApplyLocalNesterov(eta, delta);
+      model_->ApplyLocalNesterov(eta * RateScale(), delta);
     } else {
-      model_->ApplyLocalSgd(eta);
+      model_->ApplyLocalSgd(eta * RateScale());
     }
     MONSOON_RETURN_IF_ERROR(finish_exchange());  // one started after the previous step
     if (++since_exchange == config_.easgd.tau) {

@@ -65,6 +65,8 @@ class TrainingWorker {
   PushOrigin NextOrigin(const WorkerReport& report) const;
   // True once the worker has trained training.epochs (or training.max_steps).
   bool Done(const WorkerReport& report) const;
+  // The learning-rate schedule's factor for a local step at the shard's current progress.
+  float RateScale() const;
   // Computes one batch's gradient into the model; updates the report.
   void ComputeStep(WorkerReport* report);
   // Runs one call to the servers, adding its duration to report->comm_seconds.

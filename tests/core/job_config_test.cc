@@ -30,6 +30,7 @@ TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {
   CHECK(fmnist->cluster.workers == 2);
   CHECK(fmnist->model.hidden == std::vector<int>{256, 128});
   CHECK(fmnist->optimizer.type == OptimizerType::kMomentum);
+  CHECK(fmnist->training.learning_rate_schedule == LearningRateSchedule::kCosine);
   auto linear = LoadJobConfig("configs/linear_regression.yaml");
   REQUIRE(linear.ok());
   CHECK(linear->model.loss == LossType::kMeanSquaredError);
@@ -45,6 +46,8 @@ TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][con
         "optimizer.type: 'rmsprop' is not allowed (allowed: sgd, momentum, adagrad, adam)");
   CHECK(ErrorOf(CsvJob("cluster:\n  evaluator: maybe\n")) ==
         "cluster.evaluator: expected true or false, got 'maybe'");
+  CHECK(ErrorOf(CsvJob("training:\n  learning_rate_schedule: step\n")) ==
+        "training.learning_rate_schedule: 'step' is not allowed (allowed: constant, cosine)");
   CHECK(ErrorOf(CsvJob("optimizer:\n  learning_rate: -1\n")) ==
         "optimizer.learning_rate: expected a number in (0, 1000], got '-1'");
   CHECK(ErrorOf(CsvJob("bogus: 1\n")).rfind("bogus: unknown key", 0) == 0);
@@ -118,6 +121,7 @@ TEST_CASE("JobConfig: the resolved YAML parses back to the same config", "[core]
   REQUIRE(again.ok());
   CHECK(JobConfigToYaml(*again) == yaml);
   CHECK(again->optimizer.learning_rate == config->optimizer.learning_rate);
+  CHECK(again->training.learning_rate_schedule == LearningRateSchedule::kCosine);
   CHECK(again->data.train_images == config->data.train_images);
 }
 

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <string>
 #include <vector>
 
 namespace monsoon {
@@ -11,7 +12,7 @@ TEST_CASE("SgdOptimizer: w <- w - eta g", "[core][optimizer]") {
   SgdOptimizer sgd(0.5f);
   std::vector<float> w = {1.0f, -2.0f};
   const std::vector<float> g = {0.2f, -0.4f};
-  sgd.Apply(absl::MakeSpan(w), g, {}, 1);
+  sgd.Apply(absl::MakeSpan(w), g, {}, 1, 1.0f);
   CHECK(w[0] == Approx(0.9));
   CHECK(w[1] == Approx(-1.8));
 }
@@ -19,10 +20,10 @@ TEST_CASE("SgdOptimizer: w <- w - eta g", "[core][optimizer]") {
 TEST_CASE("MomentumOptimizer: v <- mu v + g; w <- w - eta v over two steps", "[core][optimizer]") {
   MomentumOptimizer m(0.1f, 0.9f);
   std::vector<float> w = {1.0f}, v = {0.0f};
-  m.Apply(absl::MakeSpan(w), std::vector<float>{2.0f}, absl::MakeSpan(v), 1);
+  m.Apply(absl::MakeSpan(w), std::vector<float>{2.0f}, absl::MakeSpan(v), 1, 1.0f);
   CHECK(v[0] == Approx(2.0));
   CHECK(w[0] == Approx(0.8));
-  m.Apply(absl::MakeSpan(w), std::vector<float>{1.0f}, absl::MakeSpan(v), 2);
+  m.Apply(absl::MakeSpan(w), std::vector<float>{1.0f}, absl::MakeSpan(v), 2, 1.0f);
   CHECK(v[0] == Approx(0.9 * 2.0 + 1.0));
   CHECK(w[0] == Approx(0.8 - 0.1 * 2.8));
 }
@@ -30,11 +31,11 @@ TEST_CASE("MomentumOptimizer: v <- mu v + g; w <- w - eta v over two steps", "[c
 TEST_CASE("AdagradOptimizer: per-coordinate step gamma / sqrt(sum g^2)", "[core][optimizer]") {
   AdagradOptimizer a(0.5f, 1e-8f, 0.0f);
   std::vector<float> w = {0.0f, 0.0f}, acc = {0.0f, 0.0f};
-  a.Apply(absl::MakeSpan(w), std::vector<float>{3.0f, -4.0f}, absl::MakeSpan(acc), 1);
+  a.Apply(absl::MakeSpan(w), std::vector<float>{3.0f, -4.0f}, absl::MakeSpan(acc), 1, 1.0f);
   // First step: |g| / sqrt(g^2) = 1, so each coordinate moves by gamma against its sign.
   CHECK(w[0] == Approx(-0.5));
   CHECK(w[1] == Approx(0.5));
-  a.Apply(absl::MakeSpan(w), std::vector<float>{4.0f, 0.0f}, absl::MakeSpan(acc), 2);
+  a.Apply(absl::MakeSpan(w), std::vector<float>{4.0f, 0.0f}, absl::MakeSpan(acc), 2, 1.0f);
   CHECK(acc[0] == Approx(25.0));
   CHECK(w[0] == Approx(-0.5 - 0.5 * 4.0 / 5.0));
   CHECK(w[1] == Approx(0.5));  // a zero gradient leaves the coordinate alone
@@ -44,16 +45,51 @@ TEST_CASE("AdamOptimizer: bias-corrected moments over two steps", "[core][optimi
   AdamOptimizer adam(0.1f, 0.9f, 0.999f, 1e-8f);
   std::vector<float> w = {1.0f}, state = {0.0f, 0.0f};  // m, v
   // Step 1: m = 0.1 g, v = 0.001 g^2; the corrected ratio is g / |g| = 1.
-  adam.Apply(absl::MakeSpan(w), std::vector<float>{2.0f}, absl::MakeSpan(state), 1);
+  adam.Apply(absl::MakeSpan(w), std::vector<float>{2.0f}, absl::MakeSpan(state), 1, 1.0f);
   CHECK(state[0] == Approx(0.2));
   CHECK(state[1] == Approx(0.004).epsilon(1e-4));
   CHECK(w[0] == Approx(0.9));
   // Step 2 with g = 1: m = 0.9*0.2 + 0.1 = 0.28, v = 0.999*0.004 + 0.001 = 0.004996.
-  adam.Apply(absl::MakeSpan(w), std::vector<float>{1.0f}, absl::MakeSpan(state), 2);
+  adam.Apply(absl::MakeSpan(w), std::vector<float>{1.0f}, absl::MakeSpan(state), 2, 1.0f);
   CHECK(state[0] == Approx(0.28));
   CHECK(state[1] == Approx(0.004996).epsilon(1e-4));
   const double m_hat = 0.28 / (1 - 0.81), v_hat = 0.004996 / (1 - 0.998001);
   CHECK(w[0] == Approx(0.9 - 0.1 * m_hat / std::sqrt(v_hat)));
+}
+
+TEST_CASE("rate_scale scales the step, not the optimizer's state", "[core][optimizer]") {
+  MomentumOptimizer m(0.1f, 0.9f);
+  std::vector<float> w = {1.0f}, v = {0.0f};
+  m.Apply(absl::MakeSpan(w), std::vector<float>{2.0f}, absl::MakeSpan(v), 1, 0.5f);
+  CHECK(v[0] == Approx(2.0));
+  CHECK(w[0] == Approx(1.0 - 0.5 * 0.1 * 2.0));
+  AdamOptimizer adam(0.1f, 0.9f, 0.999f, 1e-8f);
+  std::vector<float> a = {1.0f}, state = {0.0f, 0.0f};
+  adam.Apply(absl::MakeSpan(a), std::vector<float>{2.0f}, absl::MakeSpan(state), 1, 0.0f);
+  CHECK(a[0] == 1.0f);
+  CHECK(state[0] == Approx(0.2));
+}
+
+TEST_CASE("LearningRateScale: constant keeps the rate, cosine anneals it to 0 at the last epoch",
+          "[core][optimizer]") {
+  constexpr auto kConstant = LearningRateSchedule::kConstant;
+  constexpr auto kCosine = LearningRateSchedule::kCosine;
+  CHECK(LearningRateScale(kConstant, 12, 0) == 1.0f);
+  CHECK(LearningRateScale(kConstant, 12, 30) == 1.0f);
+  CHECK(LearningRateScale(kCosine, 12, 0) == Approx(1.0));
+  CHECK(LearningRateScale(kCosine, 12, 3) == Approx(0.5 * (1 + std::cos(M_PI / 4))));
+  CHECK(LearningRateScale(kCosine, 12, 6) == Approx(0.5));
+  CHECK(LearningRateScale(kCosine, 12, 12) == Approx(0.0).margin(1e-7));
+  CHECK(LearningRateScale(kCosine, 12, 13) == Approx(0.0).margin(1e-7));
+  float previous = 2;
+  for (double e = 0; e <= 12; e += 0.25) {
+    CHECK(LearningRateScale(kCosine, 12, e) < previous);
+    previous = LearningRateScale(kCosine, 12, e);
+  }
+  CHECK(ParseSchedule("cosine").value() == LearningRateSchedule::kCosine);
+  CHECK(ParseSchedule("constant").value() == LearningRateSchedule::kConstant);
+  CHECK(std::string(ParseSchedule("linear").status().message()) ==
+        "unknown learning-rate schedule 'linear' (allowed: constant, cosine)");
 }
 
 TEST_CASE("Optimizer::Create honours the spec and ParseOptimizerType names the choices",

@@ -73,6 +73,35 @@ TEST_CASE("Downpour: each push is applied at once by the server optimizer", "[se
   CHECK(server->Stats().pushes_applied == 2);
 }
 
+TEST_CASE("Cosine schedule: a push is applied at the rate of the epoch it was computed at",
+          "[server][downpour][sync]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  OptimizerSpec sgd;
+  sgd.learning_rate = 1.0f;
+  ServerRules rules;
+  rules.schedule = LearningRateSchedule::kCosine;
+  rules.epochs = 4;
+  auto downpour = MakeServer(*plan, 0, sgd, rules);
+  const auto w0 = Values(*downpour);
+  PushOrigin origin;
+  origin.epoch = 2;  // halfway: rate 0.5
+  REQUIRE(downpour->Push(0, 0, 0, std::vector<float>(8, 1.0f), origin).ok());
+  const auto w1 = Values(*downpour);
+  for (int i = 0; i < 8; ++i) CHECK(w1[i] == Approx(w0[i] - 0.5));
+  origin.epoch = 4;  // the end: rate 0
+  REQUIRE(downpour->Push(0, 1, 1, std::vector<float>(8, 1.0f), origin).ok());
+  CHECK(Values(*downpour) == w1);
+  // A sync round takes the rate of its furthest gradient's epoch.
+  rules.algorithm = Algorithm::kSync;
+  auto sync = MakeServer(*plan, 0, sgd, rules, /*workers=*/2);
+  origin.epoch = 1;
+  REQUIRE(sync->Push(0, 0, 0, std::vector<float>(8, 2.0f), origin).ok());
+  origin.epoch = 2;
+  REQUIRE(sync->Push(0, 1, 0, std::vector<float>(8, 2.0f), origin)->version == 1);
+  const auto s1 = Values(*sync);
+  for (int i = 0; i < 8; ++i) CHECK(s1[i] == Approx(w0[i] - 1.0));  // mean 2 at rate 0.5
+}
+
 TEST_CASE("ParameterServer: a snapshot keeps the values it was taken at, without a copy",
           "[server][downpour]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
