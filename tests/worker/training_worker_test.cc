@@ -308,6 +308,32 @@ TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at th
   }
 }
 
+TEST_CASE("TrainingWorker (easgd): the cosine schedule scales the workers' local steps",
+          "[worker][easgd]") {
+  // One worker, one batch per epoch (the whole data set, so the gradient does not depend on
+  // the order). Cosine over 2 epochs: step 1 ends at epoch 1 (rate x 0.5), step 2 at epoch 2
+  // (rate x 0), then one exchange. Constant over 1 epoch at half the rate: the same step 1,
+  // then the exchange. The centres must agree.
+  std::vector<float> centres[2];
+  for (const bool cosine : {true, false}) {
+    LinearSetup setup(1, 0.1f, 1, Algorithm::kEasgd);
+    setup.config.training.batch_size = 400;
+    setup.config.training.epochs = cosine ? 2 : 1;
+    setup.config.training.learning_rate_schedule =
+        cosine ? LearningRateSchedule::kCosine : LearningRateSchedule::kConstant;
+    setup.config.easgd.learning_rate = cosine ? 0.2 : 0.1;
+    setup.config.easgd.tau = cosine ? 2 : 1;
+    setup.config.easgd.alpha = 0.5;
+    setup.Start();
+    const std::vector<float> start = setup.Weights();
+    setup.RunWorkers();
+    centres[cosine ? 0 : 1] = setup.Weights();
+    CHECK(centres[cosine ? 0 : 1] != start);
+  }
+  CHECK(centres[0][0] == Approx(centres[1][0]).epsilon(1e-5));
+  CHECK(centres[0][1] == Approx(centres[1][1]).epsilon(1e-5));
+}
+
 TEST_CASE("TrainingWorker: a stop request ends the loop with Cancelled", "[worker]") {
   LinearSetup setup(1);
   setup.Start();
