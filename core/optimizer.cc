@@ -79,14 +79,12 @@ void SgdOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
 }
 
 void MomentumOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
-                              absl::Span<float> state, uint64_t /*step*/,
-                              float rate_scale) const {
+                              absl::Span<float> state, uint64_t /*step*/, float rate_scale) const {
   MomentumLoop(eta_ * rate_scale, mu_, g.data(), state.data(), w.data(), w.size());
 }
 
 void AdagradOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g,
-                             absl::Span<float> state, uint64_t /*step*/,
-                             float rate_scale) const {
+                             absl::Span<float> state, uint64_t /*step*/, float rate_scale) const {
   AdagradLoop(gamma_ * rate_scale, eps_, g.data(), state.data(), w.data(), w.size());
 }
 
@@ -97,8 +95,8 @@ void AdamOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g, absl::
   // Bias corrections folded into the step size and epsilon (Kingma & Ba, section 2).
   const float c1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1_), t));
   const float c2 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta2_), t));
-  AdamLoop(eta_ * rate_scale / c1, 1.0f / std::sqrt(c2), beta1_, beta2_, eps_, g.data(), state.data(),
-           state.data() + n, w.data(), n);
+  AdamLoop(eta_ * rate_scale / c1, 1.0f / std::sqrt(c2), beta1_, beta2_, eps_, g.data(),
+           state.data(), state.data() + n, w.data(), n);
 }
 
 namespace {

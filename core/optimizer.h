@@ -56,8 +56,8 @@ class SgdOptimizer : public Optimizer {
  public:
   explicit SgdOptimizer(float eta) : eta_(eta) {}
   int state_per_param() const override { return 0; }
-  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-             uint64_t step, float rate_scale) const override;
+  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state, uint64_t step,
+             float rate_scale) const override;
 
  private:
   const float eta_;
@@ -68,8 +68,8 @@ class MomentumOptimizer : public Optimizer {
  public:
   MomentumOptimizer(float eta, float mu) : eta_(eta), mu_(mu) {}
   int state_per_param() const override { return 1; }
-  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-             uint64_t step, float rate_scale) const override;
+  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state, uint64_t step,
+             float rate_scale) const override;
 
  private:
   const float eta_;
@@ -83,8 +83,8 @@ class AdagradOptimizer : public Optimizer {
   AdagradOptimizer(float gamma, float eps, float a0) : gamma_(gamma), eps_(eps), a0_(a0) {}
   int state_per_param() const override { return 1; }
   float initial_state() const override { return a0_; }
-  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-             uint64_t step, float rate_scale) const override;
+  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state, uint64_t step,
+             float rate_scale) const override;
 
  private:
   const float gamma_;
@@ -99,8 +99,8 @@ class AdamOptimizer : public Optimizer {
   AdamOptimizer(float eta, float beta1, float beta2, float eps)
       : eta_(eta), beta1_(beta1), beta2_(beta2), eps_(eps) {}
   int state_per_param() const override { return 2; }
-  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state,
-             uint64_t step, float rate_scale) const override;
+  void Apply(absl::Span<float> w, absl::Span<const float> g, absl::Span<float> state, uint64_t step,
+             float rate_scale) const override;
 
  private:
   const float eta_;

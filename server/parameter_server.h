@@ -87,7 +87,7 @@ struct PushOrigin {
   // benchmarks), never treated as a duplicate.
   uint64_t sequence = 0;
   DataPosition position;  // the worker's data position after the steps this push carries
-  double epoch = 0;  // the worker's progress in epochs (Stats; the learning-rate schedule's)
+  double epoch = 0;       // the worker's progress in epochs (Stats; the learning-rate schedule's)
 };
 
 struct PushResult {
