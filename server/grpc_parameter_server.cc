@@ -90,9 +90,6 @@ class ParameterServerService final : public RawService {
       ToWire(resume.position, response.mutable_resume_position());
       response.set_server_index(logic_->index());
       response.set_plan_fingerprint(logic_->plan().fingerprint());
-      for (const Chunk& c : logic_->plan().ChunksOf(logic_->index())) {
-        response.add_chunk_ids(c.id);
-      }
       *resp = EncodeFrame(response);
       return absl::OkStatus();
     });

@@ -167,6 +167,16 @@ TEST_CASE("gRPC: chunks above gRPC's 4 MiB default message size travel", "[grpc]
   CHECK(params.back() == -0.25f);
 }
 
+TEST_CASE("gRPC: a server of 30,000 of the smallest chunks (4 KiB) answers Hello",
+          "[grpc][integration]") {
+  // The messages are sized for one chunk plus 64 KiB; nothing in a Hello may grow with the
+  // number of chunks (its reply once listed their ids: ~73 KB here).
+  const size_t chunk_floats = 1024;
+  Cluster cluster(30000 * chunk_floats, 1, chunk_floats);
+  auto client = cluster.Connect("secret");
+  REQUIRE(client.ok());
+}
+
 TEST_CASE("gRPC: a wrong or missing token is refused and changes nothing", "[grpc][security]") {
   Cluster cluster(100, 1, 100);
   auto wrong = cluster.Connect("not-the-secret");
