@@ -452,6 +452,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(
       reliability.String("worker_loss", {"auto", "continue", "stop"}, &r.worker_loss));
   MONSOON_RETURN_IF_ERROR(reliability.Int("worker_restarts", 0, 1000, &r.worker_restarts));
+  MONSOON_RETURN_IF_ERROR(reliability.Int("server_restarts", 0, 1000, &r.server_restarts));
   MONSOON_RETURN_IF_ERROR(reliability.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section checkpoint, top.Child("checkpoint"));
@@ -697,7 +698,8 @@ std::string JobConfigToYaml(const JobConfig& c) {
   y << "reliability:\n  heartbeat_seconds: " << Num(c.reliability.heartbeat_seconds)
     << "\n  peer_timeout_seconds: " << Num(c.reliability.peer_timeout_seconds)
     << "\n  worker_loss: " << c.reliability.worker_loss
-    << "\n  worker_restarts: " << c.reliability.worker_restarts << "\n";
+    << "\n  worker_restarts: " << c.reliability.worker_restarts
+    << "\n  server_restarts: " << c.reliability.server_restarts << "\n";
   y << "checkpoint:\n  interval_seconds: " << Num(c.checkpoint.interval_seconds)
     << "\n  keep: " << c.checkpoint.keep << "\n";
   y << "security:\n";

@@ -160,6 +160,10 @@ struct ReliabilityConfig {
   // `monsoon run` restarts a worker that dies up to this many times (per worker); the new
   // process rejoins the running job where the servers last heard from it.
   int worker_restarts = 0;
+  // `monsoon run` resumes the whole job from the servers' checkpoints when a server dies by
+  // a signal, up to this many times per run: every role restarts, servers from their newest
+  // checkpoints, workers after the last push every server has (as `monsoon run --resume`).
+  int server_restarts = 0;
 };
 
 // Server checkpoints (shard weights, optimizer state, versions, clocks, workers' data

@@ -2,13 +2,16 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
+#include "launcher/job_setup.h"
 #include "launcher/process_group.h"
 #include "launcher/summary.h"
 
@@ -44,11 +47,6 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
     argv.insert(argv.end(), extra.begin(), extra.end());
     return children.Start(name, argv, absl::StrCat(run_dir.logs_dir(), "/", name, ".log"));
   };
-  for (int j = 0; j < config.cluster.servers; ++j) {
-    MONSOON_RETURN_IF_ERROR(start_role(
-        absl::StrCat("server-", j), "server", j,
-        options.resume ? std::vector<std::string>{"--resume"} : std::vector<std::string>{}));
-  }
   // Worker i gets GPU i (modulo the visible devices, when compute.device uses CUDA).
   std::map<std::string, int> worker_index;  // child name -> worker index
   auto start_worker = [&](int i) {
@@ -56,9 +54,20 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
     worker_index[name] = i;
     return start_role(name, "worker", i, {"--gpu", std::to_string(i)});
   };
-  for (int i = 0; i < config.cluster.workers; ++i) MONSOON_RETURN_IF_ERROR(start_worker(i));
+  // Every role; with `resume`, servers start from their newest checkpoints.
+  auto start_job = [&](bool resume) -> absl::Status {
+    for (int j = 0; j < config.cluster.servers; ++j) {
+      MONSOON_RETURN_IF_ERROR(
+          start_role(absl::StrCat("server-", j), "server", j,
+                     resume ? std::vector<std::string>{"--resume"} : std::vector<std::string>{}));
+    }
+    for (int i = 0; i < config.cluster.workers; ++i) MONSOON_RETURN_IF_ERROR(start_worker(i));
+    if (config.cluster.evaluator) MONSOON_RETURN_IF_ERROR(start_role("evaluator", "evaluator", -1));
+    return absl::OkStatus();
+  };
+  MONSOON_RETURN_IF_ERROR(start_job(options.resume));
   std::vector<int> restarts_left(config.cluster.workers, config.reliability.worker_restarts);
-  if (config.cluster.evaluator) MONSOON_RETURN_IF_ERROR(start_role("evaluator", "evaluator", -1));
+  int resumes_left = config.reliability.server_restarts;
 
   const bool tty = isatty(STDERR_FILENO);
   const absl::Time start = absl::Now();
@@ -66,8 +75,26 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds + 30);
   absl::Time next_progress = start + options.progress_interval;
   while (children.running() > 0) {
-    for (const ChildExit& e : children.Reap()) {
+    std::vector<ChildExit> exits = children.Reap();
+    // Servers first: a server's death makes its workers fail moments later.
+    std::stable_partition(exits.begin(), exits.end(), [](const ChildExit& e) {
+      return e.name.rfind("server-", 0) == 0;
+    });
+    for (const ChildExit& e : exits) {
       if (e.ok()) continue;
+      const bool server = e.name.rfind("server-", 0) == 0;
+      // A server killed by a signal: the whole job goes back to the servers' checkpoints.
+      if (server && e.signal != 0 && resumes_left > 0) {
+        --resumes_left;
+        std::fprintf(stderr,
+                     "%smonsoon: %s; resuming the job from the servers' checkpoints "
+                     "(reliability.server_restarts: %d left)\n",
+                     tty ? "\n" : "", e.Describe().c_str(), resumes_left);
+        children.StopAll(absl::Seconds(5));  // the other servers checkpoint on the way out
+        MONSOON_RETURN_IF_ERROR(PrepareResume(run_dir));
+        MONSOON_RETURN_IF_ERROR(start_job(/*resume=*/true));
+        break;  // the other exits were the stopped roles'
+      }
       // A worker killed by a signal is lost, not wrong: restart it, or go on without it.
       const auto found = worker_index.find(e.name);
       const int worker = found == worker_index.end() ? -1 : found->second;
@@ -89,7 +116,6 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
       }
       if (tty) std::fprintf(stderr, "\n");
       children.StopAll(absl::Seconds(5));
-      const bool server = e.name.rfind("server-", 0) == 0;
       return absl::AbortedError(absl::StrCat(
           e.Describe(), "; the job was stopped",
           server ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir.root, ")")

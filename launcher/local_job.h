@@ -1,8 +1,9 @@
 // `monsoon run`: a whole job on this machine. Servers, workers and the evaluator run as
 // child processes of the launcher on loopback; the launcher shows live progress and writes
 // summary.json at the end. A worker killed by a signal is restarted (reliability.
-// worker_restarts) or, unless reliability.worker_loss stops the job, left behind; any other
-// failure stops the whole job.
+// worker_restarts) or, unless reliability.worker_loss stops the job, left behind; a server
+// killed by a signal makes the launcher resume the whole job from the servers' checkpoints
+// (reliability.server_restarts); any other failure stops the whole job.
 #ifndef MONSOON_LAUNCHER_LOCAL_JOB_H_
 #define MONSOON_LAUNCHER_LOCAL_JOB_H_
 

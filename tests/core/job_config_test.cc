@@ -137,6 +137,8 @@ TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][co
         "reliability.peer_timeout_seconds: must be at least twice heartbeat_seconds (5), got 8");
   CHECK(ErrorOf(CsvJob("reliability:\n  worker_loss: ignore\n")) ==
         "reliability.worker_loss: 'ignore' is not allowed (allowed: auto, continue, stop)");
+  CHECK(ErrorOf(CsvJob("reliability:\n  server_restarts: -1\n")) ==
+        "reliability.server_restarts: expected an integer in [0, 1000], got '-1'");
   CHECK(ErrorOf(CsvJob("checkpoint:\n  keep: 1\n")) ==
         "checkpoint.keep: expected an integer in [2, 1000], got '1'");
   std::ofstream(TempPath("job.crt")) << "not really a certificate\n";
@@ -156,10 +158,12 @@ TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][co
   CHECK(StopsOnWorkerLoss(*config));
   // The resolved YAML keeps the new sections.
   config->reliability.worker_restarts = 3;
+  config->reliability.server_restarts = 2;
   config->checkpoint.interval_seconds = 7;
   auto again = ParseJobConfig(JobConfigToYaml(*config), "/", {});
   REQUIRE(again.ok());
   CHECK(again->reliability.worker_restarts == 3);
+  CHECK(again->reliability.server_restarts == 2);
   CHECK(again->reliability.worker_loss == "stop");
   CHECK(again->checkpoint.interval_seconds == 7);
 }

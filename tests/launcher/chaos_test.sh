@@ -5,6 +5,7 @@
 #     finishes (exit 0);
 #   - a killed server stops the job within 20 s with an error naming it, and
 #     `monsoon run --resume` finishes it from the servers' checkpoints;
+#   - (once) with reliability.server_restarts, the launcher resumes such a job by itself;
 #   - the final test accuracy is within 1 point of a fault-free run of the same job (two are
 #     run: the job's cosine learning-rate schedule keeps fault-free runs within about 0.6 of a
 #     point of each other; with a constant rate they spread by 1.4 and one resumed run in CI
@@ -131,6 +132,21 @@ for round in $(seq 1 "$rounds"); do
   check_outcome "$round" "$run"
   [ -f "$run/summary.json" ] && survived=$((survived + 1))
 done
+# A server killed where reliability.server_restarts allows it: the launcher itself resumes
+# the job from the servers' checkpoints, and the job finishes.
+run="$WORK/server-auto-resume"
+run_and_kill "$run" server --set checkpoint.interval_seconds=2 --set reliability.server_restarts=1
+if grep -q "server-$victim was killed by signal 9 (Killed); resuming the job" "$run.txt"; then
+  expect_eq "job with server $victim killed at ${delay}s, resumed by the launcher, exits" "$status" "0"
+  grep -q "resumed from" "$run"/logs/server-*.log \
+    && pass "servers resumed from their checkpoints without a second command" \
+    || fail "no server resumed from a checkpoint"
+else
+  echo "auto-resume: the job ended before the kill (exit $status)"
+  expect_eq "auto-resume: job exit status" "$status" "0"
+fi
+check_outcome auto-resume "$run"
+
 # A worker lost for good (no restarts): the others finish, the servers report the loss by
 # index and address within the peer timeout, and summary.json counts it.
 lost="$WORK/worker-lost"
