@@ -32,6 +32,8 @@ std::string ProgressLine(const JobConfig& config, const JobProgress& p, double e
   return line;
 }
 
+bool IsServer(const ChildExit& e) { return e.name.rfind("server-", 0) == 0; }
+
 }  // namespace
 
 absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
@@ -77,12 +79,10 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
   while (children.running() > 0) {
     std::vector<ChildExit> exits = children.Reap();
     // Servers first: a server's death makes its workers fail moments later.
-    std::stable_partition(exits.begin(), exits.end(), [](const ChildExit& e) {
-      return e.name.rfind("server-", 0) == 0;
-    });
+    std::stable_partition(exits.begin(), exits.end(), IsServer);
     for (const ChildExit& e : exits) {
       if (e.ok()) continue;
-      const bool server = e.name.rfind("server-", 0) == 0;
+      const bool server = IsServer(e);
       // A server killed by a signal: the whole job goes back to the servers' checkpoints.
       if (server && e.signal != 0 && resumes_left > 0) {
         --resumes_left;
