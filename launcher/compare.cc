@@ -153,7 +153,7 @@ std::string VariantKnobs(const JobConfig& c) {
 
 namespace {
 
-// ---- The plot: two panels (accuracy vs wall time, accuracy vs epochs), SVG by hand. ----
+// ---- The plot: three panels (accuracy vs wall time, epochs, GB sent), SVG by hand. ----
 
 constexpr const char* kPalette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd",
                                     "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
@@ -172,6 +172,8 @@ struct Panel {
   double left, top, width, height;  // plot area in pixels
   double x_max, y_lo, y_hi;
   std::string x_label, clip_id;
+  const std::vector<double> VariantResult::*x_curve;  // the x of each evaluation
+  double x_unit;                                      // x_curve's values per axis unit
   double X(double x) const { return left + width * x / x_max; }
   double Y(double y) const { return top + height * (1 - (y - y_lo) / (y_hi - y_lo)); }
 };
@@ -185,7 +187,7 @@ const char* MetricName(const Study& study) {
 }
 
 void DrawPanel(const Panel& p, const Study& study, const std::vector<VariantResult>& results,
-               bool by_epoch, std::string* svg) {
+               std::string* svg) {
   const double target = study.classification ? study.target_accuracy : 0;
   absl::StrAppendFormat(svg,
                         "<clipPath id=\"%s\"><rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" "
@@ -224,7 +226,7 @@ void DrawPanel(const Panel& p, const Study& study, const std::vector<VariantResu
     const std::vector<double>& metric = Metric(study, r);
     std::vector<std::string> points;
     for (size_t k = 0; k < metric.size(); ++k) {
-      const double x = by_epoch ? r.curve_epochs[k] : r.curve_seconds[k];
+      const double x = (r.*p.x_curve)[k] / p.x_unit;
       points.push_back(absl::StrFormat("%.1f,%.1f", p.X(x), p.Y(metric[k])));
     }
     absl::StrAppendFormat(svg,
@@ -241,12 +243,14 @@ void DrawPanel(const Panel& p, const Study& study, const std::vector<VariantResu
 }
 
 std::string Svg(const Study& study, const std::vector<VariantResult>& results) {
-  double max_seconds = 0, max_epochs = 0, high = 0, low = 1e300;
+  constexpr double kGB = 1e9;
+  double max_seconds = 0, max_epochs = 0, max_bytes = 0, high = 0, low = 1e300;
   for (const VariantResult& r : results) {
     const std::vector<double>& metric = Metric(study, r);
     for (size_t k = 0; k < metric.size(); ++k) {
       max_seconds = std::max(max_seconds, r.curve_seconds[k]);
       max_epochs = std::max(max_epochs, r.curve_epochs[k]);
+      max_bytes = std::max(max_bytes, r.curve_bytes[k]);
       // The range leaves out each curve's first evaluation (often of the initial weights).
       if (k > 0 || metric.size() == 1) {
         high = std::max(high, metric[k]);
@@ -256,6 +260,7 @@ std::string Svg(const Study& study, const std::vector<VariantResult>& results) {
   }
   if (max_epochs <= 0) max_epochs = 1;
   if (max_seconds <= 0) max_seconds = 1;
+  const double max_gb = max_bytes > 0 ? max_bytes / kGB : 1;
   if (low > high) low = high = 0;
   double y_lo, y_hi;
   if (study.classification) {
@@ -266,18 +271,22 @@ std::string Svg(const Study& study, const std::vector<VariantResult>& results) {
     y_hi = high > 0 ? high * 1.1 : 1;
   }
   const int legend_rows = static_cast<int>(results.size());
-  const double width = 1100, height = 470 + 20.0 * legend_rows;
+  const double width = 1620, height = 470 + 20.0 * legend_rows;
   std::string svg = absl::StrFormat(
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
       "font-family=\"sans-serif\" font-size=\"13\">\n<rect width=\"100%%\" height=\"100%%\" "
       "fill=\"white\"/>\n<text x=\"%.0f\" y=\"26\" text-anchor=\"middle\" font-size=\"17\">"
       "%s: %s by variant</text>\n",
       width, height, width / 2, study.name, MetricName(study));
-  const Panel by_time{80, 50, 440, 330, max_seconds, y_lo, y_hi, "wall time (s)", "time"};
-  const Panel by_epoch{630,     50, 440, 330, max_epochs, y_lo, y_hi, "epochs (mean over workers)",
-                       "epochs"};
-  DrawPanel(by_time, study, results, false, &svg);
-  DrawPanel(by_epoch, study, results, true, &svg);
+  const Panel panels[] = {
+      {80, 50, 440, 330, max_seconds, y_lo, y_hi, "wall time (s)", "time",
+       &VariantResult::curve_seconds, 1},
+      {630, 50, 440, 330, max_epochs, y_lo, y_hi, "epochs (mean over workers)", "epochs",
+       &VariantResult::curve_epochs, 1},
+      {1160, 50, 440, 330, max_gb, y_lo, y_hi, "GB sent (all workers)", "bytes",
+       &VariantResult::curve_bytes, kGB},
+  };
+  for (const Panel& panel : panels) DrawPanel(panel, study, results, &svg);
   for (size_t i = 0; i < results.size(); ++i) {
     const double y = 440 + 20.0 * i;
     absl::StrAppendFormat(
@@ -336,16 +345,27 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
   r.final_accuracy = r.curve_accuracy.back();
   r.final_loss = r.curve_loss.back();
   r.wall_seconds = r.curve_seconds.back();
+  r.curve_bytes.assign(r.curve_seconds.size(), 0);
   std::vector<uint64_t> staleness;
   for (int i = 0; i < c.cluster.workers; ++i) {
     MONSOON_ASSIGN_OR_RETURN(
         CsvTable worker, ReadCsvTable(absl::StrCat(run_dir.metrics_dir(), "/worker-", i, ".csv")));
     if (worker.rows.empty()) continue;
+    const int wall = worker.Column("wall_seconds"), sent = worker.Column("bytes_sent");
     const std::vector<double>& last = worker.rows.back();
-    r.bytes_sent += last[worker.Column("bytes_sent")];
+    r.bytes_sent += last[sent];
     r.samples_per_second += last[worker.Column("samples_per_second")];
-    r.comm_share += last[worker.Column("comm_seconds")] /
-                    std::max(last[worker.Column("wall_seconds")], 1e-9) / c.cluster.workers;
+    r.comm_share += last[worker.Column("comm_seconds")] / std::max(last[wall], 1e-9) /
+                    c.cluster.workers;
+    // Rows are in time order: walk them along the evaluations.
+    size_t row = 0;
+    double sent_by_then = 0;
+    for (size_t k = 0; k < r.curve_seconds.size(); ++k) {
+      while (row < worker.rows.size() && worker.rows[row][wall] <= r.curve_seconds[k]) {
+        sent_by_then = worker.rows[row++][sent];
+      }
+      r.curve_bytes[k] += sent_by_then;
+    }
   }
   for (int j = 0; j < c.cluster.servers; ++j) {
     MONSOON_ASSIGN_OR_RETURN(

@@ -1,7 +1,7 @@
 // `monsoon compare STUDY.yaml`: runs several variants of one base job in turn (same data,
 // model and seed; each variant overrides some fields), then writes compare.csv, compare.md
-// and compare.svg (test accuracy, or test loss for regression jobs, against wall time and
-// against epochs, one line per variant).
+// and compare.svg (test accuracy, or test loss for regression jobs, against wall time, against
+// epochs and against the bytes the workers sent, one line per variant).
 //
 // A study file:
 //   study: compare_fmnist           # names the default output directory
@@ -60,8 +60,10 @@ struct VariantResult {
   double mean_staleness = 0;
   double comm_share = 0;  // of a worker's training time spent in pulls, pushes, exchanges
   double wall_seconds = 0;
-  // The evaluator's curves: wall seconds, epochs, test accuracy and loss per evaluation.
-  std::vector<double> curve_seconds, curve_epochs, curve_accuracy, curve_loss;
+  // The evaluator's curves: wall seconds, epochs, test accuracy and loss per evaluation, and
+  // the bytes all workers had sent by then (each worker's last metrics row at or before the
+  // evaluation's wall_seconds; every role's clock starts with its process).
+  std::vector<double> curve_seconds, curve_epochs, curve_accuracy, curve_loss, curve_bytes;
 };
 
 // The settings that distinguish a variant, e.g. "tau=4 alpha=0.45 eta=0.05 workers=2".

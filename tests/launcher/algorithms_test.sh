@@ -101,11 +101,12 @@ md = open(f"{sys.argv[1]}/compare.md").read()
 assert "| sync | sync | quorum=2/2" in md, md
 svg = xml.dom.minidom.parse(f"{sys.argv[1]}/compare.svg")
 lines = svg.getElementsByTagName("polyline")
-assert len(lines) == 4, len(lines)   # 2 variants x 2 panels
+assert len(lines) == 6, len(lines)   # 2 variants x 3 panels
 # This job is so short that the evaluator may only score the final weights: >= 1 point.
 assert all(len(l.getAttribute("points").split()) >= 1 for l in lines)
 texts = " ".join(t.firstChild.data for t in svg.getElementsByTagName("text") if t.firstChild)
-assert "wall time (s)" in texts and "epochs" in texts and "test loss" in texts, texts
+assert "wall time (s)" in texts and "epochs" in texts and "GB sent" in texts, texts
+assert "test loss" in texts, texts
 print("compare: table, markdown and plot check out")
 PY
 expect_eq "compare: csv, md and svg" "$?" "0"

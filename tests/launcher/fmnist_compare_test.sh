@@ -27,7 +27,7 @@ assert float(rows["sync"]["mean_staleness"]) == 0, rows["sync"]
 assert float(rows["downpour-tau1"]["mean_staleness"]) > 0, rows["downpour-tau1"]
 svg = xml.dom.minidom.parse(f"{sys.argv[1]}/compare.svg")
 lines = svg.getElementsByTagName("polyline")
-assert len(lines) == 2 * len(expected), len(lines)
+assert len(lines) == 3 * len(expected), len(lines)  # time, epochs, GB sent
 assert all(len(l.getAttribute("points").split()) >= 5 for l in lines)
 print("every variant >= 0.84:", {n: r["final_test_accuracy"] for n, r in rows.items()})
 PY
