@@ -355,8 +355,8 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
     const std::vector<double>& last = worker.rows.back();
     r.bytes_sent += last[sent];
     r.samples_per_second += last[worker.Column("samples_per_second")];
-    r.comm_share += last[worker.Column("comm_seconds")] / std::max(last[wall], 1e-9) /
-                    c.cluster.workers;
+    r.comm_share +=
+        last[worker.Column("comm_seconds")] / std::max(last[wall], 1e-9) / c.cluster.workers;
     // Rows are in time order: walk them along the evaluations.
     size_t row = 0;
     double sent_by_then = 0;
