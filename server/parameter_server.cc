@@ -126,7 +126,12 @@ absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, Cl
                      plan_.fingerprint(), ", client ", plan_fingerprint,
                      "): are all roles running the same job config?"));
   }
-  if (role == ClientRole::kEvaluator) return ResumePoint{};
+  if (role == ClientRole::kEvaluator) {
+    absl::MutexLock lock(&clients_mu_);
+    if (!peer.empty()) evaluator_peer_ = peer;
+    HeardEvaluator();
+    return ResumePoint{};
+  }
   if (index < 0 || index >= workers_expected_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "hello from worker ", index, "; this job has workers 0..", workers_expected_ - 1));
@@ -161,8 +166,20 @@ absl::Status ParameterServer::Heard(int index, uint64_t incarnation) {
   return absl::OkStatus();
 }
 
+void ParameterServer::HeardEvaluator() {
+  evaluator_last_heard_ = absl::Now();
+  if (evaluator_lost_) {
+    evaluator_lost_ = false;
+    Event(absl::StrCat("evaluator (", evaluator_peer_, ") is back"));
+  }
+}
+
 absl::Status ParameterServer::Heartbeat(ClientRole role, int index, uint64_t incarnation) {
-  if (role == ClientRole::kEvaluator) return absl::OkStatus();
+  if (role == ClientRole::kEvaluator) {
+    absl::MutexLock lock(&clients_mu_);
+    HeardEvaluator();
+    return absl::OkStatus();
+  }
   if (index < 0 || index >= workers_expected_) {
     return absl::InvalidArgumentError(absl::StrCat(
         "heartbeat from worker ", index, "; this job has workers 0..", workers_expected_ - 1));
@@ -186,19 +203,28 @@ absl::Status ParameterServer::Health() const {
 }
 
 void ParameterServer::CheckPeers(absl::Time now) {
+  // Silent for longer than the peer timeout, having been heard at least once.
+  auto silent = [&](absl::Time last_heard) {
+    return last_heard != absl::InfinitePast() && now - last_heard > rules_.peer_timeout;
+  };
+  auto lost = [&](const std::string& who, const std::string& peer, absl::Time last_heard) {
+    return absl::StrCat(who, " (", peer.empty() ? "address unknown" : peer,
+                        ") lost: nothing heard for ", absl::FormatDuration(now - last_heard));
+  };
   bool changed = false;
   {
     absl::MutexLock lock(&clients_mu_);
+    if (evaluator_expected_ && !evaluator_finished_ && !evaluator_lost_ &&
+        silent(evaluator_last_heard_)) {
+      evaluator_lost_ = true;
+      Event(absl::StrCat(lost("evaluator", evaluator_peer_, evaluator_last_heard_),
+                         "; the job finishes without its evaluations"));
+    }
     for (int w = 0; w < workers_expected_; ++w) {
-      if (Gone(w) || last_heard_[w] == absl::InfinitePast() ||
-          now - last_heard_[w] <= rules_.peer_timeout) {
-        continue;
-      }
+      if (Gone(w) || !silent(last_heard_[w])) continue;
       worker_lost_[w] = true;
       changed = true;
-      const std::string what =
-          absl::StrCat("worker ", w, " (", peer_[w].empty() ? "address unknown" : peer_[w],
-                       ") lost: nothing heard for ", absl::FormatDuration(now - last_heard_[w]));
+      const std::string what = lost(absl::StrCat("worker ", w), peer_[w], last_heard_[w]);
       if (rules_.stop_on_worker_loss) {
         if (health_.ok()) {
           health_ = absl::UnavailableError(absl::StrCat(
@@ -652,7 +678,7 @@ bool ParameterServer::AllFinishedLocked() const {
   for (int w = 0; w < workers_expected_; ++w) {
     if (!Gone(w)) return false;
   }
-  return !evaluator_expected_ || evaluator_finished_;
+  return !evaluator_expected_ || evaluator_finished_ || evaluator_lost_;
 }
 
 bool ParameterServer::AllFinished() const {

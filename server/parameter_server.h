@@ -234,7 +234,8 @@ class ParameterServer {
   // can get is applied, and waiting pulls are rechecked. InvalidArgument for an unknown index.
   absl::Status Finish(ClientRole role, int index);
 
-  // True once every expected worker has finished or been lost, and the evaluator finished.
+  // True once every expected worker has finished or been lost, and the evaluator has finished
+  // or been lost.
   bool AllFinished() const;
   // Blocks until AllFinished() or the timeout; returns AllFinished().
   bool WaitAllFinished(absl::Duration timeout) const;
@@ -296,7 +297,9 @@ class ParameterServer {
   bool Gone(int worker) const ABSL_SHARED_LOCKS_REQUIRED(clients_mu_) {
     return worker_finished_[worker] || worker_lost_[worker];
   }
-  // Marks workers unheard for longer than the peer timeout as lost.
+  // Records that the evaluator is alive (and back, if it was lost).
+  void HeardEvaluator() ABSL_EXCLUSIVE_LOCKS_REQUIRED(clients_mu_);
+  // Marks workers, and the evaluator, unheard for longer than the peer timeout as lost.
   void CheckPeers(absl::Time now);
   // A worker left or came back: closes sync rounds it no longer holds up, rechecks waiters.
   void LiveWorkersChanged();
@@ -359,6 +362,10 @@ class ParameterServer {
   std::vector<absl::Time> last_heard_ ABSL_GUARDED_BY(clients_mu_);
   std::vector<std::string> peer_ ABSL_GUARDED_BY(clients_mu_);
   bool evaluator_finished_ ABSL_GUARDED_BY(clients_mu_) = false;
+  // The evaluator's liveness, as last_heard_, peer_ and worker_lost_ are the workers'.
+  absl::Time evaluator_last_heard_ ABSL_GUARDED_BY(clients_mu_) = absl::InfinitePast();
+  std::string evaluator_peer_ ABSL_GUARDED_BY(clients_mu_);
+  bool evaluator_lost_ ABSL_GUARDED_BY(clients_mu_) = false;
   absl::Status health_ ABSL_GUARDED_BY(clients_mu_);
   std::vector<std::string> events_ ABSL_GUARDED_BY(clients_mu_);
 

@@ -287,7 +287,8 @@ TEST_CASE("gRPC: a worker that resumes learns where from; heartbeats keep it ali
 }
 
 TEST_CASE(
-    "ParameterServer: an unheard worker is lost (async carries on, sync stops); it can rejoin",
+    "ParameterServer: an unheard worker or evaluator is lost (async carries on, sync stops); it "
+    "can rejoin",
     "[server][reliability]") {
   ModelSpec spec;
   spec.type = ModelType::kLinearRegression;
@@ -316,6 +317,31 @@ TEST_CASE(
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 2, "ipv4:10.0.0.2:7").ok());
     CHECK(server.Stats().workers_lost.empty());
     CHECK(!server.AllFinished());
+  }
+  SECTION("an unheard evaluator is lost: the job finishes without it; it can come back") {
+    ParameterServer server(0, plan, spec, 1, rules, 1, /*evaluator_expected=*/true);
+    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kEvaluator, 0, 0, "ipv4:10.0.0.3:7").ok());
+    for (int i = 0; i < 4; ++i) {  // both beat
+      absl::SleepFor(absl::Milliseconds(100));
+      REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
+      REQUIRE(server.Heartbeat(ClientRole::kEvaluator, 0, 0).ok());
+    }
+    REQUIRE(server.Finish(ClientRole::kWorker, 0).ok());
+    CHECK(!server.AllFinished());  // the evaluator still has the final weights to score
+    CHECK(server.TakeEvents().empty());
+    absl::SleepFor(absl::Milliseconds(800));  // the evaluator falls silent
+    CHECK(server.AllFinished());
+    CHECK(server.Health().ok());
+    std::vector<std::string> events = server.TakeEvents();
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].find("evaluator (ipv4:10.0.0.3:7) lost: nothing heard for") !=
+          std::string::npos);
+    REQUIRE(server.Heartbeat(ClientRole::kEvaluator, 0, 0).ok());
+    CHECK(!server.AllFinished());
+    events = server.TakeEvents();
+    REQUIRE(events.size() == 1);
+    CHECK(events[0].find("evaluator (ipv4:10.0.0.3:7) is back") != std::string::npos);
   }
   SECTION("sync with every worker in the quorum: stops, naming the worker") {
     rules.algorithm = Algorithm::kSync;
