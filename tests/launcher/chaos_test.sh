@@ -98,6 +98,19 @@ check_outcome() {
   check_ledger "$2" && pass "round $1: every push applied exactly once" || fail "round $1: ledger"
 }
 
+# expect_resumed RUN LABEL: RUN's servers resumed from their checkpoints.
+expect_resumed() {
+  grep -q "resumed from" "$1"/logs/server-*.log \
+    && pass "$2: servers resumed from their checkpoints" \
+    || fail "$2: no server resumed from a checkpoint"
+}
+
+# ended_before_kill LABEL: the job finished before the kill came, so it must have exited 0.
+ended_before_kill() {
+  echo "$1: the job ended before the kill (exit $status)"
+  expect_eq "$1: job exit status" "$status" "0"
+}
+
 survived=0
 worst=0
 for round in $(seq 1 "$rounds"); do
@@ -122,12 +135,9 @@ for round in $(seq 1 "$rounds"); do
     worst=$(python3 -c "import sys; print(max(float(sys.argv[1]), float(sys.argv[2])))" "$worst" "$stopped_in")
     timeout 240 "$MONSOON" run --resume "$run" >"$run.resume.txt" 2>&1
     expect_eq "round $round: monsoon run --resume exits 0" "$?" "0"
-    grep -q "resumed from" "$run"/logs/server-*.log \
-      && pass "round $round: servers resumed from their checkpoints" \
-      || fail "round $round: no server resumed from a checkpoint"
+    expect_resumed "$run" "round $round"
   else
-    echo "round $round: the job ended before the kill (exit $status)"
-    expect_eq "round $round: job exit status" "$status" "0"
+    ended_before_kill "round $round"
   fi
   check_outcome "$round" "$run"
   [ -f "$run/summary.json" ] && survived=$((survived + 1))
@@ -137,13 +147,10 @@ done
 run="$WORK/server-auto-resume"
 run_and_kill "$run" server --set checkpoint.interval_seconds=2 --set reliability.server_restarts=1
 if grep -q "server-$victim was killed by signal 9 (Killed); resuming the job" "$run.txt"; then
-  expect_eq "job with server $victim killed at ${delay}s, resumed by the launcher, exits" "$status" "0"
-  grep -q "resumed from" "$run"/logs/server-*.log \
-    && pass "servers resumed from their checkpoints without a second command" \
-    || fail "no server resumed from a checkpoint"
+  expect_eq "auto-resume: job with server $victim killed at ${delay}s exits" "$status" "0"
+  expect_resumed "$run" "auto-resume (no second command)"
 else
-  echo "auto-resume: the job ended before the kill (exit $status)"
-  expect_eq "auto-resume: job exit status" "$status" "0"
+  ended_before_kill auto-resume
 fi
 check_outcome auto-resume "$run"
 
