@@ -116,4 +116,36 @@ grep -h "resumes after push" "$run"/logs/task-*.log | head -2
 [ -s "$run/summary.json" ] && acc=$(json_get "$run/summary.json" final_test_accuracy) || acc=0
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
   && pass "requeued job finished: accuracy $acc >= 0.85" || fail "requeued job: accuracy $acc"
+
+# 7. A server task killed (kill -9): the job ends within 20 s, the workers naming the server,
+#    and the other server gives up the workers and the evaluator after the peer timeout
+#    (10 s) instead of waiting for them. (Resuming is step 6's; after a kill, chaos_test's.)
+out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job=fmnist_kill --submit 2>&1)
+job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
+run="runs/fmnist_kill/slurm-$job"
+for _ in $(seq 1 300); do
+  [ -s "$run/metrics/worker-0.csv" ] && [ "$(wc -l <"$run/metrics/worker-0.csv")" -gt 20 ] && break
+  sleep 0.1
+done
+# Task 0 is server 0 (roles go by rank); find its process by the job's SLURM variables.
+victim=""
+for p in $(pgrep -f "monsoon launch --run-dir .*/slurm-$job" || true); do
+  if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_PROCID=0"; then victim=$p; fi
+done
+grep -q -- "-> server 0$" "$run/logs/task-0.log" && [ -n "$victim" ] \
+  && pass "server 0 is task 0, process $victim" || fail "no process for server 0 (task 0)"
+start=$(date +%s.%N)
+kill -9 "$victim"
+for _ in $(seq 1 600); do
+  [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+  sleep 0.1
+done
+elapsed=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
+echo "job $job ended ${elapsed}s after server 0 was killed"
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 20 else 1)" "$elapsed" \
+  && pass "a killed server ends the job within 20 s" || fail "killed server: job still there after ${elapsed}s"
+named=$(grep -h -o 'server 0 ([^)]*) [A-Za-z]*' "$run"/logs/task-2.log "$run"/logs/task-3.log | head -1)
+[ -n "$named" ] && pass "the workers name server 0: $named" || fail "the workers' logs do not name server 0"
+grep -q "evaluator (.*) lost" "$run/logs/task-1.log" \
+  && pass "server 1 gave up the evaluator" || fail "server 1 did not report the evaluator lost"
 finish
