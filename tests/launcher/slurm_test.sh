@@ -78,8 +78,12 @@ grep 'monsoon:' "$WORK/under.out"
 out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job=fmnist_signal --submit 2>&1)
 job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
 run="runs/fmnist_signal/slurm-$job"
+# Every role running first (the evaluator has scored once). In one run the signal came ~0.1 s
+# into training and only 4 of the 5 roles reported it; a role that fails on its peers after a
+# stop now reports the stop (launcher/monsoon_main.cc RunRole, interrupt_test).
 for _ in $(seq 1 300); do
-  [ -s "$run/metrics/worker-0.csv" ] && [ "$(wc -l <"$run/metrics/worker-0.csv")" -gt 20 ] && break
+  [ -s "$run/metrics/worker-0.csv" ] && [ "$(wc -l <"$run/metrics/worker-0.csv")" -gt 20 ] &&
+    [ -s "$run/metrics/evaluator.csv" ] && break
   sleep 0.1
 done
 start=$(date +%s.%N)
