@@ -12,15 +12,7 @@ run_linear() {
   timeout 240 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/$name" "$@" \
     >"$WORK/$name.txt" 2>&1
   expect_eq "$name: exit status" "$?" "0"
-  python3 - "$WORK/$name/summary.json" "$name" <<'PY'
-import json, sys
-s = json.load(open(sys.argv[1]))
-p = {t["name"]: t["values"] for t in s["parameters"]}
-m, b = p["dense0.weight"][0], p["dense0.bias"][0]
-print(f"{sys.argv[2]}: {s['algorithm']} m={m:.4f} b={b:.4f} in {s['wall_seconds']:.1f} s")
-assert abs(m - 2.5) < 0.02 and abs(b + 1.25) < 0.02, (m, b)
-PY
-  expect_eq "$name: m and b within 0.02" "$?" "0"
+  fits_line "$WORK/$name" 0.02 && pass "$name: m and b within 0.02" || fail "$name: the fit"
 }
 
 run_linear sync --set training.algorithm=sync --set optimizer.learning_rate=0.04

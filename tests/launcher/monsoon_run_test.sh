@@ -15,21 +15,17 @@ for f in config.yaml token summary.json params.bin metrics/worker-0.csv metrics/
 done
 expect_eq "token mode" "$(stat -c %a "$RUN/token")" "600"
 
+fits_line "$RUN" && pass "summary: m and b within 0.01 of the line" || fail "summary: the fit"
 python3 - "$RUN/summary.json" <<'PY'
 import json, sys
 s = json.load(open(sys.argv[1]))
-p = {t["name"]: t["values"] for t in s["parameters"]}
-m, b = p["dense0.weight"][0], p["dense0.bias"][0]
-print(f"learned m={m:.5f} b={b:.5f}")
-assert round(m, 2) == 2.50, m
-assert round(b, 2) == -1.25, b
 assert s["algorithm"] == "downpour"
 assert s["final_test_accuracy"] is None          # regression: no accuracy
 assert s["final_test_loss"] < 0.01, s["final_test_loss"]
 assert s["epochs"] == 20 and s["samples_per_second"] > 0 and s["wall_seconds"] > 0
 assert s["params_file"].endswith("params.bin")
 PY
-expect_eq "summary: m and b recovered to 2 decimals" "$?" "0"
+expect_eq "summary: the other fields" "$?" "0"
 
 # The resolved config has every default and parses again.
 timeout 20 "$MONSOON" validate "$RUN/config.yaml" >/dev/null

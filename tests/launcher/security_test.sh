@@ -5,15 +5,6 @@ source tests/launcher/test_lib.sh
 
 cfg=configs/linear_regression.yaml
 
-# fits RUN_DIR: the linear job recovered m = 2.50 and b = -1.25.
-fits() {
-  python3 - "$1/summary.json" <<'PY'
-import json, sys
-p = {t["name"]: t["values"] for t in json.load(open(sys.argv[1]))["parameters"]}
-sys.exit(0 if (round(p["dense0.weight"][0], 2), round(p["dense0.bias"][0], 2)) == (2.5, -1.25) else 1)
-PY
-}
-
 # foreign_worker DIR CONFIG TOKEN_FILE SERVER_ADDRESS_FILE: runs worker 0 from a run
 # directory made of these pieces (a client that does not belong to the server it reaches);
 # its output goes to DIR.txt; returns its exit status.
@@ -33,7 +24,7 @@ job_b=$!
 wait_for_file "$B/rendezvous/server-0"
 timeout 60 "$MONSOON" run "$cfg" --run-dir "$A" --set training.epochs=100 >"$WORK/a.txt" 2>&1
 expect_eq "job A, beside job B, exit status" "$?" "0"
-fits "$A" && pass "job A fits the line" || fail "job A's fit"
+fits_line "$A" && pass "job A fits the line" || fail "job A's fit"
 # A worker carrying job A's token, pointed at job B's server.
 X="$WORK/a-at-b"
 foreign_worker "$X" "$A/config.yaml" "$A/token" "$B/rendezvous/server-0"
@@ -42,7 +33,7 @@ grep -q "wrong job token" "$X.txt" && pass "refused: $(tail -1 "$X.txt")" \
   || fail "cross-talk not refused by token: $(cat "$X.txt")"
 wait "$job_b"
 expect_eq "job B exit status" "$?" "0"
-fits "$B" && pass "job B fits the line, untouched by job A" || fail "job B's fit"
+fits_line "$B" && pass "job B fits the line, untouched by job A" || fail "job B's fit"
 [ "$(cat "$A/rendezvous/server-0")" != "$(cat "$B/rendezvous/server-0")" ] \
   && pass "jobs A and B served on different ports" || fail "port clash"
 expect_eq "token file mode" "$(stat -c %a "$A/token")" "600"
@@ -86,6 +77,6 @@ expect_eq "a plaintext worker at a TLS server exits" "$?" "1"
 pass "refused: $(tail -1 "$P.txt")"
 wait "$job_tls"
 expect_eq "TLS job exit status" "$?" "0"
-fits "$T/run" && pass "the TLS job fits the line" || fail "TLS job's fit"
+fits_line "$T/run" && pass "the TLS job fits the line" || fail "TLS job's fit"
 echo "SCORECARD security: 2 jobs on one node without clash or cross-talk; wrong-token, plaintext-at-TLS and short-token clients refused; mutual TLS job completed"
 finish

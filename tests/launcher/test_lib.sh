@@ -25,6 +25,22 @@ wait_for_file() {
   return 1
 }
 
+# fits_line RUN_DIR [TOLERANCE]: the linear jobs' data (configs/data/linear_*.csv) come from
+# y = 2.5 x - 1.25 plus noise; the fit in RUN_DIR/summary.json is within TOLERANCE (0.01) of
+# both. (The training set's own least-squares line is m = 2.4978, b = -1.2512, so rounding m
+# to 2 decimals is a coin toss.)
+fits_line() {
+  python3 - "$1/summary.json" "${2:-0.01}" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = {t["name"]: t["values"] for t in s["parameters"]}
+m, b = p["dense0.weight"][0], p["dense0.bias"][0]
+print(f"{s['algorithm']}: learned m={m:.5f} b={b:.5f} in {s['wall_seconds']:.1f} s")
+tolerance = float(sys.argv[2])
+sys.exit(0 if abs(m - 2.5) <= tolerance and abs(b + 1.25) <= tolerance else 1)
+PY
+}
+
 finish() {
   if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
   echo "all checks passed"
