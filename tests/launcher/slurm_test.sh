@@ -30,6 +30,33 @@ eval "$env_line"
 sinfo
 cd "$WORK"
 
+# start_fmnist JOB_NAME: submits configs/slurm/fmnist.yaml as JOB_NAME and returns once every
+# role runs (worker 0 past 20 steps, the evaluator has scored once); sets $job and $run. In
+# one run a signal that came ~0.1 s into training found a role still starting, and only 4 of
+# the 5 roles reported it. Such a role now reports the stop too (launcher/monsoon_main.cc
+# RunRole, interrupt_test).
+start_fmnist() {
+  local out
+  out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job="$1" --submit 2>&1)
+  job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
+  run="runs/$1/slurm-$job"
+  for _ in $(seq 1 300); do
+    [ -s "$run/metrics/worker-0.csv" ] && [ "$(wc -l <"$run/metrics/worker-0.csv")" -gt 20 ] &&
+      [ -s "$run/metrics/evaluator.csv" ] && break
+    sleep 0.1
+  done
+}
+
+# seconds_until_gone START: waits (at most 60 s) until $job has left the queue; prints the
+# seconds since START (a `date +%s.%N`).
+seconds_until_gone() {
+  for _ in $(seq 1 600); do
+    [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+    sleep 0.1
+  done
+  python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(date +%s.%N)"
+}
+
 # 1. The Fashion-MNIST job: 5 tasks on one node, submitted with monsoon sbatch --submit --wait.
 timeout 300 "$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --submit --wait >sbatch1.txt 2>&1
 expect_eq "fmnist job exit status" "$?" "0"
@@ -70,24 +97,10 @@ expect_eq "undersized: one error line" "$(grep -c 'the launch has 3 task(s) but 
 grep 'monsoon:' "$WORK/under.out"
 
 # 5. SIGUSR1 from SLURM (as --signal sends it) stops every role quickly; the run dir stays usable.
-out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job=fmnist_signal --submit 2>&1)
-job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
-run="runs/fmnist_signal/slurm-$job"
-# Every role running first (the evaluator has scored once). In one run the signal came ~0.1 s
-# into training and only 4 of the 5 roles reported it; a role that fails on its peers after a
-# stop now reports the stop (launcher/monsoon_main.cc RunRole, interrupt_test).
-for _ in $(seq 1 300); do
-  [ -s "$run/metrics/worker-0.csv" ] && [ "$(wc -l <"$run/metrics/worker-0.csv")" -gt 20 ] &&
-    [ -s "$run/metrics/evaluator.csv" ] && break
-  sleep 0.1
-done
+start_fmnist fmnist_signal
 start=$(date +%s.%N)
 scancel --signal=USR1 "$job"
-for _ in $(seq 1 300); do
-  [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
-  sleep 0.1
-done
-elapsed=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
+elapsed=$(seconds_until_gone "$start")
 echo "job $job ended ${elapsed}s after SIGUSR1"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 20 else 1)" "$elapsed" \
   && pass "SIGUSR1 ends the job within 20 s" || fail "SIGUSR1: job still there after ${elapsed}s"
@@ -119,13 +132,7 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc"
 # 7. A server task killed (kill -9): the job ends within 20 s, the workers naming the server,
 #    and the other server gives up the workers and the evaluator after the peer timeout
 #    (10 s) instead of waiting for them. (Resuming is step 6's; after a kill, chaos_test's.)
-out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job=fmnist_kill --submit 2>&1)
-job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
-run="runs/fmnist_kill/slurm-$job"
-for _ in $(seq 1 300); do
-  [ -s "$run/metrics/worker-0.csv" ] && [ "$(wc -l <"$run/metrics/worker-0.csv")" -gt 20 ] && break
-  sleep 0.1
-done
+start_fmnist fmnist_kill
 # Task 0 is server 0 (roles go by rank); find its process by the job's SLURM variables.
 victim=""
 for p in $(pgrep -f "monsoon launch --run-dir .*/slurm-$job" || true); do
@@ -135,11 +142,7 @@ grep -q -- "-> server 0$" "$run/logs/task-0.log" && [ -n "$victim" ] \
   && pass "server 0 is task 0, process $victim" || fail "no process for server 0 (task 0)"
 start=$(date +%s.%N)
 kill -9 "$victim"
-for _ in $(seq 1 600); do
-  [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
-  sleep 0.1
-done
-elapsed=$(python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$start" "$(date +%s.%N)")
+elapsed=$(seconds_until_gone "$start")
 echo "job $job ended ${elapsed}s after server 0 was killed"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 20 else 1)" "$elapsed" \
   && pass "a killed server ends the job within 20 s" || fail "killed server: job still there after ${elapsed}s"
