@@ -133,13 +133,18 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc"
 #    and the other server gives up the workers and the evaluator after the peer timeout
 #    (10 s) instead of waiting for them. (Resuming is step 6's; after a kill, chaos_test's.)
 start_fmnist fmnist_kill
-# Task 0 is server 0 (roles go by rank); find its process by the job's SLURM variables.
-victim=""
-for p in $(pgrep -f "monsoon launch --run-dir .*/slurm-$job" || true); do
-  if tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "SLURM_PROCID=0"; then victim=$p; fi
+# Task 0 is server 0 (roles go by rank); find its process by the job's SLURM variables. Only
+# processes named monsoon: the batch script's srun has the same command line and, inherited
+# from the batch step, SLURM_PROCID=0 too (CI once killed srun's pid, after the pids wrapped).
+victims=()
+for p in $(pgrep -x monsoon || true); do
+  env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
+  grep -qx "SLURM_JOB_ID=$job" <<<"$env_of" && grep -qx "SLURM_PROCID=0" <<<"$env_of" &&
+    grep -q "^SLURM_STEP_ID=" <<<"$env_of" && victims+=("$p")
 done
-grep -q -- "-> server 0$" "$run/logs/task-0.log" && [ -n "$victim" ] \
-  && pass "server 0 is task 0, process $victim" || fail "no process for server 0 (task 0)"
+victim="${victims[*]}"
+grep -q -- "-> server 0$" "$run/logs/task-0.log" && [ "${#victims[@]}" -eq 1 ] \
+  && pass "server 0 is task 0, process $victim" || fail "not one process for server 0 (task 0): '$victim'"
 start=$(date +%s.%N)
 kill -9 "$victim"
 elapsed=$(seconds_until_gone "$start")
