@@ -93,8 +93,8 @@ Figures Alone(const Dataset& data, int batch, int steps) {
 
 Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int steps, int tau,
                    const std::string& overlap) {
-  BenchChild server =
-      BenchChild::Spawn({"worker_bench", "--serve", AlgorithmName(algorithm), std::to_string(tau)});
+  BenchChild server = BenchChild::Spawn(
+      {"worker_bench", "--serve", kAlgorithmNames.Name(algorithm), std::to_string(tau)});
   const std::string address = server.ReadLine();
   const JobConfig config = BenchJob(algorithm, batch, steps, tau, overlap);
   auto plan = JobShardingPlan(config);

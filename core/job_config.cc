@@ -21,9 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr Algorithm kAlgorithms[] = {Algorithm::kDownpour, Algorithm::kSync, Algorithm::kSsp,
-                                     Algorithm::kEasgd, Algorithm::kEamsgd};
-
 // Reads the fields of one YAML mapping, remembering which keys were read so that any other
 // key is reported as unknown. Every error message starts with the field's dotted path.
 class Section {
@@ -111,6 +108,15 @@ class Section {
                        "' is not allowed (allowed: ", absl::StrJoin(allowed, ", "), ")"));
     }
     *out = text;
+    return absl::OkStatus();
+  }
+
+  // One of `names`' values; *out keeps its value when the key is absent.
+  template <typename E>
+  absl::Status Enum(const std::string& key, const EnumNames<E>& names, E* out) {
+    std::string text = names.Name(*out);
+    MONSOON_RETURN_IF_ERROR(String(key, names.AllNames(), &text));
+    MONSOON_ASSIGN_OR_RETURN(*out, names.Parse(text));
     return absl::OkStatus();
   }
 
@@ -275,10 +281,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(cluster.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section model, top.Child("model"));
-  std::string type = "mlp", activation = "relu", loss;
-  MONSOON_RETURN_IF_ERROR(
-      model.String("type", {"linear_regression", "softmax_regression", "mlp"}, &type));
-  MONSOON_ASSIGN_OR_RETURN(c->model.type, ParseModelType(type));
+  MONSOON_RETURN_IF_ERROR(model.Enum("type", kModelTypeNames, &c->model.type));
   MONSOON_RETURN_IF_ERROR(model.Int("input_dim", 1, 1 << 24, &c->model.input_dim));
   MONSOON_RETURN_IF_ERROR(model.Int("output_dim", 1, 1 << 24, &c->model.output_dim));
   if (c->model.input_dim == 0) return absl::InvalidArgumentError("model.input_dim: required");
@@ -286,15 +289,13 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(model.IntList("hidden", 1, &c->model.hidden));
   if (c->model.type != ModelType::kMlp && !c->model.hidden.empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("model.hidden: only an mlp has hidden layers (model.type is ", type, ")"));
+        absl::StrCat("model.hidden: only an mlp has hidden layers (model.type is ",
+                     kModelTypeNames.Name(c->model.type), ")"));
   }
-  MONSOON_RETURN_IF_ERROR(model.String("activation", {"relu", "tanh", "sigmoid"}, &activation));
-  MONSOON_ASSIGN_OR_RETURN(c->model.activation, ParseActivation(activation));
-  loss = c->model.type == ModelType::kLinearRegression ? "mean_squared_error"
-                                                       : "softmax_cross_entropy";
-  MONSOON_RETURN_IF_ERROR(
-      model.String("loss", {"softmax_cross_entropy", "mean_squared_error"}, &loss));
-  MONSOON_ASSIGN_OR_RETURN(c->model.loss, ParseLossType(loss));
+  MONSOON_RETURN_IF_ERROR(model.Enum("activation", kActivationNames, &c->model.activation));
+  c->model.loss = c->model.type == ModelType::kLinearRegression ? LossType::kMeanSquaredError
+                                                                : LossType::kSoftmaxCrossEntropy;
+  MONSOON_RETURN_IF_ERROR(model.Enum("loss", kLossNames, &c->model.loss));
   if (c->model.type == ModelType::kSoftmaxRegression &&
       c->model.loss != LossType::kSoftmaxCrossEntropy) {
     return absl::InvalidArgumentError("model.loss: softmax_regression needs softmax_cross_entropy");
@@ -333,22 +334,14 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   }
 
   MONSOON_ASSIGN_OR_RETURN(Section training, top.Child("training"));
-  std::string algorithm = AlgorithmName(c->training.algorithm);
-  std::vector<std::string> algorithms;
-  for (Algorithm a : kAlgorithms) algorithms.push_back(AlgorithmName(a));
-  MONSOON_RETURN_IF_ERROR(training.String("algorithm", algorithms, &algorithm));
-  for (Algorithm a : kAlgorithms) {
-    if (algorithm == AlgorithmName(a)) c->training.algorithm = a;
-  }
+  MONSOON_RETURN_IF_ERROR(training.Enum("algorithm", kAlgorithmNames, &c->training.algorithm));
   MONSOON_RETURN_IF_ERROR(training.Int("epochs", 1, 100000, &c->training.epochs));
   MONSOON_RETURN_IF_ERROR(training.Int("batch_size", 1, 1 << 20, &c->training.batch_size));
   MONSOON_RETURN_IF_ERROR(training.Int("max_steps", 0, 1 << 30, &c->training.max_steps));
   MONSOON_RETURN_IF_ERROR(
       training.Real("timeout_seconds", 0, true, 1e7, &c->training.timeout_seconds));
-  std::string schedule = ScheduleName(c->training.learning_rate_schedule);
   MONSOON_RETURN_IF_ERROR(
-      training.String("learning_rate_schedule", {"constant", "cosine"}, &schedule));
-  MONSOON_ASSIGN_OR_RETURN(c->training.learning_rate_schedule, ParseSchedule(schedule));
+      training.Enum("learning_rate_schedule", kScheduleNames, &c->training.learning_rate_schedule));
   MONSOON_RETURN_IF_ERROR(training.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section downpour, top.Child("downpour"));
@@ -392,14 +385,12 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
       c->training.algorithm != Algorithm::kSsp) {
     return absl::InvalidArgumentError(
         absl::StrCat("staleness.dc_lambda: delay compensation applies to downpour and ssp, not ",
-                     AlgorithmName(c->training.algorithm)));
+                     kAlgorithmNames.Name(c->training.algorithm)));
   }
   MONSOON_RETURN_IF_ERROR(staleness.CheckNoUnknownKeys());
 
   MONSOON_ASSIGN_OR_RETURN(Section optimizer, top.Child("optimizer"));
-  std::string opt = "sgd";
-  MONSOON_RETURN_IF_ERROR(optimizer.String("type", {"sgd", "momentum", "adagrad", "adam"}, &opt));
-  MONSOON_ASSIGN_OR_RETURN(c->optimizer.type, ParseOptimizerType(opt));
+  MONSOON_RETURN_IF_ERROR(optimizer.Enum("type", kOptimizerNames, &c->optimizer.type));
   MONSOON_RETURN_IF_ERROR(
       optimizer.Real("learning_rate", 0, true, 1e3, &c->optimizer.learning_rate));
   MONSOON_RETURN_IF_ERROR(optimizer.Real("momentum", 0, false, 0.999999, &c->optimizer.momentum));
@@ -512,30 +503,6 @@ std::string Quote(const std::string& s) {
   return e.c_str();
 }
 
-const char* ModelTypeName(ModelType t) {
-  switch (t) {
-    case ModelType::kLinearRegression:
-      return "linear_regression";
-    case ModelType::kSoftmaxRegression:
-      return "softmax_regression";
-    case ModelType::kMlp:
-      return "mlp";
-  }
-  return "";
-}
-
-const char* ActivationName(Activation a) {
-  switch (a) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kTanh:
-      return "tanh";
-    case Activation::kSigmoid:
-      return "sigmoid";
-  }
-  return "";
-}
-
 // Shortest text that parses back to the same value.
 template <typename T>
 std::string Num(T v) {
@@ -546,22 +513,6 @@ std::string Num(T v) {
 }
 
 }  // namespace
-
-const char* AlgorithmName(Algorithm a) {
-  switch (a) {
-    case Algorithm::kDownpour:
-      return "downpour";
-    case Algorithm::kSync:
-      return "sync";
-    case Algorithm::kSsp:
-      return "ssp";
-    case Algorithm::kEasgd:
-      return "easgd";
-    case Algorithm::kEamsgd:
-      return "eamsgd";
-  }
-  return "";
-}
 
 bool PushesGradients(Algorithm a) { return a != Algorithm::kEasgd && a != Algorithm::kEamsgd; }
 
@@ -639,15 +590,13 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  evaluator: " << (c.cluster.evaluator ? "true" : "false")
     << "\n  assignment: " << c.cluster.assignment << "\n";
   if (!c.cluster.ranks.empty()) y << "  ranks: [" << absl::StrJoin(c.cluster.ranks, ", ") << "]\n";
-  y << "model:\n  type: " << ModelTypeName(c.model.type) << "\n  input_dim: " << c.model.input_dim
-    << "\n  output_dim: " << c.model.output_dim << "\n";
+  y << "model:\n  type: " << kModelTypeNames.Name(c.model.type)
+    << "\n  input_dim: " << c.model.input_dim << "\n  output_dim: " << c.model.output_dim << "\n";
   if (c.model.type == ModelType::kMlp) {
     y << "  hidden: [" << absl::StrJoin(c.model.hidden, ", ") << "]\n";
   }
-  y << "  activation: " << ActivationName(c.model.activation) << "\n  loss: "
-    << (c.model.loss == LossType::kSoftmaxCrossEntropy ? "softmax_cross_entropy"
-                                                       : "mean_squared_error")
-    << "\n";
+  y << "  activation: " << kActivationNames.Name(c.model.activation)
+    << "\n  loss: " << kLossNames.Name(c.model.loss) << "\n";
   y << "data:\n  format: " << c.data.format << "\n";
   if (c.data.format == "idx") {
     y << "  train_images: " << Quote(c.data.train_images)
@@ -660,11 +609,12 @@ std::string JobConfigToYaml(const JobConfig& c) {
     y << "  train: " << Quote(c.data.train) << "\n";
     if (!c.data.test.empty()) y << "  test: " << Quote(c.data.test) << "\n";
   }
-  y << "training:\n  algorithm: " << AlgorithmName(c.training.algorithm)
+  y << "training:\n  algorithm: " << kAlgorithmNames.Name(c.training.algorithm)
     << "\n  epochs: " << c.training.epochs << "\n  batch_size: " << c.training.batch_size
     << "\n  max_steps: " << c.training.max_steps
     << "\n  timeout_seconds: " << Num(c.training.timeout_seconds)
-    << "\n  learning_rate_schedule: " << ScheduleName(c.training.learning_rate_schedule) << "\n";
+    << "\n  learning_rate_schedule: " << kScheduleNames.Name(c.training.learning_rate_schedule)
+    << "\n";
   y << "downpour:\n  n_fetch: " << c.downpour.n_fetch << "\n  n_push: " << c.downpour.n_push
     << "\n  local_learning_rate: " << Num(c.downpour.local_learning_rate)
     << "\n  warm_start_steps: " << c.downpour.warm_start_steps << "\n";
@@ -677,7 +627,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  momentum: " << Num(c.easgd.momentum) << "\n";
   y << "staleness:\n  policy: " << c.staleness.policy << "\n  bound: " << c.staleness.bound
     << "\n  dc_lambda: " << Num(c.staleness.dc_lambda) << "\n";
-  y << "optimizer:\n  type: " << OptimizerName(c.optimizer.type)
+  y << "optimizer:\n  type: " << kOptimizerNames.Name(c.optimizer.type)
     << "\n  learning_rate: " << Num(c.optimizer.learning_rate)
     << "\n  momentum: " << Num(c.optimizer.momentum) << "\n  epsilon: " << Num(c.optimizer.epsilon)
     << "\n  initial_accumulator: " << Num(c.optimizer.initial_accumulator)

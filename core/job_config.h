@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/enum_names.h"
 #include "core/model.h"
 #include "core/optimizer.h"
 #include "core/sharding_plan.h"
@@ -56,7 +57,12 @@ struct DataConfig {
 
 // How workers and servers combine their work (the math is in README "Comparing algorithms").
 enum class Algorithm { kDownpour, kSync, kSsp, kEasgd, kEamsgd };
-const char* AlgorithmName(Algorithm a);  // the YAML name: downpour, sync, ssp, easgd, eamsgd
+inline constexpr NamedValue<Algorithm> kAlgorithmValues[] = {{Algorithm::kDownpour, "downpour"},
+                                                             {Algorithm::kSync, "sync"},
+                                                             {Algorithm::kSsp, "ssp"},
+                                                             {Algorithm::kEasgd, "easgd"},
+                                                             {Algorithm::kEamsgd, "eamsgd"}};
+inline constexpr EnumNames<Algorithm> kAlgorithmNames{"algorithm", kAlgorithmValues};
 // True for the algorithms whose workers push gradients (downpour, sync, ssp); false for the
 // elastic ones (easgd, eamsgd), whose workers exchange weights with the centre.
 bool PushesGradients(Algorithm a);

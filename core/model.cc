@@ -175,27 +175,4 @@ BatchResult Model::Evaluate(const float* x_host, const float* targets_host, int 
   return Forward(x_host, targets_host, rows);
 }
 
-absl::StatusOr<ModelType> ParseModelType(const std::string& name) {
-  if (name == "linear_regression") return ModelType::kLinearRegression;
-  if (name == "softmax_regression") return ModelType::kSoftmaxRegression;
-  if (name == "mlp") return ModelType::kMlp;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown model type '", name, "' (allowed: linear_regression, softmax_regression, mlp)"));
-}
-
-absl::StatusOr<Activation> ParseActivation(const std::string& name) {
-  if (name == "relu") return Activation::kRelu;
-  if (name == "tanh") return Activation::kTanh;
-  if (name == "sigmoid") return Activation::kSigmoid;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown activation '", name, "' (allowed: relu, tanh, sigmoid)"));
-}
-
-absl::StatusOr<LossType> ParseLossType(const std::string& name) {
-  if (name == "softmax_cross_entropy") return LossType::kSoftmaxCrossEntropy;
-  if (name == "mean_squared_error") return LossType::kMeanSquaredError;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown loss '", name, "' (allowed: softmax_cross_entropy, mean_squared_error)"));
-}
-
 }  // namespace monsoon

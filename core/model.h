@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/compute_backend.h"
+#include "core/enum_names.h"
 #include "core/layers.h"
 
 namespace monsoon {
@@ -116,9 +117,20 @@ class Model {
   int workspace_rows_ = 0;
 };
 
-absl::StatusOr<ModelType> ParseModelType(const std::string& name);
-absl::StatusOr<Activation> ParseActivation(const std::string& name);
-absl::StatusOr<LossType> ParseLossType(const std::string& name);
+inline constexpr NamedValue<ModelType> kModelTypeValues[] = {
+    {ModelType::kLinearRegression, "linear_regression"},
+    {ModelType::kSoftmaxRegression, "softmax_regression"},
+    {ModelType::kMlp, "mlp"}};
+inline constexpr EnumNames<ModelType> kModelTypeNames{"model type", kModelTypeValues};
+
+inline constexpr NamedValue<Activation> kActivationValues[] = {
+    {Activation::kRelu, "relu"}, {Activation::kTanh, "tanh"}, {Activation::kSigmoid, "sigmoid"}};
+inline constexpr EnumNames<Activation> kActivationNames{"activation", kActivationValues};
+
+inline constexpr NamedValue<LossType> kLossValues[] = {
+    {LossType::kSoftmaxCrossEntropy, "softmax_cross_entropy"},
+    {LossType::kMeanSquaredError, "mean_squared_error"}};
+inline constexpr EnumNames<LossType> kLossNames{"loss", kLossValues};
 
 }  // namespace monsoon
 

@@ -99,49 +99,4 @@ void AdamOptimizer::Apply(absl::Span<float> w, absl::Span<const float> g, absl::
            state.data(), state.data() + n, w.data(), n);
 }
 
-namespace {
-constexpr OptimizerType kOptimizerTypes[] = {OptimizerType::kSgd, OptimizerType::kMomentum,
-                                             OptimizerType::kAdagrad, OptimizerType::kAdam};
-}  // namespace
-
-const char* OptimizerName(OptimizerType type) {
-  switch (type) {
-    case OptimizerType::kSgd:
-      return "sgd";
-    case OptimizerType::kMomentum:
-      return "momentum";
-    case OptimizerType::kAdagrad:
-      return "adagrad";
-    case OptimizerType::kAdam:
-      return "adam";
-  }
-  return "";
-}
-
-absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name) {
-  for (OptimizerType t : kOptimizerTypes) {
-    if (name == OptimizerName(t)) return t;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown optimizer '", name, "' (allowed: sgd, momentum, adagrad, adam)"));
-}
-
-const char* ScheduleName(LearningRateSchedule schedule) {
-  switch (schedule) {
-    case LearningRateSchedule::kConstant:
-      return "constant";
-    case LearningRateSchedule::kCosine:
-      return "cosine";
-  }
-  return "";
-}
-
-absl::StatusOr<LearningRateSchedule> ParseSchedule(const std::string& name) {
-  for (LearningRateSchedule s : {LearningRateSchedule::kConstant, LearningRateSchedule::kCosine}) {
-    if (name == ScheduleName(s)) return s;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown learning-rate schedule '", name, "' (allowed: constant, cosine)"));
-}
-
 }  // namespace monsoon

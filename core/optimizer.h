@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/enum_names.h"
 
 namespace monsoon {
 
@@ -109,12 +110,17 @@ class AdamOptimizer : public Optimizer {
   const float eps_;
 };
 
-// The name YAML uses for an optimizer type ("sgd", "momentum", "adagrad", "adam").
-const char* OptimizerName(OptimizerType type);
-absl::StatusOr<OptimizerType> ParseOptimizerType(const std::string& name);
-// The name YAML uses for a schedule ("constant", "cosine").
-const char* ScheduleName(LearningRateSchedule schedule);
-absl::StatusOr<LearningRateSchedule> ParseSchedule(const std::string& name);
+inline constexpr NamedValue<OptimizerType> kOptimizerValues[] = {
+    {OptimizerType::kSgd, "sgd"},
+    {OptimizerType::kMomentum, "momentum"},
+    {OptimizerType::kAdagrad, "adagrad"},
+    {OptimizerType::kAdam, "adam"}};
+inline constexpr EnumNames<OptimizerType> kOptimizerNames{"optimizer", kOptimizerValues};
+
+inline constexpr NamedValue<LearningRateSchedule> kScheduleValues[] = {
+    {LearningRateSchedule::kConstant, "constant"}, {LearningRateSchedule::kCosine, "cosine"}};
+inline constexpr EnumNames<LearningRateSchedule> kScheduleNames{"learning-rate schedule",
+                                                                kScheduleValues};
 
 }  // namespace monsoon
 

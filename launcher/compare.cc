@@ -113,7 +113,7 @@ std::string Fmt(double v) { return absl::StrFormat("%.4g", v); }
 
 std::string VariantKnobs(const JobConfig& c) {
   const std::string optimizer =
-      absl::StrCat(OptimizerName(c.optimizer.type), " lr=", Fmt(c.optimizer.learning_rate));
+      absl::StrCat(kOptimizerNames.Name(c.optimizer.type), " lr=", Fmt(c.optimizer.learning_rate));
   std::string knobs;
   switch (c.training.algorithm) {
     case Algorithm::kDownpour:
@@ -146,7 +146,7 @@ std::string VariantKnobs(const JobConfig& c) {
   }
   if (c.staleness.dc_lambda > 0) absl::StrAppend(&knobs, " dc_lambda=", Fmt(c.staleness.dc_lambda));
   if (c.training.learning_rate_schedule != LearningRateSchedule::kConstant) {
-    absl::StrAppend(&knobs, " schedule=", ScheduleName(c.training.learning_rate_schedule));
+    absl::StrAppend(&knobs, " schedule=", kScheduleNames.Name(c.training.learning_rate_schedule));
   }
   return absl::StrCat(knobs, " workers=", c.cluster.workers);
 }
@@ -322,7 +322,7 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
   const JobConfig& c = variant.config;
   VariantResult r;
   r.name = variant.name;
-  r.algorithm = AlgorithmName(c.training.algorithm);
+  r.algorithm = kAlgorithmNames.Name(c.training.algorithm);
   r.knobs = VariantKnobs(c);
   MONSOON_ASSIGN_OR_RETURN(CsvTable eval, ReadCsvTable(run_dir.metrics_dir() + "/evaluator.csv"));
   const int seconds = eval.Column("wall_seconds"), epoch = eval.Column("epoch"),

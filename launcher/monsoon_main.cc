@@ -276,7 +276,7 @@ int CmdCompare(const Args& args) {
       std::cerr << "monsoon: warning: variant '" << v.name << "': " << w << std::endl;
     }
     std::cerr << "monsoon: [" << i + 1 << "/" << n << "] " << v.name << ": "
-              << AlgorithmName(v.config.training.algorithm) << ", " << VariantKnobs(v.config)
+              << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantKnobs(v.config)
               << std::endl;
     const RunDir run_dir{absl::StrCat(out, "/", v.name)};
     absl::Status s = PrepareRunDir(v.config, run_dir);
@@ -291,7 +291,7 @@ int CmdCompare(const Args& args) {
       ++failed;
       VariantResult failure;
       failure.name = v.name;
-      failure.algorithm = AlgorithmName(v.config.training.algorithm);
+      failure.algorithm = kAlgorithmNames.Name(v.config.training.algorithm);
       failure.knobs = VariantKnobs(v.config);
       failure.status = std::string(result.status().message());
       results.push_back(failure);

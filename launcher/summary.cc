@@ -109,7 +109,7 @@ absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& 
   }
   const std::string json = absl::StrCat(
       "{\n", "  \"job\": ", JsonString(config.job), ",\n",
-      "  \"algorithm\": ", JsonString(AlgorithmName(config.training.algorithm)), ",\n",
+      "  \"algorithm\": ", JsonString(kAlgorithmNames.Name(config.training.algorithm)), ",\n",
       "  \"run_dir\": ", JsonString(run_dir.root), ",\n", "  \"servers\": ", config.cluster.servers,
       ",\n", "  \"workers\": ", config.cluster.workers, ",\n",
       "  \"workers_lost\": ", p.workers_lost, ",\n",

@@ -228,7 +228,7 @@ void ParameterServer::CheckPeers(absl::Time now) {
       if (rules_.stop_on_worker_loss) {
         if (health_.ok()) {
           health_ = absl::UnavailableError(absl::StrCat(
-              what, "; stopping the job, because ", AlgorithmName(rules_.algorithm),
+              what, "; stopping the job, because ", kAlgorithmNames.Name(rules_.algorithm),
               " with every worker in the quorum cannot go on without it (set sync.quorum below "
               "cluster.workers, or reliability.worker_loss: continue)"));
         }
@@ -308,7 +308,7 @@ void ParameterServer::WhenReady(int chunk_id, const PullCondition& condition, ab
 absl::Status ParameterServer::PullAfterPushAllowed() const {
   if (rules_.algorithm == Algorithm::kDownpour) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat("a push with a pull after it in a ",
-                                                    AlgorithmName(rules_.algorithm),
+                                                    kAlgorithmNames.Name(rules_.algorithm),
                                                     " job: only Downpour's pulls never wait"));
 }
 
@@ -369,7 +369,7 @@ absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
   const char* what = exchange ? "weights" : "gradient";
   if (exchange == PushesGradients(rules_.algorithm)) {
     return reject(absl::FailedPreconditionError(
-        absl::StrCat("this job runs ", AlgorithmName(rules_.algorithm), ": workers ",
+        absl::StrCat("this job runs ", kAlgorithmNames.Name(rules_.algorithm), ": workers ",
                      exchange ? "push gradients" : "exchange weights with the centre", ", not ",
                      exchange ? "weights" : "gradients")));
   }
@@ -772,9 +772,10 @@ absl::Status ParameterServer::LoadCheckpoint(CheckpointReader* in) {
       h.chunks != static_cast<int64_t>(chunks_.size())) {
     return absl::FailedPreconditionError(absl::StrCat(
         "checkpoint ", in->path(), " belongs to another job layout (server ", h.server_index, ", ",
-        AlgorithmName(static_cast<Algorithm>(h.algorithm)), ", ", h.workers, " workers, plan ",
-        h.plan_fingerprint, "); this is server ", index_, ", ", AlgorithmName(rules_.algorithm),
-        ", ", workers_expected_, " workers, plan ", plan_.fingerprint()));
+        kAlgorithmNames.Name(static_cast<Algorithm>(h.algorithm)), ", ", h.workers,
+        " workers, plan ", h.plan_fingerprint, "); this is server ", index_, ", ",
+        kAlgorithmNames.Name(rules_.algorithm), ", ", workers_expected_, " workers, plan ",
+        plan_.fingerprint()));
   }
   std::vector<uint64_t> incarnations;
   MONSOON_RETURN_IF_ERROR(in->Vector(workers_expected_, &incarnations));

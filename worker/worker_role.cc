@@ -101,7 +101,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),
                                WorkerMetricsColumns()));
-  std::cout << "worker " << index << ": " << AlgorithmName(config.training.algorithm) << ", "
+  std::cout << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, backend "
             << backend->name() << std::endl;
   TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get());

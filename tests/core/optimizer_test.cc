@@ -86,9 +86,9 @@ TEST_CASE("LearningRateScale: constant keeps the rate, cosine anneals it to 0 at
     CHECK(LearningRateScale(kCosine, 12, e) < previous);
     previous = LearningRateScale(kCosine, 12, e);
   }
-  CHECK(ParseSchedule("cosine").value() == LearningRateSchedule::kCosine);
-  CHECK(ParseSchedule("constant").value() == LearningRateSchedule::kConstant);
-  CHECK(std::string(ParseSchedule("linear").status().message()) ==
+  CHECK(kScheduleNames.Parse("cosine").value() == LearningRateSchedule::kCosine);
+  CHECK(kScheduleNames.Parse("constant").value() == LearningRateSchedule::kConstant);
+  CHECK(std::string(kScheduleNames.Parse("linear").status().message()) ==
         "unknown learning-rate schedule 'linear' (allowed: constant, cosine)");
 }
 
@@ -102,7 +102,7 @@ TEST_CASE("Optimizer::Create honours the spec and ParseOptimizerType names the c
   CHECK(opt->initial_state() == Approx(0.1));
   spec.type = OptimizerType::kAdam;
   CHECK(Optimizer::Create(spec)->state_per_param() == 2);
-  auto bad = ParseOptimizerType("rmsprop");
+  auto bad = kOptimizerNames.Parse("rmsprop");
   REQUIRE_FALSE(bad.ok());
   CHECK(std::string(bad.status().message()).find("sgd, momentum, adagrad, adam") !=
         std::string::npos);
