@@ -58,11 +58,11 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
       workers_expected_(workers_expected),
       evaluator_expected_(evaluator_expected),
       worker_finished_(workers_expected, false),
-      worker_lost_(workers_expected, false),
       worker_epoch_(workers_expected, 0.0),
-      incarnation_(workers_expected, 0),
-      last_heard_(workers_expected, absl::InfinitePast()),
-      peer_(workers_expected) {
+      incarnation_(workers_expected, 0) {
+  for (int w = 0; w < workers_expected; ++w) {
+    worker_liveness_.emplace_back(absl::StrCat("worker ", w));
+  }
   const bool sync = rules_.algorithm == Algorithm::kSync;
   const bool optimizes = PushesGradients(rules_.algorithm);
   for (const Chunk& c : plan_.ChunksOf(index)) {
@@ -128,8 +128,8 @@ absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, Cl
   }
   if (role == ClientRole::kEvaluator) {
     absl::MutexLock lock(&clients_mu_);
-    if (!peer.empty()) evaluator_peer_ = peer;
-    HeardEvaluator();
+    if (!peer.empty()) evaluator_liveness_.address = peer;
+    HeardFrom(&evaluator_liveness_);
     return ResumePoint{};
   }
   if (index < 0 || index >= workers_expected_) {
@@ -140,11 +140,12 @@ absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, Cl
   {
     absl::MutexLock lock(&clients_mu_);
     MONSOON_RETURN_IF_ERROR(Heard(index, incarnation));
-    if (!peer.empty()) peer_[index] = peer;
+    if (!peer.empty()) worker_liveness_[index].address = peer;
     rejoined = worker_finished_[index];
     if (rejoined) {
       worker_finished_[index] = false;
-      Event(absl::StrCat("worker ", index, " (", peer_[index], ") rejoined after finishing"));
+      Event(absl::StrCat("worker ", index, " (", worker_liveness_[index].address,
+                         ") rejoined after finishing"));
     }
   }
   if (rejoined) LiveWorkersChanged();
@@ -158,26 +159,22 @@ absl::Status ParameterServer::Heard(int index, uint64_t incarnation) {
         incarnation_[index], " (a newer process of this worker has connected)"));
   }
   incarnation_[index] = incarnation;
-  last_heard_[index] = absl::Now();
-  if (worker_lost_[index]) {
-    worker_lost_[index] = false;
-    Event(absl::StrCat("worker ", index, " (", peer_[index], ") is back"));
-  }
+  HeardFrom(&worker_liveness_[index]);
   return absl::OkStatus();
 }
 
-void ParameterServer::HeardEvaluator() {
-  evaluator_last_heard_ = absl::Now();
-  if (evaluator_lost_) {
-    evaluator_lost_ = false;
-    Event(absl::StrCat("evaluator (", evaluator_peer_, ") is back"));
+void ParameterServer::HeardFrom(Liveness* client) {
+  client->last_heard = absl::Now();
+  if (client->lost) {
+    client->lost = false;
+    Event(absl::StrCat(client->who, " (", client->address, ") is back"));
   }
 }
 
 absl::Status ParameterServer::Heartbeat(ClientRole role, int index, uint64_t incarnation) {
   if (role == ClientRole::kEvaluator) {
     absl::MutexLock lock(&clients_mu_);
-    HeardEvaluator();
+    HeardFrom(&evaluator_liveness_);
     return absl::OkStatus();
   }
   if (index < 0 || index >= workers_expected_) {
@@ -203,28 +200,30 @@ absl::Status ParameterServer::Health() const {
 }
 
 void ParameterServer::CheckPeers(absl::Time now) {
-  // Silent for longer than the peer timeout, having been heard at least once.
-  auto silent = [&](absl::Time last_heard) {
-    return last_heard != absl::InfinitePast() && now - last_heard > rules_.peer_timeout;
-  };
-  auto lost = [&](const std::string& who, const std::string& peer, absl::Time last_heard) {
-    return absl::StrCat(who, " (", peer.empty() ? "address unknown" : peer,
-                        ") lost: nothing heard for ", absl::FormatDuration(now - last_heard));
+  // Marks a client lost that was heard at least once and has been silent for longer than the
+  // peer timeout since; returns "who (address) lost: nothing heard for ..." then, else "".
+  auto newly_lost = [&](Liveness* client) {
+    if (client->lost || client->last_heard == absl::InfinitePast() ||
+        now - client->last_heard <= rules_.peer_timeout) {
+      return std::string();
+    }
+    client->lost = true;
+    return absl::StrCat(
+        client->who, " (", client->address.empty() ? "address unknown" : client->address,
+        ") lost: nothing heard for ", absl::FormatDuration(now - client->last_heard));
   };
   bool changed = false;
   {
     absl::MutexLock lock(&clients_mu_);
-    if (evaluator_expected_ && !evaluator_finished_ && !evaluator_lost_ &&
-        silent(evaluator_last_heard_)) {
-      evaluator_lost_ = true;
-      Event(absl::StrCat(lost("evaluator", evaluator_peer_, evaluator_last_heard_),
-                         "; the job finishes without its evaluations"));
+    if (evaluator_expected_ && !evaluator_finished_) {
+      const std::string what = newly_lost(&evaluator_liveness_);
+      if (!what.empty()) Event(absl::StrCat(what, "; the job finishes without its evaluations"));
     }
     for (int w = 0; w < workers_expected_; ++w) {
-      if (Gone(w) || !silent(last_heard_[w])) continue;
-      worker_lost_[w] = true;
+      if (worker_finished_[w]) continue;
+      const std::string what = newly_lost(&worker_liveness_[w]);
+      if (what.empty()) continue;
       changed = true;
-      const std::string what = lost(absl::StrCat("worker ", w), peer_[w], last_heard_[w]);
       if (rules_.stop_on_worker_loss) {
         if (health_.ok()) {
           health_ = absl::UnavailableError(absl::StrCat(
@@ -678,7 +677,7 @@ bool ParameterServer::AllFinishedLocked() const {
   for (int w = 0; w < workers_expected_; ++w) {
     if (!Gone(w)) return false;
   }
-  return !evaluator_expected_ || evaluator_finished_ || evaluator_lost_;
+  return !evaluator_expected_ || evaluator_finished_ || evaluator_liveness_.lost;
 }
 
 bool ParameterServer::AllFinished() const {
@@ -710,7 +709,7 @@ ServerStats ParameterServer::Stats() const {
   s.evaluator_finished = evaluator_finished_;
   s.worker_epochs = worker_epoch_;
   for (int w = 0; w < workers_expected_; ++w) {
-    if (worker_lost_[w]) s.workers_lost.push_back(w);
+    if (worker_liveness_[w].lost) s.workers_lost.push_back(w);
   }
   return s;
 }

@@ -295,10 +295,18 @@ class ParameterServer {
   // incarnation has been seen. A lost worker heard again is live again.
   absl::Status Heard(int index, uint64_t incarnation) ABSL_EXCLUSIVE_LOCKS_REQUIRED(clients_mu_);
   bool Gone(int worker) const ABSL_SHARED_LOCKS_REQUIRED(clients_mu_) {
-    return worker_finished_[worker] || worker_lost_[worker];
+    return worker_finished_[worker] || worker_liveness_[worker].lost;
   }
-  // Records that the evaluator is alive (and back, if it was lost).
-  void HeardEvaluator() ABSL_EXCLUSIVE_LOCKS_REQUIRED(clients_mu_);
+  // What the server knows of a client's liveness (a worker's or the evaluator's).
+  struct Liveness {
+    explicit Liveness(std::string name) : who(std::move(name)) {}
+    std::string who;      // "worker 2", "evaluator": for events
+    std::string address;  // its gRPC peer, once known
+    absl::Time last_heard = absl::InfinitePast();
+    bool lost = false;
+  };
+  // Records that a client is alive (and back, if it was lost).
+  void HeardFrom(Liveness* client) ABSL_EXCLUSIVE_LOCKS_REQUIRED(clients_mu_);
   // Marks workers, and the evaluator, unheard for longer than the peer timeout as lost.
   void CheckPeers(absl::Time now);
   // A worker left or came back: closes sync rounds it no longer holds up, rechecks waiters.
@@ -356,16 +364,11 @@ class ParameterServer {
   // Lock order: a chunk's mu before clients_mu_.
   mutable absl::Mutex clients_mu_;
   std::vector<bool> worker_finished_ ABSL_GUARDED_BY(clients_mu_);
-  std::vector<bool> worker_lost_ ABSL_GUARDED_BY(clients_mu_);
   std::vector<double> worker_epoch_ ABSL_GUARDED_BY(clients_mu_);
   std::vector<uint64_t> incarnation_ ABSL_GUARDED_BY(clients_mu_);
-  std::vector<absl::Time> last_heard_ ABSL_GUARDED_BY(clients_mu_);
-  std::vector<std::string> peer_ ABSL_GUARDED_BY(clients_mu_);
+  std::vector<Liveness> worker_liveness_ ABSL_GUARDED_BY(clients_mu_);
   bool evaluator_finished_ ABSL_GUARDED_BY(clients_mu_) = false;
-  // The evaluator's liveness, as last_heard_, peer_ and worker_lost_ are the workers'.
-  absl::Time evaluator_last_heard_ ABSL_GUARDED_BY(clients_mu_) = absl::InfinitePast();
-  std::string evaluator_peer_ ABSL_GUARDED_BY(clients_mu_);
-  bool evaluator_lost_ ABSL_GUARDED_BY(clients_mu_) = false;
+  Liveness evaluator_liveness_ ABSL_GUARDED_BY(clients_mu_){"evaluator"};
   absl::Status health_ ABSL_GUARDED_BY(clients_mu_);
   std::vector<std::string> events_ ABSL_GUARDED_BY(clients_mu_);
 
