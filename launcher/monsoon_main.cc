@@ -384,8 +384,9 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
       std::cerr << "monsoon: this task has no role in the job; exiting" << std::endl;
       return 0;
   }
-  // After a stop signal (SIGTERM, SLURM's SIGUSR1, Ctrl-C) every role shuts down, so a role
-  // still starting up then fails on its peers: report the stop, with what it ran into.
+  // After a stop signal (SIGTERM, SLURM's SIGUSR1, Ctrl-C) every role shuts down, so a role's
+  // calls to its peers (connecting, pulling, pushing, evaluating) fail: report the stop, with
+  // what the role ran into. The roles themselves only return Cancelled for a stop they saw.
   if (!s.ok() && !absl::IsCancelled(s) && g_stop.load()) {
     s = absl::CancelledError(
         absl::StrCat(role.Describe(), " stopped by signal; after it: ", s.message()));

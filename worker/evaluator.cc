@@ -71,16 +71,6 @@ absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& s
 
 absl::StatusOr<EvalResult> Evaluator::RunUntilWorkersFinish(absl::Duration interval,
                                                             const std::atomic<bool>* stop) {
-  absl::StatusOr<EvalResult> result = EvaluateUntilWorkersFinish(interval, stop);
-  // Once a stop is requested, servers shut down too: an RPC failing now is the stop's doing.
-  if (!result.ok() && stop != nullptr && stop->load()) {
-    return absl::CancelledError("evaluator stopped by signal");
-  }
-  return result;
-}
-
-absl::StatusOr<EvalResult> Evaluator::EvaluateUntilWorkersFinish(absl::Duration interval,
-                                                                 const std::atomic<bool>* stop) {
   while (true) {
     const absl::Time next = absl::Now() + interval;
     MONSOON_ASSIGN_OR_RETURN(std::vector<ServerStats> stats, client_->AllStats());

@@ -41,14 +41,11 @@ class Evaluator {
 
   // Evaluates every `interval` until all workers have finished (per the servers' stats), then
   // once more, tells the servers it has finished and returns that final result. Cancelled
-  // when *stop becomes true (also when an RPC fails after that, as servers stop too).
+  // when *stop becomes true, else the first RPC error.
   absl::StatusOr<EvalResult> RunUntilWorkersFinish(absl::Duration interval,
                                                    const std::atomic<bool>* stop);
 
  private:
-  absl::StatusOr<EvalResult> EvaluateUntilWorkersFinish(absl::Duration interval,
-                                                        const std::atomic<bool>* stop);
-
   Model* const model_;
   const Dataset* const test_;
   PsClient* const client_;

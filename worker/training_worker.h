@@ -48,8 +48,8 @@ class TrainingWorker {
   // job; after a restart, right after its last push they all have), trains until
   // training.epochs passes over the shard (or training.max_steps steps), then tells the
   // servers it has finished. Pushes are numbered 1, 2, ... across restarts.
-  // Returns early with Cancelled when *stop becomes true (also when an RPC fails after that,
-  // as servers stop too), or with the first RPC or device error.
+  // Returns early with Cancelled when *stop becomes true, or with the first RPC or device
+  // error (the process's role runner reports one after a stop as the stop's doing).
   absl::StatusOr<WorkerReport> Run(const std::atomic<bool>* stop);
 
  private:

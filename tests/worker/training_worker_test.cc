@@ -376,7 +376,7 @@ class GoneClient : public PsClient {
   static absl::Status Gone() { return absl::UnavailableError("server 0: connection refused"); }
 };
 
-TEST_CASE("TrainingWorker: an RPC failure is reported as such, or as the stop that caused it",
+TEST_CASE("TrainingWorker: an RPC failure is reported as such; a stop between steps as the stop",
           "[worker]") {
   LinearSetup setup(1);
   CpuBackend backend;
@@ -386,20 +386,28 @@ TEST_CASE("TrainingWorker: an RPC failure is reported as such, or as the stop th
   TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr);
   CHECK(absl::IsUnavailable(worker.Run(nullptr).status()));
   std::atomic<bool> stopping{false};
-  // The stop arrives while the pull is failing: servers shut down on the same signal.
-  class StopThenFail : public GoneClient {
+  // The stop arrives during a step's pull, which succeeds: the worker stops before the next.
+  class StopDuringPull : public GoneClient {
    public:
-    explicit StopThenFail(std::atomic<bool>* stop) : stop_(stop) {}
-    absl::StatusOr<PullResult> PullAll(absl::Span<float> p, const PullWait& c,
-                                       ChunkVersions* v) override {
+    explicit StopDuringPull(std::atomic<bool>* stop) : stop_(stop) {}
+    absl::StatusOr<PullResult> PullAll(absl::Span<float>, const PullWait&,
+                                       ChunkVersions*) override {
       stop_->store(true);
-      return GoneClient::PullAll(p, c, v);
+      return PullResult{};
+    }
+    absl::StatusOr<PushSummary> PushAll(absl::Span<const float>, const ChunkVersions&,
+                                        const PushOrigin&) override {
+      return PushSummary{};
+    }
+    absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float>, const ChunkVersions&,
+                                            const PushOrigin&, PullAfterPush*) override {
+      return PushSummary{};
     }
 
    private:
     std::atomic<bool>* stop_;
-  } racing(&stopping);
-  TrainingWorker stopped(setup.config, 0, model->get(), &shard, &racing, nullptr);
+  } stopping_client(&stopping);
+  TrainingWorker stopped(setup.config, 0, model->get(), &shard, &stopping_client, nullptr);
   const auto status = stopped.Run(&stopping).status();
   CHECK(absl::IsCancelled(status));
   CHECK(status.message() == "worker stopped by signal");
