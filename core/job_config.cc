@@ -443,6 +443,7 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(
       reliability.String("worker_loss", {"auto", "continue", "stop"}, &r.worker_loss));
   MONSOON_RETURN_IF_ERROR(reliability.Int("worker_restarts", 0, 1000, &r.worker_restarts));
+  MONSOON_RETURN_IF_ERROR(reliability.Int("evaluator_restarts", 0, 1000, &r.evaluator_restarts));
   MONSOON_RETURN_IF_ERROR(reliability.Int("server_restarts", 0, 1000, &r.server_restarts));
   MONSOON_RETURN_IF_ERROR(reliability.CheckNoUnknownKeys());
 
@@ -649,6 +650,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  peer_timeout_seconds: " << Num(c.reliability.peer_timeout_seconds)
     << "\n  worker_loss: " << c.reliability.worker_loss
     << "\n  worker_restarts: " << c.reliability.worker_restarts
+    << "\n  evaluator_restarts: " << c.reliability.evaluator_restarts
     << "\n  server_restarts: " << c.reliability.server_restarts << "\n";
   y << "checkpoint:\n  interval_seconds: " << Num(c.checkpoint.interval_seconds)
     << "\n  keep: " << c.checkpoint.keep << "\n";

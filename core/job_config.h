@@ -166,6 +166,9 @@ struct ReliabilityConfig {
   // `monsoon run` restarts a worker that dies up to this many times (per worker); the new
   // process rejoins the running job where the servers last heard from it.
   int worker_restarts = 0;
+  // `monsoon run` restarts an evaluator killed by a signal up to this many times; the new
+  // process continues evaluator.csv and writes params.bin at the end (else the job stops).
+  int evaluator_restarts = 0;
   // `monsoon run` resumes the whole job from the servers' checkpoints when a server dies by
   // a signal, up to this many times per run: every role restarts, servers from their newest
   // checkpoints, workers after the last push every server has (as `monsoon run --resume`).

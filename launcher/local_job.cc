@@ -56,6 +56,7 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
     worker_index[name] = i;
     return start_role(name, "worker", i, {"--gpu", std::to_string(i)});
   };
+  auto start_evaluator = [&]() { return start_role("evaluator", "evaluator", -1); };
   // Every role; with `resume`, servers start from their newest checkpoints.
   auto start_job = [&](bool resume) -> absl::Status {
     for (int j = 0; j < config.cluster.servers; ++j) {
@@ -64,11 +65,16 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
                      resume ? std::vector<std::string>{"--resume"} : std::vector<std::string>{}));
     }
     for (int i = 0; i < config.cluster.workers; ++i) MONSOON_RETURN_IF_ERROR(start_worker(i));
-    if (config.cluster.evaluator) MONSOON_RETURN_IF_ERROR(start_role("evaluator", "evaluator", -1));
+    if (config.cluster.evaluator) MONSOON_RETURN_IF_ERROR(start_evaluator());
     return absl::OkStatus();
   };
   MONSOON_RETURN_IF_ERROR(start_job(options.resume));
-  std::vector<int> restarts_left(config.cluster.workers, config.reliability.worker_restarts);
+  // Restarts left for each role restarted when killed by a signal (child name -> count).
+  std::map<std::string, int> restarts_left;
+  for (const auto& worker : worker_index) {
+    restarts_left[worker.first] = config.reliability.worker_restarts;
+  }
+  restarts_left["evaluator"] = config.reliability.evaluator_restarts;
   int resumes_left = config.reliability.server_restarts;
 
   const bool tty = isatty(STDERR_FILENO);
@@ -95,16 +101,18 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
         MONSOON_RETURN_IF_ERROR(start_job(/*resume=*/true));
         break;  // the other exits were the stopped roles'
       }
-      // A worker killed by a signal is lost, not wrong: restart it, or go on without it.
+      // A worker or the evaluator killed by a signal is lost, not wrong: restart it; a worker
+      // with no restarts left may be gone on without.
       const auto found = worker_index.find(e.name);
       const int worker = found == worker_index.end() ? -1 : found->second;
-      if (worker >= 0 && e.signal != 0 && restarts_left[worker] > 0) {
-        --restarts_left[worker];
-        std::fprintf(stderr,
-                     "%smonsoon: %s; restarting it (it rejoins where the servers last "
-                     "heard from it)\n",
-                     tty ? "\n" : "", e.Describe().c_str());
-        MONSOON_RETURN_IF_ERROR(start_worker(worker));
+      const auto restarts = restarts_left.find(e.name);  // none for servers
+      if (restarts != restarts_left.end() && e.signal != 0 && restarts->second > 0) {
+        --restarts->second;
+        std::fprintf(stderr, "%smonsoon: %s; restarting it (%s)\n", tty ? "\n" : "",
+                     e.Describe().c_str(),
+                     worker >= 0 ? "it rejoins where the servers last heard from it"
+                                 : "it goes on evaluating the servers' weights");
+        MONSOON_RETURN_IF_ERROR(worker >= 0 ? start_worker(worker) : start_evaluator());
         continue;
       }
       if (worker >= 0 && e.signal != 0 && !StopsOnWorkerLoss(config)) {

@@ -158,11 +158,13 @@ TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][co
   CHECK(StopsOnWorkerLoss(*config));
   // The resolved YAML keeps the new sections.
   config->reliability.worker_restarts = 3;
+  config->reliability.evaluator_restarts = 4;
   config->reliability.server_restarts = 2;
   config->checkpoint.interval_seconds = 7;
   auto again = ParseJobConfig(JobConfigToYaml(*config), "/", {});
   REQUIRE(again.ok());
   CHECK(again->reliability.worker_restarts == 3);
+  CHECK(again->reliability.evaluator_restarts == 4);
   CHECK(again->reliability.server_restarts == 2);
   CHECK(again->reliability.worker_loss == "stop");
   CHECK(again->checkpoint.interval_seconds == 7);

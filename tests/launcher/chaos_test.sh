@@ -12,7 +12,8 @@
 #     ended 1.85 below both references);
 #   - per the servers' ledgers, every push of every worker was applied to every chunk exactly
 #     once (applied == the worker's pushes, sum of sequence numbers == n (n + 1) / 2).
-# Also, once: a worker lost for good is carried on without and reported.
+# Also, once: a worker lost for good is carried on without and reported, and a killed evaluator
+# is restarted.
 # MONSOON_CHAOS_ROUNDS (default 1) sets the number of rounds; the scorecard lines at the end
 # feed README "Reliability and security".
 source tests/launcher/test_lib.sh
@@ -170,6 +171,28 @@ grep -q "worker 1 (ipv4:127.0.0.1:[0-9]*) lost: nothing heard for" "$lost/logs/s
   && pass "server 0 reported: $(grep -o 'worker 1 (.*) lost: nothing heard for [0-9.]*s' "$lost/logs/server-0.log")" \
   || fail "server 0 did not report the lost worker"
 expect_eq "summary.json workers_lost" "$(json_get "$lost/summary.json" workers_lost)" "1"
+
+# The evaluator killed, with reliability.evaluator_restarts: the launcher restarts it, the new
+# process appends to evaluator.csv, writes params.bin at the end, and the job exits 0.
+evk="$WORK/evaluator-killed"
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$evk" \
+  --set training.epochs=600 --set reliability.evaluator_restarts=1 >"$evk.txt" 2>&1 &
+job=$!
+for _ in $(seq 100); do
+  [ "$(wc -l 2>/dev/null <"$evk/metrics/evaluator.csv" || echo 0)" -ge 2 ] && break
+  sleep 0.1
+done
+rows_before=$(wc -l <"$evk/metrics/evaluator.csv")
+pkill -9 -f "monsoon evaluator --run-dir $evk"
+wait "$job"
+expect_eq "job whose evaluator was killed exits" "$?" "0"
+grep -q "evaluator was killed by signal 9 (Killed); restarting it" "$evk.txt" \
+  && pass "the launcher restarted the evaluator" || fail "$(tail -3 "$evk.txt")"
+rows_after=$(wc -l <"$evk/metrics/evaluator.csv")
+[ "$rows_after" -gt "$rows_before" ] \
+  && pass "the restarted evaluator appended to evaluator.csv ($rows_before -> $rows_after lines)" \
+  || fail "evaluator.csv: $rows_before lines before the kill, $rows_after after"
+fits_line "$evk" && pass "the job with a restarted evaluator fits its line" || fail "its fit"
 
 echo "SCORECARD chaos: $((2 * rounds)) kill -9 (workers and servers), $survived survived; slowest stop after a server kill ${worst}s; fault-free accuracy $reference"
 finish
