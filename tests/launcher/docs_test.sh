@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# README describes what the code does: every field of a fully resolved job config (`monsoon
+# validate` prints every default) is named in "Configuration reference", and every command of
+# `monsoon --help` in "Commands".
+source tests/launcher/test_lib.sh
+README=README.md
+
+# section NAME: README's lines from "## NAME" up to the next "## " heading.
+section() { awk -v h="## $1" '$0 == h { on = 1; next } /^## / { on = 0 } on' "$README"; }
+
+reference=$(section "Configuration reference")
+[ -n "$reference" ] && pass "README has a configuration reference" || fail "no configuration reference"
+# The resolved YAML is two levels deep: "section:" lines, then "  field: value" lines.
+fields=$("$MONSOON" validate configs/slurm/fmnist.yaml 2>/dev/null | awk '
+  /^[a-z_]+:$/ { s = substr($1, 1, length($1) - 1) ".";  next }
+  /^[a-z_]+: / { s = ""; print substr($1, 1, length($1) - 1); next }
+  /^  [a-z_0-9]+:/ { print s substr($1, 1, length($1) - 1) }')
+n=$(echo "$fields" | wc -l)
+[ "$n" -gt 60 ] && pass "$n fields in the resolved config" || fail "only $n fields in the resolved config"
+undocumented=""
+for f in $fields; do
+  grep -qF "\`$f\`" <<<"$reference" || undocumented+=" $f"
+done
+expect_eq "config fields missing from README's configuration reference" "${undocumented:- none}" " none"
+
+commands=$(section "Commands")
+help=$("$MONSOON" --help 2>&1)
+missing=""
+listed=$(awk '/^commands:/ { on = 1; next } /^[a-z]/ { on = 0 } on && /^  [a-z]/ { print $1 }' <<<"$help" | sort -u)
+[ "$(echo "$listed" | wc -l)" -ge 8 ] && pass "$(echo $listed | wc -w) commands in monsoon --help" \
+  || fail "commands in monsoon --help: $listed"
+for c in $listed; do
+  grep -qE "monsoon $c\b|^- \`$c\`" <<<"$commands" || missing+=" $c"
+done
+expect_eq "monsoon commands missing from README's Commands" "${missing:- none}" " none"
+finish
