@@ -36,8 +36,9 @@ bool IsServer(const ChildExit& e) { return e.name.rfind("server-", 0) == 0; }
 
 }  // namespace
 
-absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
-                         const LocalJobOptions& options, const std::atomic<bool>* stop) {
+absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& run_dir,
+                                        const LocalJobOptions& options,
+                                        const std::atomic<bool>* stop) {
   ProcessGroup children;
   auto start_role = [&](const std::string& name, const std::string& role, int index,
                         const std::vector<std::string>& extra = {}) {
@@ -152,7 +153,7 @@ absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   std::fprintf(stderr, tty ? "\r%s\033[K\n" : "%s\n",
                ProgressLine(config, ReadProgress(config, run_dir), wall).c_str());
-  return WriteSummary(config, run_dir, wall).status();
+  return WriteSummary(config, run_dir, wall);
 }
 
 }  // namespace monsoon

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "core/job_config.h"
 #include "core/run_dir.h"
+#include "launcher/summary.h"
 
 namespace monsoon {
 
@@ -22,11 +23,13 @@ struct LocalJobOptions {
   bool resume = false;  // servers start from their newest checkpoints
 };
 
-// Runs the job whose resolved config is already in run_dir (with its token). OK when every
-// child exited 0 and the summary was written; otherwise an error naming the failed role and
-// its log. Cancelled when *stop becomes true (Ctrl-C), after stopping every child.
-absl::Status RunLocalJob(const JobConfig& config, const RunDir& run_dir,
-                         const LocalJobOptions& options, const std::atomic<bool>* stop);
+// Runs the job whose resolved config is already in run_dir (with its token). When every child
+// exited 0: writes the summary and returns its figures (WriteSummary); otherwise an error
+// naming the failed role and its log. Cancelled when *stop becomes true (Ctrl-C), after
+// stopping every child.
+absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& run_dir,
+                                        const LocalJobOptions& options,
+                                        const std::atomic<bool>* stop);
 
 }  // namespace monsoon
 

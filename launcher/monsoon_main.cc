@@ -78,7 +78,8 @@ commands:
   prepare --resume --run-dir DIR
         ready a run directory for `launch --resume` (a requeued SLURM job)
   summarize --run-dir DIR
-        write DIR/summary.json once the roles have finished
+        write DIR/summary.json once the roles have finished (and DIR/params.bin from the
+        servers' final checkpoints when no evaluator wrote it)
   devices
         list the CUDA devices this machine can use (exit 1 and the reason when none)
   gen-linear --out FILE [--slope M] [--intercept B] [--noise S] [--rows N] [--seed K]
@@ -170,9 +171,9 @@ int Fail(const absl::Status& status, int code) {
   return code;
 }
 
-// The closing line of a finished job: "monsoon: done; final test accuracy ..., summary in ...".
-void PrintResult(const JobConfig& config, const RunDir& run_dir) {
-  const JobProgress p = ReadProgress(config, run_dir);
+// The closing line of a finished job: "monsoon: done; final test accuracy ..., summary in ...";
+// `p` holds the summary's figures.
+void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgress& p) {
   std::cerr << "monsoon: done; ";
   if (p.has_eval && config.model.loss == LossType::kSoftmaxCrossEntropy) {
     std::cerr << "final test accuracy " << p.test_accuracy << ", ";
@@ -207,10 +208,10 @@ int CmdResume(const RunDir& run_dir) {
   LocalJobOptions options;
   options.self_exe = SelfExe();
   options.resume = true;
-  s = RunLocalJob(*config, run_dir, options, &g_stop);
-  if (absl::IsCancelled(s)) return Fail(s, 130);
-  if (!s.ok()) return Fail(s, 1);
-  PrintResult(*config, run_dir);
+  const absl::StatusOr<JobProgress> result = RunLocalJob(*config, run_dir, options, &g_stop);
+  if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
+  if (!result.ok()) return Fail(result.status(), 1);
+  PrintResult(*config, run_dir, *result);
   return 0;
 }
 
@@ -244,10 +245,10 @@ int CmdRun(const Args& args) {
             << run_dir.root << std::endl;
   LocalJobOptions options;
   options.self_exe = SelfExe();
-  s = RunLocalJob(*config, run_dir, options, &g_stop);
-  if (absl::IsCancelled(s)) return Fail(s, 130);
-  if (!s.ok()) return Fail(s, 1);
-  PrintResult(*config, run_dir);
+  const absl::StatusOr<JobProgress> result = RunLocalJob(*config, run_dir, options, &g_stop);
+  if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
+  if (!result.ok()) return Fail(result.status(), 1);
+  PrintResult(*config, run_dir, *result);
   return 0;
 }
 
@@ -281,7 +282,7 @@ int CmdCompare(const Args& args) {
     const RunDir run_dir{absl::StrCat(out, "/", v.name)};
     absl::Status s = PrepareRunDir(v.config, run_dir);
     if (absl::IsAlreadyExists(s)) return Fail(s, 2);
-    if (s.ok()) s = RunLocalJob(v.config, run_dir, options, &g_stop);
+    if (s.ok()) s = RunLocalJob(v.config, run_dir, options, &g_stop).status();
     if (absl::IsCancelled(s)) return Fail(s, 130);
     absl::StatusOr<VariantResult> result =
         s.ok() ? ReadVariantResult(v, run_dir, study->target_accuracy) : s;
@@ -515,9 +516,9 @@ int CmdSummarize(const Args& args) {
   if (!config.ok()) return Fail(config.status(), 2);
   auto wall = SecondsSincePrepared(*run_dir);
   if (!wall.ok()) return Fail(wall.status(), 1);
-  const absl::Status s = WriteSummary(*config, *run_dir, *wall).status();
-  if (!s.ok()) return Fail(s, 1);
-  PrintResult(*config, *run_dir);
+  const absl::StatusOr<JobProgress> result = WriteSummary(*config, *run_dir, *wall);
+  if (!result.ok()) return Fail(result.status(), 1);
+  PrintResult(*config, *run_dir, *result);
   return 0;
 }
 

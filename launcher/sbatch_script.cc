@@ -70,8 +70,8 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       "  # Requeued (node failure, preemption, scontrol requeue): continue from the servers'\n",
       "  # checkpoints.\n", "  \"$MONSOON\" prepare --resume --run-dir \"$RUN_DIR\"\n",
       "  RESUME=--resume\n", "else\n",
-      "  # The run directory: resolved config and job token (every task reads them).\n  ",
-      prepare, "\n", "  RESUME=\n", "fi\n",
+      "  # The run directory: resolved config and job token (every task reads them).\n  ", prepare,
+      "\n", "  RESUME=\n", "fi\n",
       "# One task per role; each finds its role from SLURM's environment.\n",
       "srun --kill-on-bad-exit=", kill_on_bad_exit, het_groups,
       " --output=\"$RUN_DIR/logs/task-%t.log\" --open-mode=append \"$MONSOON\" launch --run-dir "

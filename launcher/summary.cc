@@ -7,9 +7,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/cpu_backend.h"
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/status_macros.h"
+#include "server/server_role.h"
+#include "worker/evaluator.h"
+#include "worker/worker_role.h"
 
 namespace monsoon {
 namespace {
@@ -78,29 +82,52 @@ JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
   return p;
 }
 
-absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& run_dir,
+absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,
                                          double wall_seconds) {
-  const JobProgress p = ReadProgress(config, run_dir);
+  JobProgress p = ReadProgress(config, run_dir);
   const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
   const std::vector<ParamTensor> layout = Model::Layout(config.model);
   const size_t num_params = Model::NumParams(config.model);
 
-  std::vector<float> values;
-  const bool have_params = config.cluster.evaluator;
-  if (have_params) {
-    MONSOON_ASSIGN_OR_RETURN(std::string bytes, ReadFile(run_dir.params_path()));
-    if (bytes.size() != num_params * sizeof(float)) {
-      return absl::DataLossError(absl::StrCat(run_dir.params_path(), " has ", bytes.size(),
-                                              " bytes; expected ", num_params * sizeof(float)));
+  // The final weights: the evaluator's params.bin; without one (no evaluator in the job, or it
+  // died) the servers' final checkpoints, written to params.bin here and, when the job has a
+  // test set, scored here on the CPU (the evaluator's last row predates them).
+  std::vector<float> values(num_params);
+  absl::StatusOr<std::string> bytes = ReadFile(run_dir.params_path());
+  const bool from_checkpoints = absl::IsNotFound(bytes.status());
+  if (from_checkpoints) {
+    MONSOON_ASSIGN_OR_RETURN(CheckpointedWeights final_weights,
+                             WeightsFromCheckpoints(config, run_dir));
+    values = std::move(final_weights.weights);
+    MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
+        run_dir.params_path(),
+        std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float))));
+    p.global_step = static_cast<double>(final_weights.global_step);
+    p.has_eval = false;
+    if (config.cluster.evaluator) {
+      MONSOON_ASSIGN_OR_RETURN(Dataset test, LoadSplit(config, /*train=*/false));
+      CpuBackend backend;
+      MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));
+      MONSOON_ASSIGN_OR_RETURN(
+          const TestScore score,
+          ScoreTestSet(model.get(), test, config.evaluation.batch_size, values.data()));
+      p.has_eval = true;
+      p.test_loss = score.loss;
+      p.test_accuracy = score.accuracy;
     }
-    values.resize(num_params);
-    std::copy(bytes.begin(), bytes.end(), reinterpret_cast<char*>(values.data()));
+  } else if (!bytes.ok()) {
+    return bytes.status();
+  } else if (bytes->size() != num_params * sizeof(float)) {
+    return absl::DataLossError(absl::StrCat(run_dir.params_path(), " has ", bytes->size(),
+                                            " bytes; expected ", num_params * sizeof(float)));
+  } else {
+    std::copy(bytes->begin(), bytes->end(), reinterpret_cast<char*>(values.data()));
   }
   std::vector<std::string> tensors;
   for (const ParamTensor& t : layout) {
     std::string entry = absl::StrCat("    {\"name\": ", JsonString(t.shape.name), ", \"shape\": [",
                                      t.shape.rows, ", ", t.shape.cols, "], \"offset\": ", t.offset);
-    if (have_params && num_params <= 64) {
+    if (num_params <= 64) {
       std::vector<std::string> v;
       for (size_t i = 0; i < t.shape.size(); ++i) v.push_back(JsonNumber(values[t.offset + i]));
       absl::StrAppend(&entry, ", \"values\": [", absl::StrJoin(v, ", "), "]");
@@ -115,16 +142,17 @@ absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& 
       "  \"workers_lost\": ", p.workers_lost, ",\n",
       "  \"final_test_accuracy\": ", p.has_eval && classify ? JsonNumber(p.test_accuracy) : "null",
       ",\n", "  \"final_test_loss\": ", p.has_eval ? JsonNumber(p.test_loss) : "null", ",\n",
-      "  \"global_step\": ", p.has_eval ? JsonNumber(p.global_step) : "null", ",\n",
-      "  \"wall_seconds\": ", JsonNumber(wall_seconds), ",\n",
+      "  \"global_step\": ", p.has_eval || from_checkpoints ? JsonNumber(p.global_step) : "null",
+      ",\n", "  \"wall_seconds\": ", JsonNumber(wall_seconds), ",\n",
       "  \"training_seconds\": ", JsonNumber(p.worker_seconds), ",\n",
       "  \"samples_per_second\": ", JsonNumber(p.samples_per_second), ",\n",
       "  \"epochs\": ", JsonNumber(p.min_epoch), ",\n", "  \"num_parameters\": ", num_params, ",\n",
-      "  \"params_file\": ", have_params ? JsonString(run_dir.params_path()) : "null", ",\n",
-      "  \"params_format\": \"raw little-endian float32, flat layout below\",\n",
+      "  \"params_file\": ", JsonString(run_dir.params_path()), ",\n",
+      "  \"params_from\": ", JsonString(from_checkpoints ? "server checkpoints" : "evaluator"),
+      ",\n", "  \"params_format\": \"raw little-endian float32, flat layout below\",\n",
       "  \"parameters\": [\n", absl::StrJoin(tensors, ",\n"), "\n  ]\n", "}\n");
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.summary_path(), json));
-  return json;
+  return p;
 }
 
 }  // namespace monsoon

@@ -24,9 +24,10 @@ struct JobProgress {
 };
 JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir);
 
-// Writes RUN_DIR/summary.json and returns its text. Classification jobs report test accuracy;
+// Writes RUN_DIR/summary.json (and params.bin when no evaluator wrote it) and returns the
+// figures it reports: those of the final weights. Classification jobs report test accuracy;
 // regression jobs report null accuracy. Models of at most 64 parameters list their values.
-absl::StatusOr<std::string> WriteSummary(const JobConfig& config, const RunDir& run_dir,
+absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,
                                          double wall_seconds);
 
 }  // namespace monsoon

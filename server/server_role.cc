@@ -2,7 +2,9 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <iostream>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -43,23 +45,35 @@ uint64_t PeakRssBytes() {
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// Loads the newest checkpoint that verifies, reporting each damaged one it skips. A server
-// with no checkpoint yet starts from the initial weights.
-absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
-  const std::string dir = run_dir.checkpoint_dir(index);
+// Loads server `index`'s newest checkpoint that verifies into *logic, reporting each damaged
+// one it skips; returns its path, or NotFound when the server has none.
+absl::StatusOr<std::string> LoadNewestCheckpoint(const RunDir& run_dir, int index,
+                                                 ParameterServer* logic) {
   std::vector<std::string> skipped;
-  auto reader = OpenNewestCheckpoint(dir, &skipped);
+  auto reader = OpenNewestCheckpoint(run_dir.checkpoint_dir(index), &skipped);
   for (const std::string& why : skipped) {
     std::cout << "server " << index << ": " << why << "; trying the previous one" << std::endl;
   }
-  if (absl::IsNotFound(reader.status())) {
-    std::cout << "server " << index << ": no checkpoint in " << dir
+  if (!reader.ok()) return reader.status();
+  MONSOON_RETURN_IF_ERROR(logic->LoadCheckpoint(reader->get()));
+  return (*reader)->path();
+}
+
+ParameterServer ServerOf(const JobConfig& config, const ShardingPlan& plan, int index) {
+  return ParameterServer(index, plan, config.model, config.seed, ServerRules::FromConfig(config),
+                         config.cluster.workers, config.cluster.evaluator);
+}
+
+// A server with no checkpoint yet starts from the initial weights.
+absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
+  auto path = LoadNewestCheckpoint(run_dir, index, logic);
+  if (absl::IsNotFound(path.status())) {
+    std::cout << "server " << index << ": no checkpoint in " << run_dir.checkpoint_dir(index)
               << "; resuming from the initial weights" << std::endl;
     return absl::OkStatus();
   }
-  if (!reader.ok()) return reader.status();
-  MONSOON_RETURN_IF_ERROR(logic->LoadCheckpoint(reader->get()));
-  std::cout << "server " << index << ": resumed from " << (*reader)->path() << std::endl;
+  if (!path.ok()) return path.status();
+  std::cout << "server " << index << ": resumed from " << *path << std::endl;
   return absl::OkStatus();
 }
 
@@ -80,9 +94,7 @@ absl::Status Checkpoint(const RunDir& run_dir, const JobConfig& config, int inde
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            const ServerRoleOptions& options, const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
-  ParameterServer logic(options.index, plan, config.model, config.seed,
-                        ServerRules::FromConfig(config), config.cluster.workers,
-                        config.cluster.evaluator);
+  ParameterServer logic = ServerOf(config, plan, options.index);
   if (options.resume) MONSOON_RETURN_IF_ERROR(Restore(run_dir, options.index, &logic));
   MONSOON_ASSIGN_OR_RETURN(JobSecrets secrets, ReadJobSecrets(run_dir, config.security));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,
@@ -149,6 +161,30 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
             << " MiB for " << logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"
             << std::endl;
+  return result;
+}
+
+absl::StatusOr<CheckpointedWeights> WeightsFromCheckpoints(const JobConfig& config,
+                                                           const RunDir& run_dir) {
+  MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
+  CheckpointedWeights result;
+  result.weights.resize(plan.num_params());
+  result.global_step = std::numeric_limits<uint64_t>::max();
+  for (int j = 0; j < config.cluster.servers; ++j) {
+    ParameterServer logic = ServerOf(config, plan, j);
+    const auto path = LoadNewestCheckpoint(run_dir, j, &logic);
+    if (absl::IsNotFound(path.status())) {
+      return absl::NotFoundError(
+          absl::StrCat("server ", j, " left no checkpoint in ", run_dir.checkpoint_dir(j)));
+    }
+    if (!path.ok()) return path.status();
+    for (const Chunk& c : plan.ChunksOf(j)) {
+      MONSOON_ASSIGN_OR_RETURN(
+          const PullInfo info,
+          logic.Read(c.id, absl::MakeSpan(result.weights.data() + c.offset, c.size)));
+      result.global_step = std::min(result.global_step, info.version);
+    }
+  }
   return result;
 }
 

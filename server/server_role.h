@@ -4,9 +4,12 @@
 #define MONSOON_SERVER_SERVER_ROLE_H_
 
 #include <atomic>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "core/job_config.h"
 #include "core/run_dir.h"
 
@@ -25,6 +28,16 @@ struct ServerRoleOptions {
 // once more on the way out (whatever the reason); writes metrics/ledger-server-J.csv.
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            const ServerRoleOptions& options, const std::atomic<bool>* stop);
+
+struct CheckpointedWeights {
+  std::vector<float> weights;  // the flat layout
+  uint64_t global_step = 0;    // updates applied to every chunk
+};
+// The job's weights as the servers last checkpointed them (each server's newest checkpoint
+// that verifies): the final weights once every server has exited, since a server always
+// checkpoints on its way out. NotFound naming a server that left none.
+absl::StatusOr<CheckpointedWeights> WeightsFromCheckpoints(const JobConfig& config,
+                                                           const RunDir& run_dir);
 
 }  // namespace monsoon
 

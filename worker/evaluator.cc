@@ -32,6 +32,26 @@ double MeanWorkerEpoch(const std::vector<ServerStats>& stats) {
 
 }  // namespace
 
+absl::StatusOr<TestScore> ScoreTestSet(Model* model, const Dataset& test, int batch_size,
+                                       const float* params) {
+  model->SetParams(params);
+  const size_t rows = test.size();
+  const size_t fd = test.feature_dim;
+  const size_t td = test.target_dim;
+  double loss_sum = 0;
+  int64_t correct = 0;
+  for (size_t begin = 0; begin < rows; begin += batch_size) {
+    const int n = static_cast<int>(std::min<size_t>(batch_size, rows - begin));
+    const BatchResult batch =
+        model->Evaluate(test.features.data() + begin * fd, test.targets.data() + begin * td, n);
+    loss_sum += batch.loss_sum;
+    correct += batch.correct;
+  }
+  MONSOON_RETURN_IF_ERROR(model->Synchronize());
+  return TestScore{loss_sum / static_cast<double>(rows),
+                   static_cast<double>(correct) / static_cast<double>(rows)};
+}
+
 absl::StatusOr<EvalResult> Evaluator::EvaluateOnce() {
   MONSOON_ASSIGN_OR_RETURN(std::vector<ServerStats> stats, client_->AllStats());
   return Evaluate(stats);
@@ -44,22 +64,10 @@ absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& s
   MONSOON_ASSIGN_OR_RETURN(PullResult pull,
                            client_->PullAll(absl::MakeSpan(result.params), {}, nullptr));
   result.global_step = pull.min_version;
-  model_->SetParams(result.params.data());
-  const size_t rows = test_->size();
-  const size_t fd = test_->feature_dim;
-  const size_t td = test_->target_dim;
-  double loss_sum = 0;
-  int64_t correct = 0;
-  for (size_t begin = 0; begin < rows; begin += batch_size_) {
-    const int n = static_cast<int>(std::min<size_t>(batch_size_, rows - begin));
-    const BatchResult batch = model_->Evaluate(test_->features.data() + begin * fd,
-                                               test_->targets.data() + begin * td, n);
-    loss_sum += batch.loss_sum;
-    correct += batch.correct;
-  }
-  MONSOON_RETURN_IF_ERROR(model_->Synchronize());
-  result.test_loss = loss_sum / static_cast<double>(rows);
-  result.test_accuracy = static_cast<double>(correct) / static_cast<double>(rows);
+  MONSOON_ASSIGN_OR_RETURN(const TestScore score,
+                           ScoreTestSet(model_, *test_, batch_size_, result.params.data()));
+  result.test_loss = score.loss;
+  result.test_accuracy = score.accuracy;
   result.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   if (metrics_ != nullptr) {
     MONSOON_RETURN_IF_ERROR(

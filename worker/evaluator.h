@@ -27,6 +27,15 @@ struct EvalResult {
 // Columns of the evaluator metrics CSV.
 const std::vector<std::string>& EvaluatorMetricsColumns();
 
+struct TestScore {
+  double loss = 0;      // mean over the examples
+  double accuracy = 0;  // classification only
+};
+// Scores `params` (model->num_params() floats) on the whole of `test`, `batch_size` examples
+// at a time.
+absl::StatusOr<TestScore> ScoreTestSet(Model* model, const Dataset& test, int batch_size,
+                                       const float* params);
+
 // Borrows everything it is given.
 class Evaluator {
  public:

@@ -17,37 +17,6 @@
 namespace monsoon {
 namespace {
 
-// Reads the training or test split named by the config and checks it fits the model.
-absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
-  const DataConfig& d = config.data;
-  absl::StatusOr<Dataset> data = d.format == "idx"
-                                     ? ReadIdxDataset(train ? d.train_images : d.test_images,
-                                                      train ? d.train_labels : d.test_labels)
-                                     : ReadCsvDataset(train ? d.train : d.test);
-  if (!data.ok()) return data.status();
-  const ModelSpec& m = config.model;
-  if (data->feature_dim != m.input_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("model.input_dim is ", m.input_dim,
-                                                   " but the data has ", data->feature_dim,
-                                                   " features per example"));
-  }
-  const bool classify = m.loss == LossType::kSoftmaxCrossEntropy;
-  if (classify && data->num_classes == 0) {
-    return absl::InvalidArgumentError(
-        "model.loss: softmax_cross_entropy needs class labels; this data set is regression");
-  }
-  if (classify && data->num_classes > m.output_dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.output_dim is ", m.output_dim, " but the data has ", data->num_classes, " classes"));
-  }
-  if (!classify && data->target_dim != m.output_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim,
-                                                   " but the data has ", data->target_dim,
-                                                   " targets per example"));
-  }
-  return data;
-}
-
 struct Connection {
   ShardingPlan plan;
   std::unique_ptr<GrpcPsClient> client;
@@ -81,6 +50,36 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> Backend(const JobConfig& config,
 }
 
 }  // namespace
+
+absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
+  const DataConfig& d = config.data;
+  absl::StatusOr<Dataset> data = d.format == "idx"
+                                     ? ReadIdxDataset(train ? d.train_images : d.test_images,
+                                                      train ? d.train_labels : d.test_labels)
+                                     : ReadCsvDataset(train ? d.train : d.test);
+  if (!data.ok()) return data.status();
+  const ModelSpec& m = config.model;
+  if (data->feature_dim != m.input_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("model.input_dim is ", m.input_dim,
+                                                   " but the data has ", data->feature_dim,
+                                                   " features per example"));
+  }
+  const bool classify = m.loss == LossType::kSoftmaxCrossEntropy;
+  if (classify && data->num_classes == 0) {
+    return absl::InvalidArgumentError(
+        "model.loss: softmax_cross_entropy needs class labels; this data set is regression");
+  }
+  if (classify && data->num_classes > m.output_dim) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.output_dim is ", m.output_dim, " but the data has ", data->num_classes, " classes"));
+  }
+  if (!classify && data->target_dim != m.output_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim,
+                                                   " but the data has ", data->target_dim,
+                                                   " targets per example"));
+  }
+  return data;
+}
 
 absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,
                            const std::atomic<bool>* stop) {

@@ -6,10 +6,15 @@
 #include <atomic>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/dataset.h"
 #include "core/job_config.h"
 #include "core/run_dir.h"
 
 namespace monsoon {
+
+// Reads the training or test split named by the config and checks it fits the model.
+absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
 
 // Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv. `gpu` is the CUDA
 // device the launcher gave this task (< 0: none); see compute_backends.h.

@@ -8,10 +8,13 @@ timeout 300 "$MONSOON" run configs/large_mlp.yaml --run-dir "$WORK/large" >"$WOR
 expect_eq "large job exit status" "$?" "0"
 grep -v '^\[' "$WORK/out.txt" | tail -2
 python3 - "$WORK/large" <<'PY'
-import csv, json, sys
+import csv, json, os, sys
 run = sys.argv[1]
 s = json.load(open(f"{run}/summary.json"))
 assert s["num_parameters"] >= 100_000_000, s["num_parameters"]
+# No evaluator: params.bin is assembled from the 4 servers' final checkpoints.
+assert s["params_from"] == "server checkpoints", s["params_from"]
+assert os.path.getsize(s["params_file"]) == 4 * s["num_parameters"]
 for j in range(4):
     last = list(csv.DictReader(open(f"{run}/metrics/server-{j}.csv")))[-1]
     state, peak = float(last["state_bytes"]), float(last["peak_rss_bytes"])

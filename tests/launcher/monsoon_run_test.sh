@@ -23,7 +23,7 @@ assert s["algorithm"] == "downpour"
 assert s["final_test_accuracy"] is None          # regression: no accuracy
 assert s["final_test_loss"] < 0.01, s["final_test_loss"]
 assert s["epochs"] == 20 and s["samples_per_second"] > 0 and s["wall_seconds"] > 0
-assert s["params_file"].endswith("params.bin")
+assert s["params_file"].endswith("params.bin") and s["params_from"] == "evaluator"
 PY
 expect_eq "summary: the other fields" "$?" "0"
 
@@ -57,6 +57,28 @@ expect_eq "concurrent job B" "$?" "0"
   && pass "the two jobs' servers listen on different ports" || fail "same server address"
 [ "$(cat "$WORK/twin_a/token")" != "$(cat "$WORK/twin_b/token")" ] \
   && pass "the two jobs have different tokens" || fail "same token"
+
+# Without an evaluator, the final weights come from the servers' final checkpoints (2 servers:
+# one parameter each); with one, they equal the evaluator's params.bin to the bit, and scored
+# by `summarize` they give the evaluator's final test loss and global step.
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/no_eval" \
+  --set cluster.evaluator=false --set cluster.servers=2 >/dev/null 2>&1
+expect_eq "job without an evaluator" "$?" "0"
+expect_eq "params_from" "$(json_get "$WORK/no_eval/summary.json" params_from)" "server checkpoints"
+fits_line "$WORK/no_eval" && pass "its weights fit the line" || fail "its weights do not fit the line"
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/two_servers" \
+  --set cluster.servers=2 >/dev/null 2>&1
+mv "$WORK/two_servers/params.bin" "$WORK/evaluator_params.bin"
+mv "$WORK/two_servers/summary.json" "$WORK/evaluator_summary.json"
+timeout 60 "$MONSOON" summarize --run-dir "$WORK/two_servers" >/dev/null 2>&1
+expect_eq "summarize without params.bin" "$?" "0"
+cmp -s "$WORK/two_servers/params.bin" "$WORK/evaluator_params.bin" \
+  && pass "weights from the checkpoints == the evaluator's final weights" \
+  || fail "weights from the checkpoints differ from the evaluator's"
+for field in final_test_loss global_step; do
+  expect_eq "summarize scored the checkpointed weights: $field" \
+    "$(json_get "$WORK/two_servers/summary.json" $field)" "$(json_get "$WORK/evaluator_summary.json" $field)"
+done
 
 # `monsoon launch` outside any parallel launcher runs the whole job here, as `run` does.
 env -u SLURM_JOB_ID -u SLURM_STEP_ID timeout 120 "$MONSOON" launch configs/linear_regression.yaml \
