@@ -232,6 +232,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
       }
       model_->SetParams(params.data());
     }
+    // The weights this step computes with (a push may bring the next step's back into `pull`).
+    const PullResult computed_with = pull;
     if (prefetch && PullsBefore(report.steps + 1)) {
       prefetched = std::async(std::launch::async, [this, &incoming, &incoming_versions] {
         return client_->PullAll(absl::MakeSpan(incoming), {}, &incoming_versions);
@@ -248,7 +250,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
       MONSOON_RETURN_IF_ERROR(start_push());
       since_push = 0;
     }
-    MONSOON_RETURN_IF_ERROR(AppendMetrics(report, pull, push.mean_staleness));
+    MONSOON_RETURN_IF_ERROR(AppendMetrics(report, computed_with, push.mean_staleness));
   }
   if (since_push > 0) MONSOON_RETURN_IF_ERROR(start_push());
   MONSOON_RETURN_IF_ERROR(finish_push());

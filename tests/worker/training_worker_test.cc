@@ -173,6 +173,29 @@ TEST_CASE("TrainingWorker (downpour): warm start lets worker 0 train alone first
   CHECK(w[0] == Approx(2.5).margin(0.05));
 }
 
+TEST_CASE("TrainingWorker: a metrics row's version is that of the weights its step used",
+          "[worker][downpour]") {
+  // One worker, a pull before every step: step k computes with the weights after k - 1
+  // pushes, whether the pull is its own call or came back with the previous push.
+  for (const bool pull_with_push : {true, false}) {
+    LinearSetup setup(1);
+    setup.config.training.epochs = 1;
+    setup.config.training.batch_size = 40;  // 10 steps
+    setup.config.transport.pull_with_push = pull_with_push;
+    setup.Start();
+    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/versions_",
+                                         pull_with_push ? "with_push" : "alone");
+    std::filesystem::create_directories(dir);
+    setup.RunWorkers(dir);
+    auto table = ReadCsvTable(dir + "/worker-0.csv");
+    REQUIRE(table.ok());
+    REQUIRE(table->rows.size() == 10);
+    for (size_t k = 0; k < table->rows.size(); ++k) {
+      CHECK(table->rows[k][table->Column("version")] == static_cast<double>(k));
+    }
+  }
+}
+
 TEST_CASE("TrainingWorker (sync): uneven shards and backup workers train, and all exit",
           "[worker][sync]") {
   // 400 examples over 3 workers: shards of 133, 133 and 134; over 7 workers, batches of 19
