@@ -30,19 +30,23 @@ eval "$env_line"
 sinfo
 cd "$WORK"
 
+# rows FILE: lines in FILE (0 when it does not exist yet).
+rows() { wc -l 2>/dev/null <"$1" || echo 0; }
+
 # start_fmnist JOB_NAME: submits configs/slurm/fmnist.yaml as JOB_NAME and returns once every
-# role runs (worker 0 past 20 steps, the evaluator has scored once); sets $job and $run. In
-# one run a signal that came ~0.1 s into training found a role still starting, and only 4 of
-# the 5 roles reported it. Such a role now reports the stop too (launcher/monsoon_main.cc
-# RunRole, interrupt_test).
+# role runs (worker 0 past 20 steps, worker 1 past its first, the evaluator has scored once);
+# sets $job and $run. A role writes its CSV only once connected to every server. In one CI
+# run worker 1 was still connecting when step 7 killed server 0: never heard by server 1, it
+# was never given up, and the job outlived the step. In another a signal ~0.1 s into training
+# found a role still starting (it now reports the stop too: RunRole, interrupt_test).
 start_fmnist() {
   local out
   out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job="$1" --submit 2>&1)
   job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
   run="runs/$1/slurm-$job"
-  for _ in $(seq 1 300); do
-    [ -s "$run/metrics/worker-0.csv" ] && [ "$(wc -l <"$run/metrics/worker-0.csv")" -gt 20 ] &&
-      [ -s "$run/metrics/evaluator.csv" ] && break
+  for _ in $(seq 1 600); do
+    [ "$(rows "$run/metrics/worker-0.csv")" -gt 20 ] && [ "$(rows "$run/metrics/worker-1.csv")" -gt 1 ] &&
+      [ "$(rows "$run/metrics/evaluator.csv")" -gt 1 ] && break
     sleep 0.1
   done
 }
