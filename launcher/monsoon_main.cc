@@ -198,6 +198,16 @@ absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir) {
   return LoadJobConfig(run_dir.config_path());
 }
 
+// Runs the job on this machine (RunLocalJob) and ends with its closing line: exit status 0,
+// 130 when interrupted, 1 when a role failed.
+int RunJobHere(const JobConfig& config, const RunDir& run_dir, const LocalJobOptions& options) {
+  const absl::StatusOr<JobProgress> result = RunLocalJob(config, run_dir, options, &g_stop);
+  if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
+  if (!result.ok()) return Fail(result.status(), 1);
+  PrintResult(config, run_dir, *result);
+  return 0;
+}
+
 // `monsoon run --resume RUN_DIR`.
 int CmdResume(const RunDir& run_dir) {
   absl::Status s = PrepareResume(run_dir);
@@ -208,11 +218,7 @@ int CmdResume(const RunDir& run_dir) {
   LocalJobOptions options;
   options.self_exe = SelfExe();
   options.resume = true;
-  const absl::StatusOr<JobProgress> result = RunLocalJob(*config, run_dir, options, &g_stop);
-  if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
-  if (!result.ok()) return Fail(result.status(), 1);
-  PrintResult(*config, run_dir, *result);
-  return 0;
+  return RunJobHere(*config, run_dir, options);
 }
 
 int CmdRun(const Args& args) {
@@ -245,11 +251,7 @@ int CmdRun(const Args& args) {
             << run_dir.root << std::endl;
   LocalJobOptions options;
   options.self_exe = SelfExe();
-  const absl::StatusOr<JobProgress> result = RunLocalJob(*config, run_dir, options, &g_stop);
-  if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
-  if (!result.ok()) return Fail(result.status(), 1);
-  PrintResult(*config, run_dir, *result);
-  return 0;
+  return RunJobHere(*config, run_dir, options);
 }
 
 int CmdCompare(const Args& args) {
