@@ -179,16 +179,16 @@ timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$evk" \
   --set training.epochs=600 --set reliability.evaluator_restarts=1 >"$evk.txt" 2>&1 &
 job=$!
 for _ in $(seq 100); do
-  [ "$(wc -l 2>/dev/null <"$evk/metrics/evaluator.csv" || echo 0)" -ge 2 ] && break
+  [ "$(rows "$evk/metrics/evaluator.csv")" -ge 2 ] && break
   sleep 0.1
 done
-rows_before=$(wc -l <"$evk/metrics/evaluator.csv")
+rows_before=$(rows "$evk/metrics/evaluator.csv")
 pkill -9 -f "monsoon evaluator --run-dir $evk"
 wait "$job"
 expect_eq "job whose evaluator was killed exits" "$?" "0"
 grep -q "evaluator was killed by signal 9 (Killed); restarting it" "$evk.txt" \
   && pass "the launcher restarted the evaluator" || fail "$(tail -3 "$evk.txt")"
-rows_after=$(wc -l <"$evk/metrics/evaluator.csv")
+rows_after=$(rows "$evk/metrics/evaluator.csv")
 [ "$rows_after" -gt "$rows_before" ] \
   && pass "the restarted evaluator appended to evaluator.csv ($rows_before -> $rows_after lines)" \
   || fail "evaluator.csv: $rows_before lines before the kill, $rows_after after"

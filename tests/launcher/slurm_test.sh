@@ -30,9 +30,6 @@ eval "$env_line"
 sinfo
 cd "$WORK"
 
-# rows FILE: lines in FILE (0 when it does not exist yet).
-rows() { wc -l 2>/dev/null <"$1" || echo 0; }
-
 # start_fmnist JOB_NAME: submits configs/slurm/fmnist.yaml as JOB_NAME and returns once every
 # role runs (worker 0 past 20 steps, worker 1 past its first, the evaluator has scored once);
 # sets $job and $run. A role writes its CSV only once connected to every server. In one CI

@@ -25,6 +25,9 @@ wait_for_file() {
   return 1
 }
 
+# rows FILE: lines in FILE (0 when it does not exist yet).
+rows() { wc -l 2>/dev/null <"$1" || echo 0; }
+
 # fits_line RUN_DIR [TOLERANCE]: the linear jobs' data (configs/data/linear_*.csv) come from
 # y = 2.5 x - 1.25 plus noise; the fit in RUN_DIR/summary.json is within TOLERANCE (0.01) of
 # both. (The training set's own least-squares line is m = 2.4978, b = -1.2512, so rounding m
