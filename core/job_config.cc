@@ -441,6 +441,13 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
                      r.heartbeat_seconds, "), got ", r.peer_timeout_seconds));
   }
   MONSOON_RETURN_IF_ERROR(
+      reliability.Real("join_timeout_seconds", 0, true, 86400, &r.join_timeout_seconds));
+  if (r.join_timeout_seconds < c->transport.rendezvous_timeout_seconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "reliability.join_timeout_seconds: must be at least transport.rendezvous_timeout_seconds (",
+        c->transport.rendezvous_timeout_seconds, "), got ", r.join_timeout_seconds));
+  }
+  MONSOON_RETURN_IF_ERROR(
       reliability.String("worker_loss", {"auto", "continue", "stop"}, &r.worker_loss));
   MONSOON_RETURN_IF_ERROR(reliability.Int("worker_restarts", 0, 1000, &r.worker_restarts));
   MONSOON_RETURN_IF_ERROR(reliability.Int("evaluator_restarts", 0, 1000, &r.evaluator_restarts));
@@ -648,6 +655,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  tf32: " << (c.compute.tf32 ? "true" : "false") << "\n";
   y << "reliability:\n  heartbeat_seconds: " << Num(c.reliability.heartbeat_seconds)
     << "\n  peer_timeout_seconds: " << Num(c.reliability.peer_timeout_seconds)
+    << "\n  join_timeout_seconds: " << Num(c.reliability.join_timeout_seconds)
     << "\n  worker_loss: " << c.reliability.worker_loss
     << "\n  worker_restarts: " << c.reliability.worker_restarts
     << "\n  evaluator_restarts: " << c.reliability.evaluator_restarts

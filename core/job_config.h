@@ -159,6 +159,10 @@ struct TransportConfig {
 struct ReliabilityConfig {
   double heartbeat_seconds = 1;      // workers and the evaluator tell each server they live
   double peer_timeout_seconds = 10;  // a server gives a worker up after this long unheard
+  // A server gives a worker (or the evaluator) up that it has never heard from this long after
+  // it started: one that died before connecting would otherwise hold the job until
+  // training.timeout_seconds. At least transport.rendezvous_timeout_seconds.
+  double join_timeout_seconds = 300;
   // What servers do when a worker is lost: "continue" without it (its shard untrained from
   // then on), "stop" the job with an error naming it, or "auto": stop for sync with every
   // worker in the quorum, continue for everything else.

@@ -44,6 +44,7 @@ ServerRules ServerRules::FromConfig(const JobConfig& config) {
   rules.schedule = config.training.learning_rate_schedule;
   rules.epochs = config.training.epochs;
   rules.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);
+  rules.join_timeout = absl::Seconds(config.reliability.join_timeout_seconds);
   rules.stop_on_worker_loss = StopsOnWorkerLoss(config);
   return rules;
 }
@@ -89,6 +90,7 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
                                      state->round_sum.size() + state->pulled.size() * c.size);
     chunks_.emplace(c.id, std::move(state));
   }
+  started_ = absl::Now();
   expire_thread_ = std::thread([this] { ExpireLoop(); });
 }
 
@@ -200,17 +202,20 @@ absl::Status ParameterServer::Health() const {
 }
 
 void ParameterServer::CheckPeers(absl::Time now) {
-  // Marks a client lost that was heard at least once and has been silent for longer than the
-  // peer timeout since; returns "who (address) lost: nothing heard for ..." then, else "".
+  // Marks a client lost that has been silent for longer than the peer timeout, or never heard
+  // for longer than the join timeout; returns "who (address) lost: ..." then, else "".
   auto newly_lost = [&](Liveness* client) {
-    if (client->lost || client->last_heard == absl::InfinitePast() ||
-        now - client->last_heard <= rules_.peer_timeout) {
+    const bool heard = client->last_heard != absl::InfinitePast();
+    const absl::Duration silent =
+        absl::Trunc(now - (heard ? client->last_heard : started_), absl::Milliseconds(100));
+    if (client->lost || silent <= (heard ? rules_.peer_timeout : rules_.join_timeout)) {
       return std::string();
     }
     client->lost = true;
     return absl::StrCat(
         client->who, " (", client->address.empty() ? "address unknown" : client->address,
-        ") lost: nothing heard for ", absl::FormatDuration(now - client->last_heard));
+        ") lost: ", heard ? "nothing heard for " : "never heard from since the server started, ",
+        absl::FormatDuration(silent), heard ? "" : " ago");
   };
   bool changed = false;
   {

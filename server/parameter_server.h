@@ -129,6 +129,9 @@ struct ServerRules {
   // A worker unheard (no RPC, no heartbeat) for this long is lost; then the server carries on
   // without it, or fails (Health()) when stop_on_worker_loss.
   absl::Duration peer_timeout = absl::Seconds(10);
+  // A worker, or the evaluator, never heard from this long after the server started is lost
+  // too (it died before connecting, say); it may still join later.
+  absl::Duration join_timeout = absl::Seconds(300);
   bool stop_on_worker_loss = false;
 
   static ServerRules FromConfig(const JobConfig& config);
@@ -307,7 +310,8 @@ class ParameterServer {
   };
   // Records that a client is alive (and back, if it was lost).
   void HeardFrom(Liveness* client) ABSL_EXCLUSIVE_LOCKS_REQUIRED(clients_mu_);
-  // Marks workers, and the evaluator, unheard for longer than the peer timeout as lost.
+  // Marks workers, and the evaluator, as lost: heard before and silent for longer than the
+  // peer timeout, or never heard and the join timeout past since this server started.
   void CheckPeers(absl::Time now);
   // A worker left or came back: closes sync rounds it no longer holds up, rechecks waiters.
   void LiveWorkersChanged();
@@ -349,6 +353,7 @@ class ParameterServer {
   const bool evaluator_expected_;
   std::map<int, std::unique_ptr<ChunkState>> chunks_;  // the map itself is never modified
   size_t state_bytes_ = 0;
+  absl::Time started_;  // when the chunks were ready: the join timeout counts from here
 
   std::atomic<uint64_t> pushes_applied_{0};
   std::atomic<uint64_t> pushes_dropped_{0};

@@ -135,6 +135,10 @@ TEST_CASE("JobConfig: cross-field rules", "[core][config]") {
 TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][config]") {
   CHECK(ErrorOf(CsvJob("reliability:\n  heartbeat_seconds: 5\n  peer_timeout_seconds: 8\n")) ==
         "reliability.peer_timeout_seconds: must be at least twice heartbeat_seconds (5), got 8");
+  CHECK(ErrorOf(CsvJob("transport:\n  rendezvous_timeout_seconds: 120\n"
+                       "reliability:\n  join_timeout_seconds: 90\n")) ==
+        "reliability.join_timeout_seconds: must be at least "
+        "transport.rendezvous_timeout_seconds (120), got 90");
   CHECK(ErrorOf(CsvJob("reliability:\n  worker_loss: ignore\n")) ==
         "reliability.worker_loss: 'ignore' is not allowed (allowed: auto, continue, stop)");
   CHECK(ErrorOf(CsvJob("reliability:\n  server_restarts: -1\n")) ==

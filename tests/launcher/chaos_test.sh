@@ -12,8 +12,8 @@
 #     ended 1.85 below both references);
 #   - per the servers' ledgers, every push of every worker was applied to every chunk exactly
 #     once (applied == the worker's pushes, sum of sequence numbers == n (n + 1) / 2).
-# Also, once: a worker lost for good is carried on without and reported, and a killed evaluator
-# is restarted.
+# Also, once: a worker lost for good is carried on without and reported, so is a worker that
+# never starts, and a killed evaluator is restarted.
 # MONSOON_CHAOS_ROUNDS (default 1) sets the number of rounds; the scorecard lines at the end
 # feed README "Reliability and security".
 source tests/launcher/test_lib.sh
@@ -171,6 +171,31 @@ grep -q "worker 1 (ipv4:127.0.0.1:[0-9]*) lost: nothing heard for" "$lost/logs/s
   && pass "server 0 reported: $(grep -o 'worker 1 (.*) lost: nothing heard for [0-9.]*s' "$lost/logs/server-0.log")" \
   || fail "server 0 did not report the lost worker"
 expect_eq "summary.json workers_lost" "$(json_get "$lost/summary.json" workers_lost)" "1"
+
+# A worker that never starts (a task that died before connecting), roles started by hand as
+# srun would: the servers give it up reliability.join_timeout_seconds after they started, the
+# job finishes without it and `monsoon summarize` counts it.
+never="$WORK/worker-never-started"
+"$MONSOON" prepare configs/linear_regression.yaml --run-dir "$never" \
+  --set transport.rendezvous_timeout_seconds=3 --set reliability.join_timeout_seconds=4 >/dev/null
+started=$SECONDS
+timeout 60 "$MONSOON" server --run-dir "$never" --index 0 >"$never-server.txt" 2>&1 &
+server=$!
+timeout 60 "$MONSOON" evaluator --run-dir "$never" >/dev/null 2>&1 &
+evaluator=$!
+timeout 60 "$MONSOON" worker --run-dir "$never" --index 0 >/dev/null 2>&1
+expect_eq "worker 0 alone exits" "$?" "0"
+wait "$server"
+expect_eq "its server exits" "$?" "0"
+wait "$evaluator"
+expect_eq "its evaluator exits" "$?" "0"
+echo "every role had exited $((SECONDS - started)) s after the server started"
+grep -q "worker 1 (address unknown) lost: never heard from since the server started" \
+  "$never-server.txt" \
+  && pass "server 0 reported: $(grep -o 'worker 1 (.*) lost: never heard from .* ago' "$never-server.txt")" \
+  || fail "server 0 did not report the worker that never started: $(tail -3 "$never-server.txt")"
+"$MONSOON" summarize --run-dir "$never" >/dev/null
+expect_eq "summary.json workers_lost" "$(json_get "$never/summary.json" workers_lost)" "1"
 
 # The evaluator killed, with reliability.evaluator_restarts: the launcher restarts it, the new
 # process appends to evaluator.csv, writes params.bin at the end, and the job exits 0.

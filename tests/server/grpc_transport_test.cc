@@ -2,6 +2,7 @@
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -342,6 +343,35 @@ TEST_CASE(
     events = server.TakeEvents();
     REQUIRE(events.size() == 1);
     CHECK(events[0].find("evaluator (ipv4:10.0.0.3:7) is back") != std::string::npos);
+  }
+  SECTION(
+      "a worker or evaluator never heard from is lost after the join timeout; it may join late") {
+    rules.join_timeout = absl::Milliseconds(500);
+    ParameterServer server(0, plan, spec, 1, rules, 2, /*evaluator_expected=*/true);
+    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
+    for (int i = 0; i < 4; ++i) {  // only worker 0 is ever heard: not yet the join timeout
+      absl::SleepFor(absl::Milliseconds(100));
+      REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
+    }
+    CHECK(server.Stats().workers_lost.empty());
+    CHECK(server.TakeEvents().empty());
+    for (int i = 0; i < 5; ++i) {
+      absl::SleepFor(absl::Milliseconds(100));
+      REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
+    }
+    CHECK(server.Stats().workers_lost == std::vector<int>{1});
+    std::vector<std::string> events = server.TakeEvents();
+    REQUIRE(events.size() == 2);
+    std::sort(events.begin(), events.end());
+    CHECK(events[0].find("evaluator (address unknown) lost: never heard from since the server "
+                         "started, ") != std::string::npos);
+    CHECK(events[1].find("worker 1 (address unknown) lost: never heard from since the server "
+                         "started, ") != std::string::npos);
+    REQUIRE(server.Finish(ClientRole::kWorker, 0).ok());
+    CHECK(server.AllFinished());  // neither holds the job up any longer
+    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
+    CHECK(server.Stats().workers_lost.empty());  // a late worker still joins
+    CHECK(!server.AllFinished());
   }
   SECTION("sync with every worker in the quorum: stops, naming the worker") {
     rules.algorithm = Algorithm::kSync;
