@@ -108,7 +108,7 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
   CpuBackend backend;
   auto model = Model::Create(config.model, &backend);
   DataShard shard(&data, 0, 1, 1);
-  TrainingWorker worker(config, 0, model->get(), &shard, client->get(), nullptr);
+  TrainingWorker worker(config, 0, model->get(), &shard, client->get(), nullptr, nullptr);
   auto report = worker.Run(nullptr);
   if (!report.ok()) {
     std::cerr << report.status() << std::endl;

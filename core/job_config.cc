@@ -407,6 +407,10 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(evaluation.Int("batch_size", 1, 1 << 20, &c->evaluation.batch_size));
   MONSOON_RETURN_IF_ERROR(evaluation.CheckNoUnknownKeys());
 
+  MONSOON_ASSIGN_OR_RETURN(Section trace, top.Child("trace"));
+  MONSOON_RETURN_IF_ERROR(trace.Int("steps", 0, 1000000, &c->trace.steps));
+  MONSOON_RETURN_IF_ERROR(trace.CheckNoUnknownKeys());
+
   MONSOON_ASSIGN_OR_RETURN(Section transport, top.Child("transport"));
   MONSOON_RETURN_IF_ERROR(transport.Int("chunk_kib", 4, 256 * 1024, &c->transport.chunk_kib));
   MONSOON_RETURN_IF_ERROR(transport.Int("max_in_flight", 1, 64, &c->transport.max_in_flight));
@@ -642,6 +646,7 @@ std::string JobConfigToYaml(const JobConfig& c) {
     << "\n  beta1: " << Num(c.optimizer.beta1) << "\n  beta2: " << Num(c.optimizer.beta2) << "\n";
   y << "evaluation:\n  interval_seconds: " << Num(c.evaluation.interval_seconds)
     << "\n  batch_size: " << c.evaluation.batch_size << "\n";
+  y << "trace:\n  steps: " << c.trace.steps << "\n";
   y << "transport:\n  chunk_kib: " << c.transport.chunk_kib
     << "\n  max_in_flight: " << c.transport.max_in_flight
     << "\n  channels_per_server: " << c.transport.channels_per_server

@@ -130,6 +130,13 @@ struct EvaluationConfig {
   int batch_size = 1000;
 };
 
+// The job's Chrome trace (RUN_DIR/trace.json, README "Outputs"): servers record checkpoints
+// and peers lost or back, the evaluator every evaluation, and each worker its first `steps`
+// steps after every start (0: none).
+struct TraceConfig {
+  int steps = 200;
+};
+
 struct TransportConfig {
   int chunk_kib = 1024;             // largest chunk of the flat parameter space
   int max_in_flight = 16;           // chunk RPCs in flight per server
@@ -215,6 +222,7 @@ struct JobConfig {
   StalenessConfig staleness;
   OptimizerSpec optimizer;  // applied by the servers to pushed gradients
   EvaluationConfig evaluation;
+  TraceConfig trace;
   TransportConfig transport;
   ComputeConfig compute;
   ReliabilityConfig reliability;

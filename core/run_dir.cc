@@ -23,7 +23,7 @@ namespace fs = std::filesystem;
 
 absl::Status RunDir::Create() const {
   std::error_code ec;
-  for (const std::string& d : {root, rendezvous_dir(), metrics_dir(), logs_dir()}) {
+  for (const std::string& d : {root, rendezvous_dir(), metrics_dir(), logs_dir(), trace_dir()}) {
     fs::create_directories(d, ec);
     if (ec)
       return absl::PermissionDeniedError(absl::StrCat("cannot create ", d, ": ", ec.message()));

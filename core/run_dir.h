@@ -7,6 +7,7 @@
 //   RUN_DIR/rendezvous/server-J    "host:port" of server J, published atomically
 //   RUN_DIR/metrics/*.csv          per-role metrics
 //   RUN_DIR/logs/*.log             per-role logs
+//   RUN_DIR/trace/*.jsonl          per-role trace events, merged into RUN_DIR/trace.json
 #ifndef MONSOON_CORE_RUN_DIR_H_
 #define MONSOON_CORE_RUN_DIR_H_
 
@@ -28,6 +29,8 @@ struct RunDir {
   std::string rendezvous_dir() const { return root + "/rendezvous"; }
   std::string metrics_dir() const { return root + "/metrics"; }
   std::string logs_dir() const { return root + "/logs"; }
+  std::string trace_dir() const { return root + "/trace"; }
+  std::string trace_path() const { return root + "/trace.json"; }
   std::string summary_path() const { return root + "/summary.json"; }
   std::string final_eval_path() const { return root + "/final_eval.json"; }
   std::string params_path() const { return root + "/params.bin"; }

@@ -8,9 +8,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/cpu_backend.h"
+#include "core/json_text.h"
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/status_macros.h"
+#include "core/trace.h"
 #include "server/server_role.h"
 #include "worker/evaluator.h"
 #include "worker/worker_role.h"
@@ -23,38 +25,6 @@ double Column(const std::vector<std::pair<std::string, double>>& row, const std:
     if (key == name) return value;
   }
   return 0;
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          absl::StrAppend(&out, "\\u", absl::Hex(c, absl::kZeroPad4));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
-
-std::string JsonNumber(double v) {
-  if (!std::isfinite(v)) return "null";
-  return absl::StrFormat("%.10g", v);
 }
 
 }  // namespace
@@ -123,6 +93,9 @@ absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& 
   } else {
     std::copy(bytes->begin(), bytes->end(), reinterpret_cast<char*>(values.data()));
   }
+  // The roles' traces, joined for the viewer (null when the job wrote none).
+  MONSOON_ASSIGN_OR_RETURN(const size_t trace_events,
+                           MergeTraces(run_dir.trace_dir(), run_dir.trace_path()));
   std::vector<std::string> tensors;
   for (const ParamTensor& t : layout) {
     std::string entry = absl::StrCat("    {\"name\": ", JsonString(t.shape.name), ", \"shape\": [",
@@ -149,7 +122,9 @@ absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& 
       "  \"epochs\": ", JsonNumber(p.min_epoch), ",\n", "  \"num_parameters\": ", num_params, ",\n",
       "  \"params_file\": ", JsonString(run_dir.params_path()), ",\n",
       "  \"params_from\": ", JsonString(from_checkpoints ? "server checkpoints" : "evaluator"),
-      ",\n", "  \"params_format\": \"raw little-endian float32, flat layout below\",\n",
+      ",\n", "  \"trace_file\": ", trace_events > 0 ? JsonString(run_dir.trace_path()) : "null",
+      ",\n", "  \"trace_events\": ", trace_events, ",\n",
+      "  \"params_format\": \"raw little-endian float32, flat layout below\",\n",
       "  \"parameters\": [\n", absl::StrJoin(tensors, ",\n"), "\n  ]\n", "}\n");
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.summary_path(), json));
   return p;

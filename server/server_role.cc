@@ -12,6 +12,7 @@
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/status_macros.h"
+#include "core/trace.h"
 #include "server/grpc_parameter_server.h"
 #include "server/parameter_server.h"
 
@@ -94,8 +95,20 @@ absl::Status Checkpoint(const RunDir& run_dir, const JobConfig& config, int inde
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            const ServerRoleOptions& options, const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> trace,
+                           OpenRoleTrace(config, run_dir, absl::StrCat("server-", options.index),
+                                         kTraceServerPid + options.index,
+                                         absl::StrCat("server ", options.index), {"server"}));
   ParameterServer logic = ServerOf(config, plan, options.index);
-  if (options.resume) MONSOON_RETURN_IF_ERROR(Restore(run_dir, options.index, &logic));
+  if (options.resume) {
+    TraceScope span(trace.get(), 0, "restore checkpoint");
+    MONSOON_RETURN_IF_ERROR(Restore(run_dir, options.index, &logic));
+  }
+  // Writes a checkpoint, traced.
+  auto checkpoint = [&]() {
+    TraceScope span(trace.get(), 0, "checkpoint");
+    return Checkpoint(run_dir, config, options.index, logic);
+  };
   MONSOON_ASSIGN_OR_RETURN(JobSecrets secrets, ReadJobSecrets(run_dir, config.security));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,
                            GrpcParameterServer::Start(&logic, options.bind_host, secrets));
@@ -115,7 +128,10 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds);
   auto record = [&]() {
     const ServerStats s = logic.Stats();
-    for (const std::string& event : logic.TakeEvents()) std::cout << event << std::endl;
+    for (const std::string& event : logic.TakeEvents()) {
+      std::cout << event << std::endl;
+      if (trace != nullptr) trace->Instant(0, "peer", absl::Now(), event);
+    }
     return metrics->Append(
         {absl::ToDoubleSeconds(absl::Now() - start), static_cast<double>(s.pushes_applied),
          static_cast<double>(s.pushes_dropped), static_cast<double>(s.pushes_rejected),
@@ -143,7 +159,7 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       break;
     }
     if (interval > absl::ZeroDuration() && absl::Now() >= next_checkpoint) {
-      MONSOON_RETURN_IF_ERROR(Checkpoint(run_dir, config, options.index, logic));
+      MONSOON_RETURN_IF_ERROR(checkpoint());
       next_checkpoint = absl::Now() + interval;
     }
   }
@@ -151,7 +167,7 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   server->Shutdown();
   // No call is in flight any more: this checkpoint is the server's final state, whether the
   // job finished, was stopped by a signal (SIGTERM, SLURM's SIGUSR1) or failed.
-  MONSOON_RETURN_IF_ERROR(Checkpoint(run_dir, config, options.index, logic));
+  MONSOON_RETURN_IF_ERROR(checkpoint());
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
       absl::StrCat(run_dir.metrics_dir(), "/staleness-server-", options.index, ".csv"),
       FormatCsvTable(StalenessTable(logic.Stats().staleness_histogram))));
@@ -161,6 +177,7 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
             << " MiB for " << logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"
             << std::endl;
+  if (trace != nullptr) MONSOON_RETURN_IF_ERROR(trace->status());
   return result;
 }
 

@@ -11,6 +11,7 @@
 #include "core/dataset.h"
 #include "core/metrics.h"
 #include "core/model.h"
+#include "core/trace.h"
 #include "worker/ps_client.h"
 
 namespace monsoon {
@@ -39,9 +40,15 @@ absl::StatusOr<TestScore> ScoreTestSet(Model* model, const Dataset& test, int ba
 // Borrows everything it is given.
 class Evaluator {
  public:
+  // `trace` gets every evaluation: its pull and its scoring (thread 0).
   Evaluator(Model* model, const Dataset* test, PsClient* client, int batch_size,
-            CsvMetricsWriter* metrics /* nullable */)
-      : model_(model), test_(test), client_(client), batch_size_(batch_size), metrics_(metrics) {}
+            CsvMetricsWriter* metrics /* nullable */, TraceWriter* trace /* nullable */)
+      : model_(model),
+        test_(test),
+        client_(client),
+        batch_size_(batch_size),
+        metrics_(metrics),
+        trace_(trace) {}
 
   // Pulls the current weights and scores the whole test set; appends a metrics row.
   absl::StatusOr<EvalResult> EvaluateOnce();
@@ -60,6 +67,7 @@ class Evaluator {
   PsClient* const client_;
   const int batch_size_;
   CsvMetricsWriter* const metrics_;
+  TraceWriter* const trace_;
   const absl::Time start_ = absl::Now();
 };
 

@@ -19,14 +19,21 @@ const std::vector<std::string>& WorkerMetricsColumns() {
   return *columns;
 }
 
+const std::vector<std::string>& WorkerTraceThreads() {
+  static const auto* threads =
+      new std::vector<std::string>{"training loop", "overlapped transfers"};
+  return *threads;
+}
+
 TrainingWorker::TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
-                               PsClient* client, CsvMetricsWriter* metrics)
+                               PsClient* client, CsvMetricsWriter* metrics, TraceWriter* trace)
     : config_(config),
       index_(index),
       model_(model),
       shard_(shard),
       client_(client),
-      metrics_(metrics) {}
+      metrics_(metrics),
+      trace_(trace) {}
 
 absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
   start_ = absl::Now();
@@ -47,6 +54,7 @@ absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport*
   report->steps = resume.position.step;
   report->pushes = static_cast<int64_t>(resume.sequence);
   resumed_after_ = resume.sequence;
+  first_step_ = report->steps;
   std::cout << "worker " << index_ << " resumes after push " << resume.sequence << ": step "
             << resume.position.step << ", epoch " << resume.position.epoch << ", example "
             << resume.position.cursor << " of its shard" << std::endl;
@@ -102,8 +110,14 @@ PullWait TrainingWorker::PullWaitFor(int64_t step, const ChunkVersions& pushed_o
   return wait;
 }
 
+void TrainingWorker::TraceStep(const WorkerReport& report) {
+  step_trace_ = report.steps - first_step_ < config_.trace.steps ? trace_ : nullptr;
+}
+
 template <typename Call>
-auto TrainingWorker::Timed(WorkerReport* report, Call call) -> decltype(call()) {
+auto TrainingWorker::Timed(WorkerReport* report, std::string_view name, Call call)
+    -> decltype(call()) {
+  TraceScope span(step_trace_, kTraceLoop, name);
   const absl::Time start = absl::Now();
   auto result = call();
   report->comm_seconds += absl::ToDoubleSeconds(absl::Now() - start);
@@ -168,7 +182,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   // Waits for the push in flight, if any (the wait counts as communication time).
   auto finish_push = [&]() -> absl::Status {
     if (!in_flight.valid()) return absl::OkStatus();
-    MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, [&] { return in_flight.get(); }));
+    MONSOON_ASSIGN_OR_RETURN(push,
+                             Timed(&report, "wait for push", [&] { return in_flight.get(); }));
     return absl::OkStatus();
   };
   const bool overlap_push = config_.transport.overlap != "none";
@@ -184,15 +199,17 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     const PushOrigin origin = NextOrigin(report);
     ++report.pushes;
     if (overlap_push) {
-      in_flight = std::async(std::launch::async, [this, &sending, base = versions, origin] {
-        return client_->PushAll(sending, base, origin);
-      });
+      in_flight = std::async(std::launch::async,
+                             [this, &sending, base = versions, origin, trace = step_trace_] {
+                               TraceScope span(trace, kTraceOverlapped, "push");
+                               return client_->PushAll(sending, base, origin);
+                             });
       return absl::OkStatus();
     }
     if (downpour && config_.transport.pull_with_push && PullsBefore(report.steps) &&
         !Done(report)) {
       PullAfterPush after{absl::MakeSpan(params), &versions, {}};
-      MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, [&] {
+      MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, "push+pull", [&] {
                                  return client_->PushPullAll(sending, versions, origin, &after);
                                }));
       pull = after.result;
@@ -200,7 +217,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
       return absl::OkStatus();
     }
     MONSOON_ASSIGN_OR_RETURN(
-        push, Timed(&report, [&] { return client_->PushAll(sending, versions, origin); }));
+        push, Timed(&report, "push", [&] { return client_->PushAll(sending, versions, origin); }));
     return absl::OkStatus();
   };
   // With overlap push_pull, Downpour prefetches: the pull for the next fetch step starts as
@@ -216,15 +233,17 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   MONSOON_RETURN_IF_ERROR(ResumeFrom(resume, &report));
   while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
+    TraceStep(report);
     if (PullsBefore(report.steps)) {
       if (pulled_with_push) {
         pulled_with_push = false;  // the weights came back with the last push
       } else if (prefetched.valid()) {
-        MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, [&] { return prefetched.get(); }));
+        MONSOON_ASSIGN_OR_RETURN(
+            pull, Timed(&report, "wait for prefetch", [&] { return prefetched.get(); }));
         std::swap(params, incoming);
         std::swap(versions, incoming_versions);
       } else {
-        MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, [&] {
+        MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, "pull", [&] {
                                    return client_->PullAll(absl::MakeSpan(params),
                                                            PullWaitFor(report.steps, versions),
                                                            &versions);
@@ -235,13 +254,19 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     // The weights this step computes with (a push may bring the next step's back into `pull`).
     const PullResult computed_with = pull;
     if (prefetch && PullsBefore(report.steps + 1)) {
-      prefetched = std::async(std::launch::async, [this, &incoming, &incoming_versions] {
-        return client_->PullAll(absl::MakeSpan(incoming), {}, &incoming_versions);
-      });
+      prefetched = std::async(
+          std::launch::async, [this, &incoming, &incoming_versions, trace = step_trace_] {
+            TraceScope span(trace, kTraceOverlapped, "prefetch");
+            return client_->PullAll(absl::MakeSpan(incoming), {}, &incoming_versions);
+          });
     }
-    ComputeStep(&report);
-    model_->GetGrads(since_push == 0 ? accumulated.data() : grads.data());
-    MONSOON_RETURN_IF_ERROR(model_->Synchronize());
+    {
+      TraceScope compute(step_trace_, kTraceLoop, "compute",
+                         {{"step", static_cast<double>(report.steps)}});
+      ComputeStep(&report);
+      model_->GetGrads(since_push == 0 ? accumulated.data() : grads.data());
+      MONSOON_RETURN_IF_ERROR(model_->Synchronize());
+    }
     if (since_push > 0) {
       for (size_t i = 0; i < n; ++i) accumulated[i] += grads[i];
     }
@@ -279,7 +304,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   std::future<absl::StatusOr<PushSummary>> exchanging;
   auto finish_exchange = [&]() -> absl::Status {
     if (!exchanging.valid()) return absl::OkStatus();
-    MONSOON_ASSIGN_OR_RETURN(exchange, Timed(&report, [&] { return exchanging.get(); }));
+    MONSOON_ASSIGN_OR_RETURN(exchange, Timed(&report, overlap ? "wait for exchange" : "exchange",
+                                             [&] { return exchanging.get(); }));
     model_->AddToParams(difference.data(), -1.0f);
     pull.min_version = *std::min_element(versions.begin(), versions.end());
     return absl::OkStatus();
@@ -294,7 +320,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
     }
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
     exchanging = std::async(overlap ? std::launch::async : std::launch::deferred,
-                            [this, &weights, &difference, &versions, origin = NextOrigin(report)] {
+                            [this, &weights, &difference, &versions, origin = NextOrigin(report),
+                             trace = overlap ? step_trace_ : nullptr] {
+                              TraceScope span(trace, kTraceOverlapped, "exchange");
                               return client_->ExchangeAll(weights, absl::MakeSpan(difference),
                                                           &versions, origin);
                             });
@@ -304,11 +332,16 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   int since_exchange = 0;
   while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
-    ComputeStep(&report);
-    if (nesterov) {
-      model_->ApplyLocalNesterov(eta * RateScale(), delta);
-    } else {
-      model_->ApplyLocalSgd(eta * RateScale());
+    TraceStep(report);
+    {
+      TraceScope compute(step_trace_, kTraceLoop, "compute",
+                         {{"step", static_cast<double>(report.steps)}});
+      ComputeStep(&report);
+      if (nesterov) {
+        model_->ApplyLocalNesterov(eta * RateScale(), delta);
+      } else {
+        model_->ApplyLocalSgd(eta * RateScale());
+      }
     }
     MONSOON_RETURN_IF_ERROR(finish_exchange());  // one started after the previous step
     if (++since_exchange == config_.easgd.tau) {

@@ -19,6 +19,7 @@
 #include "core/job_config.h"
 #include "core/metrics.h"
 #include "core/model.h"
+#include "core/trace.h"
 #include "worker/ps_client.h"
 
 namespace monsoon {
@@ -38,11 +39,18 @@ struct WorkerReport {
 // spent so far in pulls, pushes and exchanges, waiting for other workers included.
 const std::vector<std::string>& WorkerMetricsColumns();
 
+// The threads of a worker's trace: the training loop, and the transport's work overlapped
+// with it (transport.overlap).
+enum WorkerTraceThread { kTraceLoop = 0, kTraceOverlapped = 1 };
+const std::vector<std::string>& WorkerTraceThreads();
+
 // Borrows everything it is given; one Run per object.
 class TrainingWorker {
  public:
+  // `trace` gets the first config.trace.steps steps: each one's compute and communication.
   TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
-                 PsClient* client, CsvMetricsWriter* metrics /* nullable */);
+                 PsClient* client, CsvMetricsWriter* metrics /* nullable */,
+                 TraceWriter* trace /* nullable */);
 
   // Continues where the servers last heard from this worker (Resume(): nowhere for a fresh
   // job; after a restart, right after its last push they all have), trains until
@@ -69,9 +77,13 @@ class TrainingWorker {
   float RateScale() const;
   // Computes one batch's gradient into the model; updates the report.
   void ComputeStep(WorkerReport* report);
-  // Runs one call to the servers, adding its duration to report->comm_seconds.
+  // Called as each step begins: its pull, compute and push are traced while it is among the
+  // first config.trace.steps of this process.
+  void TraceStep(const WorkerReport& report);
+  // Runs one call to the servers, adding its duration to report->comm_seconds; traced as
+  // `name` (a literal) on the loop's thread.
   template <typename Call>
-  auto Timed(WorkerReport* report, Call call) -> decltype(call());
+  auto Timed(WorkerReport* report, std::string_view name, Call call) -> decltype(call());
   absl::Status AppendMetrics(const WorkerReport& report, const PullResult& pull, double staleness);
 
   const JobConfig config_;
@@ -80,9 +92,12 @@ class TrainingWorker {
   DataShard* const shard_;
   PsClient* const client_;
   CsvMetricsWriter* const metrics_;
+  TraceWriter* const trace_;
   absl::Time start_;
-  uint64_t resumed_after_ = 0;  // pushes already processed when this process started
-  std::vector<float> x_, y_;    // the current batch
+  int64_t first_step_ = 0;             // the step this process started at
+  TraceWriter* step_trace_ = nullptr;  // trace_ while the current step is traced
+  uint64_t resumed_after_ = 0;         // pushes already processed when this process started
+  std::vector<float> x_, y_;           // the current batch
 };
 
 }  // namespace monsoon

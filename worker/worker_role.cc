@@ -9,6 +9,7 @@
 #include "core/model.h"
 #include "core/sharding_plan.h"
 #include "core/status_macros.h"
+#include "core/trace.h"
 #include "worker/compute_backends.h"
 #include "worker/evaluator.h"
 #include "worker/grpc_ps_client.h"
@@ -83,7 +84,13 @@ absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
 
 absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,
                            const std::atomic<bool>* stop) {
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<TraceWriter> trace,
+      OpenRoleTrace(config, run_dir, absl::StrCat("worker-", index), kTraceWorkerPid + index,
+                    absl::StrCat("worker ", index), WorkerTraceThreads()));
+  const absl::Time loading = absl::Now();
   MONSOON_ASSIGN_OR_RETURN(Dataset train, LoadSplit(config, /*train=*/true));
+  if (trace != nullptr) trace->Span(kTraceLoop, "load data", loading, absl::Now());
   DataShard shard(&train, index, config.cluster.workers, config.seed);
   if (shard.size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat("worker ", index, " has no data: ", train.size(),
@@ -93,9 +100,11 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                            Model::Create(config.model, backend.get()));
+  const absl::Time connecting = absl::Now();
   MONSOON_ASSIGN_OR_RETURN(
       Connection conn,
       ConnectToServers(config, run_dir, {ClientRole::kWorker, index, NewIncarnation()}, stop));
+  if (trace != nullptr) trace->Span(kTraceLoop, "connect", connecting, absl::Now());
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),
@@ -103,8 +112,10 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   std::cout << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, backend "
             << backend->name() << std::endl;
-  TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get());
+  TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get(),
+                        trace.get());
   MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
+  if (trace != nullptr) MONSOON_RETURN_IF_ERROR(trace->status());
   std::cout << "worker " << index << " done: " << report.steps << " steps, " << report.samples
             << " samples, " << report.pushes << " pushes in " << report.wall_seconds
             << " s, last loss " << report.last_loss << std::endl;
@@ -113,6 +124,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
 
 absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, int gpu,
                               const std::atomic<bool>* stop) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> trace,
+                           OpenRoleTrace(config, run_dir, "evaluator", kTraceEvaluatorPid,
+                                         "evaluator", {"evaluations"}));
   MONSOON_ASSIGN_OR_RETURN(Dataset test, LoadSplit(config, /*train=*/false));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
@@ -123,13 +137,14 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
                            CsvMetricsWriter::Create(run_dir.metrics_dir() + "/evaluator.csv",
                                                     EvaluatorMetricsColumns()));
   Evaluator evaluator(model.get(), &test, conn.client.get(), config.evaluation.batch_size,
-                      metrics.get());
+                      metrics.get(), trace.get());
   MONSOON_ASSIGN_OR_RETURN(
       EvalResult final_result,
       evaluator.RunUntilWorkersFinish(absl::Seconds(config.evaluation.interval_seconds), stop));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
       run_dir.params_path(), std::string(reinterpret_cast<const char*>(final_result.params.data()),
                                          final_result.params.size() * sizeof(float))));
+  if (trace != nullptr) MONSOON_RETURN_IF_ERROR(trace->status());
   std::cout << "evaluator: final test loss " << final_result.test_loss << ", accuracy "
             << final_result.test_accuracy << " at global step " << final_result.global_step
             << std::endl;

@@ -27,6 +27,37 @@ assert s["params_file"].endswith("params.bin") and s["params_from"] == "evaluato
 PY
 expect_eq "summary: the other fields" "$?" "0"
 
+# trace.json: every role's events for chrome://tracing; each worker's first 200 steps (the
+# default trace.steps), pull, compute and push one after the other on its loop's thread.
+python3 - "$RUN" <<'PY'
+import collections, json, sys
+run = sys.argv[1]
+summary = json.load(open(f"{run}/summary.json"))
+events = json.load(open(f"{run}/trace.json"))["traceEvents"]
+assert summary["trace_file"].endswith("/trace.json") and summary["trace_events"] == len(events)
+names = {e["pid"]: e["args"]["name"] for e in events if e["name"] == "process_name"}
+assert sorted(names.values()) == ["evaluator", "server 0", "worker 0", "worker 1"], names
+spans = collections.defaultdict(list)
+for e in events:
+    if e["ph"] == "X":
+        assert e["dur"] >= 0, e
+        spans[names[e["pid"]], e["tid"]].append(e)
+for w in ("worker 0", "worker 1"):
+    loop = sorted(spans[w, 0], key=lambda e: e["ts"])
+    kinds = collections.Counter(e["name"] for e in loop)
+    assert kinds["load data"] == 1 and kinds["connect"] == 1, kinds
+    steps = [e["args"]["step"] for e in loop if e["name"] == "compute"]
+    assert steps == list(range(200)), steps[:5]
+    assert kinds["pull"] + kinds["push+pull"] >= 200, kinds  # pull_with_push: one round trip a step
+    for a, b in zip(loop, loop[1:]):
+        assert a["ts"] + a["dur"] <= b["ts"] + 1, (a, b)  # one thing at a time
+print("trace:", len(events), "events;", {k: len(v) for k, v in spans.items()})
+assert any(e["name"] == "checkpoint" for e in spans["server 0", 0])
+assert all("test_loss" in e["args"] for e in spans["evaluator", 0] if e["name"] == "score test set")
+assert any(e["name"] == "score test set" for e in spans["evaluator", 0])
+PY
+expect_eq "trace.json: every role, each worker's first 200 steps in order" "$?" "0"
+
 # The resolved config has every default and parses again.
 timeout 20 "$MONSOON" validate "$RUN/config.yaml" >/dev/null
 expect_eq "resolved config validates" "$?" "0"
@@ -38,12 +69,14 @@ expect_eq "reusing a run directory exits 2" "$?" "2"
 grep -q "already holds a run" "$WORK/err.txt" && pass "reuse message" || fail "reuse message: $(cat "$WORK/err.txt")"
 expect_eq "summary untouched" "$(md5sum "$RUN/summary.json")" "$before"
 
-# --set reaches the job (one epoch, one worker).
+# --set reaches the job (one epoch, one worker, no trace).
 timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/short" \
-  --set training.epochs=1 --set cluster.workers=1 >/dev/null 2>&1
+  --set training.epochs=1 --set cluster.workers=1 --set trace.steps=0 >/dev/null 2>&1
 expect_eq "--set run exit status" "$?" "0"
 expect_eq "--set epochs" "$(json_get "$WORK/short/summary.json" epochs)" "1"
 expect_eq "--set workers" "$(json_get "$WORK/short/summary.json" workers)" "1"
+expect_eq "--set trace.steps=0: no trace" \
+  "$(json_get "$WORK/short/summary.json" trace_file) $(ls "$WORK/short/trace" | wc -l)" "None 0"
 # Two jobs at once on one machine: ephemeral ports and per-job tokens, so no clash.
 timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/twin_a" >/dev/null 2>&1 &
 a=$!

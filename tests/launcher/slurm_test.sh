@@ -71,6 +71,8 @@ expect_eq "fmnist: 5 roles" "$(cat "$run"/logs/task-*.log | grep -c -- '-> ')" "
 for f in config.yaml token params.bin metrics/evaluator.csv metrics/worker-1.csv metrics/server-1.csv; do
   [ -s "$run/$f" ] && pass "fmnist run dir has $f" || fail "fmnist run dir lacks $f"
 done
+expect_eq "fmnist: trace.json names the 5 roles" \
+  "$(python3 -c "import json, sys; print(sum(e['name'] == 'process_name' for e in json.load(open(sys.argv[1]))['traceEvents']))" "$run/trace.json")" "5"
 
 # 2. Across three nodes: 2 servers, 3 workers and the evaluator as 6 tasks.
 timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" --submit --wait >sbatch2.txt 2>&1

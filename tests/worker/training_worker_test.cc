@@ -67,7 +67,7 @@ struct LinearSetup {
           metrics = *CsvMetricsWriter::Create(absl::StrCat(metrics_dir, "/worker-", i, ".csv"),
                                               WorkerMetricsColumns());
         }
-        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get());
+        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get(), nullptr);
         results[i] = worker.Run(nullptr);
       });
     }
@@ -364,7 +364,7 @@ TEST_CASE("TrainingWorker: a stop request ends the loop with Cancelled", "[worke
   auto model = Model::Create(setup.config.model, &backend);
   DataShard shard(&setup.data, 0, 1, 3);
   InProcessPsClient client(setup.raw, {ClientRole::kWorker, 0});
-  TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr);
+  TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
   std::atomic<bool> stop{true};
   CHECK(absl::IsCancelled(worker.Run(&stop).status()));
 }
@@ -406,7 +406,7 @@ TEST_CASE("TrainingWorker: an RPC failure is reported as such; a stop between st
   auto model = Model::Create(setup.config.model, &backend);
   DataShard shard(&setup.data, 0, 1, 3);
   GoneClient client;
-  TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr);
+  TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
   CHECK(absl::IsUnavailable(worker.Run(nullptr).status()));
   std::atomic<bool> stopping{false};
   // The stop arrives during a step's pull, which succeeds: the worker stops before the next.
@@ -430,7 +430,7 @@ TEST_CASE("TrainingWorker: an RPC failure is reported as such; a stop between st
    private:
     std::atomic<bool>* stop_;
   } stopping_client(&stopping);
-  TrainingWorker stopped(setup.config, 0, model->get(), &shard, &stopping_client, nullptr);
+  TrainingWorker stopped(setup.config, 0, model->get(), &shard, &stopping_client, nullptr, nullptr);
   const auto status = stopped.Run(&stopping).status();
   CHECK(absl::IsCancelled(status));
   CHECK(status.message() == "worker stopped by signal");
@@ -444,7 +444,7 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
   auto model = Model::Create(setup.config.model, &backend);
   InProcessPsClient worker_client(setup.raw, {ClientRole::kWorker, 0});
   InProcessPsClient eval_client(setup.raw, {ClientRole::kEvaluator, 0});
-  Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr);
+  Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr, nullptr);
   // Weights start at zero: the loss is the mean of 0.5 y^2 over the data.
   double expected = 0;
   for (float y : setup.data.targets) expected += 0.5 * y * y;

@@ -1,0 +1,155 @@
+#include "core/trace.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/json_text.h"
+#include "core/run_dir.h"
+#include "core/status_macros.h"
+
+namespace monsoon {
+namespace {
+
+// Microseconds since the Unix epoch, to the nanosecond.
+std::string Micros(absl::Time t) {
+  return absl::StrFormat("%.3f", absl::ToDoubleMicroseconds(t - absl::UnixEpoch()));
+}
+
+// True when `line` is one whole JSON object: its braces close exactly at its end (a line
+// whose write a crash cut short does not).
+bool WholeObject(const std::string& line) {
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++depth;
+    } else if (c == '}' && --depth == 0) {
+      return i + 1 == line.size();
+    } else if (depth == 0) {
+      return false;
+    }
+  }
+  return false;
+}
+
+std::string Metadata(std::string_view what, int pid, int tid, std::string_view name) {
+  return absl::StrCat("{\"name\":\"", std::string(what), "\",\"ph\":\"M\",\"pid\":", pid,
+                      ",\"tid\":", tid, ",\"args\":{\"name\":", JsonString(name), "}}\n");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
+    const std::string& path, int process_id, const std::string& process_name,
+    const std::vector<std::string>& thread_names) {
+  std::error_code ec;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
+  std::FILE* f = std::fopen(path.c_str(), "a+");
+  if (f == nullptr) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  // A line a crash of the previous process cut short is ended first; the merge skips it.
+  const bool cut_short = std::fseek(f, -1, SEEK_END) == 0 && std::fgetc(f) != '\n';
+  std::fseek(f, 0, SEEK_END);  // from reading to appending
+  std::unique_ptr<TraceWriter> trace(new TraceWriter(f, process_id));
+  if (cut_short) trace->Write("\n");
+  trace->Write(Metadata("process_name", process_id, 0, process_name));
+  for (size_t t = 0; t < thread_names.size(); ++t) {
+    trace->Write(Metadata("thread_name", process_id, static_cast<int>(t), thread_names[t]));
+  }
+  MONSOON_RETURN_IF_ERROR(trace->status());
+  return trace;
+}
+
+TraceWriter::~TraceWriter() { std::fclose(file_); }
+
+void TraceWriter::Span(int thread, std::string_view name, absl::Time start, absl::Time end,
+                       const TraceArgs& args) {
+  std::string line =
+      absl::StrCat("{\"name\":", JsonString(name), ",\"ph\":\"X\",\"ts\":", Micros(start),
+                   ",\"dur\":", absl::StrFormat("%.3f", absl::ToDoubleMicroseconds(end - start)),
+                   ",\"pid\":", process_id_, ",\"tid\":", thread);
+  if (!args.empty()) {
+    line += ",\"args\":{";
+    for (size_t i = 0; i < args.size(); ++i) {
+      absl::StrAppend(&line, i == 0 ? "" : ",", JsonString(args[i].first), ":",
+                      JsonNumber(args[i].second));
+    }
+    line += "}";
+  }
+  Write(line + "}\n");
+}
+
+void TraceWriter::Instant(int thread, std::string_view name, absl::Time at,
+                          std::string_view detail) {
+  Write(absl::StrCat("{\"name\":", JsonString(name),
+                     ",\"ph\":\"i\",\"s\":\"t\",\"ts\":", Micros(at), ",\"pid\":", process_id_,
+                     ",\"tid\":", thread, ",\"args\":{\"detail\":", JsonString(detail), "}}\n"));
+}
+
+absl::Status TraceWriter::status() const {
+  absl::MutexLock lock(&mu_);
+  return status_;
+}
+
+void TraceWriter::Write(const std::string& line) {
+  absl::MutexLock lock(&mu_);
+  if (!status_.ok()) return;
+  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
+    status_ = absl::DataLossError(absl::StrCat("cannot write trace: ", std::strerror(errno)));
+  }
+}
+
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenRoleTrace(
+    const JobConfig& config, const RunDir& run_dir, const std::string& file, int process_id,
+    const std::string& process_name, const std::vector<std::string>& thread_names) {
+  if (config.trace.steps == 0) return nullptr;
+  return TraceWriter::Open(absl::StrCat(run_dir.trace_dir(), "/", file, ".jsonl"), process_id,
+                           process_name, thread_names);
+}
+
+absl::StatusOr<size_t> MergeTraces(const std::string& dir, const std::string& out) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (absl::EndsWith(entry.path().string(), ".jsonl")) files.push_back(entry.path().string());
+  }
+  if (files.empty()) return 0;
+  std::sort(files.begin(), files.end());
+  std::string text = "{\"traceEvents\": [\n";
+  size_t events = 0;
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    std::string line;
+    while (std::getline(in, line)) {
+      // Whole events only: not a line still being written, nor one a crash cut short.
+      if (in.eof() || !WholeObject(line)) continue;
+      absl::StrAppend(&text, events == 0 ? "" : ",\n", line);
+      ++events;
+    }
+  }
+  text += "\n]}\n";
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(out, text));
+  return events;
+}
+
+}  // namespace monsoon
