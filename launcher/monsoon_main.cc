@@ -78,8 +78,8 @@ commands:
   prepare --resume --run-dir DIR
         ready a run directory for `launch --resume` (a requeued SLURM job)
   summarize --run-dir DIR
-        write DIR/summary.json once the roles have finished (and DIR/params.bin from the
-        servers' final checkpoints when no evaluator wrote it)
+        write DIR/summary.json and DIR/trace.json once the roles have finished (and
+        DIR/params.bin from the servers' final checkpoints when no evaluator wrote it)
   devices
         list the CUDA devices this machine can use (exit 1 and the reason when none)
   gen-linear --out FILE [--slope M] [--intercept B] [--noise S] [--rows N] [--seed K]
