@@ -76,7 +76,7 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       "srun --kill-on-bad-exit=", kill_on_bad_exit, het_groups,
       " --output=\"$RUN_DIR/logs/task-%t.log\" --open-mode=append \"$MONSOON\" launch --run-dir "
       "\"$RUN_DIR\" $RESUME\n",
-      "# summary.json from the metrics and final weights.\n",
+      "# summary.json and trace.json from the metrics, final weights and traces.\n",
       "\"$MONSOON\" summarize --run-dir \"$RUN_DIR\"\n");
   return script;
 }
