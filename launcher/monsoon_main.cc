@@ -78,8 +78,9 @@ commands:
   prepare --resume --run-dir DIR
         ready a run directory for `launch --resume` (a requeued SLURM job)
   summarize --run-dir DIR
-        write DIR/summary.json and DIR/trace.json once the roles have finished (and
-        DIR/params.bin from the servers' final checkpoints when no evaluator wrote it)
+        write DIR/summary.json and DIR/trace.json once training has finished (and
+        DIR/params.bin from the servers' final checkpoints when no evaluator wrote it);
+        refused, exit 1, when a server did not see every worker finish
   devices
         list the CUDA devices this machine can use (exit 1 and the reason when none)
   gen-linear --out FILE [--slope M] [--intercept B] [--noise S] [--rows N] [--seed K]

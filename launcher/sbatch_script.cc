@@ -72,12 +72,14 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       "  RESUME=--resume\n", "else\n",
       "  # The run directory: resolved config and job token (every task reads them).\n  ", prepare,
       "\n", "  RESUME=\n", "fi\n",
-      "# One task per role; each finds its role from SLURM's environment.\n",
+      "# One task per role; each finds its role from SLURM's environment.\n", "status=0\n",
       "srun --kill-on-bad-exit=", kill_on_bad_exit, het_groups,
       " --output=\"$RUN_DIR/logs/task-%t.log\" --open-mode=append \"$MONSOON\" launch --run-dir "
-      "\"$RUN_DIR\" $RESUME\n",
-      "# summary.json and trace.json from the metrics, final weights and traces.\n",
-      "\"$MONSOON\" summarize --run-dir \"$RUN_DIR\"\n");
+      "\"$RUN_DIR\" $RESUME || status=$?\n",
+      "# summary.json and trace.json from the metrics, final weights and traces; after a failed\n",
+      "# task too when training itself finished (a dead evaluator or worker): the job still fails.\n",
+      "if ! \"$MONSOON\" summarize --run-dir \"$RUN_DIR\" && [ \"$status\" -eq 0 ]; then status=1; fi\n",
+      "exit \"$status\"\n");
   return script;
 }
 

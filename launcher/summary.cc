@@ -27,6 +27,28 @@ double Column(const std::vector<std::pair<std::string, double>>& row, const std:
   return 0;
 }
 
+// OK when every server's last metrics row has every worker finished or lost; else
+// FailedPrecondition naming the first server that did not get there.
+absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
+  for (int j = 0; j < config.cluster.servers; ++j) {
+    const std::string path = absl::StrCat(run_dir.metrics_dir(), "/server-", j, ".csv");
+    const auto row = ReadLastCsvRow(path);
+    const int finished = static_cast<int>(Column(row, "workers_finished"));
+    const int lost = static_cast<int>(Column(row, "workers_lost"));
+    if (row.empty() || finished + lost < config.cluster.workers) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "training did not finish: server ", j,
+          row.empty() ? absl::StrCat(" wrote no metrics (", path, ")")
+                      : absl::StrCat(" last saw ", finished, " of ", config.cluster.workers,
+                                     " workers finished and ", lost, " lost (", path, " at ",
+                                     Column(row, "wall_seconds"), " s)"),
+          "; its weights are not the job's result. Continue the run: monsoon run --resume ",
+          run_dir.root, ", or requeue the SLURM job"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
@@ -54,6 +76,7 @@ JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
 
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,
                                          double wall_seconds) {
+  MONSOON_RETURN_IF_ERROR(TrainingFinished(config, run_dir));
   JobProgress p = ReadProgress(config, run_dir);
   const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
   const std::vector<ParamTensor> layout = Model::Layout(config.model);

@@ -77,6 +77,17 @@ expect_eq "--set epochs" "$(json_get "$WORK/short/summary.json" epochs)" "1"
 expect_eq "--set workers" "$(json_get "$WORK/short/summary.json" workers)" "1"
 expect_eq "--set trace.steps=0: no trace" \
   "$(json_get "$WORK/short/summary.json" trace_file) $(ls "$WORK/short/trace" | wc -l)" "None 0"
+# A run whose training did not finish (out of time) gets no summary: summarize names the
+# server that did not see the workers finish.
+timeout 60 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/unfinished" \
+  --set training.epochs=1000 --set training.timeout_seconds=1 >/dev/null 2>&1
+expect_eq "job out of time exits" "$?" "1"
+timeout 60 "$MONSOON" summarize --run-dir "$WORK/unfinished" >/dev/null 2>"$WORK/unfinished.txt"
+expect_eq "summarize of an unfinished run exits" "$?" "1"
+grep -q "training did not finish: server 0 last saw 0 of 2 workers finished and 0 lost" \
+  "$WORK/unfinished.txt" && pass "summarize: $(head -c 110 "$WORK/unfinished.txt")" \
+  || fail "summarize of an unfinished run: $(cat "$WORK/unfinished.txt")"
+[ ! -e "$WORK/unfinished/summary.json" ] && pass "no summary.json" || fail "summary.json written"
 # Two jobs at once on one machine: ephemeral ports and per-job tokens, so no clash.
 timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/twin_a" >/dev/null 2>&1 &
 a=$!

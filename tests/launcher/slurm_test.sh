@@ -34,7 +34,7 @@ cd "$WORK"
 # role runs (worker 0 past 20 steps, worker 1 past its first, the evaluator has scored once);
 # sets $job and $run. A role writes its CSV only once connected to every server. In one CI
 # run worker 1 was still connecting when step 7 killed server 0: never heard by server 1, it
-# was never given up, and the job outlived the step. In another a signal ~0.1 s into training
+# was not given up (not before reliability.join_timeout_seconds), and the job outlived the step. In another a signal ~0.1 s into training
 # found a role still starting (it now reports the stop too: RunRole, interrupt_test).
 start_fmnist() {
   local out
@@ -56,6 +56,20 @@ seconds_until_gone() {
     sleep 0.1
   done
   python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$(date +%s.%N)"
+}
+
+# task_process RANK: sets $victims (and $victim, joined) to the process of $job's task RANK,
+# found by the job's SLURM variables. Only processes named monsoon: the batch script's srun
+# has the same command line and, inherited from the batch step, SLURM_PROCID=0 too (CI once
+# killed srun's pid, after the pids wrapped).
+task_process() {
+  victims=()
+  for p in $(pgrep -x monsoon || true); do
+    env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
+    grep -qx "SLURM_JOB_ID=$job" <<<"$env_of" && grep -qx "SLURM_PROCID=$1" <<<"$env_of" &&
+      grep -q "^SLURM_STEP_ID=" <<<"$env_of" && victims+=("$p")
+  done
+  victim="${victims[*]}"
 }
 
 # 1. The Fashion-MNIST job: 5 tasks on one node, submitted with monsoon sbatch --submit --wait.
@@ -136,16 +150,8 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc"
 #    and the other server gives up the workers and the evaluator after the peer timeout
 #    (10 s) instead of waiting for them. (Resuming is step 6's; after a kill, chaos_test's.)
 start_fmnist fmnist_kill
-# Task 0 is server 0 (roles go by rank); find its process by the job's SLURM variables. Only
-# processes named monsoon: the batch script's srun has the same command line and, inherited
-# from the batch step, SLURM_PROCID=0 too (CI once killed srun's pid, after the pids wrapped).
-victims=()
-for p in $(pgrep -x monsoon || true); do
-  env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
-  grep -qx "SLURM_JOB_ID=$job" <<<"$env_of" && grep -qx "SLURM_PROCID=0" <<<"$env_of" &&
-    grep -q "^SLURM_STEP_ID=" <<<"$env_of" && victims+=("$p")
-done
-victim="${victims[*]}"
+# Task 0 is server 0 (roles go by rank).
+task_process 0
 grep -q -- "-> server 0$" "$run/logs/task-0.log" && [ "${#victims[@]}" -eq 1 ] \
   && pass "server 0 is task 0, process $victim" || fail "not one process for server 0 (task 0): '$victim'"
 start=$(date +%s.%N)
@@ -158,4 +164,26 @@ named=$(grep -h -o 'server 0 ([^)]*) [A-Za-z]*' "$run"/logs/task-2.log "$run"/lo
 [ -n "$named" ] && pass "the workers name server 0: $named" || fail "the workers' logs do not name server 0"
 grep -q "evaluator (.*) lost" "$run/logs/task-1.log" \
   && pass "server 1 gave up the evaluator" || fail "server 1 did not report the evaluator lost"
+
+# 8. The evaluator's task killed (kill -9): the servers give it up, training finishes, and the
+#    batch script still writes summary.json, params.bin from the servers' final checkpoints
+#    (scored on the test set) and trace.json; the job ends FAILED, as a task failed.
+start_fmnist fmnist_evaluator_killed
+task_process 4
+grep -q -- "-> evaluator$" "$run/logs/task-4.log" && [ "${#victims[@]}" -eq 1 ] \
+  && pass "the evaluator is task 4, process $victim" || fail "not one process for the evaluator (task 4): '$victim'"
+kill -9 "$victim"
+state=""
+for _ in $(seq 1 900); do
+  state=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z]*' || echo "$state")
+  [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
+  sleep 0.1
+done
+state=$(scontrol show job "$job" 2>/dev/null | grep -o 'JobState=[A-Z]*' || echo "$state")
+expect_eq "the job with a killed evaluator ends" "$state" "JobState=FAILED"
+[ -s "$run/summary.json" ] && acc=$(json_get "$run/summary.json" final_test_accuracy) || acc=0
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
+  && pass "summary.json all the same: accuracy $acc >= 0.85" || fail "no summary after the evaluator's death: $(tail -3 "runs/fmnist_evaluator_killed/slurm-$job.out")"
+expect_eq "its weights come from" "$(json_get "$run/summary.json" params_from)" "server checkpoints"
+[ -s "$run/trace.json" ] && pass "and trace.json" || fail "no trace.json"
 finish
