@@ -77,8 +77,10 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       " --output=\"$RUN_DIR/logs/task-%t.log\" --open-mode=append \"$MONSOON\" launch --run-dir "
       "\"$RUN_DIR\" $RESUME || status=$?\n",
       "# summary.json and trace.json from the metrics, final weights and traces; after a failed\n",
-      "# task too when training itself finished (a dead evaluator or worker): the job still fails.\n",
-      "if ! \"$MONSOON\" summarize --run-dir \"$RUN_DIR\" && [ \"$status\" -eq 0 ]; then status=1; fi\n",
+      "# task too when training itself finished (a dead evaluator or worker): the job still "
+      "fails.\n",
+      "if ! \"$MONSOON\" summarize --run-dir \"$RUN_DIR\" && [ \"$status\" -eq 0 ]; then status=1; "
+      "fi\n",
       "exit \"$status\"\n");
   return script;
 }
