@@ -76,12 +76,11 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       "srun --kill-on-bad-exit=", kill_on_bad_exit, het_groups,
       " --output=\"$RUN_DIR/logs/task-%t.log\" --open-mode=append \"$MONSOON\" launch --run-dir "
       "\"$RUN_DIR\" $RESUME || status=$?\n",
-      "# summary.json and trace.json from the metrics, final weights and traces; after a failed\n",
-      "# task too when training itself finished (a dead evaluator or worker): the job still "
-      "fails.\n",
-      "if ! \"$MONSOON\" summarize --run-dir \"$RUN_DIR\" && [ \"$status\" -eq 0 ]; then status=1; "
-      "fi\n",
-      "exit \"$status\"\n");
+      "# summary.json and trace.json from the metrics, final weights and traces; also after a\n",
+      "# failed task if training itself finished (a dead evaluator or worker): the job still\n",
+      "# fails.\n",
+      "if ! \"$MONSOON\" summarize --run-dir \"$RUN_DIR\" && [ \"$status\" -eq 0 ]; then\n",
+      "  status=1\n", "fi\n", "exit \"$status\"\n");
   return script;
 }
 
