@@ -82,6 +82,13 @@ class TraceScope {
   const absl::Time start_;
 };
 
+// Runs `call` and returns its result, traced as `name` (a literal) on `thread`.
+template <typename Call>
+auto Traced(TraceWriter* trace, int thread, std::string_view name, Call call) -> decltype(call()) {
+  TraceScope span(trace, thread, name);
+  return call();
+}
+
 // A role's trace, RUN_DIR/trace/`file`.jsonl (process `process_id`, named `process_name`),
 // or null when the job writes none (trace.steps is 0).
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenRoleTrace(

@@ -101,13 +101,12 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                                          absl::StrCat("server ", options.index), {"server"}));
   ParameterServer logic = ServerOf(config, plan, options.index);
   if (options.resume) {
-    TraceScope span(trace.get(), 0, "restore checkpoint");
-    MONSOON_RETURN_IF_ERROR(Restore(run_dir, options.index, &logic));
+    MONSOON_RETURN_IF_ERROR(Traced(trace.get(), 0, "restore checkpoint",
+                                   [&] { return Restore(run_dir, options.index, &logic); }));
   }
-  // Writes a checkpoint, traced.
   auto checkpoint = [&]() {
-    TraceScope span(trace.get(), 0, "checkpoint");
-    return Checkpoint(run_dir, config, options.index, logic);
+    return Traced(trace.get(), 0, "checkpoint",
+                  [&] { return Checkpoint(run_dir, config, options.index, logic); });
   };
   MONSOON_ASSIGN_OR_RETURN(JobSecrets secrets, ReadJobSecrets(run_dir, config.security));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,

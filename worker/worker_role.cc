@@ -88,9 +88,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       std::unique_ptr<TraceWriter> trace,
       OpenRoleTrace(config, run_dir, absl::StrCat("worker-", index), kTraceWorkerPid + index,
                     absl::StrCat("worker ", index), WorkerTraceThreads()));
-  const absl::Time loading = absl::Now();
-  MONSOON_ASSIGN_OR_RETURN(Dataset train, LoadSplit(config, /*train=*/true));
-  if (trace != nullptr) trace->Span(kTraceLoop, "load data", loading, absl::Now());
+  MONSOON_ASSIGN_OR_RETURN(Dataset train, Traced(trace.get(), kTraceLoop, "load data", [&] {
+                             return LoadSplit(config, /*train=*/true);
+                           }));
   DataShard shard(&train, index, config.cluster.workers, config.seed);
   if (shard.size() == 0) {
     return absl::InvalidArgumentError(absl::StrCat("worker ", index, " has no data: ", train.size(),
@@ -100,11 +100,11 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                            Model::Create(config.model, backend.get()));
-  const absl::Time connecting = absl::Now();
-  MONSOON_ASSIGN_OR_RETURN(
-      Connection conn,
-      ConnectToServers(config, run_dir, {ClientRole::kWorker, index, NewIncarnation()}, stop));
-  if (trace != nullptr) trace->Span(kTraceLoop, "connect", connecting, absl::Now());
+  MONSOON_ASSIGN_OR_RETURN(Connection conn, Traced(trace.get(), kTraceLoop, "connect", [&] {
+                             return ConnectToServers(config, run_dir,
+                                                     {ClientRole::kWorker, index, NewIncarnation()},
+                                                     stop);
+                           }));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),
@@ -124,15 +124,19 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
 
 absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, int gpu,
                               const std::atomic<bool>* stop) {
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> trace,
-                           OpenRoleTrace(config, run_dir, "evaluator", kTraceEvaluatorPid,
-                                         "evaluator", {"evaluations"}));
-  MONSOON_ASSIGN_OR_RETURN(Dataset test, LoadSplit(config, /*train=*/false));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<TraceWriter> trace,
+      OpenRoleTrace(config, run_dir, "evaluator", kTraceEvaluatorPid, "evaluator", {"evaluator"}));
+  MONSOON_ASSIGN_OR_RETURN(Dataset test, Traced(trace.get(), 0, "load data", [&] {
+                             return LoadSplit(config, /*train=*/false);
+                           }));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                            Model::Create(config.model, backend.get()));
-  MONSOON_ASSIGN_OR_RETURN(Connection conn,
-                           ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop));
+  MONSOON_ASSIGN_OR_RETURN(
+      Connection conn, Traced(trace.get(), 0, "connect", [&] {
+        return ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop);
+      }));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
                            CsvMetricsWriter::Create(run_dir.metrics_dir() + "/evaluator.csv",
                                                     EvaluatorMetricsColumns()));
