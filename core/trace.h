@@ -23,7 +23,7 @@
 namespace monsoon {
 
 // Process ids in a job's trace: they order the roles in the viewer.
-constexpr int kTraceServerPid = 0;     // + server index
+constexpr int kTraceServerPid = 1;     // + server index (0 is special to some viewers)
 constexpr int kTraceWorkerPid = 1000;  // + worker index
 constexpr int kTraceEvaluatorPid = 2000;
 

@@ -221,8 +221,11 @@ TEST_CASE("SbatchScript: homogeneous and heterogeneous scripts", "[launcher][sba
         "#SBATCH --partition=gpu\n", "#SBATCH --mail-type=END\n", "#SBATCH --signal=USR1@60\n",
         "'/jobs/demo.yaml' --run-dir \"$RUN_DIR\" --set 'training.epochs=3'\n",
         "#SBATCH --requeue\n", "  \"$MONSOON\" prepare --resume --run-dir \"$RUN_DIR\"\n",
-        "srun --kill-on-bad-exit=0 --output=", "launch --run-dir \"$RUN_DIR\" $RESUME\n",
-        "\"$MONSOON\" summarize --run-dir \"$RUN_DIR\"\n"}) {
+        "srun --kill-on-bad-exit=0 --output=",
+        "launch --run-dir \"$RUN_DIR\" $RESUME || status=$?\n",
+        // summarize after a failed srun too; the script keeps srun's status
+        "if ! \"$MONSOON\" summarize --run-dir \"$RUN_DIR\" && [ \"$status\" -eq 0 ]; then\n",
+        "exit \"$status\"\n"}) {
     INFO(line);
     CHECK(homogeneous.find(line) != std::string::npos);
   }
