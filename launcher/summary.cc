@@ -1,11 +1,9 @@
 #include "launcher/summary.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/cpu_backend.h"
 #include "core/json_text.h"
