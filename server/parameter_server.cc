@@ -90,7 +90,10 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
                                      state->round_sum.size() + state->pulled.size() * c.size);
     chunks_.emplace(c.id, std::move(state));
   }
-  started_ = absl::Now();
+  {
+    absl::MutexLock lock(&clients_mu_);
+    started_ = absl::Now();
+  }
   expire_thread_ = std::thread([this] { ExpireLoop(); });
 }
 
@@ -817,6 +820,7 @@ absl::Status ParameterServer::LoadCheckpoint(CheckpointReader* in) {
   MONSOON_RETURN_IF_ERROR(in->Finish());
   absl::MutexLock lock(&clients_mu_);
   incarnation_ = std::move(incarnations);
+  started_ = absl::Now();  // the join timeout counts from here: loading can take a while
   return absl::OkStatus();
 }
 

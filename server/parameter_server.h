@@ -353,7 +353,6 @@ class ParameterServer {
   const bool evaluator_expected_;
   std::map<int, std::unique_ptr<ChunkState>> chunks_;  // the map itself is never modified
   size_t state_bytes_ = 0;
-  absl::Time started_;  // when the chunks were ready: the join timeout counts from here
 
   std::atomic<uint64_t> pushes_applied_{0};
   std::atomic<uint64_t> pushes_dropped_{0};
@@ -374,6 +373,9 @@ class ParameterServer {
   std::vector<Liveness> worker_liveness_ ABSL_GUARDED_BY(clients_mu_);
   bool evaluator_finished_ ABSL_GUARDED_BY(clients_mu_) = false;
   Liveness evaluator_liveness_ ABSL_GUARDED_BY(clients_mu_){"evaluator"};
+  // When the chunks were ready (initialised, or loaded from a checkpoint): the join timeout
+  // counts from here.
+  absl::Time started_ ABSL_GUARDED_BY(clients_mu_);
   absl::Status health_ ABSL_GUARDED_BY(clients_mu_);
   std::vector<std::string> events_ ABSL_GUARDED_BY(clients_mu_);
 

@@ -502,5 +502,30 @@ TEST_CASE("ParameterServer: a checkpoint restores weights, optimizer state, cloc
   CHECK(absl::IsFailedPrecondition(other->LoadCheckpoint(again->get())));
 }
 
+TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts again",
+          "[server][checkpoint][reliability]") {
+  auto plan = ShardingPlan::Create(8, 1, 4);
+  REQUIRE(plan.ok());
+  ServerRules rules;
+  rules.join_timeout = absl::Milliseconds(1500);  // peers are checked every 250 ms
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/join_checkpoint";
+  {
+    auto out = CheckpointWriter::Begin(dir);
+    REQUIRE(out.ok());
+    MakeServer(*plan, 0, {}, rules)->SaveCheckpoint(out->get());
+    REQUIRE((*out)->Commit(1).ok());
+  }
+  auto restored = MakeServer(*plan, 0, {}, rules);
+  absl::SleepFor(absl::Milliseconds(1400));  // a slow load, say
+  std::vector<std::string> skipped;
+  auto in = OpenNewestCheckpoint(dir, &skipped);
+  REQUIRE(in.ok());
+  REQUIRE(restored->LoadCheckpoint(in->get()).ok());
+  absl::SleepFor(absl::Milliseconds(600));  // 2 s since construction, 0.6 s since the load
+  CHECK(restored->Stats().workers_lost.empty());
+  absl::SleepFor(absl::Milliseconds(1400));
+  CHECK(restored->Stats().workers_lost == std::vector<int>{0, 1});
+}
+
 }  // namespace
 }  // namespace monsoon
