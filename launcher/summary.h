@@ -27,8 +27,9 @@ JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir);
 // Writes RUN_DIR/summary.json (and params.bin when no evaluator wrote it) and returns the
 // figures it reports: those of the final weights. FailedPrecondition, and nothing written,
 // unless training ended: every server's last metrics row has every worker finished or lost
-// (not so for a server killed, stopped by a signal or out of time). Classification jobs report test accuracy;
-// regression jobs report null accuracy. Models of at most 64 parameters list their values.
+// (not so for a server killed, stopped by a signal or out of time). Classification jobs
+// report test accuracy; regression jobs report null accuracy. Models of at most 64
+// parameters list their values.
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,
                                          double wall_seconds);
 
