@@ -34,8 +34,9 @@ cd "$WORK"
 # role runs (worker 0 past 20 steps, worker 1 past its first, the evaluator has scored once);
 # sets $job and $run. A role writes its CSV only once connected to every server. In one CI
 # run worker 1 was still connecting when step 7 killed server 0: never heard by server 1, it
-# was not given up (not before reliability.join_timeout_seconds), and the job outlived the step. In another a signal ~0.1 s into training
-# found a role still starting (it now reports the stop too: RunRole, interrupt_test).
+# was not given up (not before reliability.join_timeout_seconds), and the job outlived the
+# step. In another a signal ~0.1 s into training found a role still starting (it now reports
+# the stop too: RunRole, interrupt_test).
 start_fmnist() {
   local out
   out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job="$1" --submit 2>&1)
