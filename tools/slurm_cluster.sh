@@ -60,6 +60,9 @@ socket="$dir/munge/munge.socket"
 wait_for 10 munged test -s "$dir/munge/munged.pid"
 cp "$dir/munge/munged.pid" "$dir/pids/munged.pid"
 
+# cred_expire: SLURM holds a requeued job back until its old credential has expired (default
+# 120 s, plus up to sched_interval = 60 s before the main scheduler looks again); 30 s and a
+# 1 s scheduling loop keep a test's requeue within a minute.
 # Ports from a free range chosen per cluster, so two clusters never collide.
 base=$(( 20000 + (RANDOM % 2000) * 10 ))
 {
@@ -68,7 +71,7 @@ base=$(( 20000 + (RANDOM % 2000) * 10 ))
   echo "SlurmctldPort=$base"
   echo "SlurmUser=root"
   echo "AuthType=auth/munge"
-  echo "AuthInfo=socket=$socket"
+  echo "AuthInfo=socket=$socket,cred_expire=30"
   echo "CredType=cred/munge"
   echo "ProctrackType=proctrack/linuxproc"
   echo "TaskPlugin=task/none"
@@ -80,7 +83,7 @@ base=$(( 20000 + (RANDOM % 2000) * 10 ))
   echo "JobCompType=jobcomp/none"
   echo "JobAcctGatherType=jobacct_gather/none"
   echo "MinJobAge=5"
-  echo "SchedulerParameters=batch_sched_delay=0,bf_interval=1"
+  echo "SchedulerParameters=batch_sched_delay=0,bf_interval=1,sched_interval=1"
   echo "ReturnToService=2"
   echo "StateSaveLocation=$dir/state"
   echo "SlurmdSpoolDir=$dir/spool/%n"
