@@ -5,7 +5,8 @@
 //   RUN_DIR/token                  per-job secret, mode 0600 (or $MONSOON_JOB_TOKEN)
 //   RUN_DIR/checkpoints/server-J/  server J's checkpoints (core/checkpoint_file.h)
 //   RUN_DIR/rendezvous/server-J    "host:port" of server J, published atomically
-//   RUN_DIR/metrics/*.csv          per-role metrics
+//   RUN_DIR/metrics/*.csv          per-role metrics (worker-I, server-J, evaluator) and each
+//                                  server's staleness-server-J and ledger-server-J tables
 //   RUN_DIR/logs/*.log             per-role logs
 //   RUN_DIR/trace/*.jsonl          per-role trace events, merged into RUN_DIR/trace.json
 #ifndef MONSOON_CORE_RUN_DIR_H_
@@ -28,6 +29,11 @@ struct RunDir {
   std::string token_path() const { return root + "/token"; }
   std::string rendezvous_dir() const { return root + "/rendezvous"; }
   std::string metrics_dir() const { return root + "/metrics"; }
+  std::string worker_metrics_path(int worker) const { return MetricsFile("worker-", worker); }
+  std::string server_metrics_path(int server) const { return MetricsFile("server-", server); }
+  std::string evaluator_metrics_path() const { return metrics_dir() + "/evaluator.csv"; }
+  std::string staleness_path(int server) const { return MetricsFile("staleness-server-", server); }
+  std::string ledger_path(int server) const { return MetricsFile("ledger-server-", server); }
   std::string logs_dir() const { return root + "/logs"; }
   std::string trace_dir() const { return root + "/trace"; }
   std::string trace_path() const { return root + "/trace.json"; }
@@ -40,6 +46,11 @@ struct RunDir {
 
   // Creates the directory tree (idempotent).
   absl::Status Create() const;
+
+ private:
+  std::string MetricsFile(const char* prefix, int index) const {
+    return metrics_dir() + "/" + prefix + std::to_string(index) + ".csv";
+  }
 };
 
 // Writes `contents` to `path` via a temporary file and rename, so readers never see a

@@ -324,12 +324,12 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
   r.name = variant.name;
   r.algorithm = kAlgorithmNames.Name(c.training.algorithm);
   r.knobs = VariantKnobs(c);
-  MONSOON_ASSIGN_OR_RETURN(CsvTable eval, ReadCsvTable(run_dir.metrics_dir() + "/evaluator.csv"));
+  MONSOON_ASSIGN_OR_RETURN(CsvTable eval, ReadCsvTable(run_dir.evaluator_metrics_path()));
   const int seconds = eval.Column("wall_seconds"), epoch = eval.Column("epoch"),
             accuracy = eval.Column("test_accuracy"), loss = eval.Column("test_loss");
   if (seconds < 0 || epoch < 0 || accuracy < 0 || loss < 0 || eval.rows.empty()) {
     return absl::DataLossError(
-        absl::StrCat(run_dir.metrics_dir(), "/evaluator.csv has no evaluations to compare"));
+        absl::StrCat(run_dir.evaluator_metrics_path(), " has no evaluations to compare"));
   }
   for (const auto& row : eval.rows) {
     r.curve_seconds.push_back(row[seconds]);
@@ -349,7 +349,7 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
   std::vector<uint64_t> staleness;
   for (int i = 0; i < c.cluster.workers; ++i) {
     MONSOON_ASSIGN_OR_RETURN(
-        CsvTable worker, ReadCsvTable(absl::StrCat(run_dir.metrics_dir(), "/worker-", i, ".csv")));
+        CsvTable worker, ReadCsvTable(run_dir.worker_metrics_path(i)));
     if (worker.rows.empty()) continue;
     const int wall = worker.Column("wall_seconds"), sent = worker.Column("bytes_sent");
     const std::vector<double>& last = worker.rows.back();
@@ -371,7 +371,7 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
   for (int j = 0; j < c.cluster.servers; ++j) {
     MONSOON_ASSIGN_OR_RETURN(
         CsvTable histogram,
-        ReadCsvTable(absl::StrCat(run_dir.metrics_dir(), "/staleness-server-", j, ".csv")));
+        ReadCsvTable(run_dir.staleness_path(j)));
     for (const auto& row : histogram.rows) {
       const size_t s = static_cast<size_t>(row[0]);
       staleness.resize(std::max(staleness.size(), s + 1), 0);

@@ -25,16 +25,11 @@ double Column(const std::vector<std::pair<std::string, double>>& row, const std:
   return 0;
 }
 
-// metrics/server-J.csv, which server J appends a row to every second and once more at its end.
-std::string ServerMetricsPath(const RunDir& run_dir, int server) {
-  return absl::StrCat(run_dir.metrics_dir(), "/server-", server, ".csv");
-}
-
 // OK when every server's last metrics row has every worker finished or lost; else
 // FailedPrecondition naming the first server that did not get there.
 absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
   for (int j = 0; j < config.cluster.servers; ++j) {
-    const std::string path = ServerMetricsPath(run_dir, j);
+    const std::string path = run_dir.server_metrics_path(j);
     const auto row = ReadLastCsvRow(path);
     const int finished = static_cast<int>(Column(row, "workers_finished"));
     const int lost = static_cast<int>(Column(row, "workers_lost"));
@@ -58,16 +53,16 @@ JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
   JobProgress p;
   p.min_epoch = std::numeric_limits<double>::infinity();
   for (int i = 0; i < config.cluster.workers; ++i) {
-    const auto row = ReadLastCsvRow(absl::StrCat(run_dir.metrics_dir(), "/worker-", i, ".csv"));
+    const auto row = ReadLastCsvRow(run_dir.worker_metrics_path(i));
     p.min_epoch = std::min(p.min_epoch, Column(row, "epoch"));
     p.samples_per_second += Column(row, "samples_per_second");
     p.worker_seconds = std::max(p.worker_seconds, Column(row, "wall_seconds"));
   }
   for (int j = 0; j < config.cluster.servers; ++j) {
-    const auto row = ReadLastCsvRow(ServerMetricsPath(run_dir, j));
+    const auto row = ReadLastCsvRow(run_dir.server_metrics_path(j));
     p.workers_lost = std::max(p.workers_lost, static_cast<int>(Column(row, "workers_lost")));
   }
-  const auto eval = ReadLastCsvRow(run_dir.metrics_dir() + "/evaluator.csv");
+  const auto eval = ReadLastCsvRow(run_dir.evaluator_metrics_path());
   if (!eval.empty()) {
     p.has_eval = true;
     p.test_accuracy = Column(eval, "test_accuracy");

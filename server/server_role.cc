@@ -119,7 +119,7 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(
-          absl::StrCat(run_dir.metrics_dir(), "/server-", options.index, ".csv"),
+          run_dir.server_metrics_path(options.index),
           {"wall_seconds", "pushes_applied", "pushes_dropped", "pushes_rejected", "pulls_served",
            "bytes_received", "bytes_sent", "workers_finished", "mean_staleness", "state_bytes",
            "peak_rss_bytes", "pushes_duplicate", "workers_lost"}));
@@ -168,10 +168,10 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   // job finished, was stopped by a signal (SIGTERM, SLURM's SIGUSR1) or failed.
   MONSOON_RETURN_IF_ERROR(checkpoint());
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
-      absl::StrCat(run_dir.metrics_dir(), "/staleness-server-", options.index, ".csv"),
+      run_dir.staleness_path(options.index),
       FormatCsvTable(StalenessTable(logic.Stats().staleness_histogram))));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
-      absl::StrCat(run_dir.metrics_dir(), "/ledger-server-", options.index, ".csv"),
+      run_dir.ledger_path(options.index),
       FormatCsvTable(LedgerTable(logic.Ledger()))));
   std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
             << " MiB for " << logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"

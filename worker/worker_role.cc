@@ -107,7 +107,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                            }));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
-      CsvMetricsWriter::Create(absl::StrCat(run_dir.metrics_dir(), "/worker-", index, ".csv"),
+      CsvMetricsWriter::Create(run_dir.worker_metrics_path(index),
                                WorkerMetricsColumns()));
   std::cout << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, backend "
@@ -138,7 +138,7 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
         return ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop);
       }));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
-                           CsvMetricsWriter::Create(run_dir.metrics_dir() + "/evaluator.csv",
+                           CsvMetricsWriter::Create(run_dir.evaluator_metrics_path(),
                                                     EvaluatorMetricsColumns()));
   Evaluator evaluator(model.get(), &test, conn.client.get(), config.evaluation.batch_size,
                       metrics.get(), trace.get());
