@@ -25,7 +25,8 @@ double Column(const std::vector<std::pair<std::string, double>>& row, const std:
   return 0;
 }
 
-// OK when every server's last metrics row has every worker finished or lost; else
+// OK when every server's last metrics row has every worker finished or lost, and at least one
+// finished (a server writes such a row only after its final checkpoint, server_role.cc); else
 // FailedPrecondition naming the first server that did not get there.
 absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
   for (int j = 0; j < config.cluster.servers; ++j) {
@@ -33,7 +34,7 @@ absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
     const auto row = ReadLastCsvRow(path);
     const int finished = static_cast<int>(Column(row, "workers_finished"));
     const int lost = static_cast<int>(Column(row, "workers_lost"));
-    if (row.empty() || finished + lost < config.cluster.workers) {
+    if (row.empty() || finished == 0 || finished + lost < config.cluster.workers) {
       return absl::FailedPreconditionError(absl::StrCat(
           "training did not finish: server ", j,
           row.empty() ? absl::StrCat(" wrote no metrics (", path, ")")

@@ -125,11 +125,21 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
            "peak_rss_bytes", "pushes_duplicate", "workers_lost"}));
   const absl::Time start = absl::Now();
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds);
-  auto record = [&]() {
-    const ServerStats s = logic.Stats();
+  auto log_events = [&]() {
     for (const std::string& event : logic.TakeEvents()) {
       std::cout << event << std::endl;
       if (trace != nullptr) trace->Instant(0, "peer", absl::Now(), event);
+    }
+  };
+  // Appends a metrics row. A row in which every worker has finished or is lost is what
+  // `monsoon summarize` takes for "training finished, the checkpoints are the result", so only
+  // the final row, written after the final checkpoint, may show that.
+  auto record = [&](bool final_row) {
+    log_events();
+    const ServerStats s = logic.Stats();
+    const size_t workers_done = static_cast<size_t>(s.workers_finished) + s.workers_lost.size();
+    if (!final_row && workers_done >= static_cast<size_t>(config.cluster.workers)) {
+      return absl::OkStatus();
     }
     return metrics->Append(
         {absl::ToDoubleSeconds(absl::Now() - start), static_cast<double>(s.pushes_applied),
@@ -144,7 +154,7 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   absl::Time next_checkpoint = start + interval;
   absl::Status result = absl::OkStatus();
   while (!logic.WaitAllFinished(absl::Seconds(1))) {
-    MONSOON_RETURN_IF_ERROR(record());
+    MONSOON_RETURN_IF_ERROR(record(/*final_row=*/false));
     if (stop != nullptr && stop->load()) {
       result = absl::CancelledError("server stopped by signal");
       break;
@@ -162,11 +172,17 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       next_checkpoint = absl::Now() + interval;
     }
   }
-  MONSOON_RETURN_IF_ERROR(record());
   server->Shutdown();
+  log_events();
+  if (result.ok() && logic.Stats().workers_finished == 0) {
+    result = absl::UnavailableError(absl::StrCat(
+        "server ", options.index, ": every worker was lost and none finished; the weights are "
+        "not trained (continue the run with --resume once the workers can start)"));
+  }
   // No call is in flight any more: this checkpoint is the server's final state, whether the
   // job finished, was stopped by a signal (SIGTERM, SLURM's SIGUSR1) or failed.
   MONSOON_RETURN_IF_ERROR(checkpoint());
+  MONSOON_RETURN_IF_ERROR(record(/*final_row=*/true));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
       run_dir.staleness_path(options.index),
       FormatCsvTable(StalenessTable(logic.Stats().staleness_histogram))));

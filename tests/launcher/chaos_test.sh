@@ -197,6 +197,26 @@ grep -q "worker 1 (address unknown) lost: never heard from since the server star
 "$MONSOON" summarize --run-dir "$never" >/dev/null
 expect_eq "summary.json workers_lost" "$(json_get "$never/summary.json" workers_lost)" "1"
 
+# No worker ever starts: the server gives both up, exits 1 saying so, and `monsoon summarize`
+# refuses the run rather than report its untrained weights as the result.
+none="$WORK/no-worker-started"
+"$MONSOON" prepare configs/linear_regression.yaml --run-dir "$none" \
+  --set transport.rendezvous_timeout_seconds=3 --set reliability.join_timeout_seconds=4 >/dev/null
+timeout 60 "$MONSOON" evaluator --run-dir "$none" >/dev/null 2>&1 &
+evaluator=$!
+timeout 60 "$MONSOON" server --run-dir "$none" --index 0 >"$none-server.txt" 2>&1
+expect_eq "a server that lost every worker exits" "$?" "1"
+wait "$evaluator"
+grep -q "server 0: every worker was lost and none finished" "$none-server.txt" \
+  && pass "and says: $(grep -o 'every worker was lost and none finished' "$none-server.txt")" \
+  || fail "server without workers: $(tail -2 "$none-server.txt")"
+"$MONSOON" summarize --run-dir "$none" >/dev/null 2>"$none-summarize.txt"
+expect_eq "summarize refuses a run without a finished worker" "$?" "1"
+grep -q "server 0 last saw 0 of 2 workers finished and 2 lost" "$none-summarize.txt" \
+  && pass "summarize: $(head -c 90 "$none-summarize.txt")" || fail "$(cat "$none-summarize.txt")"
+[ ! -e "$none/summary.json" ] && pass "no summary.json without a finished worker" \
+  || fail "summary.json written for a run without a finished worker"
+
 # The evaluator killed, with reliability.evaluator_restarts: the launcher restarts it, the new
 # process appends to evaluator.csv, writes params.bin at the end, and the job exits 0.
 evk="$WORK/evaluator-killed"
