@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -140,9 +141,12 @@ absl::StatusOr<size_t> MergeTraces(const std::string& dir, const std::string& ou
   for (const std::string& file : files) {
     std::ifstream in(file);
     std::string line;
+    // A restarted role names its process and threads again, in the same words: once is enough.
+    std::set<std::string> metadata;
     while (std::getline(in, line)) {
       // Whole events only: not a line still being written, nor one a crash cut short.
       if (in.eof() || !WholeObject(line)) continue;
+      if (absl::StrContains(line, R"("ph":"M")") && !metadata.insert(line).second) continue;
       absl::StrAppend(&text, events == 0 ? "" : ",\n", line);
       ++events;
     }

@@ -80,16 +80,20 @@ TEST_CASE("MergeTraces: joins whole events of every role; a restarted role conti
 
   auto merged = MergeTraces(dir, dir + "/trace.json");
   REQUIRE(merged.ok());
-  // server: 2 metadata + 1; worker: 2 + 1, then 2 + 1 again; evaluator: 1.
-  CHECK(*merged == 10);
+  // server: 2 metadata + 1; worker: 2 + 1, then 1 (its metadata once); evaluator: 1.
+  CHECK(*merged == 8);
   const std::string text = Contents(dir + "/trace.json");
   CHECK(absl::StartsWith(text, "{\"traceEvents\": [\n"));
   CHECK(absl::EndsWith(text, "\n]}\n"));
   CHECK(!absl::StrContains(text, "\"ts\":17\n"));
   CHECK(!absl::StrContains(text, "pull weights"));
   CHECK(!absl::StrContains(text, "not a trace"));
+  // The worker's process name, written by both of its processes, is in once.
+  const std::string worker_name = R"("args":{"name":"worker 0"})";
+  CHECK(text.find(worker_name) != std::string::npos);
+  CHECK(text.find(worker_name) == text.rfind(worker_name));
   const std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  REQUIRE(lines.size() == 12);  // the brackets, and one event a line
+  REQUIRE(lines.size() == 10);  // the brackets, and one event a line
   for (size_t i = 1; i + 1 < lines.size(); ++i) {
     CHECK(lines[i].front() == '{');
     CHECK(absl::EndsWith(lines[i], i + 2 < lines.size() ? "}," : "}"));
