@@ -25,7 +25,7 @@ fi
 
 if [ "$quick" = 1 ]; then
   transport=(--sizes 1,4,16 --reps 2); apply=(--mib 8 --reps 2); compute=(--steps 10)
-  worker=(--steps 200); workers=(1 2); servers=(1 2); scale_steps=20
+  worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
   worker=(--steps 2000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200

@@ -24,6 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/child_process.h"
+#include "bench/median.h"
 #include "bench/step_shapes.h"
 #include "core/process_setup.h"
 #include "server/grpc_parameter_server.h"
@@ -169,11 +170,6 @@ class GrpcPair {
 struct Rates {
   double push_gbps = 0, pull_gbps = 0, tcp_gbps = 0;
 };
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
 
 // Each repetition times one pump transfer, one push and one pull of `bytes`, in turn, so that
 // the VM's drifting speed reaches the reference and the measurements alike; each figure is

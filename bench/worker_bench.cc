@@ -4,9 +4,11 @@
 // worker training alone (the same batches, forward, backward and a
 // local SGD step, no server), measured in the same run; and the share of each step the worker
 // spends in pulls, pushes and exchanges. The server is a separate process on loopback.
-// Prints a table and one JSON object.
+// Each mode runs in `rounds` rounds of steps / rounds steps, each round right after its own
+// lone-worker reference; the figures are the medians over the rounds. Prints a table and one
+// JSON object.
 //
-//   worker_bench [--steps N] [--batch B] [--tau T]
+//   worker_bench [--steps N] [--batch B] [--tau T] [--rounds R]
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -16,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/child_process.h"
+#include "bench/median.h"
 #include "bench/step_shapes.h"
 #include "core/cpu_backend.h"
 #include "core/data_shard.h"
@@ -125,7 +128,7 @@ int Main(int argc, char** argv) {
     return Serve(std::string(argv[2]) == "easgd" ? Algorithm::kEasgd : Algorithm::kDownpour,
                  std::stoi(argv[3]));
   }
-  int steps = 1000, batch = 64, tau = 8;
+  int steps = 1000, batch = 64, tau = 8, rounds = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--steps") {
@@ -134,11 +137,15 @@ int Main(int argc, char** argv) {
       batch = std::stoi(argv[i + 1]);
     } else if (flag == "--tau") {
       tau = std::stoi(argv[i + 1]);
+    } else if (flag == "--rounds") {
+      rounds = std::max(1, std::stoi(argv[i + 1]));
     } else {
-      std::cerr << "usage: worker_bench [--steps N] [--batch B] [--tau T]\n";
+      std::cerr << "usage: worker_bench [--steps N] [--batch B] [--tau T] [--rounds R]\n";
       return 2;
     }
   }
+  const int round_steps =
+      std::max(kStepsPerEpoch, steps / rounds / kStepsPerEpoch * kStepsPerEpoch);
   const Dataset data = RandomImages(kStepsPerEpoch * batch);
   struct Mode {
     std::string name, key;
@@ -155,20 +162,27 @@ int Main(int argc, char** argv) {
   std::printf("%-34s %12s %12s %8s %11s\n", "worker loop", "samples/s", "alone", "ratio",
               "comm share");
   std::string json = absl::StrFormat(
-      "{\"bench\": \"worker\", \"steps\": %d, \"batch\": %d, \"tau\": %d", steps, batch, tau);
+      "{\"bench\": \"worker\", \"steps\": %d, \"rounds\": %d, \"batch\": %d, \"tau\": %d",
+      round_steps * rounds, rounds, batch, tau);
   for (const Mode& mode : modes) {
-    // The reference is measured again right before each mode: this VM's speed drifts over a
-    // run by more than the differences measured here.
-    const Figures alone = Alone(data, batch, steps);
-    const Figures figures = WithServer(data, mode.algorithm, batch, steps, tau, mode.overlap);
-    const double ratio = figures.samples_per_second / alone.samples_per_second;
-    std::printf("%-34s %12.0f %12.0f %8.3f %11.3f\n", mode.name.c_str(), figures.samples_per_second,
-                alone.samples_per_second, ratio, figures.comm_share);
+    // The reference is measured again right before each round: this VM's speed drifts within
+    // a run by more than the differences measured here (a lone worker by up to 50 % between
+    // blocks of a few seconds).
+    std::vector<double> alone, with_server, ratio, comm_share;
+    for (int r = 0; r < rounds; ++r) {
+      alone.push_back(Alone(data, batch, round_steps).samples_per_second);
+      const Figures f = WithServer(data, mode.algorithm, batch, round_steps, tau, mode.overlap);
+      with_server.push_back(f.samples_per_second);
+      ratio.push_back(f.samples_per_second / alone.back());
+      comm_share.push_back(f.comm_share);
+    }
+    std::printf("%-34s %12.0f %12.0f %8.3f %11.3f\n", mode.name.c_str(), Median(with_server),
+                Median(alone), Median(ratio), Median(comm_share));
     absl::StrAppendFormat(&json,
                           ", \"%s_samples_per_second\": %.0f, \"%s_alone_samples_per_second\": "
                           "%.0f, \"%s_ratio\": %.3f, \"%s_comm_share\": %.3f",
-                          mode.key, figures.samples_per_second, mode.key, alone.samples_per_second,
-                          mode.key, ratio, mode.key, figures.comm_share);
+                          mode.key, Median(with_server), mode.key, Median(alone), mode.key,
+                          Median(ratio), mode.key, Median(comm_share));
   }
   std::printf("%s}\n", json.c_str());
   return 0;
