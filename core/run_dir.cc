@@ -133,7 +133,7 @@ absl::StatusOr<JobSecrets> ReadJobSecrets(const RunDir& dir, const SecurityConfi
 }
 
 absl::Status PublishServerAddress(const RunDir& dir, int index, const std::string& address) {
-  return WriteFileAtomically(absl::StrCat(dir.rendezvous_dir(), "/server-", index), address + "\n");
+  return WriteFileAtomically(dir.rendezvous_path(index), address + "\n");
 }
 
 absl::StatusOr<std::vector<std::string>> WaitForServerAddresses(const RunDir& dir, int count,
@@ -145,7 +145,7 @@ absl::StatusOr<std::vector<std::string>> WaitForServerAddresses(const RunDir& di
     std::vector<int> missing;
     for (int i = 0; i < count; ++i) {
       if (!addresses[i].empty()) continue;
-      auto text = ReadFile(absl::StrCat(dir.rendezvous_dir(), "/server-", i));
+      auto text = ReadFile(dir.rendezvous_path(i));
       if (text.ok()) addresses[i] = std::string(absl::StripAsciiWhitespace(*text));
       if (addresses[i].empty()) missing.push_back(i);
     }

@@ -28,6 +28,9 @@ struct RunDir {
   std::string config_path() const { return root + "/config.yaml"; }
   std::string token_path() const { return root + "/token"; }
   std::string rendezvous_dir() const { return root + "/rendezvous"; }
+  std::string rendezvous_path(int server) const {
+    return rendezvous_dir() + "/server-" + std::to_string(server);
+  }
   std::string metrics_dir() const { return root + "/metrics"; }
   std::string worker_metrics_path(int worker) const { return MetricsFile("worker-", worker); }
   std::string server_metrics_path(int server) const { return MetricsFile("server-", server); }

@@ -18,18 +18,10 @@
 namespace monsoon {
 namespace {
 
-std::string ProgressLine(const JobConfig& config, const JobProgress& p, double elapsed) {
-  std::string line = absl::StrFormat("[%6.1fs] epoch %.2f/%d | %.0f samples/s", elapsed,
-                                     p.min_epoch, config.training.epochs, p.samples_per_second);
-  if (p.workers_lost > 0) absl::StrAppendFormat(&line, " | %d worker(s) lost", p.workers_lost);
-  if (p.has_eval) {
-    if (config.model.loss == LossType::kSoftmaxCrossEntropy) {
-      absl::StrAppendFormat(&line, " | test acc %.4f loss %.4f", p.test_accuracy, p.test_loss);
-    } else {
-      absl::StrAppendFormat(&line, " | test loss %.6f", p.test_loss);
-    }
-  }
-  return line;
+// "[  12.3s] " and the job's ProgressLine.
+std::string TimedProgressLine(const JobConfig& config, const RunDir& run_dir, double elapsed) {
+  return absl::StrFormat("[%6.1fs] %s", elapsed,
+                         ProgressLine(config, ReadProgress(config, run_dir)));
 }
 
 bool IsServer(const ChildExit& e) { return e.name.rfind("server-", 0) == 0; }
@@ -143,8 +135,8 @@ absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& r
           " s (training.timeout_seconds): all roles stopped; see ", run_dir.logs_dir()));
     }
     if (absl::Now() >= next_progress) {
-      const std::string line = ProgressLine(config, ReadProgress(config, run_dir),
-                                            absl::ToDoubleSeconds(absl::Now() - start));
+      const std::string line =
+          TimedProgressLine(config, run_dir, absl::ToDoubleSeconds(absl::Now() - start));
       std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
       next_progress += options.progress_interval;
     }
@@ -152,7 +144,7 @@ absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& r
   }
   const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   std::fprintf(stderr, tty ? "\r%s\033[K\n" : "%s\n",
-               ProgressLine(config, ReadProgress(config, run_dir), wall).c_str());
+               TimedProgressLine(config, run_dir, wall).c_str());
   return WriteSummary(config, run_dir, wall);
 }
 

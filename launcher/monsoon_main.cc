@@ -1,5 +1,6 @@
 // The `monsoon` command line: runs jobs and, as child processes, their roles.
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,12 +10,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "core/dataset.h"
@@ -80,7 +85,11 @@ commands:
   summarize --run-dir DIR
         write DIR/summary.json and DIR/trace.json once training has finished (and
         DIR/params.bin from the servers' final checkpoints when no evaluator wrote it);
-        refused, exit 1, when a server did not see every worker finish
+        refused, exit 1, when a server did not see every worker finish or get lost
+  status --run-dir DIR
+        where a run stands (e.g. a SLURM job's, from a login node): progress, whether
+        training has finished, is running (its servers accept connections) or stopped,
+        and its summary; exit 0 once training has finished, else 1
   devices
         list the CUDA devices this machine can use (exit 1 and the reason when none)
   gen-linear --out FILE [--slope M] [--intercept B] [--noise S] [--rows N] [--seed K]
@@ -525,6 +534,58 @@ int CmdSummarize(const Args& args) {
   return 0;
 }
 
+// Seconds since `path` was last written; nullopt when it does not exist.
+std::optional<double> SecondsSinceWritten(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return std::nullopt;
+  return absl::ToDoubleSeconds(absl::Now() - absl::TimeFromTimespec(st.st_mtim));
+}
+
+// `monsoon status`: where a run stands, from its run directory (and a TCP connection to each
+// published server address): progress, finished or running or stopped, and the summary.
+int CmdStatus(const Args& args) {
+  auto run_dir = RunDirFlag(args);
+  if (!run_dir.ok()) return Fail(run_dir.status(), 2);
+  auto config = RoleConfig(*run_dir);
+  if (!config.ok()) return Fail(config.status(), 2);
+  std::cout << "job " << config->job << " (" << kAlgorithmNames.Name(config->training.algorithm)
+            << ", " << config->cluster.servers << " server(s), " << config->cluster.workers
+            << " worker(s)): " << ProgressLine(*config, ReadProgress(*config, *run_dir)) << "\n";
+  std::vector<std::string> serving;  // "server J at ADDRESS" for each server that accepts
+  std::optional<double> silent;      // seconds since the newest server metrics row
+  for (int j = 0; j < config->cluster.servers; ++j) {
+    const auto address = ReadFile(run_dir->rendezvous_path(j));
+    if (address.ok()) {
+      const std::string host_port(absl::StripTrailingAsciiWhitespace(*address));
+      if (AcceptsConnections(host_port, absl::Seconds(1))) {
+        serving.push_back(absl::StrCat("server ", j, " at ", host_port));
+      }
+    }
+    const auto age = SecondsSinceWritten(run_dir->server_metrics_path(j));
+    if (age.has_value() && (!silent.has_value() || *age < *silent)) silent = age;
+  }
+  const absl::Status finished = TrainingFinished(*config, *run_dir);
+  if (finished.ok()) {
+    std::cout << "training finished\n";
+  } else if (!serving.empty()) {
+    std::cout << "training running (" << absl::StrJoin(serving, ", ") << ")\n";
+  } else {
+    std::cout << finished.message()
+              << (silent.has_value()
+                      ? absl::StrFormat(
+                            " (no server is running; they last wrote metrics %.0f s ago)", *silent)
+                      : "")
+              << "\n";
+  }
+  const bool summarized = std::filesystem::exists(run_dir->summary_path());
+  std::cout << (summarized
+                    ? "summary: " + run_dir->summary_path()
+                    : std::string("no summary yet") +
+                          (finished.ok() ? ": monsoon summarize --run-dir " + run_dir->root : ""))
+            << std::endl;
+  return finished.ok() ? 0 : 1;
+}
+
 // Runs `argv` (searched on PATH) and returns its exit status.
 absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv) {
   std::vector<char*> args;
@@ -601,7 +662,7 @@ int Main(int argc, char** argv) {
     allowed = {"--run-dir"};
     switches = {"--resume"};
   }
-  if (cmd == "summarize") allowed = {"--run-dir"};
+  if (cmd == "summarize" || cmd == "status") allowed = {"--run-dir"};
   if (cmd == "compare") allowed = {"--out"};
   if (cmd == "sbatch") {
     allowed = {"--script"};
@@ -628,6 +689,7 @@ int Main(int argc, char** argv) {
   if (cmd == "launch") return CmdLaunch(*args);
   if (cmd == "prepare") return CmdPrepare(*args);
   if (cmd == "summarize") return CmdSummarize(*args);
+  if (cmd == "status") return CmdStatus(*args);
   if (cmd == "server" || cmd == "worker" || cmd == "evaluator") return CmdRole(cmd, *args);
   std::cerr << "monsoon: unknown command '" << cmd << "'\n\n" << kUsage;
   return 2;

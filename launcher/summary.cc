@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "core/cpu_backend.h"
 #include "core/json_text.h"
@@ -25,9 +26,8 @@ double Column(const std::vector<std::pair<std::string, double>>& row, const std:
   return 0;
 }
 
-// OK when every server's last metrics row has every worker finished or lost, and at least one
-// finished (a server writes such a row only after its final checkpoint, server_role.cc); else
-// FailedPrecondition naming the first server that did not get there.
+}  // namespace
+
 absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
   for (int j = 0; j < config.cluster.servers; ++j) {
     const std::string path = run_dir.server_metrics_path(j);
@@ -47,8 +47,6 @@ absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
   }
   return absl::OkStatus();
 }
-
-}  // namespace
 
 JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
   JobProgress p;
@@ -71,6 +69,20 @@ JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
     p.global_step = Column(eval, "global_step");
   }
   return p;
+}
+
+std::string ProgressLine(const JobConfig& config, const JobProgress& p) {
+  std::string line = absl::StrFormat("epoch %.2f/%d | %.0f samples/s", p.min_epoch,
+                                     config.training.epochs, p.samples_per_second);
+  if (p.workers_lost > 0) absl::StrAppendFormat(&line, " | %d worker(s) lost", p.workers_lost);
+  if (p.has_eval) {
+    if (config.model.loss == LossType::kSoftmaxCrossEntropy) {
+      absl::StrAppendFormat(&line, " | test acc %.4f loss %.4f", p.test_accuracy, p.test_loss);
+    } else {
+      absl::StrAppendFormat(&line, " | test loss %.6f", p.test_loss);
+    }
+  }
+  return line;
 }
 
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,

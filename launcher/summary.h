@@ -23,11 +23,19 @@ struct JobProgress {
   int workers_lost = 0;  // the most workers any server has given up on
 };
 JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir);
+// The figures as one line: "epoch 3.41/12 | 20512 samples/s | test acc 0.8512 loss 0.4123"
+// (with "| N worker(s) lost" when a server gave workers up; "test loss" alone for regression).
+std::string ProgressLine(const JobConfig& config, const JobProgress& p);
+
+// OK when training has ended: every server's last metrics row has every worker finished or
+// lost, and at least one finished (a server writes such a row only after its final
+// checkpoint). Else FailedPrecondition naming the first server that did not get there: still
+// running, or killed, stopped by a signal or out of time.
+absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir);
 
 // Writes RUN_DIR/summary.json (and params.bin when no evaluator wrote it) and returns the
 // figures it reports: those of the final weights. FailedPrecondition, and nothing written,
-// unless training ended: every server's last metrics row has every worker finished or lost
-// (not so for a server killed, stopped by a signal or out of time). Classification jobs
+// unless TrainingFinished. Classification jobs
 // report test accuracy; regression jobs report null accuracy. Models of at most 64
 // parameters list their values.
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,

@@ -88,6 +88,35 @@ grep -q "training did not finish: server 0 last saw 0 of 2 workers finished and 
   "$WORK/unfinished.txt" && pass "summarize: $(head -c 110 "$WORK/unfinished.txt")" \
   || fail "summarize of an unfinished run: $(cat "$WORK/unfinished.txt")"
 [ ! -e "$WORK/unfinished/summary.json" ] && pass "no summary.json" || fail "summary.json written"
+# `monsoon status`: finished (exit 0), not finished (exit 1, naming the server), and running
+# (its server accepts connections).
+"$MONSOON" status --run-dir "$RUN" >"$WORK/status.txt"
+expect_eq "status of the finished run exits" "$?" "0"
+grep -q "^training finished$" "$WORK/status.txt" &&
+  grep -q "^summary: $RUN/summary.json$" "$WORK/status.txt" &&
+  pass "status: $(head -1 "$WORK/status.txt")" || fail "$(cat "$WORK/status.txt")"
+"$MONSOON" status --run-dir "$WORK/unfinished" >"$WORK/status.txt"
+expect_eq "status of the unfinished run exits" "$?" "1"
+grep -q "^training did not finish: server 0 last saw 0 of 2 workers finished" "$WORK/status.txt" \
+  && grep -q "^no summary yet$" "$WORK/status.txt" && pass "status: not finished, no summary" \
+  || fail "$(cat "$WORK/status.txt")"
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/running" \
+  --set training.epochs=5000 >/dev/null 2>&1 &
+job=$!
+for _ in $(seq 100); do
+  [ "$(rows "$WORK/running/metrics/server-0.csv")" -ge 2 ] && break
+  sleep 0.1
+done
+"$MONSOON" status --run-dir "$WORK/running" >"$WORK/status.txt"
+expect_eq "status of a running job exits" "$?" "1"
+grep -q "^training running (server 0 at 127.0.0.1:[0-9]*)$" "$WORK/status.txt" \
+  && pass "status: $(sed -n 2p "$WORK/status.txt")" || fail "running job: $(cat "$WORK/status.txt")"
+kill -TERM "$job"
+wait "$job"
+"$MONSOON" status --run-dir "$WORK/running" >"$WORK/status.txt"
+grep -q "^training did not finish: .*(no server is running; they last wrote metrics [0-9]* s ago)" \
+  "$WORK/status.txt" && pass "status of the stopped job: no server is running" \
+  || fail "stopped job: $(cat "$WORK/status.txt")"
 # Two jobs at once on one machine: ephemeral ports and per-job tokens, so no clash.
 timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/twin_a" >/dev/null 2>&1 &
 a=$!

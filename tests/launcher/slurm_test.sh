@@ -116,6 +116,9 @@ grep 'monsoon:' "$WORK/under.out"
 
 # 5. SIGUSR1 from SLURM (as --signal sends it) stops every role quickly; the run dir stays usable.
 start_fmnist fmnist_signal
+"$MONSOON" status --run-dir "$run" >status.txt
+grep -q "^training running (server 0 at .*, server 1 at .*)$" status.txt \
+  && pass "monsoon status: $(sed -n 2p status.txt)" || fail "running: $(cat status.txt)"
 start=$(date +%s.%N)
 scancel --signal=USR1 "$job"
 elapsed=$(seconds_until_gone "$start" 60)
@@ -150,6 +153,8 @@ if [ -s "$run/summary.json" ]; then
   acc=$(json_get "$run/summary.json" final_test_accuracy)
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
     && pass "requeued job finished: accuracy $acc >= 0.85" || fail "requeued job: accuracy $acc"
+  "$MONSOON" status --run-dir "$run" >status.txt
+  expect_eq "monsoon status once it finished" "$?:$(sed -n 2p status.txt)" "0:training finished"
 else
   fail "requeued job: no summary.json after 240 s (job: $(squeue -h -j "$job" -o '%T %r %S' 2>&1))"
   tail -5 "$run.out"
