@@ -348,8 +348,7 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
   r.curve_bytes.assign(r.curve_seconds.size(), 0);
   std::vector<uint64_t> staleness;
   for (int i = 0; i < c.cluster.workers; ++i) {
-    MONSOON_ASSIGN_OR_RETURN(
-        CsvTable worker, ReadCsvTable(run_dir.worker_metrics_path(i)));
+    MONSOON_ASSIGN_OR_RETURN(CsvTable worker, ReadCsvTable(run_dir.worker_metrics_path(i)));
     if (worker.rows.empty()) continue;
     const int wall = worker.Column("wall_seconds"), sent = worker.Column("bytes_sent");
     const std::vector<double>& last = worker.rows.back();
@@ -369,9 +368,7 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
     }
   }
   for (int j = 0; j < c.cluster.servers; ++j) {
-    MONSOON_ASSIGN_OR_RETURN(
-        CsvTable histogram,
-        ReadCsvTable(run_dir.staleness_path(j)));
+    MONSOON_ASSIGN_OR_RETURN(CsvTable histogram, ReadCsvTable(run_dir.staleness_path(j)));
     for (const auto& row : histogram.rows) {
       const size_t s = static_cast<size_t>(row[0]);
       staleness.resize(std::max(staleness.size(), s + 1), 0);

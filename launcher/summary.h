@@ -35,9 +35,8 @@ absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir);
 
 // Writes RUN_DIR/summary.json (and params.bin when no evaluator wrote it) and returns the
 // figures it reports: those of the final weights. FailedPrecondition, and nothing written,
-// unless TrainingFinished. Classification jobs
-// report test accuracy; regression jobs report null accuracy. Models of at most 64
-// parameters list their values.
+// unless TrainingFinished. Classification jobs report test accuracy; regression jobs report
+// null accuracy. Models of at most 64 parameters list their values.
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,
                                          double wall_seconds);
 

@@ -175,20 +175,20 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   server->Shutdown();
   log_events();
   if (result.ok() && logic.Stats().workers_finished == 0) {
-    result = absl::UnavailableError(absl::StrCat(
-        "server ", options.index, ": every worker was lost and none finished; the weights are "
-        "not trained (continue the run with --resume once the workers can start)"));
+    result = absl::UnavailableError(
+        absl::StrCat("server ", options.index,
+                     ": every worker was lost and none finished; the weights are "
+                     "not trained (continue the run with --resume once the workers can start)"));
   }
   // No call is in flight any more: this checkpoint is the server's final state, whether the
   // job finished, was stopped by a signal (SIGTERM, SLURM's SIGUSR1) or failed.
   MONSOON_RETURN_IF_ERROR(checkpoint());
   MONSOON_RETURN_IF_ERROR(record(/*final_row=*/true));
-  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
-      run_dir.staleness_path(options.index),
-      FormatCsvTable(StalenessTable(logic.Stats().staleness_histogram))));
-  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
-      run_dir.ledger_path(options.index),
-      FormatCsvTable(LedgerTable(logic.Ledger()))));
+  MONSOON_RETURN_IF_ERROR(
+      WriteFileAtomically(run_dir.staleness_path(options.index),
+                          FormatCsvTable(StalenessTable(logic.Stats().staleness_histogram))));
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.ledger_path(options.index),
+                                              FormatCsvTable(LedgerTable(logic.Ledger()))));
   std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
             << " MiB for " << logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"
             << std::endl;

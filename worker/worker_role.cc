@@ -107,8 +107,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                            }));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
-      CsvMetricsWriter::Create(run_dir.worker_metrics_path(index),
-                               WorkerMetricsColumns()));
+      CsvMetricsWriter::Create(run_dir.worker_metrics_path(index), WorkerMetricsColumns()));
   std::cout << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, backend "
             << backend->name() << std::endl;
@@ -137,9 +136,9 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
       Connection conn, Traced(trace.get(), 0, "connect", [&] {
         return ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop);
       }));
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
-                           CsvMetricsWriter::Create(run_dir.evaluator_metrics_path(),
-                                                    EvaluatorMetricsColumns()));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<CsvMetricsWriter> metrics,
+      CsvMetricsWriter::Create(run_dir.evaluator_metrics_path(), EvaluatorMetricsColumns()));
   Evaluator evaluator(model.get(), &test, conn.client.get(), config.evaluation.batch_size,
                       metrics.get(), trace.get());
   MONSOON_ASSIGN_OR_RETURN(
