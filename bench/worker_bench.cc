@@ -176,13 +176,15 @@ int Main(int argc, char** argv) {
       ratio.push_back(f.samples_per_second / alone.back());
       comm_share.push_back(f.comm_share);
     }
-    std::printf("%-34s %12.0f %12.0f %8.3f %11.3f\n", mode.name.c_str(), Median(with_server),
-                Median(alone), Median(ratio), Median(comm_share));
+    const Figures median = {Median(with_server), Median(comm_share)};
+    const double median_alone = Median(alone), median_ratio = Median(ratio);
+    std::printf("%-34s %12.0f %12.0f %8.3f %11.3f\n", mode.name.c_str(), median.samples_per_second,
+                median_alone, median_ratio, median.comm_share);
     absl::StrAppendFormat(&json,
                           ", \"%s_samples_per_second\": %.0f, \"%s_alone_samples_per_second\": "
                           "%.0f, \"%s_ratio\": %.3f, \"%s_comm_share\": %.3f",
-                          mode.key, Median(with_server), mode.key, Median(alone), mode.key,
-                          Median(ratio), mode.key, Median(comm_share));
+                          mode.key, median.samples_per_second, mode.key, median_alone, mode.key,
+                          median_ratio, mode.key, median.comm_share);
   }
   std::printf("%s}\n", json.c_str());
   return 0;
