@@ -36,6 +36,7 @@
 #include "launcher/task_environment.h"
 #include "server/server_role.h"
 #include "worker/compute_backends.h"
+#include "worker/grpc_ps_client.h"
 #include "worker/worker_role.h"
 
 namespace monsoon {
@@ -541,24 +542,32 @@ std::optional<double> SecondsSinceWritten(const std::string& path) {
   return absl::ToDoubleSeconds(absl::Now() - absl::TimeFromTimespec(st.st_mtim));
 }
 
-// `monsoon status`: where a run stands, from its run directory (and a TCP connection to each
-// published server address): progress, finished or running or stopped, and the summary.
+// `monsoon status`: where a run stands, from its run directory and a Stats call to each
+// published server address: progress, finished or running or stopped, and the summary.
 int CmdStatus(const Args& args) {
   auto run_dir = RunDirFlag(args);
   if (!run_dir.ok()) return Fail(run_dir.status(), 2);
   auto config = RoleConfig(*run_dir);
   if (!config.ok()) return Fail(config.status(), 2);
+  auto secrets = ReadJobSecrets(*run_dir, config->security);
+  if (!secrets.ok()) return Fail(secrets.status(), 2);
   std::cout << "job " << config->job << " (" << kAlgorithmNames.Name(config->training.algorithm)
             << ", " << config->cluster.servers << " server(s), " << config->cluster.workers
             << " worker(s)): " << ProgressLine(*config, ReadProgress(*config, *run_dir)) << "\n";
-  std::vector<std::string> serving;  // "server J at ADDRESS" for each server that accepts
-  std::optional<double> silent;      // seconds since the newest server metrics row
+  // "server J at ADDRESS: ..." for each of this job's servers that answers; a process of
+  // another job on a reused port refuses the token, so it does not count.
+  std::vector<std::string> serving;
+  std::optional<double> silent;  // seconds since the newest server metrics row
   for (int j = 0; j < config->cluster.servers; ++j) {
     const auto address = ReadFile(run_dir->rendezvous_path(j));
     if (address.ok()) {
       const std::string host_port(absl::StripTrailingAsciiWhitespace(*address));
-      if (AcceptsConnections(host_port, absl::Seconds(1))) {
-        serving.push_back(absl::StrCat("server ", j, " at ", host_port));
+      const auto stats = QueryServerStats(host_port, *secrets, absl::Seconds(1));
+      if (stats.ok() && stats->server_index == j) {
+        serving.push_back(absl::StrFormat(
+            "server %d at %s: %d of %d workers finished, %d lost, %d pushes applied", j, host_port,
+            stats->workers_finished, stats->workers_expected, stats->workers_lost.size(),
+            stats->pushes_applied));
       }
     }
     const auto age = SecondsSinceWritten(run_dir->server_metrics_path(j));
@@ -568,7 +577,7 @@ int CmdStatus(const Args& args) {
   if (finished.ok()) {
     std::cout << "training finished\n";
   } else if (!serving.empty()) {
-    std::cout << "training running (" << absl::StrJoin(serving, ", ") << ")\n";
+    std::cout << "training running (" << absl::StrJoin(serving, "; ") << ")\n";
   } else {
     std::cout << finished.message()
               << (silent.has_value()

@@ -1,15 +1,11 @@
 #include "launcher/network_address.h"
 
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <climits>
 #include <vector>
 
@@ -61,34 +57,6 @@ absl::StatusOr<std::string> ServerBindAddress(const NetworkConfig& network) {
   const std::string address = Ipv4Text(result->ai_addr);
   freeaddrinfo(result);
   return address;
-}
-
-bool AcceptsConnections(const std::string& address, absl::Duration timeout) {
-  const size_t colon = address.rfind(':');
-  if (colon == std::string::npos) return false;
-  addrinfo hints = {};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(address.substr(0, colon).c_str(), address.substr(colon + 1).c_str(), &hints,
-                  &found) != 0) {
-    return false;
-  }
-  bool accepted = false;
-  const int fd = socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (fd >= 0) {
-    if (connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
-      accepted = true;
-    } else if (errno == EINPROGRESS) {
-      pollfd p = {fd, POLLOUT, 0};
-      int error = 0;
-      socklen_t length = sizeof(error);
-      accepted = poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) == 1 &&
-                 getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
-    }
-    close(fd);
-  }
-  freeaddrinfo(found);
-  return accepted;
 }
 
 }  // namespace monsoon

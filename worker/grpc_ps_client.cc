@@ -41,6 +41,45 @@ absl::Status ParseReply(const grpc::ByteBuffer& reply, Header* header) {
   return ReceivedFrame::Parse(reply, header).status();
 }
 
+// One unary call carrying `token`, waited for up to `timeout`.
+absl::Status BlockingCall(grpc::GenericStub& stub, const std::string& token,
+                          const std::string& method, const grpc::ByteBuffer& request,
+                          grpc::ByteBuffer* reply, absl::Duration timeout) {
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, token);
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  absl::Notification done;
+  grpc::Status status;
+  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, reply, [&](grpc::Status s) {
+    status = std::move(s);
+    done.Notify();
+  });
+  done.WaitForNotification();
+  return FromGrpcStatus(status);
+}
+
+// A Stats call's reply.
+absl::StatusOr<ServerStats> ParseStats(const grpc::ByteBuffer& reply) {
+  wire::StatsResponse r;
+  MONSOON_RETURN_IF_ERROR(ParseReply(reply, &r));
+  ServerStats s;
+  s.server_index = r.server_index();
+  s.pushes_applied = r.pushes_applied();
+  s.pushes_dropped = r.pushes_dropped();
+  s.staleness_histogram.assign(r.staleness_histogram().begin(), r.staleness_histogram().end());
+  s.worker_epochs.assign(r.worker_epochs().begin(), r.worker_epochs().end());
+  s.pushes_rejected = r.pushes_rejected();
+  s.pushes_duplicate = r.pushes_duplicate();
+  s.workers_lost.assign(r.workers_lost().begin(), r.workers_lost().end());
+  s.pulls_served = r.pulls_served();
+  s.bytes_received = r.bytes_received();
+  s.bytes_sent = r.bytes_sent();
+  s.workers_finished = r.workers_finished();
+  s.workers_expected = r.workers_expected();
+  s.evaluator_finished = r.evaluator_finished();
+  return s;
+}
+
 // One chunk's weights from a reply that carries them (a pull, or a push with pull_after):
 // the payload goes to the chunk's place in params, its version and clock into *result, its
 // version into *versions (when not null).
@@ -149,19 +188,10 @@ absl::Status GrpcPsClient::Annotate(int server, const std::string& what,
 absl::Status GrpcPsClient::Call(int server, const std::string& method,
                                 const grpc::ByteBuffer& request, grpc::ByteBuffer* reply,
                                 absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenMetadataKey, options_.secrets.token);
-  ctx.set_deadline(absl::ToChronoTime(
-      absl::Now() + (timeout > absl::ZeroDuration() ? timeout : options_.rpc_timeout)));
-  absl::Notification done;
-  grpc::Status status;
-  stubs_[server][0]->UnaryCall(&ctx, method, grpc::StubOptions(), &request, reply,
-                               [&](grpc::Status s) {
-                                 status = std::move(s);
-                                 done.Notify();
-                               });
-  done.WaitForNotification();
-  return Annotate(server, method.substr(method.rfind('/') + 1), FromGrpcStatus(status));
+  const absl::Status status =
+      BlockingCall(*stubs_[server][0], options_.secrets.token, method, request, reply,
+                   timeout > absl::ZeroDuration() ? timeout : options_.rpc_timeout);
+  return Annotate(server, method.substr(method.rfind('/') + 1), status);
 }
 
 absl::Status GrpcPsClient::ForEachChunk(
@@ -461,30 +491,26 @@ absl::StatusOr<std::vector<ServerStats>> GrpcPsClient::AllStats() {
   for (int j = 0; j < plan_.num_servers(); ++j) {
     grpc::ByteBuffer reply;
     MONSOON_RETURN_IF_ERROR(Call(j, kStats, EncodeFrame(wire::StatsRequest()), &reply));
-    wire::StatsResponse r;
-    MONSOON_RETURN_IF_ERROR(Annotate(j, "Stats", ParseReply(reply, &r)));
-    ServerStats s;
-    s.server_index = r.server_index();
-    s.pushes_applied = r.pushes_applied();
-    s.pushes_dropped = r.pushes_dropped();
-    s.staleness_histogram.assign(r.staleness_histogram().begin(), r.staleness_histogram().end());
-    s.worker_epochs.assign(r.worker_epochs().begin(), r.worker_epochs().end());
-    s.pushes_rejected = r.pushes_rejected();
-    s.pushes_duplicate = r.pushes_duplicate();
-    s.workers_lost.assign(r.workers_lost().begin(), r.workers_lost().end());
-    s.pulls_served = r.pulls_served();
-    s.bytes_received = r.bytes_received();
-    s.bytes_sent = r.bytes_sent();
-    s.workers_finished = r.workers_finished();
-    s.workers_expected = r.workers_expected();
-    s.evaluator_finished = r.evaluator_finished();
-    all.push_back(s);
+    absl::StatusOr<ServerStats> stats = ParseStats(reply);
+    MONSOON_RETURN_IF_ERROR(Annotate(j, "Stats", stats.status()));
+    all.push_back(*std::move(stats));
   }
   return all;
 }
 
 TransferCounters GrpcPsClient::counters() const {
   return {bytes_sent_.load(), bytes_received_.load()};
+}
+
+absl::StatusOr<ServerStats> QueryServerStats(const std::string& address, const JobSecrets& secrets,
+                                             absl::Duration timeout) {
+  grpc::ChannelArguments args;
+  auto credentials = ChannelCredentialsFor(secrets, &args);
+  grpc::GenericStub stub(grpc::CreateCustomChannel(address, credentials, args));
+  grpc::ByteBuffer reply;
+  MONSOON_RETURN_IF_ERROR(BlockingCall(stub, secrets.token, kStats,
+                                       EncodeFrame(wire::StatsRequest()), &reply, timeout));
+  return ParseStats(reply);
 }
 
 }  // namespace monsoon

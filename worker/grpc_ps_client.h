@@ -118,6 +118,13 @@ class GrpcPsClient : public PsClient {
   std::thread heartbeat_thread_;
 };
 
+// The Stats of the server at `address` ("host:port"), asked with the job's secrets and nothing
+// else: no Hello, so the server does not take the caller for a worker or an evaluator.
+// Unauthenticated when the address is another job's server; Unavailable or DeadlineExceeded
+// when nothing there answers within `timeout`.
+absl::StatusOr<ServerStats> QueryServerStats(const std::string& address, const JobSecrets& secrets,
+                                             absl::Duration timeout);
+
 }  // namespace monsoon
 
 #endif  // MONSOON_WORKER_GRPC_PS_CLIENT_H_

@@ -89,7 +89,7 @@ grep -q "training did not finish: server 0 last saw 0 of 2 workers finished and 
   || fail "summarize of an unfinished run: $(cat "$WORK/unfinished.txt")"
 [ ! -e "$WORK/unfinished/summary.json" ] && pass "no summary.json" || fail "summary.json written"
 # `monsoon status`: finished (exit 0), not finished (exit 1, naming the server), and running
-# (its server accepts connections).
+# (its server answers a Stats call with this job's token).
 "$MONSOON" status --run-dir "$RUN" >"$WORK/status.txt"
 expect_eq "status of the finished run exits" "$?" "0"
 grep -q "^training finished$" "$WORK/status.txt" &&
@@ -109,8 +109,17 @@ for _ in $(seq 100); do
 done
 "$MONSOON" status --run-dir "$WORK/running" >"$WORK/status.txt"
 expect_eq "status of a running job exits" "$?" "1"
-grep -q "^training running (server 0 at 127.0.0.1:[0-9]*)$" "$WORK/status.txt" \
+grep -q "^training running (server 0 at 127.0.0.1:[0-9]*: [0-9] of 2 workers finished, 0 lost, \
+[0-9]* pushes applied)$" "$WORK/status.txt" \
   && pass "status: $(sed -n 2p "$WORK/status.txt")" || fail "running job: $(cat "$WORK/status.txt")"
+# A published address that another job's server now holds (a reused port) is not this job's
+# server: it refuses the token, so the unfinished run does not read as running.
+cp "$WORK/running/rendezvous/server-0" "$WORK/unfinished/rendezvous/server-0"
+"$MONSOON" status --run-dir "$WORK/unfinished" >"$WORK/status.txt"
+expect_eq "status with another job's server at the address exits" "$?" "1"
+grep -q "^training did not finish: .*(no server is running; " "$WORK/status.txt" \
+  && pass "status: another job's server on the address is not this job's" \
+  || fail "reused address: $(cat "$WORK/status.txt")"
 kill -TERM "$job"
 wait "$job"
 "$MONSOON" status --run-dir "$WORK/running" >"$WORK/status.txt"

@@ -117,7 +117,7 @@ grep 'monsoon:' "$WORK/under.out"
 # 5. SIGUSR1 from SLURM (as --signal sends it) stops every role quickly; the run dir stays usable.
 start_fmnist fmnist_signal
 "$MONSOON" status --run-dir "$run" >status.txt
-grep -q "^training running (server 0 at .*, server 1 at .*)$" status.txt \
+grep -q "^training running (server 0 at .* pushes applied; server 1 at .* pushes applied)$" status.txt \
   && pass "monsoon status: $(sed -n 2p status.txt)" || fail "running: $(cat status.txt)"
 start=$(date +%s.%N)
 scancel --signal=USR1 "$job"
