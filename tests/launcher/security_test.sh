@@ -68,6 +68,11 @@ timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/run" --set training.epochs
 job_tls=$!
 wait_for_file "$T/run/rendezvous/server-0"
 grep -q "(TLS)" "$T/run/logs/server-0.log" && pass "the server serves TLS" || fail "no TLS"
+# `monsoon status` asks the server over TLS with the job's certificate.
+"$MONSOON" status --run-dir "$T/run" >"$WORK/tls_status.txt"
+grep -q "^training running (server 0 at " "$WORK/tls_status.txt" \
+  && pass "status over TLS: $(sed -n 2p "$WORK/tls_status.txt")" \
+  || fail "status over TLS: $(cat "$WORK/tls_status.txt")"
 # A plaintext client with the right token gets nowhere.
 P="$WORK/plain-at-tls"
 sed -e '/^security:/,/^[a-z]/{/tls_cert\|tls_key\|tls_ca/d}' \
