@@ -20,6 +20,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/step_shapes.h"
+#include "core/process_setup.h"
 #include "server/parameter_server.h"
 
 namespace monsoon {
@@ -68,6 +69,7 @@ double Best(int reps, F pass) {
 }
 
 int Main(int argc, char** argv) {
+  ApplyProcessSettings();  // as a server process has them
   int mib = 64, reps = 10, threads = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];

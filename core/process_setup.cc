@@ -2,14 +2,17 @@
 
 #include <malloc.h>
 
+#include "absl/synchronization/mutex.h"
+
 namespace monsoon {
 
-void TuneAllocatorForLargeMessages() {
+void ApplyProcessSettings() {
   mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum on 64-bit
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
   // Per-thread arenas return freed pages to the kernel whatever the trim threshold, so gRPC's
   // threads would refault their receive buffers; one arena keeps them.
   mallopt(M_ARENA_MAX, 1);
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }
 
 }  // namespace monsoon

@@ -1,13 +1,16 @@
-// Process-wide settings for Monsoon's binaries, applied once by main().
+// Process-wide settings for Monsoon's binaries, applied once by main() before any thread starts.
 #ifndef MONSOON_CORE_PROCESS_SETUP_H_
 #define MONSOON_CORE_PROCESS_SETUP_H_
 
 namespace monsoon {
 
-// Keeps large message buffers (chunks of up to 32 MiB) in malloc's heap instead of fresh
-// mmap()s, and stops the heap from being trimmed back to the kernel: otherwise every chunk
-// sent or received pays page faults and page zeroing (measured: ~12% of a 64 MiB push/pull).
-void TuneAllocatorForLargeMessages();
+// - Keeps large message buffers (chunks of up to 32 MiB) in malloc's heap instead of fresh
+//   mmap()s, and stops the heap from being trimmed back to the kernel: otherwise every chunk
+//   sent or received pays page faults and page zeroing (measured: ~12% of a 64 MiB push/pull).
+// - Turns off absl::Mutex's deadlock detection. Debian builds Abseil without NDEBUG, so it is
+//   on by default: every lock and unlock, gRPC's own included, then updates a process-wide lock
+//   graph under one global spin lock.
+void ApplyProcessSettings();
 
 }  // namespace monsoon
 

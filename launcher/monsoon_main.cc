@@ -663,7 +663,7 @@ int Main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   InstallSignalHandlers();
-  TuneAllocatorForLargeMessages();
+  ApplyProcessSettings();
   const std::string cmd = argv[1];
   std::vector<std::string> allowed, switches;
   if (cmd == "run") allowed = {"--run-dir", "--resume"};
