@@ -131,12 +131,11 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       if (trace != nullptr) trace->Instant(0, "peer", absl::Now(), event);
     }
   };
-  // Appends a metrics row. A row in which every worker has finished or is lost is what
+  // Appends a metrics row of `s`. A row in which every worker has finished or is lost is what
   // `monsoon summarize` takes for "training finished, the checkpoints are the result", so only
   // the final row, written after the final checkpoint, may show that.
-  auto record = [&](bool final_row) {
+  auto record = [&](const ServerStats& s, bool final_row) {
     log_events();
-    const ServerStats s = logic.Stats();
     const size_t workers_done = static_cast<size_t>(s.workers_finished) + s.workers_lost.size();
     if (!final_row && workers_done >= static_cast<size_t>(config.cluster.workers)) {
       return absl::OkStatus();
@@ -154,7 +153,7 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   absl::Time next_checkpoint = start + interval;
   absl::Status result = absl::OkStatus();
   while (!logic.WaitAllFinished(absl::Seconds(1))) {
-    MONSOON_RETURN_IF_ERROR(record(/*final_row=*/false));
+    MONSOON_RETURN_IF_ERROR(record(logic.Stats(), /*final_row=*/false));
     if (stop != nullptr && stop->load()) {
       result = absl::CancelledError("server stopped by signal");
       break;
@@ -174,7 +173,8 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   }
   server->Shutdown();
   log_events();
-  if (result.ok() && logic.Stats().workers_finished == 0) {
+  const ServerStats final_stats = logic.Stats();  // no call is in flight any more
+  if (result.ok() && final_stats.workers_finished == 0) {
     result = absl::UnavailableError(
         absl::StrCat("server ", options.index,
                      ": every worker was lost and none finished; the weights are "
@@ -183,10 +183,10 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   // No call is in flight any more: this checkpoint is the server's final state, whether the
   // job finished, was stopped by a signal (SIGTERM, SLURM's SIGUSR1) or failed.
   MONSOON_RETURN_IF_ERROR(checkpoint());
-  MONSOON_RETURN_IF_ERROR(record(/*final_row=*/true));
+  MONSOON_RETURN_IF_ERROR(record(final_stats, /*final_row=*/true));
   MONSOON_RETURN_IF_ERROR(
       WriteFileAtomically(run_dir.staleness_path(options.index),
-                          FormatCsvTable(StalenessTable(logic.Stats().staleness_histogram))));
+                          FormatCsvTable(StalenessTable(final_stats.staleness_histogram))));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.ledger_path(options.index),
                                               FormatCsvTable(LedgerTable(logic.Ledger()))));
   std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
