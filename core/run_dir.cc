@@ -136,6 +136,14 @@ absl::Status PublishServerAddress(const RunDir& dir, int index, const std::strin
   return WriteFileAtomically(dir.rendezvous_path(index), address + "\n");
 }
 
+absl::StatusOr<std::string> ReadServerAddress(const RunDir& dir, int index) {
+  auto text = ReadFile(dir.rendezvous_path(index));
+  if (!text.ok() || absl::StripAsciiWhitespace(*text).empty()) {
+    return absl::NotFoundError(absl::StrCat("server ", index, " has not published an address"));
+  }
+  return std::string(absl::StripAsciiWhitespace(*text));
+}
+
 absl::StatusOr<std::vector<std::string>> WaitForServerAddresses(const RunDir& dir, int count,
                                                                 absl::Duration timeout,
                                                                 const std::atomic<bool>* stop) {
@@ -145,9 +153,12 @@ absl::StatusOr<std::vector<std::string>> WaitForServerAddresses(const RunDir& di
     std::vector<int> missing;
     for (int i = 0; i < count; ++i) {
       if (!addresses[i].empty()) continue;
-      auto text = ReadFile(dir.rendezvous_path(i));
-      if (text.ok()) addresses[i] = std::string(absl::StripAsciiWhitespace(*text));
-      if (addresses[i].empty()) missing.push_back(i);
+      auto address = ReadServerAddress(dir, i);
+      if (address.ok()) {
+        addresses[i] = *std::move(address);
+      } else {
+        missing.push_back(i);
+      }
     }
     if (missing.empty()) return addresses;
     if (stop != nullptr && stop->load())

@@ -94,6 +94,9 @@ bool ConstantTimeEquals(const std::string& a, const std::string& b);
 // Publishes server `index`'s address.
 absl::Status PublishServerAddress(const RunDir& dir, int index, const std::string& address);
 
+// The address server `index` published; NotFound until it has.
+absl::StatusOr<std::string> ReadServerAddress(const RunDir& dir, int index);
+
 // Waits until all `count` servers have published, polling; DeadlineExceeded after `timeout`
 // names the servers still missing; Cancelled when *stop becomes true.
 absl::StatusOr<std::vector<std::string>> WaitForServerAddresses(const RunDir& dir, int count,

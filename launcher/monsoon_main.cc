@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -89,8 +88,8 @@ commands:
         refused, exit 1, when a server did not see every worker finish or get lost
   status --run-dir DIR
         where a run stands (e.g. a SLURM job's, from a login node): progress, whether
-        training has finished, is running (its servers accept connections) or stopped,
-        and its summary; exit 0 once training has finished, else 1
+        training has finished, is running (its servers answer with the job's token) or
+        stopped, and its summary; exit 0 once training has finished, else 1
   devices
         list the CUDA devices this machine can use (exit 1 and the reason when none)
   gen-linear --out FILE [--slope M] [--intercept B] [--noise S] [--rows N] [--seed K]
@@ -559,13 +558,12 @@ int CmdStatus(const Args& args) {
   std::vector<std::string> serving;
   std::optional<double> silent;  // seconds since the newest server metrics row
   for (int j = 0; j < config->cluster.servers; ++j) {
-    const auto address = ReadFile(run_dir->rendezvous_path(j));
+    const auto address = ReadServerAddress(*run_dir, j);
     if (address.ok()) {
-      const std::string host_port(absl::StripTrailingAsciiWhitespace(*address));
-      const auto stats = QueryServerStats(host_port, *secrets, absl::Seconds(1));
+      const auto stats = QueryServerStats(*address, *secrets, absl::Seconds(1));
       if (stats.ok() && stats->server_index == j) {
         serving.push_back(absl::StrFormat(
-            "server %d at %s: %d of %d workers finished, %d lost, %d pushes applied", j, host_port,
+            "server %d at %s: %d of %d workers finished, %d lost, %d pushes applied", j, *address,
             stats->workers_finished, stats->workers_expected, stats->workers_lost.size(),
             stats->pushes_applied));
       }
