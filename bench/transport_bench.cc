@@ -1,7 +1,9 @@
 // Transport benchmark: push and pull goodput through one parameter server (a separate
 // process) for 1, 4, 16 and 64 MiB tensors, next to a raw TCP socket pump between two
-// processes measured in the same run, repetition by repetition (medians). Prints one JSON
-// object.
+// processes measured in the same run, repetition by repetition (medians). Each transfer's
+// CPU time (both processes, user and kernel) is measured too: on a machine whose cores are
+// all busy, goodput follows CPU per byte, and `*_cpu_ceiling` is the share of the pump's
+// rate a transfer of that cost can reach with every core. Prints one JSON object.
 //
 //   transport_bench [--reps N] [--sizes 1,4,16,64] [--chunk-mib C] [--in-flight W]
 #include <arpa/inet.h>
@@ -15,12 +17,15 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <iostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/child_process.h"
@@ -104,6 +109,7 @@ class TcpPump {
     close(fd_);
     sink_.Stop();
   }
+  pid_t sink_pid() const { return sink_.pid; }
   void Once() {
     for (size_t done = 0; done < bytes_;) {
       const ssize_t n = write(fd_, payload_.data() + done, std::min(kPumpWrite, bytes_ - done));
@@ -149,6 +155,7 @@ class GrpcPair {
     client_.reset();
     server_.Stop();
   }
+  pid_t server_pid() const { return server_.pid; }
   void Push() {
     ++origin_.sequence;  // every push numbered afresh, so that each is applied
     if (!client_->PushAll(grad_, base_, origin_).ok()) std::abort();
@@ -167,31 +174,56 @@ class GrpcPair {
   std::unique_ptr<GrpcPsClient> client_;
 };
 
+// CPU seconds used so far by this process and by `child` together (every thread, user and
+// kernel time): what a transfer between the two costs, whichever thread did the work.
+double CpuSecondsWith(pid_t child) {
+  clockid_t child_clock;
+  if (clock_getcpuclockid(child, &child_clock) != 0) std::abort();
+  double seconds = 0;
+  for (clockid_t clock : {static_cast<clockid_t>(CLOCK_PROCESS_CPUTIME_ID), child_clock}) {
+    timespec t{};
+    if (clock_gettime(clock, &t) != 0) std::abort();
+    seconds += static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+  }
+  return seconds;
+}
+
+// One way of moving the bytes, timed repetition by repetition: goodput (GB/s) and CPU
+// seconds per GB, each the median over the repetitions.
+struct Transfer {
+  std::vector<double> gbps, cpu_per_gb;
+
+  template <typename Op>
+  void Time(size_t bytes, pid_t child, Op op) {
+    const double gb = static_cast<double>(bytes) / 1e9;
+    const double cpu_start = CpuSecondsWith(child);
+    const absl::Time start = absl::Now();
+    op();
+    gbps.push_back(gb / absl::ToDoubleSeconds(absl::Now() - start));
+    cpu_per_gb.push_back((CpuSecondsWith(child) - cpu_start) / gb);
+  }
+};
+
 struct Rates {
-  double push_gbps = 0, pull_gbps = 0, tcp_gbps = 0;
+  Transfer push, pull, tcp;
 };
 
 // Each repetition times one pump transfer, one push and one pull of `bytes`, in turn, so that
-// the VM's drifting speed reaches the reference and the measurements alike; each figure is
-// the median over the repetitions (after one warm-up of each).
+// the VM's drifting speed reaches the reference and the measurements alike (after one
+// warm-up of each).
 Rates Measure(size_t bytes, int reps, size_t chunk_floats, int in_flight) {
   TcpPump pump(bytes);
   GrpcPair grpc(bytes, chunk_floats, in_flight);
-  auto gbps = [bytes](auto&& op) {
-    const absl::Time start = absl::Now();
-    op();
-    return static_cast<double>(bytes) / absl::ToDoubleSeconds(absl::Now() - start) / 1e9;
-  };
   pump.Once();
   grpc.Push();
   grpc.Pull();
-  std::vector<double> tcp, push, pull;
-  for (int r = 0; r < reps; ++r) {
-    tcp.push_back(gbps([&] { pump.Once(); }));
-    push.push_back(gbps([&] { grpc.Push(); }));
-    pull.push_back(gbps([&] { grpc.Pull(); }));
+  Rates r;
+  for (int i = 0; i < reps; ++i) {
+    r.tcp.Time(bytes, pump.sink_pid(), [&] { pump.Once(); });
+    r.push.Time(bytes, grpc.server_pid(), [&] { grpc.Push(); });
+    r.pull.Time(bytes, grpc.server_pid(), [&] { grpc.Pull(); });
   }
-  return {Median(push), Median(pull), Median(tcp)};
+  return r;
 }
 
 int Main(int argc, char** argv) {
@@ -222,18 +254,30 @@ int Main(int argc, char** argv) {
       return 2;
     }
   }
-  std::cout << "{\n  \"benchmark\": \"transport\",\n  \"chunk_mib\": " << chunk_mib
-            << ",\n  \"in_flight\": " << in_flight
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  std::cout << "{\n  \"benchmark\": \"transport\",\n  \"cores\": " << cores
+            << ",\n  \"chunk_mib\": " << chunk_mib << ",\n  \"in_flight\": " << in_flight
             << ",\n  \"channels_per_server\": " << GrpcPsClientOptions().channels_per_server
             << ",\n  \"reps\": " << reps << ",\n  \"results\": [\n";
   for (size_t i = 0; i < sizes.size(); ++i) {
     const size_t bytes = static_cast<size_t>(sizes[i]) << 20;
     const Rates r = Measure(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight);
-    std::printf(
-        "    {\"mib\": %d, \"push_gbps\": %.3f, \"pull_gbps\": %.3f, \"tcp_pump_gbps\": %.3f, "
-        "\"push_ratio\": %.3f, \"pull_ratio\": %.3f}%s\n",
-        sizes[i], r.push_gbps, r.pull_gbps, r.tcp_gbps, r.push_gbps / r.tcp_gbps,
-        r.pull_gbps / r.tcp_gbps, i + 1 < sizes.size() ? "," : "");
+    const double tcp_gbps = Median(r.tcp.gbps), tcp_cpu = Median(r.tcp.cpu_per_gb);
+    std::string line = absl::StrFormat(
+        "    {\"mib\": %d, \"tcp_pump_gbps\": %.3f, "
+        "\"tcp_pump_cpu_s_per_gb\": %.3f",
+        sizes[i], tcp_gbps, tcp_cpu);
+    for (const auto& [name, t] :
+         {std::pair<const char*, const Transfer*>{"push", &r.push}, {"pull", &r.pull}}) {
+      const double gbps = Median(t->gbps), cpu = Median(t->cpu_per_gb);
+      // With every core busy on this transfer alone it moves cores / cpu GB/s at most.
+      absl::StrAppendFormat(&line,
+                            ", \"%s_gbps\": %.3f, \"%s_ratio\": %.3f, \"%s_cpu_s_per_gb\": %.3f, "
+                            "\"%s_cpu_vs_pump\": %.3f, \"%s_cpu_ceiling\": %.3f",
+                            name, gbps, name, gbps / tcp_gbps, name, cpu, name, cpu / tcp_cpu, name,
+                            static_cast<double>(cores) / cpu / tcp_gbps);
+    }
+    std::printf("%s}%s\n", line.c_str(), i + 1 < sizes.size() ? "," : "");
     std::fflush(stdout);
   }
   std::cout << "  ]\n}" << std::endl;

@@ -12,6 +12,9 @@ b = json.load(open(sys.argv[1]))
 assert b["quick"] is True
 assert [r["mib"] for r in b["transport"]["results"]] == [1, 4, 16]
 assert all(r["push_ratio"] > 0 and r["pull_ratio"] > 0 for r in b["transport"]["results"])
+assert all(r[f"{way}_cpu_s_per_gb"] > 0 and r[f"{way}_cpu_ceiling"] > 0
+           for r in b["transport"]["results"] for way in ("push", "pull"))
+assert b["transport"]["cores"] >= 1
 assert len(b["apply"]["rules"]) == 7 and all(r["ratio_vs_memcpy"] > 0 for r in b["apply"]["rules"])
 assert all(r["ratio"] > 0 for r in b["compute"]["results"])
 for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd", "easgd_overlap"]:
