@@ -114,6 +114,12 @@ void TrainingWorker::TraceStep(const WorkerReport& report) {
   step_trace_ = report.steps - first_step_ < config_.trace.steps ? trace_ : nullptr;
 }
 
+TraceScope TrainingWorker::ComputeSpan(const WorkerReport& report) const {
+  if (step_trace_ == nullptr) return TraceScope(nullptr, kTraceLoop, "compute");
+  return TraceScope(step_trace_, kTraceLoop, "compute",
+                    {{"step", static_cast<double>(report.steps)}});
+}
+
 template <typename Call>
 auto TrainingWorker::Timed(WorkerReport* report, std::string_view name, Call call)
     -> decltype(call()) {
@@ -261,8 +267,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
           });
     }
     {
-      TraceScope compute(step_trace_, kTraceLoop, "compute",
-                         {{"step", static_cast<double>(report.steps)}});
+      const TraceScope compute = ComputeSpan(report);
       ComputeStep(&report);
       model_->GetGrads(since_push == 0 ? accumulated.data() : grads.data());
       MONSOON_RETURN_IF_ERROR(model_->Synchronize());
@@ -334,8 +339,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     TraceStep(report);
     {
-      TraceScope compute(step_trace_, kTraceLoop, "compute",
-                         {{"step", static_cast<double>(report.steps)}});
+      const TraceScope compute = ComputeSpan(report);
       ComputeStep(&report);
       if (nesterov) {
         model_->ApplyLocalNesterov(eta * RateScale(), delta);

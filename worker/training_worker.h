@@ -80,6 +80,9 @@ class TrainingWorker {
   // Called as each step begins: its pull, compute and push are traced while it is among the
   // first config.trace.steps of this process.
   void TraceStep(const WorkerReport& report);
+  // The span of this step's compute on the loop's thread, with the step number; nothing (and
+  // no allocation) when the step is not traced.
+  TraceScope ComputeSpan(const WorkerReport& report) const;
   // Runs one call to the servers, adding its duration to report->comm_seconds; traced as
   // `name` (a literal) on the loop's thread.
   template <typename Call>
