@@ -162,6 +162,26 @@ for field in final_test_loss global_step; do
     "$(json_get "$WORK/two_servers/summary.json" $field)" "$(json_get "$WORK/evaluator_summary.json" $field)"
 done
 
+# A server that dies after its final checkpoint but before its final metrics row leaves a run
+# that reads as unfinished (the state is made by hand: the finished run without that row, the
+# summary or params.bin). --resume finishes it from the checkpoints without training more:
+# the same final weights, to the bit.
+cp -a "$RUN" "$WORK/crash_after_checkpoint"
+crashed="$WORK/crash_after_checkpoint"
+sed -i '$d' "$crashed/metrics/server-0.csv"
+rm "$crashed/summary.json" "$crashed/params.bin"
+"$MONSOON" status --run-dir "$crashed" >/dev/null
+expect_eq "status without the final server row exits" "$?" "1"
+timeout 60 "$MONSOON" run --resume "$crashed" >"$WORK/crash.txt" 2>&1
+expect_eq "resume after a crash past the final checkpoint exits" "$?" "0"
+grep -q "resumed from" "$crashed/logs/server-0.log" && pass "the server resumed from its checkpoint" \
+  || fail "no resume: $(tail -3 "$WORK/crash.txt")"
+cmp -s "$crashed/params.bin" "$RUN/params.bin" \
+  && pass "resumed run's final weights == the finished run's" \
+  || fail "the resumed run's final weights differ from the finished run's"
+expect_eq "resumed run's global step" "$(json_get "$crashed/summary.json" global_step)" \
+  "$(json_get "$RUN/summary.json" global_step)"
+
 # `monsoon launch` outside any parallel launcher runs the whole job here, as `run` does.
 env -u SLURM_JOB_ID -u SLURM_STEP_ID timeout 120 "$MONSOON" launch configs/linear_regression.yaml \
   --run-dir "$WORK/launch_local" --set training.epochs=2 >/dev/null 2>&1
