@@ -67,7 +67,14 @@ absl::Status CsvMetricsWriter::Append(const std::vector<double>& values) {
   return absl::OkStatus();
 }
 
-std::vector<std::pair<std::string, double>> ReadLastCsvRow(const std::string& path) {
+double MetricsRow::Get(std::string_view column) const {
+  for (const auto& [name, value] : values) {
+    if (name == column) return value;
+  }
+  return 0;
+}
+
+MetricsRow ReadLastCsvRow(const std::string& path) {
   std::ifstream in(path);
   std::string header, line, last;
   if (!std::getline(in, header)) return {};
@@ -78,10 +85,10 @@ std::vector<std::pair<std::string, double>> ReadLastCsvRow(const std::string& pa
   if (last.empty()) return {};
   std::vector<std::string> names = absl::StrSplit(header, ',');
   std::vector<std::string> cells = absl::StrSplit(last, ',');
-  std::vector<std::pair<std::string, double>> row;
+  MetricsRow row;
   for (size_t i = 0; i < names.size() && i < cells.size(); ++i) {
     double v = 0;
-    if (absl::SimpleAtod(cells[i], &v)) row.emplace_back(names[i], v);
+    if (absl::SimpleAtod(cells[i], &v)) row.values.emplace_back(names[i], v);
   }
   return row;
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -30,8 +31,15 @@ class CsvMetricsWriter {
   const size_t columns_;
 };
 
-// The last complete row of a metrics CSV as column -> value (empty when there is none yet).
-std::vector<std::pair<std::string, double>> ReadLastCsvRow(const std::string& path);
+// One metrics row as column -> value, in the file's column order.
+struct MetricsRow {
+  std::vector<std::pair<std::string, double>> values;
+  bool empty() const { return values.empty(); }
+  // The value in `column`; 0 when the row has no such column (or is empty).
+  double Get(std::string_view column) const;
+};
+// The last complete row of a metrics CSV (empty when there is none yet).
+MetricsRow ReadLastCsvRow(const std::string& path);
 
 // A whole metrics CSV: its columns and every complete row.
 struct CsvTable {

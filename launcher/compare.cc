@@ -356,8 +356,9 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
     r.samples_per_second += last[worker.Column("samples_per_second")];
     r.comm_share +=
         last[worker.Column("comm_seconds")] / std::max(last[wall], 1e-9) / c.cluster.workers;
-    // Rows are in time order (a worker restarted mid-run would start its clock again; a
-    // compare variant runs without restarts): walk them along the evaluations.
+    // Rows are in time order: walk them along the evaluations. (A restarted worker's clock
+    // carries on without the time between its processes, so it would fall behind the
+    // evaluator's; a compare variant runs without restarts.)
     size_t row = 0;
     double sent_by_then = 0;
     for (size_t k = 0; k < r.curve_seconds.size(); ++k) {

@@ -62,7 +62,7 @@ struct VariantResult {
   double wall_seconds = 0;
   // The evaluator's curves: wall seconds, epochs, test accuracy and loss per evaluation, and
   // the bytes all workers had sent by then (each worker's last metrics row at or before the
-  // evaluation's wall_seconds; every role's clock starts with its process).
+  // evaluation's wall_seconds; each role's clock starts with the job).
   std::vector<double> curve_seconds, curve_epochs, curve_accuracy, curve_loss, curve_bytes;
 };
 

@@ -17,30 +17,19 @@
 #include "worker/worker_role.h"
 
 namespace monsoon {
-namespace {
-
-double Column(const std::vector<std::pair<std::string, double>>& row, const std::string& name) {
-  for (const auto& [key, value] : row) {
-    if (key == name) return value;
-  }
-  return 0;
-}
-
-}  // namespace
-
 absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
   for (int j = 0; j < config.cluster.servers; ++j) {
     const std::string path = run_dir.server_metrics_path(j);
     const auto row = ReadLastCsvRow(path);
-    const int finished = static_cast<int>(Column(row, "workers_finished"));
-    const int lost = static_cast<int>(Column(row, "workers_lost"));
+    const int finished = static_cast<int>(row.Get("workers_finished"));
+    const int lost = static_cast<int>(row.Get("workers_lost"));
     if (row.empty() || finished == 0 || finished + lost < config.cluster.workers) {
       return absl::FailedPreconditionError(absl::StrCat(
           "training did not finish: server ", j,
           row.empty() ? absl::StrCat(" wrote no metrics (", path, ")")
                       : absl::StrCat(" last saw ", finished, " of ", config.cluster.workers,
                                      " workers finished and ", lost, " lost (", path, " at ",
-                                     Column(row, "wall_seconds"), " s)"),
+                                     row.Get("wall_seconds"), " s)"),
           "; its weights are not the job's result. Continue the run: monsoon run --resume ",
           run_dir.root, ", or requeue the SLURM job"));
     }
@@ -53,20 +42,20 @@ JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
   p.min_epoch = std::numeric_limits<double>::infinity();
   for (int i = 0; i < config.cluster.workers; ++i) {
     const auto row = ReadLastCsvRow(run_dir.worker_metrics_path(i));
-    p.min_epoch = std::min(p.min_epoch, Column(row, "epoch"));
-    p.samples_per_second += Column(row, "samples_per_second");
-    p.worker_seconds = std::max(p.worker_seconds, Column(row, "wall_seconds"));
+    p.min_epoch = std::min(p.min_epoch, row.Get("epoch"));
+    p.samples_per_second += row.Get("samples_per_second");
+    p.worker_seconds = std::max(p.worker_seconds, row.Get("wall_seconds"));
   }
   for (int j = 0; j < config.cluster.servers; ++j) {
     const auto row = ReadLastCsvRow(run_dir.server_metrics_path(j));
-    p.workers_lost = std::max(p.workers_lost, static_cast<int>(Column(row, "workers_lost")));
+    p.workers_lost = std::max(p.workers_lost, static_cast<int>(row.Get("workers_lost")));
   }
   const auto eval = ReadLastCsvRow(run_dir.evaluator_metrics_path());
   if (!eval.empty()) {
     p.has_eval = true;
-    p.test_accuracy = Column(eval, "test_accuracy");
-    p.test_loss = Column(eval, "test_loss");
-    p.global_step = Column(eval, "global_step");
+    p.test_accuracy = eval.Get("test_accuracy");
+    p.test_loss = eval.Get("test_loss");
+    p.global_step = eval.Get("global_step");
   }
   return p;
 }

@@ -1,6 +1,7 @@
 #include "worker/training_worker.h"
 
 #include <algorithm>
+#include <cmath>
 #include <future>
 #include <iostream>
 #include <memory>
@@ -19,6 +20,16 @@ const std::vector<std::string>& WorkerMetricsColumns() {
   return *columns;
 }
 
+WorkerTotals WorkerTotals::FromMetricsRow(const MetricsRow& row) {
+  WorkerTotals t;
+  t.wall_seconds = row.Get("wall_seconds");
+  t.samples = std::llround(row.Get("samples_per_second") * t.wall_seconds);
+  t.bytes_sent = row.Get("bytes_sent");
+  t.bytes_received = row.Get("bytes_received");
+  t.comm_seconds = row.Get("comm_seconds");
+  return t;
+}
+
 const std::vector<std::string>& WorkerTraceThreads() {
   static const auto* threads =
       new std::vector<std::string>{"training loop", "overlapped transfers"};
@@ -26,17 +37,19 @@ const std::vector<std::string>& WorkerTraceThreads() {
 }
 
 TrainingWorker::TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
-                               PsClient* client, CsvMetricsWriter* metrics, TraceWriter* trace)
+                               PsClient* client, CsvMetricsWriter* metrics, TraceWriter* trace,
+                               const WorkerTotals& earlier)
     : config_(config),
       index_(index),
       model_(model),
       shard_(shard),
       client_(client),
       metrics_(metrics),
-      trace_(trace) {}
+      trace_(trace),
+      earlier_(earlier) {}
 
 absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
-  start_ = absl::Now();
+  start_ = absl::Now() - absl::Seconds(earlier_.wall_seconds);
   absl::StatusOr<WorkerReport> report = PushesGradients(config_.training.algorithm)
                                             ? TrainPushingGradients(stop)
                                             : TrainElastic(stop);
@@ -49,6 +62,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) 
 }
 
 absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport* report) {
+  report->samples = earlier_.samples;
+  report->comm_seconds = earlier_.comm_seconds;
   if (resume.sequence == 0) return absl::OkStatus();
   MONSOON_RETURN_IF_ERROR(shard_->Seek(resume.position));
   report->steps = resume.position.step;
@@ -156,8 +171,8 @@ absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const Pul
   const TransferCounters io = client_->counters();
   return metrics_->Append(
       {static_cast<double>(report.steps), elapsed, shard_->progress(), report.last_loss,
-       report.samples / std::max(elapsed, 1e-9), static_cast<double>(io.bytes_sent),
-       static_cast<double>(io.bytes_received), static_cast<double>(pull.min_version),
+       report.samples / std::max(elapsed, 1e-9), earlier_.bytes_sent + io.bytes_sent,
+       earlier_.bytes_received + io.bytes_received, static_cast<double>(pull.min_version),
        static_cast<double>(report.pushes), static_cast<double>(pull.slowest_clock), staleness,
        report.comm_seconds});
 }

@@ -33,6 +33,20 @@ struct WorkerReport {
   double last_loss = 0;     // mean loss of the last batch
 };
 
+// What this worker's earlier processes in the run had spent by their last metrics row. A
+// restarted worker carries it on, so that its metrics rows and report count the whole run:
+// wall_seconds (without the time between processes), samples (and so samples_per_second),
+// bytes_sent, bytes_received and comm_seconds.
+struct WorkerTotals {
+  double wall_seconds = 0;
+  int64_t samples = 0;
+  double bytes_sent = 0;
+  double bytes_received = 0;
+  double comm_seconds = 0;
+  // From a row of the worker's metrics CSV (WorkerMetricsColumns); zeros for an empty row.
+  static WorkerTotals FromMetricsRow(const MetricsRow& row);
+};
+
 // Columns of the per-worker metrics CSV: one row per step. `clock` counts the worker's pushes
 // (or exchanges); `slowest_clock` is the fewest pushes of any live worker seen at the last
 // pull; `staleness` is the mean staleness of the last push's chunks; `comm_seconds` the time
@@ -48,9 +62,10 @@ const std::vector<std::string>& WorkerTraceThreads();
 class TrainingWorker {
  public:
   // `trace` gets the first config.trace.steps steps: each one's compute and communication.
+  // `earlier`: the totals this worker's earlier processes in the run left (none for its first).
   TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
                  PsClient* client, CsvMetricsWriter* metrics /* nullable */,
-                 TraceWriter* trace /* nullable */);
+                 TraceWriter* trace /* nullable */, const WorkerTotals& earlier = {});
 
   // Continues where the servers last heard from this worker (Resume(): nowhere for a fresh
   // job; after a restart, right after its last push they all have), trains until
@@ -67,7 +82,8 @@ class TrainingWorker {
   bool PullsBefore(int64_t step) const;
   // `pushed_on`: the chunk versions this worker's last push was computed on.
   PullWait PullWaitFor(int64_t step, const ChunkVersions& pushed_on) const;
-  // Moves the shard and the report to the servers' resume point.
+  // Moves the shard and the report to the servers' resume point, and carries the earlier
+  // processes' totals into the report.
   absl::Status ResumeFrom(const ResumePoint& resume, WorkerReport* report);
   // The origin of the push (or exchange) that follows report.pushes earlier ones.
   PushOrigin NextOrigin(const WorkerReport& report) const;
@@ -96,7 +112,8 @@ class TrainingWorker {
   PsClient* const client_;
   CsvMetricsWriter* const metrics_;
   TraceWriter* const trace_;
-  absl::Time start_;
+  const WorkerTotals earlier_;
+  absl::Time start_;  // this process's start, moved back by earlier_.wall_seconds
   int64_t first_step_ = 0;             // the step this process started at
   TraceWriter* step_trace_ = nullptr;  // trace_ while the current step is traced
   uint64_t resumed_after_ = 0;         // pushes already processed when this process started

@@ -105,6 +105,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                                                      {ClientRole::kWorker, index, NewIncarnation()},
                                                      stop);
                            }));
+  // A restarted worker carries on from its earlier processes' last row.
+  const WorkerTotals earlier =
+      WorkerTotals::FromMetricsRow(ReadLastCsvRow(run_dir.worker_metrics_path(index)));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(run_dir.worker_metrics_path(index), WorkerMetricsColumns()));
@@ -112,7 +115,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
             << shard.size() << " examples, " << model->num_params() << " parameters, backend "
             << backend->name() << std::endl;
   TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get(),
-                        trace.get());
+                        trace.get(), earlier);
   MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
   if (trace != nullptr) MONSOON_RETURN_IF_ERROR(trace->status());
   std::cout << "worker " << index << " done: " << report.steps << " steps, " << report.samples

@@ -68,13 +68,14 @@ TEST_CASE("CsvMetricsWriter: rows are readable as they are written", "[core][met
   CHECK(ReadLastCsvRow(path).empty());
   REQUIRE((*writer)->Append({1, 123456789012.0}).ok());
   REQUIRE((*writer)->Append({2, 5}).ok());
-  auto row = ReadLastCsvRow(path);
-  REQUIRE(row.size() == 2);
-  CHECK(row[0].second == 2);
-  CHECK(row[1].second == 5);
+  const MetricsRow row = ReadLastCsvRow(path);
+  REQUIRE(row.values.size() == 2);
+  CHECK(row.Get("step") == 2);
+  CHECK(row.Get("bytes") == 5);
+  CHECK(row.Get("no such column") == 0);
   CHECK(absl::IsInternal((*writer)->Append({1})));
   REQUIRE((*writer)->Append({3, 123456789012.0}).ok());
-  CHECK(ReadLastCsvRow(path)[1].second == 123456789012.0);
+  CHECK(ReadLastCsvRow(path).Get("bytes") == 123456789012.0);
 }
 
 }  // namespace

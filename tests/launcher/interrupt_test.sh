@@ -32,6 +32,25 @@ timeout 240 "$MONSOON" run --resume "$WORK/int" >"$WORK/resume.txt" 2>&1
 expect_eq "run --resume after the interrupt" "$?" "0"
 grep -q "resumed from" "$WORK"/int/logs/server-0.log && pass "resumed from the checkpoint" \
   || fail "did not resume: $(tail -3 "$WORK/resume.txt")"
+# The restarted workers carried on their totals: in each worker's metrics the clock and the
+# byte counters never go back across the restart, and the summary's training time and
+# samples/s cover both processes.
+python3 - "$WORK/int" <<'PY'
+import csv, json, sys
+run = sys.argv[1]
+summary = json.load(open(f"{run}/summary.json"))
+for i in (0, 1):
+    rows = list(csv.DictReader(open(f"{run}/metrics/worker-{i}.csv")))
+    for column in ("wall_seconds", "bytes_sent", "bytes_received", "comm_seconds"):
+        values = [float(r[column]) for r in rows]
+        assert all(a <= b for a, b in zip(values, values[1:])), (i, column)
+    last = rows[-1]
+    samples = float(last["samples_per_second"]) * float(last["wall_seconds"])
+    assert samples >= 30000 * 12 - 1, (i, samples)  # its half of the 60k images, 12 epochs
+    assert summary["training_seconds"] >= float(last["wall_seconds"]), summary
+print("worker totals carried across the restart; training_seconds", summary["training_seconds"])
+PY
+expect_eq "metrics carried on across the restart" "$?" "0"
 # A stop while the roles are still starting (0.1-1 s in): each role reports the stop, never
 # the failure it runs into afterwards (a worker's Hello to a server that has already shut
 # down on the same signal used to end it with that error, exit status 1).

@@ -51,8 +51,10 @@ struct LinearSetup {
     return w;
   }
   // Runs every worker in its own thread to the end; returns their reports. With a
-  // metrics_dir, worker i writes its metrics CSV to metrics_dir/worker-i.csv.
-  std::vector<WorkerReport> RunWorkers(const std::string& metrics_dir = "") {
+  // metrics_dir, worker i writes its metrics CSV to metrics_dir/worker-i.csv. Every worker
+  // carries on the `earlier` totals.
+  std::vector<WorkerReport> RunWorkers(const std::string& metrics_dir = "",
+                                       const WorkerTotals& earlier = {}) {
     const int n = config.cluster.workers;
     std::vector<absl::StatusOr<WorkerReport>> results(n, absl::UnknownError("not run"));
     std::vector<std::thread> threads;
@@ -67,7 +69,8 @@ struct LinearSetup {
           metrics = *CsvMetricsWriter::Create(absl::StrCat(metrics_dir, "/worker-", i, ".csv"),
                                               WorkerMetricsColumns());
         }
-        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get(), nullptr);
+        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get(), nullptr,
+                              earlier);
         results[i] = worker.Run(nullptr);
       });
     }
@@ -194,6 +197,45 @@ TEST_CASE("TrainingWorker: a metrics row's version is that of the weights its st
       CHECK(table->rows[k][table->Column("version")] == static_cast<double>(k));
     }
   }
+}
+
+TEST_CASE("TrainingWorker: a restarted worker's metrics and report carry on its earlier totals",
+          "[worker]") {
+  LinearSetup setup(1);
+  setup.config.training.epochs = 1;
+  setup.config.training.batch_size = 40;  // 10 steps of 40 samples
+  setup.Start();
+  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/carried");
+  std::filesystem::create_directories(dir);
+  WorkerTotals earlier;
+  earlier.wall_seconds = 100;
+  earlier.samples = 4000;
+  earlier.bytes_sent = 5e6;
+  earlier.bytes_received = 6e6;
+  earlier.comm_seconds = 7;
+  const WorkerReport report = setup.RunWorkers(dir, earlier)[0];
+  CHECK(report.samples == 4000 + 400);
+  CHECK(report.wall_seconds >= 100);
+  CHECK(report.comm_seconds >= 7);
+  auto table = ReadCsvTable(dir + "/worker-0.csv");
+  REQUIRE(table.ok());
+  REQUIRE(table->rows.size() == 10);
+  const std::vector<double>& first = table->rows.front();
+  CHECK(first[table->Column("wall_seconds")] >= 100);
+  CHECK(first[table->Column("bytes_sent")] == 5e6 + 2 * sizeof(float));  // one push of 2 floats
+  // The first pull, and the next step's weights back with the push (transport.pull_with_push).
+  CHECK(first[table->Column("bytes_received")] == 6e6 + 2 * 2 * sizeof(float));
+  CHECK(first[table->Column("comm_seconds")] >= 7);
+  // What the next process of this worker reads back from the last row.
+  const WorkerTotals next = WorkerTotals::FromMetricsRow(ReadLastCsvRow(dir + "/worker-0.csv"));
+  CHECK(next.samples == 4400);
+  CHECK(next.bytes_sent == 5e6 + 10 * 2 * sizeof(float));
+  CHECK(next.bytes_received == 6e6 + 10 * 2 * sizeof(float));
+  CHECK(next.wall_seconds < report.wall_seconds);  // the last row comes before Finish
+  CHECK(next.wall_seconds >= 100);
+  const WorkerTotals none = WorkerTotals::FromMetricsRow(MetricsRow{});
+  CHECK(none.wall_seconds == 0);
+  CHECK(none.samples == 0);
 }
 
 TEST_CASE("TrainingWorker (sync): uneven shards and backup workers train, and all exit",
