@@ -17,6 +17,7 @@
 #include "worker/worker_role.h"
 
 namespace monsoon {
+
 absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
   for (int j = 0; j < config.cluster.servers; ++j) {
     const std::string path = run_dir.server_metrics_path(j);
