@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 
 namespace monsoon {
 namespace {
@@ -24,6 +25,19 @@ std::string CsvRow(const std::vector<double>& values) {
     absl::StrAppendFormat(&line, "%s%.15g", i == 0 ? "" : ",", values[i]);
   }
   return line + "\n";
+}
+
+// The row `line` of a CSV whose header line is `header` (neither with its newline), as
+// column -> value; cells that are not numbers are left out.
+MetricsRow ParseMetricsRow(absl::string_view header, absl::string_view line) {
+  const std::vector<absl::string_view> names = absl::StrSplit(header, ',');
+  const std::vector<absl::string_view> cells = absl::StrSplit(line, ',');
+  MetricsRow row;
+  for (size_t i = 0; i < names.size() && i < cells.size(); ++i) {
+    double v = 0;
+    if (absl::SimpleAtod(cells[i], &v)) row.values.emplace_back(names[i], v);
+  }
+  return row;
 }
 
 }  // namespace
@@ -38,10 +52,19 @@ absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> CsvMetricsWriter::Create(
   }
   // A restarted role continues its own file; a row torn by a kill is cut off first.
   const bool resume = existing.rfind(header, 0) == 0;
-  if (resume && existing.back() != '\n' &&
-      truncate(path.c_str(), static_cast<off_t>(existing.rfind('\n') + 1)) != 0) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot repair ", path, ": ", std::strerror(errno)));
+  MetricsRow last;
+  if (resume) {
+    const absl::string_view kept = absl::string_view(existing).substr(0, existing.rfind('\n') + 1);
+    if (kept.size() < existing.size() &&
+        truncate(path.c_str(), static_cast<off_t>(kept.size())) != 0) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot repair ", path, ": ", std::strerror(errno)));
+    }
+    if (kept.size() > header.size()) {  // a row after the header
+      const size_t begin = kept.rfind('\n', kept.size() - 2) + 1;
+      last = ParseMetricsRow(absl::string_view(header).substr(0, header.size() - 1),
+                             kept.substr(begin, kept.size() - 1 - begin));
+    }
   }
   std::FILE* f = std::fopen(path.c_str(), resume ? "a" : "w");
   if (f == nullptr) {
@@ -50,7 +73,8 @@ absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> CsvMetricsWriter::Create(
   }
   if (!resume) std::fputs(header.c_str(), f);
   std::fflush(f);
-  return std::unique_ptr<CsvMetricsWriter>(new CsvMetricsWriter(f, columns.size()));
+  return std::unique_ptr<CsvMetricsWriter>(
+      new CsvMetricsWriter(f, columns.size(), std::move(last)));
 }
 
 CsvMetricsWriter::~CsvMetricsWriter() { std::fclose(file_); }
@@ -83,14 +107,7 @@ MetricsRow ReadLastCsvRow(const std::string& path) {
     if (!in.eof()) last = line;
   }
   if (last.empty()) return {};
-  std::vector<std::string> names = absl::StrSplit(header, ',');
-  std::vector<std::string> cells = absl::StrSplit(last, ',');
-  MetricsRow row;
-  for (size_t i = 0; i < names.size() && i < cells.size(); ++i) {
-    double v = 0;
-    if (absl::SimpleAtod(cells[i], &v)) row.values.emplace_back(names[i], v);
-  }
-  return row;
+  return ParseMetricsRow(header, last);
 }
 
 std::string FormatCsvTable(const CsvTable& table) {

@@ -8,11 +8,20 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 
 namespace monsoon {
+
+// One metrics row as column -> value, in the file's column order.
+struct MetricsRow {
+  std::vector<std::pair<std::string, double>> values;
+  bool empty() const { return values.empty(); }
+  // The value in `column`; 0 when the row has no such column (or is empty).
+  double Get(std::string_view column) const;
+};
 
 class CsvMetricsWriter {
  public:
@@ -25,19 +34,18 @@ class CsvMetricsWriter {
   // One row; values.size() must equal the number of columns.
   absl::Status Append(const std::vector<double>& values);
 
+  // The last complete row of the file this writer continues (empty when it started the
+  // file, or the file held only its header).
+  const MetricsRow& continued_from() const { return continued_from_; }
+
  private:
-  CsvMetricsWriter(std::FILE* file, size_t columns) : file_(file), columns_(columns) {}
+  CsvMetricsWriter(std::FILE* file, size_t columns, MetricsRow continued_from)
+      : file_(file), columns_(columns), continued_from_(std::move(continued_from)) {}
   std::FILE* const file_;  // owned
   const size_t columns_;
+  const MetricsRow continued_from_;
 };
 
-// One metrics row as column -> value, in the file's column order.
-struct MetricsRow {
-  std::vector<std::pair<std::string, double>> values;
-  bool empty() const { return values.empty(); }
-  // The value in `column`; 0 when the row has no such column (or is empty).
-  double Get(std::string_view column) const;
-};
 // The last complete row of a metrics CSV (empty when there is none yet).
 MetricsRow ReadLastCsvRow(const std::string& path);
 

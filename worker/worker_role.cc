@@ -105,12 +105,11 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                                                      {ClientRole::kWorker, index, NewIncarnation()},
                                                      stop);
                            }));
-  // A restarted worker carries on from its earlier processes' last row.
-  const WorkerTotals earlier =
-      WorkerTotals::FromMetricsRow(ReadLastCsvRow(run_dir.worker_metrics_path(index)));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(run_dir.worker_metrics_path(index), WorkerMetricsColumns()));
+  // A restarted worker carries on from the last row its earlier processes wrote.
+  const WorkerTotals earlier = WorkerTotals::FromMetricsRow(metrics->continued_from());
   std::cout << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, backend "
             << backend->name() << std::endl;

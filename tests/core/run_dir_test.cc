@@ -76,6 +76,40 @@ TEST_CASE("CsvMetricsWriter: rows are readable as they are written", "[core][met
   CHECK(absl::IsInternal((*writer)->Append({1})));
   REQUIRE((*writer)->Append({3, 123456789012.0}).ok());
   CHECK(ReadLastCsvRow(path).Get("bytes") == 123456789012.0);
+  CHECK((*writer)->continued_from().empty());  // it started the file
+}
+
+TEST_CASE("CsvMetricsWriter: a restarted role continues its file from its last complete row",
+          "[core][metrics]") {
+  const std::string path = TempPath("continued.csv");
+  {
+    auto first = CsvMetricsWriter::Create(path, {"step", "bytes"});
+    REQUIRE(first.ok());
+    CHECK((*first)->continued_from().empty());
+  }
+  {
+    auto header_only = CsvMetricsWriter::Create(path, {"step", "bytes"});
+    REQUIRE(header_only.ok());
+    CHECK((*header_only)->continued_from().empty());  // no row yet
+    REQUIRE((*header_only)->Append({1, 10}).ok());
+    REQUIRE((*header_only)->Append({2, 20}).ok());
+  }
+  std::ofstream(path, std::ios::app) << "3,3";  // a row torn by a kill
+  {
+    auto restarted = CsvMetricsWriter::Create(path, {"step", "bytes"});
+    REQUIRE(restarted.ok());
+    CHECK((*restarted)->continued_from().Get("step") == 2);
+    CHECK((*restarted)->continued_from().Get("bytes") == 20);
+    REQUIRE((*restarted)->Append({3, 30}).ok());
+  }
+  auto table = ReadCsvTable(path);
+  REQUIRE(table.ok());
+  CHECK(table->rows == std::vector<std::vector<double>>{{1, 10}, {2, 20}, {3, 30}});
+  // Another header: the file is started again, and nothing is continued.
+  auto other = CsvMetricsWriter::Create(path, {"step", "loss"});
+  REQUIRE(other.ok());
+  CHECK((*other)->continued_from().empty());
+  CHECK(ReadLastCsvRow(path).empty());
 }
 
 }  // namespace
