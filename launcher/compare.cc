@@ -357,8 +357,8 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
     r.comm_share +=
         last[worker.Column("comm_seconds")] / std::max(last[wall], 1e-9) / c.cluster.workers;
     // Rows are in time order: walk them along the evaluations. (A restarted worker's clock
-    // carries on without the time between its processes, so it would fall behind the
-    // evaluator's; a compare variant runs without restarts.)
+    // and the evaluator's both carry on without the time between their processes, which
+    // differs by up to an evaluation interval; a compare variant runs without restarts.)
     size_t row = 0;
     double sent_by_then = 0;
     for (size_t k = 0; k < r.curve_seconds.size(); ++k) {

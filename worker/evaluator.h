@@ -40,15 +40,19 @@ absl::StatusOr<TestScore> ScoreTestSet(Model* model, const Dataset& test, int ba
 // Borrows everything it is given.
 class Evaluator {
  public:
-  // `trace` gets every evaluation: its pull and its scoring (thread 0).
+  // `trace` gets every evaluation: its pull and its scoring (thread 0). Results' wall_seconds
+  // count from construction, plus `earlier_wall_seconds`: the clock the evaluator's earlier
+  // processes in the run left (its metrics CSV's last row; 0 for its first).
   Evaluator(Model* model, const Dataset* test, PsClient* client, int batch_size,
-            CsvMetricsWriter* metrics /* nullable */, TraceWriter* trace /* nullable */)
+            CsvMetricsWriter* metrics /* nullable */, TraceWriter* trace /* nullable */,
+            double earlier_wall_seconds = 0)
       : model_(model),
         test_(test),
         client_(client),
         batch_size_(batch_size),
         metrics_(metrics),
-        trace_(trace) {}
+        trace_(trace),
+        start_(absl::Now() - absl::Seconds(earlier_wall_seconds)) {}
 
   // Pulls the current weights and scores the whole test set; appends a metrics row.
   absl::StatusOr<EvalResult> EvaluateOnce();
@@ -68,7 +72,7 @@ class Evaluator {
   const int batch_size_;
   CsvMetricsWriter* const metrics_;
   TraceWriter* const trace_;
-  const absl::Time start_ = absl::Now();
+  const absl::Time start_;
 };
 
 }  // namespace monsoon

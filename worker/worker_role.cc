@@ -141,8 +141,9 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(run_dir.evaluator_metrics_path(), EvaluatorMetricsColumns()));
+  // A restarted evaluator's clock carries on from the last row its earlier processes wrote.
   Evaluator evaluator(model.get(), &test, conn.client.get(), config.evaluation.batch_size,
-                      metrics.get(), trace.get());
+                      metrics.get(), trace.get(), metrics->continued_from().Get("wall_seconds"));
   MONSOON_ASSIGN_OR_RETURN(
       EvalResult final_result,
       evaluator.RunUntilWorkersFinish(absl::Seconds(config.evaluation.interval_seconds), stop));

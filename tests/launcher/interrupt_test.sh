@@ -34,7 +34,8 @@ grep -q "resumed from" "$WORK"/int/logs/server-0.log && pass "resumed from the c
   || fail "did not resume: $(tail -3 "$WORK/resume.txt")"
 # The restarted workers carried on their totals: in each worker's metrics the clock and the
 # byte counters never go back across the restart, the last rows cover both processes, and the
-# summary's training time is the longest worker's from those rows.
+# summary's training time is the longest worker's from those rows. The evaluator's clock
+# carries on too.
 python3 - "$WORK/int" <<'PY'
 import csv, json, sys
 run = sys.argv[1]
@@ -49,9 +50,12 @@ for i in (0, 1):
     samples = float(last["samples_per_second"]) * float(last["wall_seconds"])
     assert samples >= 30000 * 12 - 1, (i, samples)  # its half of the 60k images, 12 epochs
     longest = max(longest, float(last["wall_seconds"]))
+evaluations = [float(r["wall_seconds"]) for r in csv.DictReader(open(f"{run}/metrics/evaluator.csv"))]
+assert all(a <= b for a, b in zip(evaluations, evaluations[1:])), evaluations
 # summary.json prints 10 significant digits.
 assert abs(summary["training_seconds"] - longest) <= 1e-9 * longest, (summary, longest)
-print("worker totals carried across the restart; training_seconds", summary["training_seconds"])
+print("worker totals carried across the restart; training_seconds", summary["training_seconds"],
+      "; evaluator clock", evaluations)
 PY
 expect_eq "metrics carried on across the restart" "$?" "0"
 # A stop while the roles are still starting (0.1-1 s in): each role reports the stop, never

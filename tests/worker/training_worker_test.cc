@@ -507,6 +507,24 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
   auto final_result = evaluator.RunUntilWorkersFinish(absl::Milliseconds(10), nullptr);
   REQUIRE(final_result.ok());
   CHECK(final_result->params.size() == 2);
+  CHECK(final_result->wall_seconds >= second->wall_seconds);
+}
+
+TEST_CASE("Evaluator: a restarted evaluator's clock carries on from its earlier processes'",
+          "[worker][evaluator]") {
+  LinearSetup setup(1);
+  setup.Start();
+  CpuBackend backend;
+  auto model = Model::Create(setup.config.model, &backend);
+  InProcessPsClient eval_client(setup.raw, {ClientRole::kEvaluator, 0});
+  const absl::Time before = absl::Now();
+  Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr, nullptr,
+                      /*earlier_wall_seconds=*/1000);
+  auto result = evaluator.EvaluateOnce();
+  const double elapsed = absl::ToDoubleSeconds(absl::Now() - before);
+  REQUIRE(result.ok());
+  CHECK(result->wall_seconds >= 1000);
+  CHECK(result->wall_seconds <= 1000 + elapsed);
 }
 
 }  // namespace
