@@ -121,9 +121,8 @@ class Section {
   }
 
   absl::Status IntList(const std::string& key, int min, std::vector<int>* out) {
-    known_.insert(key);
-    const YAML::Node n = Get(key);
-    if (!n || n.IsNull()) return absl::OkStatus();
+    MONSOON_ASSIGN_OR_RETURN(const YAML::Node n, Field(key));
+    if (!n) return absl::OkStatus();
     if (!n.IsSequence()) {
       return absl::InvalidArgumentError(
           absl::StrCat(Path(key), ": expected a list of integers like [256, 128]"));
@@ -144,9 +143,8 @@ class Section {
   // A list of strings, each (when `allowed` is not empty) one of `allowed`.
   absl::Status StringList(const std::string& key, const std::vector<std::string>& allowed,
                           std::vector<std::string>* out) {
-    known_.insert(key);
-    const YAML::Node n = Get(key);
-    if (!n || n.IsNull()) return absl::OkStatus();
+    MONSOON_ASSIGN_OR_RETURN(const YAML::Node n, Field(key));
+    if (!n) return absl::OkStatus();
     if (!n.IsSequence()) {
       return absl::InvalidArgumentError(absl::StrCat(Path(key), ": expected a list"));
     }
@@ -202,7 +200,7 @@ class Section {
 
  private:
   YAML::Node Get(const std::string& key) const {
-    if (!node_ || !node_.IsMap()) return YAML::Node();
+    if (!node_ || !node_.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
     return node_[key];
   }
   std::string Path(const std::string& key) const {
@@ -210,11 +208,23 @@ class Section {
   }
   std::string Name() const { return path_.empty() ? "top level" : path_; }
 
-  // Returns false when the key is absent (or null), true and the text when it is a scalar.
-  absl::StatusOr<bool> Scalar(const std::string& key, std::string* text) {
+  // The key's node, undefined when the key is absent. InvalidArgument when the key is there
+  // without a value (`epochs:`, `epochs: ~`): that is far more often a slip than a wish for
+  // the default, which leaving the key out gives.
+  absl::StatusOr<YAML::Node> Field(const std::string& key) {
     known_.insert(key);
     const YAML::Node n = Get(key);
-    if (!n || n.IsNull()) return false;
+    if (n && n.IsNull()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Path(key), ": no value (leave the key out for its default)"));
+    }
+    return n;
+  }
+
+  // Returns false when the key is absent, true and the text when it is a scalar.
+  absl::StatusOr<bool> Scalar(const std::string& key, std::string* text) {
+    MONSOON_ASSIGN_OR_RETURN(const YAML::Node n, Field(key));
+    if (!n) return false;
     if (!n.IsScalar()) {
       return absl::InvalidArgumentError(absl::StrCat(Path(key), ": expected a single value"));
     }
@@ -235,6 +245,11 @@ absl::Status ApplyOverride(YAML::Node root, const std::string& assignment) {
   }
   const std::string path = assignment.substr(0, eq);
   const YAML::Node value = YAML::Load(assignment.substr(eq + 1));
+  if (value.IsNull()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--set ", path, ": no value (write ", path, "=VALUE; to get a field's default, leave it "
+        "out of the config)"));
+  }
   std::vector<std::string> keys = absl::StrSplit(path, '.');
   // yaml-cpp nodes are handles: walking with reset() keeps edits inside `root`.
   YAML::Node node = root;

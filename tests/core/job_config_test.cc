@@ -55,6 +55,25 @@ TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][con
   CHECK(ErrorOf("job: [\n").rfind("YAML syntax error at line", 0) == 0);
 }
 
+TEST_CASE("JobConfig: a field written without a value is an error, not its default",
+          "[core][config]") {
+  CHECK(ErrorOf(CsvJob("training:\n  epochs:\n")) ==
+        "training.epochs: no value (leave the key out for its default)");
+  CHECK(ErrorOf(CsvJob("optimizer:\n  learning_rate: ~\n")) ==
+        "optimizer.learning_rate: no value (leave the key out for its default)");
+  std::string no_hidden = CsvJob();
+  no_hidden.insert(no_hidden.find("data:"), "  hidden: null\n");
+  CHECK(ErrorOf(no_hidden) == "model.hidden: no value (leave the key out for its default)");
+  CHECK(ErrorOf(CsvJob("cluster:\n  ranks:\n")) ==
+        "cluster.ranks: no value (leave the key out for its default)");
+  CHECK(ErrorOf(CsvJob("reliability:\n  heartbeat_seconds:\n")) ==
+        "reliability.heartbeat_seconds: no value (leave the key out for its default)");
+  // A section without fields is an empty section: every default.
+  auto config = ParseJobConfig(CsvJob("downpour:\n"), TempPath(""), {});
+  REQUIRE(config.ok());
+  CHECK(config->downpour.n_fetch == 1);
+}
+
 TEST_CASE("JobConfig: algorithm knobs are checked against their ranges", "[core][config]") {
   CHECK(ErrorOf(CsvJob("training:\n  algorithm: hogwild\n")) ==
         "training.algorithm: 'hogwild' is not allowed (allowed: downpour, sync, ssp, easgd, "
@@ -111,6 +130,11 @@ TEST_CASE("JobConfig: --set overrides any key before validation", "[core][config
   CHECK(ErrorOf(CsvJob(), {"training.epochs=0"}).rfind("training.epochs:", 0) == 0);
   CHECK(ErrorOf(CsvJob(), {"noequals"}) == "--set noequals: expected key.path=value");
   CHECK(ErrorOf(CsvJob(), {"job.x=1"}) == "--set job.x: 'job' is not a section");
+  // An empty value would have replaced the file's value (or whole section) with the default.
+  for (const std::string empty : {"training.epochs=", "cluster=", "training.epochs=~"}) {
+    CHECK(ErrorOf(CsvJob(), {empty}).rfind(
+              "--set " + empty.substr(0, empty.find('=')) + ": no value (write ", 0) == 0);
+  }
 }
 
 TEST_CASE("JobConfig: the resolved YAML parses back to the same config", "[core][config]") {

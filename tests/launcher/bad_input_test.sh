@@ -26,6 +26,11 @@ expect_config_error "wrong type" "training.epochs: expected an integer" \
   validate "$WORK/job.yaml" --set training.epochs=three
 expect_config_error "bad choice" "optimizer.type: 'rmsprop' is not allowed (allowed: sgd, momentum, adagrad, adam)" \
   run "$WORK/job.yaml" --run-dir "$WORK/r1" --set optimizer.type=rmsprop
+expect_config_error "empty --set value" "--set training.epochs: no value (write training.epochs=VALUE" \
+  validate "$WORK/job.yaml" --set training.epochs=
+sed 's/^  epochs: .*/  epochs:/' "$WORK/job.yaml" >"$WORK/job_no_value.yaml"
+expect_config_error "field without a value" "training.epochs: no value (leave the key out for its default)" \
+  validate "$WORK/job_no_value.yaml"
 expect_config_error "missing data file" "data.train: file not found: $WORK/missing.csv" \
   run "$WORK/job.yaml" --run-dir "$WORK/r2" --set data.train=missing.csv
 expect_config_error "missing config" "config file not found: $WORK/nope.yaml" \
