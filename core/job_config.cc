@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +11,8 @@
 #include <sstream>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -265,10 +268,25 @@ absl::Status ApplyOverride(YAML::Node root, const std::string& assignment) {
   return absl::OkStatus();
 }
 
+// A value that `monsoon sbatch` writes into an #SBATCH line as it is: one word, so it can
+// neither end the line nor split into two options.
+absl::Status CheckSbatchWord(const std::string& field, const std::string& value) {
+  for (char ch : value) {
+    const unsigned char u = static_cast<unsigned char>(ch);
+    if (std::isspace(u) || std::iscntrl(u) || ch == '"' || ch == '\'' || ch == '\\') {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ": expected one word (no spaces, quotes, backslashes or control characters), "
+                 "got '", absl::CEscape(value), "'"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobConfig* c) {
   if (!root.IsMap()) return absl::InvalidArgumentError("top level: expected a mapping of sections");
   Section top(root, "");
   MONSOON_RETURN_IF_ERROR(top.String("job", {}, &c->job));
+  MONSOON_RETURN_IF_ERROR(CheckRunName("job", c->job));
   MONSOON_RETURN_IF_ERROR(top.Uint64("seed", &c->seed));
 
   MONSOON_ASSIGN_OR_RETURN(Section cluster, top.Child("cluster"));
@@ -512,6 +530,10 @@ absl::Status ParseTree(const YAML::Node& root, const std::string& base_dir, JobC
   MONSOON_RETURN_IF_ERROR(slurm.Int("server_nodes", 1, 100000, &s.server_nodes));
   MONSOON_RETURN_IF_ERROR(slurm.Int("worker_nodes", 1, 100000, &s.worker_nodes));
   MONSOON_RETURN_IF_ERROR(slurm.Int("signal_seconds", 0, 65535, &s.signal_seconds));
+  if (s.time.empty()) return absl::InvalidArgumentError("slurm.time: must not be empty");
+  MONSOON_RETURN_IF_ERROR(CheckSbatchWord("slurm.time", s.time));
+  MONSOON_RETURN_IF_ERROR(CheckSbatchWord("slurm.partition", s.partition));
+  MONSOON_RETURN_IF_ERROR(CheckSbatchWord("slurm.account", s.account));
   for (size_t i = 0; i < s.extra.size(); ++i) {
     if (s.extra[i].rfind("--", 0) != 0 || s.extra[i].find('\n') != std::string::npos) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -575,6 +597,19 @@ bool StopsOnWorkerLoss(const JobConfig& config) {
 absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config) {
   return ShardingPlan::Create(Model::NumParams(config.model), config.cluster.servers,
                               config.chunk_floats());
+}
+
+absl::Status CheckRunName(const std::string& field, const std::string& name) {
+  const auto allowed = [](char ch, bool first) {
+    return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '_' ||
+           (!first && (ch == '.' || ch == '-'));
+  };
+  bool ok = !name.empty() && name.size() <= 128;
+  for (size_t i = 0; ok && i < name.size(); ++i) ok = allowed(name[i], i == 0);
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, ": expected 1 to 128 letters, digits, '.', '_' and '-', the first a letter, digit "
+             "or '_' (it names a directory), got '", absl::CEscape(name), "'"));
 }
 
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,

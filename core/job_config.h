@@ -241,6 +241,11 @@ struct JobConfig {
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,
                                          const std::vector<std::string>& overrides = {});
 
+// OK when `name` can name a directory of its own (runs/JOB, a compare variant's run) and a
+// SLURM job: 1 to 128 letters, digits, '.', '_' and '-', the first a letter, digit or '_'
+// (so never '.', '..' or an option). Else InvalidArgument starting with `field`.
+absl::Status CheckRunName(const std::string& field, const std::string& name);
+
 // Reads and parses a YAML file (relative paths resolve against the file's directory).
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
                                         const std::vector<std::string>& overrides = {});

@@ -49,7 +49,11 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     }
   }
   Study study;
-  study.name = root["study"] ? root["study"].as<std::string>() : "study";
+  if (root["study"]) {
+    if (!root["study"].IsScalar()) return absl::InvalidArgumentError("study: expected a name");
+    study.name = root["study"].Scalar();
+  }
+  MONSOON_RETURN_IF_ERROR(CheckRunName("study", study.name));
   if (!root["base"] || !root["base"].IsScalar()) {
     return absl::InvalidArgumentError("base: required, the base job's YAML file");
   }
@@ -82,10 +86,10 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     }
     StudyVariant variant;
     variant.name = v["name"].Scalar();
-    if (variant.name.empty() || variant.name.find('/') != std::string::npos ||
-        !names.insert(variant.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          field, ".name: '", variant.name, "' must be unique, non-empty and without '/'"));
+    MONSOON_RETURN_IF_ERROR(CheckRunName(field + ".name", variant.name));
+    if (!names.insert(variant.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ".name: '", variant.name, "' is taken by an earlier variant"));
     }
     MONSOON_ASSIGN_OR_RETURN(std::vector<std::string> own, Overrides(v["set"], field + ".set"));
     variant.sets = common;

@@ -32,7 +32,7 @@ struct StudyVariant {
 };
 
 struct Study {
-  std::string name;
+  std::string name = "study";  // names runs/STUDY (CheckRunName)
   double target_accuracy = 0;  // 0: no target
   // Every variant classifies (the plot shows test accuracy) or every variant regresses (the
   // plot shows test loss).

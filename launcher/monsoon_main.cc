@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -626,6 +627,12 @@ int CmdSbatch(const Args& args) {
   std::error_code ec;
   const std::string runs_dir =
       std::filesystem::absolute(absl::StrCat("runs/", config->job)).lexically_normal().string();
+  if (runs_dir.find_first_of("\n\r") != std::string::npos) {
+    return Fail(absl::InvalidArgumentError(absl::StrCat(
+                    "the runs directory ", absl::CEscape(runs_dir),
+                    " holds a line break, which an #SBATCH line cannot; run from another one")),
+                2);
+  }
   std::filesystem::create_directories(runs_dir, ec);
   if (ec) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot create ", runs_dir)), 1);
   SbatchInputs inputs;

@@ -19,6 +19,18 @@ std::string ShellQuote(const std::string& s) {
   return out + "'";
 }
 
+// An argument of an #SBATCH line: as it is when it is one plain word, else double-quoted
+// with `"` and `\` escaped (sbatch groups quoted text and takes a backslash as an escape).
+std::string SbatchArgument(const std::string& s) {
+  if (s.find_first_of(" \t\"'\\") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
 std::string Component(int nodes, int tasks, int cpus, int gpus) {
   std::string s = absl::StrCat("#SBATCH --nodes=", nodes, "\n#SBATCH --ntasks=", tasks,
                                "\n#SBATCH --cpus-per-task=", cpus, "\n");
@@ -35,7 +47,7 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       absl::StrCat("#!/bin/bash\n", "# Monsoon job '", config.job,
                    "', written by `monsoon sbatch`. Submit with: sbatch FILE\n",
                    "#SBATCH --job-name=", config.job, "\n", "#SBATCH --time=", s.time, "\n",
-                   "#SBATCH --output=", in.runs_dir, "/slurm-%j.out\n",
+                   "#SBATCH --output=", SbatchArgument(in.runs_dir + "/slurm-%j.out"), "\n",
                    "#SBATCH --open-mode=append\n#SBATCH --requeue\n");
   if (s.signal_seconds > 0) {
     absl::StrAppend(&script, "#SBATCH --signal=USR1@", s.signal_seconds, "\n");

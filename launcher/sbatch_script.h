@@ -15,7 +15,9 @@ struct SbatchInputs {
   std::string monsoon_exe;             // absolute path of the monsoon binary
   std::string config_path;             // absolute path of the job YAML
   std::vector<std::string> overrides;  // --set values, passed on to `monsoon prepare`
-  std::string runs_dir;                // absolute; the run directory is RUNS_DIR/slurm-JOBID
+  // Absolute, without a line break (an #SBATCH line holds it); the run directory is
+  // RUNS_DIR/slurm-JOBID.
+  std::string runs_dir;
 };
 
 // Homogeneous: one component of slurm.nodes nodes and TasksNeeded() tasks. Heterogeneous:

@@ -55,6 +55,31 @@ TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][con
   CHECK(ErrorOf("job: [\n").rfind("YAML syntax error at line", 0) == 0);
 }
 
+TEST_CASE("JobConfig: the job's name is one directory name, slurm values one word each",
+          "[core][config]") {
+  for (const std::string name : {"fmnist_downpour", "run-2.v1", "_x", "A9"}) {
+    CHECK(CheckRunName("job", name).ok());
+  }
+  for (const std::string name : {"", "..", ".", ".hidden", "-x", "a/b", "../../escape", "a b",
+                                 "a\nb", "caf\xc3\xa9"}) {
+    const absl::Status status = CheckRunName("job", name);
+    CHECK(absl::IsInvalidArgument(status));
+    CHECK(std::string(status.message()).rfind("job: expected 1 to 128 letters", 0) == 0);
+  }
+  CHECK(CheckRunName("job", std::string(128, 'a')).ok());
+  CHECK(!CheckRunName("job", std::string(129, 'a')).ok());
+  CHECK(ErrorOf(CsvJob(), {"job=../x"}) ==
+        "job: expected 1 to 128 letters, digits, '.', '_' and '-', the first a letter, digit or "
+        "'_' (it names a directory), got '../x'");
+  CHECK(ErrorOf(CsvJob("slurm:\n  partition: \"gpu\\n#SBATCH --wrap=x\"\n")) ==
+        "slurm.partition: expected one word (no spaces, quotes, backslashes or control "
+        "characters), got 'gpu\\n#SBATCH --wrap=x'");
+  CHECK(ErrorOf(CsvJob(), {"slurm.account='a b'"}).rfind("slurm.account: expected one word", 0) ==
+        0);
+  CHECK(ErrorOf(CsvJob(), {"slurm.time=''"}) == "slurm.time: must not be empty");
+  CHECK(ErrorOf(CsvJob(), {"slurm.partition=gpu,debug", "slurm.time=1-00:00:00"}).empty());
+}
+
 TEST_CASE("JobConfig: a field written without a value is an error, not its default",
           "[core][config]") {
   CHECK(ErrorOf(CsvJob("training:\n  epochs:\n")) ==

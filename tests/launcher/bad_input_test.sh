@@ -61,6 +61,18 @@ printf 'study: s\nbase: job.yaml\nvariants:\n  - name: a\n    set: {easgd.tau: 0
 expect_config_error "bad study variant" "variant 'a': " compare "$WORK/study.yaml" --out "$WORK/s1"
 printf 'study: s\nbase: job.yaml\nvariants: []\n' >"$WORK/study2.yaml"
 expect_config_error "empty study" "variants: expected a non-empty list" compare "$WORK/study2.yaml"
+# Names that become directories stay inside the runs directory (and out of #SBATCH lines).
+printf 'study: s\nbase: job.yaml\nvariants:\n  - name: ..\n' >"$WORK/study3.yaml"
+expect_config_error "variant named .." "variants[0].name: expected 1 to 128 letters" \
+  compare "$WORK/study3.yaml" --out "$WORK/s3"
+cd "$WORK"  # a bad name's runs/JOB would be made here
+expect_config_error "job name with a path" "job: expected 1 to 128 letters" \
+  run job.yaml --set job=../../escape
+cd - >/dev/null
+[ ! -e "$WORK/../escape" ] && [ ! -e "$WORK/runs" ] && pass "no directory outside runs/ for a bad job name" \
+  || fail "a bad job name made a directory"
+expect_config_error "two words for an #SBATCH option" "slurm.partition: expected one word" \
+  sbatch "$WORK/job.yaml" --set "slurm.partition='gpu --wrap=x'"
 
 printf 'job: x\ncluster: {servers: 2\n' >"$WORK/broken.yaml"
 expect_config_error "YAML syntax" "YAML syntax error at line" validate "$WORK/broken.yaml"

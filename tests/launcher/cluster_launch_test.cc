@@ -229,6 +229,14 @@ TEST_CASE("SbatchScript: homogeneous and heterogeneous scripts", "[launcher][sba
     INFO(line);
     CHECK(homogeneous.find(line) != std::string::npos);
   }
+  CHECK(homogeneous.find("#SBATCH --output=/scratch/runs/demo/slurm-%j.out\n") !=
+        std::string::npos);
+  // A runs directory with spaces or quotes is one argument of the #SBATCH line.
+  SbatchInputs spaced = in;
+  spaced.runs_dir = "/scratch/my \"runs\"/demo";
+  CHECK(SbatchScript(config, spaced)
+            .find("#SBATCH --output=\"/scratch/my \\\"runs\\\"/demo/slurm-%j.out\"\n") !=
+        std::string::npos);
   // Synchronous training with every worker in the quorum stops on a lost worker anyway.
   config.training.algorithm = Algorithm::kSync;
   CHECK(SbatchScript(config, in).find("srun --kill-on-bad-exit=1 ") != std::string::npos);
