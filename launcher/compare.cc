@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -59,11 +60,12 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
   }
   fs::path base(root["base"].Scalar());
   if (base.is_relative()) base = fs::path(dir) / base;
-  if (root["target_accuracy"]) {
-    study.target_accuracy = root["target_accuracy"].as<double>();
-    if (!(study.target_accuracy > 0 && study.target_accuracy <= 1)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "target_accuracy: expected a number in (0, 1], got ", study.target_accuracy));
+  if (const YAML::Node target = root["target_accuracy"]) {
+    const std::string text = target.IsScalar() ? target.Scalar() : "";
+    if (!absl::SimpleAtod(text, &study.target_accuracy) ||
+        !(study.target_accuracy > 0 && study.target_accuracy <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("target_accuracy: expected a number in (0, 1], got '", text, "'"));
     }
   }
   MONSOON_ASSIGN_OR_RETURN(std::vector<std::string> common, Overrides(root["set"], "set"));

@@ -61,6 +61,9 @@ printf 'study: s\nbase: job.yaml\nvariants:\n  - name: a\n    set: {easgd.tau: 0
 expect_config_error "bad study variant" "variant 'a': " compare "$WORK/study.yaml" --out "$WORK/s1"
 printf 'study: s\nbase: job.yaml\nvariants: []\n' >"$WORK/study2.yaml"
 expect_config_error "empty study" "variants: expected a non-empty list" compare "$WORK/study2.yaml"
+printf 'study: s\nbase: job.yaml\ntarget_accuracy: high\nvariants:\n  - name: a\n' >"$WORK/study4.yaml"
+expect_config_error "study target" "target_accuracy: expected a number in (0, 1], got 'high'" \
+  compare "$WORK/study4.yaml" --out "$WORK/s4"
 # Names that become directories stay inside the runs directory (and out of #SBATCH lines).
 printf 'study: s\nbase: job.yaml\nvariants:\n  - name: ..\n' >"$WORK/study3.yaml"
 expect_config_error "variant named .." "variants[0].name: expected 1 to 128 letters" \
