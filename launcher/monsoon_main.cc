@@ -151,6 +151,9 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first,
         std::find(switches.begin(), switches.end(), a) == switches.end()) {
       return absl::InvalidArgumentError(absl::StrCat("unknown option ", a));
     }
+    if (args.Get(a) != nullptr) {
+      return absl::InvalidArgumentError(absl::StrCat(a, " given twice"));
+    }
     args.flags.emplace_back(a, value);
   }
   return args;

@@ -80,6 +80,8 @@ expect_config_error "two words for an #SBATCH option" "slurm.partition: expected
 printf 'job: x\ncluster: {servers: 2\n' >"$WORK/broken.yaml"
 expect_config_error "YAML syntax" "YAML syntax error at line" validate "$WORK/broken.yaml"
 expect_config_error "unknown option" "unknown option --bogus" run "$WORK/job.yaml" --bogus 1
+expect_config_error "option given twice" "--run-dir given twice" \
+  run "$WORK/job.yaml" --run-dir "$WORK/r1" --run-dir "$WORK/r2"
 [ ! -e "$WORK/r1" ] && pass "no run directory for a bad config" || fail "run directory created for a bad config"
 
 # Malformed SLURM variables in an srun task: one line naming the variable, at once.
