@@ -486,45 +486,40 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
   auto model = Model::Create(setup.config.model, &backend);
   InProcessPsClient worker_client(setup.raw, {ClientRole::kWorker, 0});
   InProcessPsClient eval_client(setup.raw, {ClientRole::kEvaluator, 0});
-  Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr, nullptr);
-  // Weights start at zero: the loss is the mean of 0.5 y^2 over the data.
-  double expected = 0;
-  for (float y : setup.data.targets) expected += 0.5 * y * y;
-  expected /= setup.data.size();
-  auto first = evaluator.EvaluateOnce();
-  REQUIRE(first.ok());
-  CHECK(first->test_loss == Approx(expected));
-  CHECK(first->global_step == 0);
-  CHECK(first->epoch == 0);
-  // A push reports the worker's progress; the evaluator shows the workers' mean.
-  PushOrigin origin;
-  origin.epoch = 1.5;
-  REQUIRE(worker_client.PushAll({0.0f, 0.0f}, {0}, origin).ok());
-  auto second = evaluator.EvaluateOnce();
-  REQUIRE(second.ok());
-  CHECK(second->epoch == Approx(1.5));
-  REQUIRE(worker_client.Finish().ok());
-  auto final_result = evaluator.RunUntilWorkersFinish(absl::Milliseconds(10), nullptr);
-  REQUIRE(final_result.ok());
-  CHECK(final_result->params.size() == 2);
-  CHECK(final_result->wall_seconds >= second->wall_seconds);
-}
-
-TEST_CASE("Evaluator: a restarted evaluator's clock carries on from its earlier processes'",
-          "[worker][evaluator]") {
-  LinearSetup setup(1);
-  setup.Start();
-  CpuBackend backend;
-  auto model = Model::Create(setup.config.model, &backend);
-  InProcessPsClient eval_client(setup.raw, {ClientRole::kEvaluator, 0});
-  const absl::Time before = absl::Now();
-  Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr, nullptr,
-                      /*earlier_wall_seconds=*/1000);
-  auto result = evaluator.EvaluateOnce();
-  const double elapsed = absl::ToDoubleSeconds(absl::Now() - before);
-  REQUIRE(result.ok());
-  CHECK(result->wall_seconds >= 1000);
-  CHECK(result->wall_seconds <= 1000 + elapsed);
+  SECTION("a first evaluator") {
+    Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr, nullptr);
+    // Weights start at zero: the loss is the mean of 0.5 y^2 over the data.
+    double expected = 0;
+    for (float y : setup.data.targets) expected += 0.5 * y * y;
+    expected /= setup.data.size();
+    auto first = evaluator.EvaluateOnce();
+    REQUIRE(first.ok());
+    CHECK(first->test_loss == Approx(expected));
+    CHECK(first->global_step == 0);
+    CHECK(first->epoch == 0);
+    // A push reports the worker's progress; the evaluator shows the workers' mean.
+    PushOrigin origin;
+    origin.epoch = 1.5;
+    REQUIRE(worker_client.PushAll({0.0f, 0.0f}, {0}, origin).ok());
+    auto second = evaluator.EvaluateOnce();
+    REQUIRE(second.ok());
+    CHECK(second->epoch == Approx(1.5));
+    REQUIRE(worker_client.Finish().ok());
+    auto final_result = evaluator.RunUntilWorkersFinish(absl::Milliseconds(10), nullptr);
+    REQUIRE(final_result.ok());
+    CHECK(final_result->params.size() == 2);
+    CHECK(final_result->wall_seconds >= second->wall_seconds);
+  }
+  SECTION("a restarted evaluator's clock carries on from its earlier processes'") {
+    const absl::Time before = absl::Now();
+    Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr, nullptr,
+                        /*earlier_wall_seconds=*/1000);
+    auto result = evaluator.EvaluateOnce();
+    const double elapsed = absl::ToDoubleSeconds(absl::Now() - before);
+    REQUIRE(result.ok());
+    CHECK(result->wall_seconds >= 1000);
+    CHECK(result->wall_seconds <= 1000 + elapsed);
+  }
 }
 
 }  // namespace
