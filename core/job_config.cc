@@ -2,7 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -272,8 +271,9 @@ absl::Status ApplyOverride(YAML::Node root, const std::string& assignment) {
 // neither end the line nor split into two options.
 absl::Status CheckSbatchWord(const std::string& field, const std::string& value) {
   for (char ch : value) {
-    const unsigned char u = static_cast<unsigned char>(ch);
-    if (std::isspace(u) || std::iscntrl(u) || ch == '"' || ch == '\'' || ch == '\\') {
+    if (absl::ascii_isspace(static_cast<unsigned char>(ch)) ||
+        absl::ascii_iscntrl(static_cast<unsigned char>(ch)) || ch == '"' || ch == '\'' ||
+        ch == '\\') {
       return absl::InvalidArgumentError(absl::StrCat(
           field, ": expected one word (no spaces, quotes, backslashes or control characters), "
                  "got '", absl::CEscape(value), "'"));
