@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <climits>
@@ -117,9 +118,24 @@ struct Args {
   }
 };
 
-absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first,
-                               const std::vector<std::string>& allowed,
-                               const std::vector<std::string>& switches) {
+// What a command takes besides its options: nothing, or one file (CONFIG.yaml, STUDY.yaml).
+enum class Operand { kNone, kOptionalFile, kFile };
+
+// One `monsoon` command: its options ("--flag VALUE"; "--set" may repeat), its switches
+// ("--flag"), its operand and the function that runs it.
+struct Command {
+  std::string name;
+  std::vector<std::string> options;
+  std::vector<std::string> switches;
+  Operand operand = Operand::kNone;
+  std::string operand_name;
+  int (*run)(const Args&);
+};
+
+absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const Command& command) {
+  const auto listed = [](const std::vector<std::string>& list, const std::string& a) {
+    return std::find(list.begin(), list.end(), a) != list.end();
+  };
   Args args;
   for (int i = first; i < argc; ++i) {
     std::string a = argv[i];
@@ -127,34 +143,54 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first,
       args.positional.push_back(a);
       continue;
     }
-    if (std::find(switches.begin(), switches.end(), a) != switches.end()) {
-      args.flags.emplace_back(a, "");
-      continue;
-    }
-    std::string value;
     const size_t eq = a.find('=');
-    if (eq != std::string::npos && a.rfind("--set", 0) != 0) {
+    std::string value;
+    if (eq != std::string::npos) {
       value = a.substr(eq + 1);
       a = a.substr(0, eq);
-    } else if (a.rfind("--set=", 0) == 0) {
-      value = a.substr(6);
-      a = "--set";
+    }
+    if (listed(command.switches, a)) {
+      if (eq != std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat(a, " takes no value"));
+      }
+    } else if (listed(command.options, a)) {
+      if (eq == std::string::npos) {
+        if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(a, " needs a value"));
+        value = argv[++i];
+      }
     } else {
-      if (i + 1 >= argc) return absl::InvalidArgumentError(absl::StrCat(a, " needs a value"));
-      value = argv[++i];
+      return absl::InvalidArgumentError(absl::StrCat("unknown option ", a, " for ", command.name));
     }
     if (a == "--set") {
       args.sets.push_back(value);
       continue;
     }
-    if (std::find(allowed.begin(), allowed.end(), a) == allowed.end() &&
-        std::find(switches.begin(), switches.end(), a) == switches.end()) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown option ", a));
-    }
     if (args.Get(a) != nullptr) {
       return absl::InvalidArgumentError(absl::StrCat(a, " given twice"));
     }
     args.flags.emplace_back(a, value);
+  }
+  const bool resume = args.Get("--resume") != nullptr;
+  if (command.operand == Operand::kNone && !args.positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        command.name, " takes no argument '", args.positional[0], "'",
+        listed(command.options, "--run-dir") && args.Get("--run-dir") == nullptr
+            ? " (give a run directory as --run-dir DIR)"
+            : ""));
+  }
+  if (args.positional.size() > 1) {
+    return absl::InvalidArgumentError(absl::StrCat(command.name, " takes one ",
+                                                   command.operand_name, ", got ",
+                                                   absl::StrJoin(args.positional, " ")));
+  }
+  if (resume && (!args.positional.empty() || !args.sets.empty())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(command.name, " --resume continues a run with its own config: leave out ",
+                     command.operand_name, " and --set"));
+  }
+  if (command.operand == Operand::kFile && !resume && args.positional.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(command.name, " needs a ", command.operand_name));
   }
   return args;
 }
@@ -237,15 +273,13 @@ int CmdResume(const RunDir& run_dir) {
 
 int CmdRun(const Args& args) {
   if (const std::string* resume = args.Get("--resume")) {
-    if (!args.positional.empty() || args.Get("--run-dir") != nullptr || !args.sets.empty()) {
+    if (args.Get("--run-dir") != nullptr) {
       return Fail(absl::InvalidArgumentError(
-                      "run --resume RUN_DIR takes nothing else: the run keeps its config"),
+                      "run --resume RUN_DIR names the run directory itself: leave out --run-dir"),
                   2);
     }
     return CmdResume(RunDir{*resume});
   }
-  if (args.positional.size() != 1)
-    return Fail(absl::InvalidArgumentError("run needs one CONFIG.yaml"), 2);
   auto config = LoadUserConfig(args);
   if (!config.ok()) return Fail(config.status(), 2);
   RunDir run_dir;
@@ -269,9 +303,6 @@ int CmdRun(const Args& args) {
 }
 
 int CmdCompare(const Args& args) {
-  if (args.positional.size() != 1) {
-    return Fail(absl::InvalidArgumentError("compare needs one STUDY.yaml"), 2);
-  }
   auto study = LoadStudy(args.positional[0]);
   if (!study.ok()) return Fail(study.status(), 2);
   const std::string out =
@@ -328,16 +359,13 @@ int CmdCompare(const Args& args) {
 }
 
 int CmdValidate(const Args& args) {
-  if (args.positional.size() != 1) {
-    return Fail(absl::InvalidArgumentError("validate needs one CONFIG.yaml"), 2);
-  }
   auto config = LoadUserConfig(args);
   if (!config.ok()) return Fail(config.status(), 2);
   std::cout << JobConfigToYaml(*config);
   return 0;
 }
 
-int CmdDevices() {
+int CmdDevices(const Args&) {
   auto devices = ListCudaDevices();
   if (!devices.ok()) {
     std::cout << "cuda: none (" << devices.status().message() << ")" << std::endl;
@@ -450,9 +478,6 @@ int CmdPrepare(const Args& args) {
     std::cerr << "monsoon: " << run_dir->root << " is ready to resume" << std::endl;
     return 0;
   }
-  if (args.positional.size() != 1) {
-    return Fail(absl::InvalidArgumentError("prepare needs one CONFIG.yaml"), 2);
-  }
   auto run_dir = RunDirFlag(args);
   if (!run_dir.ok()) return Fail(run_dir.status(), 2);
   auto config = LoadUserConfig(args);
@@ -468,16 +493,21 @@ int CmdLaunch(const Args& args) {
   auto task = DetectTaskEnvironment(CurrentEnvironment());
   if (!task.ok()) return Fail(task.status(), 2);
   if (task->source == LaunchSource::kLocal) {  // plain local mode
-    if (args.Get("--resume") == nullptr) return CmdRun(args);
+    if (args.Get("--resume") == nullptr) {
+      if (args.positional.empty()) {
+        return Fail(absl::InvalidArgumentError(
+                        "launch outside srun or mpirun runs the whole job on this machine, as "
+                        "`run`, and needs a CONFIG.yaml"),
+                    2);
+      }
+      return CmdRun(args);
+    }
     auto run_dir = RunDirFlag(args);
     if (!run_dir.ok()) return Fail(run_dir.status(), 2);
     return CmdResume(*run_dir);
   }
   auto run_dir = RunDirFlag(args);
   if (!run_dir.ok()) return Fail(run_dir.status(), 2);
-  if (args.positional.size() > 1) {
-    return Fail(absl::InvalidArgumentError("launch takes at most one CONFIG.yaml"), 2);
-  }
   if (args.positional.size() == 1) {
     // Every task validates the config; task 0 prepares the run directory, the others wait.
     auto config = LoadUserConfig(args);
@@ -620,8 +650,6 @@ absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv) {
 }
 
 int CmdSbatch(const Args& args) {
-  if (args.positional.size() != 1)
-    return Fail(absl::InvalidArgumentError("sbatch needs one CONFIG.yaml"), 2);
   const bool submit = args.Get("--submit") != nullptr;
   const bool wait = args.Get("--wait") != nullptr;
   if (wait && !submit) return Fail(absl::InvalidArgumentError("--wait needs --submit"), 2);
@@ -672,43 +700,56 @@ int Main(int argc, char** argv) {
   }
   InstallSignalHandlers();
   ApplyProcessSettings();
-  const std::string cmd = argv[1];
-  std::vector<std::string> allowed, switches;
-  if (cmd == "run") allowed = {"--run-dir", "--resume"};
-  if (cmd == "launch" || cmd == "prepare") {
-    allowed = {"--run-dir"};
-    switches = {"--resume"};
+  const Command commands[] = {
+      {"run", {"--run-dir", "--resume", "--set"}, {}, Operand::kFile, "CONFIG.yaml", CmdRun},
+      {"compare", {"--out"}, {}, Operand::kFile, "STUDY.yaml", CmdCompare},
+      {"validate", {"--set"}, {}, Operand::kFile, "CONFIG.yaml", CmdValidate},
+      {"sbatch",
+       {"--script", "--set"},
+       {"--submit", "--wait"},
+       Operand::kFile,
+       "CONFIG.yaml",
+       CmdSbatch},
+      {"launch", {"--run-dir", "--set"}, {"--resume"}, Operand::kOptionalFile, "CONFIG.yaml",
+       CmdLaunch},
+      {"prepare", {"--run-dir", "--set"}, {"--resume"}, Operand::kFile, "CONFIG.yaml",
+       CmdPrepare},
+      {"summarize", {"--run-dir"}, {}, Operand::kNone, "", CmdSummarize},
+      {"status", {"--run-dir"}, {}, Operand::kNone, "", CmdStatus},
+      {"devices", {}, {}, Operand::kNone, "", CmdDevices},
+      {"gen-linear",
+       {"--out", "--slope", "--intercept", "--noise", "--rows", "--seed", "--x-min", "--x-max"},
+       {},
+       Operand::kNone,
+       "",
+       CmdGenLinear},
+      {"server",
+       {"--run-dir", "--index", "--bind"},
+       {"--resume"},
+       Operand::kNone,
+       "",
+       [](const Args& args) { return CmdRole("server", args); }},
+      {"worker",
+       {"--run-dir", "--index", "--gpu"},
+       {},
+       Operand::kNone,
+       "",
+       [](const Args& args) { return CmdRole("worker", args); }},
+      {"evaluator",
+       {"--run-dir", "--gpu"},
+       {},
+       Operand::kNone,
+       "",
+       [](const Args& args) { return CmdRole("evaluator", args); }},
+  };
+  const std::string name = argv[1];
+  for (const Command& command : commands) {
+    if (command.name != name) continue;
+    auto args = ParseArgs(argc, argv, 2, command);
+    if (!args.ok()) return Fail(args.status(), 2);
+    return command.run(*args);
   }
-  if (cmd == "summarize" || cmd == "status") allowed = {"--run-dir"};
-  if (cmd == "compare") allowed = {"--out"};
-  if (cmd == "sbatch") {
-    allowed = {"--script"};
-    switches = {"--submit", "--wait"};
-  }
-  if (cmd == "gen-linear") {
-    allowed = {"--out",  "--slope", "--intercept", "--noise",
-               "--rows", "--seed",  "--x-min",     "--x-max"};
-  }
-  if (cmd == "server") {
-    allowed = {"--run-dir", "--index", "--bind"};
-    switches = {"--resume"};
-  }
-  if (cmd == "worker") allowed = {"--run-dir", "--index", "--gpu"};
-  if (cmd == "evaluator") allowed = {"--run-dir", "--gpu"};
-  auto args = ParseArgs(argc, argv, 2, allowed, switches);
-  if (!args.ok()) return Fail(args.status(), 2);
-  if (cmd == "run") return CmdRun(*args);
-  if (cmd == "validate") return CmdValidate(*args);
-  if (cmd == "compare") return CmdCompare(*args);
-  if (cmd == "gen-linear") return CmdGenLinear(*args);
-  if (cmd == "devices") return CmdDevices();
-  if (cmd == "sbatch") return CmdSbatch(*args);
-  if (cmd == "launch") return CmdLaunch(*args);
-  if (cmd == "prepare") return CmdPrepare(*args);
-  if (cmd == "summarize") return CmdSummarize(*args);
-  if (cmd == "status") return CmdStatus(*args);
-  if (cmd == "server" || cmd == "worker" || cmd == "evaluator") return CmdRole(cmd, *args);
-  std::cerr << "monsoon: unknown command '" << cmd << "'\n\n" << kUsage;
+  std::cerr << "monsoon: unknown command '" << name << "'\n\n" << kUsage;
   return 2;
 }
 

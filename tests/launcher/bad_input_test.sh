@@ -82,6 +82,19 @@ expect_config_error "YAML syntax" "YAML syntax error at line" validate "$WORK/br
 expect_config_error "unknown option" "unknown option --bogus" run "$WORK/job.yaml" --bogus 1
 expect_config_error "option given twice" "--run-dir given twice" \
   run "$WORK/job.yaml" --run-dir "$WORK/r1" --run-dir "$WORK/r2"
+expect_config_error "argument where a command takes none" \
+  "status takes no argument '$WORK/r1' (give a run directory as --run-dir DIR)" status "$WORK/r1"
+expect_config_error "two configs" "run takes one CONFIG.yaml, got $WORK/job.yaml $WORK/job.yaml" \
+  run "$WORK/job.yaml" "$WORK/job.yaml"
+expect_config_error "--set where a command takes none" "unknown option --set for summarize" \
+  summarize --run-dir "$WORK/r1" --set training.epochs=2
+expect_config_error "a config next to --resume" \
+  "prepare --resume continues a run with its own config: leave out CONFIG.yaml and --set" \
+  prepare "$WORK/job.yaml" --resume --run-dir "$WORK/r1"
+expect_config_error "--set next to run --resume" "run --resume continues a run with its own config" \
+  run --resume "$WORK/r1" --set training.epochs=2
+expect_config_error "launch without a config outside srun" "launch outside srun or mpirun" \
+  launch --run-dir "$WORK/r1"
 [ ! -e "$WORK/r1" ] && pass "no run directory for a bad config" || fail "run directory created for a bad config"
 
 # Malformed SLURM variables in an srun task: one line naming the variable, at once.
