@@ -19,7 +19,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// "key=value" overrides from a YAML mapping of dotted keys to scalars.
+// "key=value" overrides, as `--set` takes them, from a YAML mapping of dotted keys to values
+// (a value may be a list: {model.hidden: [64, 32]}); the value is written back as YAML, so
+// that `--set` reads the same value.
 absl::StatusOr<std::vector<std::string>> Overrides(const YAML::Node& node,
                                                    const std::string& field) {
   std::vector<std::string> sets;
@@ -29,11 +31,13 @@ absl::StatusOr<std::vector<std::string>> Overrides(const YAML::Node& node,
         absl::StrCat(field, ": expected a mapping of config fields, e.g. {ssp.bound: 2}"));
   }
   for (const auto& kv : node) {
-    if (!kv.second.IsScalar()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".", kv.first.Scalar(), ": expected a single value"));
+    if (kv.second.IsNull()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          field, ".", kv.first.Scalar(), ": no value (leave the key out for the base job's)"));
     }
-    sets.push_back(absl::StrCat(kv.first.Scalar(), "=", kv.second.Scalar()));
+    YAML::Emitter value;
+    value << YAML::Flow << kv.second;
+    sets.push_back(absl::StrCat(kv.first.Scalar(), "=", value.c_str()));
   }
   return sets;
 }

@@ -50,5 +50,44 @@ TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its 
   CHECK(r->mean_staleness == 0.25);
 }
 
+TEST_CASE("compare: a study's overrides reach each variant's config as written",
+          "[launcher][compare]") {
+  const std::string dir = TempPath("study");
+  std::filesystem::create_directories(dir);
+  Write(dir + "/train: one.csv", "x,y\n0,1\n1,3\n2,5\n");
+  Write(dir + "/base.yaml",
+        "job: base\n"
+        "model: {type: mlp, input_dim: 1, output_dim: 1, loss: mean_squared_error}\n"
+        "data: {format: csv, train: 'train: one.csv'}\n"
+        "training: {epochs: 3}\n");
+  // A list value, and a string that YAML must keep quoted (its ": " would read as a mapping).
+  Write(dir + "/study.yaml",
+        "study: s\n"
+        "base: base.yaml\n"
+        "set: {training.epochs: 5}\n"
+        "variants:\n"
+        "  - name: deep\n"
+        "    set: {model.hidden: [8, 4], data.test: 'train: one.csv'}\n");
+  auto study = LoadStudy(dir + "/study.yaml");
+  INFO(study.status().ToString());
+  REQUIRE(study.ok());
+  REQUIRE(study->variants.size() == 1);
+  const JobConfig& config = study->variants[0].config;
+  CHECK(config.training.epochs == 5);
+  CHECK(config.model.hidden == std::vector<int>{8, 4});
+  CHECK(config.data.test == dir + "/train: one.csv");
+
+  SECTION("a key without a value is named") {
+    Write(dir + "/study.yaml",
+          "base: base.yaml\nvariants:\n  - name: a\n    set: {training.epochs: }\n");
+    auto bad = LoadStudy(dir + "/study.yaml");
+    REQUIRE_FALSE(bad.ok());
+    CHECK_THAT(std::string(bad.status().message()),
+               Catch::EndsWith(
+                   "study.yaml: variants[0].set.training.epochs: no value (leave the key out "
+                   "for the base job's)"));
+  }
+}
+
 }  // namespace
 }  // namespace monsoon
