@@ -72,7 +72,13 @@ void CpuBackend::ActivationBackward(Activation f, const float* y, const float* d
                                     size_t n) {
   switch (f) {
     case Activation::kRelu:
-      for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+      // dy[i] is read whatever y[i] is, so that the compiler selects instead of branching and
+      // vectorises: a branch per element mispredicts on real activations (about half of them
+      // zero, in no pattern), which made this loop 12 % of a training step's time.
+      for (size_t i = 0; i < n; ++i) {
+        const float g = dy[i];
+        dx[i] = y[i] > 0.0f ? g : 0.0f;
+      }
       return;
     case Activation::kTanh:
       for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);

@@ -78,6 +78,19 @@ TEST_CASE("CpuBackend: activations and their derivatives through the output", "[
   backend.ActivationBackward(Activation::kRelu, y.data(), dy.data(), dx.data(), 5);
   CHECK(y == std::vector<float>{0, 0, 0, 0.7f, 3.0f});
   CHECK(dx == std::vector<float>{0, 0, 0, 4.0f, 5.0f});
+
+  SECTION("ReLU's derivative over a long run of mixed signs, in place") {
+    const size_t n = 37;  // vector lanes and a tail
+    std::vector<float> out(n), grad(n);
+    for (size_t i = 0; i < n; ++i) {
+      out[i] = (i * 7) % 3 == 0 ? 0.0f : 0.5f * static_cast<float>(i);
+      grad[i] = static_cast<float>(i) + 1;
+    }
+    backend.ActivationBackward(Activation::kRelu, out.data(), grad.data(), grad.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      CHECK(grad[i] == (out[i] > 0 ? static_cast<float>(i) + 1 : 0.0f));
+    }
+  }
 }
 
 TEST_CASE("CpuBackend: bias add, column sum, MSE and axpy", "[core][backend]") {
