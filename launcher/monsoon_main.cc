@@ -132,6 +132,9 @@ struct Command {
   int (*run)(const Args&);
 };
 
+// Parses argv[first..] for `command` ("--flag value" or "--flag=value"). InvalidArgument for
+// an option the command does not take, an option given twice (--set repeats), a missing or
+// surplus operand, and an operand or --set next to --resume (a resumed run keeps its config).
 absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const Command& command) {
   const auto listed = [](const std::vector<std::string>& list, const std::string& a) {
     return std::find(list.begin(), list.end(), a) != list.end();
