@@ -1,6 +1,7 @@
 #include "worker/training_worker.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <future>
 #include <iostream>
@@ -318,8 +319,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   model_->SetParams(weights.data());
   PushSummary exchange;
   // The exchange in flight: it sends `weights` (x at its step) and receives d into
-  // `difference`. Without transport.overlap it completes at once; with it, the worker computes
-  // the next step meanwhile and applies x -= d after that step (the force one step late).
+  // `difference`. Without transport.overlap it completes at once; with it, the worker goes on
+  // computing and applies x -= d after the first step that ends with d arrived: the force is
+  // at least one step late and at most tau (the next exchange waits for it first).
   const bool overlap = config_.transport.overlap != "none";
   std::future<absl::StatusOr<PushSummary>> exchanging;
   auto finish_exchange = [&]() -> absl::Status {
@@ -362,7 +364,10 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
         model_->ApplyLocalSgd(eta * RateScale());
       }
     }
-    MONSOON_RETURN_IF_ERROR(finish_exchange());  // one started after the previous step
+    if (exchanging.valid() &&
+        exchanging.wait_for(std::chrono::seconds(0)) == std::future_status::ready) {
+      MONSOON_RETURN_IF_ERROR(finish_exchange());
+    }
     if (++since_exchange == config_.easgd.tau) {
       MONSOON_RETURN_IF_ERROR(start_exchange());
       since_exchange = 0;

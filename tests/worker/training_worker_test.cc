@@ -3,6 +3,7 @@
 #include "worker/training_worker.h"
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -351,7 +352,8 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
 
 TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at the centre",
           "[worker][easgd]") {
-  // With overlap the exchange runs during the next step and its force lands a step late.
+  // With overlap the exchange runs during the next steps and its force lands after the first
+  // step that ends with it arrived.
   for (const std::string overlap : {"none", "push"}) {
     for (Algorithm algorithm : {Algorithm::kEasgd, Algorithm::kEamsgd}) {
       LinearSetup setup(2, 0.1f, 2, algorithm);
@@ -371,6 +373,63 @@ TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at th
       CHECK(w[1] == Approx(-1.25).margin(0.02));
     }
   }
+}
+
+TEST_CASE("TrainingWorker (easgd): an overlapped exchange slower than tau steps lands before the "
+          "next one starts",
+          "[worker][easgd][overlap]") {
+  // Each exchange takes 10 ms, far longer than tau = 4 steps of a linear model: the worker
+  // computes on, and must apply each force before sending the next exchange, never drop it.
+  class SlowExchanges : public InProcessPsClient {
+   public:
+    using InProcessPsClient::InProcessPsClient;
+    absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
+                                            absl::Span<float> difference, ChunkVersions* versions,
+                                            const PushOrigin& origin) override {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      return InProcessPsClient::ExchangeAll(weights, difference, versions, origin);
+    }
+  };
+  LinearSetup setup(1, 0.1f, 1, Algorithm::kEasgd);
+  setup.config.training.epochs = 30;
+  setup.config.training.batch_size = 40;  // 10 steps per epoch, 300 in all: 75 exchanges
+  setup.config.easgd.tau = 4;
+  setup.config.easgd.learning_rate = 0.1;
+  setup.config.transport.overlap = "push";
+  setup.Start();
+  const std::string csv = absl::StrCat(std::getenv("TEST_TMPDIR"), "/slow_exchanges.csv");
+  {
+    CpuBackend backend;
+    auto model = Model::Create(setup.config.model, &backend);
+    DataShard shard(&setup.data, 0, 1, 3);
+    SlowExchanges client(setup.raw, {ClientRole::kWorker, 0});
+    auto metrics = CsvMetricsWriter::Create(csv, WorkerMetricsColumns());
+    REQUIRE(metrics.ok());
+    TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, metrics->get(), nullptr);
+    auto report = worker.Run(nullptr);
+    REQUIRE(report.ok());
+    CHECK(report->pushes == 75);
+  }
+  CHECK(setup.raw[0]->Stats().pushes_applied == 75);
+  auto table = ReadCsvTable(csv);
+  REQUIRE(table.ok());
+  REQUIRE(table->rows.size() == 300);
+  const int step = table->Column("step"), version = table->Column("version");
+  int computed_on = 0;  // steps after 4k + 1 that ended with exchange k still in flight
+  for (const auto& row : table->rows) {
+    // Exchange k starts after step 4k; by the row of step 4(k + 1) its force has landed (the
+    // row's version counts the exchanges applied), and it cannot land before it started.
+    const int s = static_cast<int>(row[step]);
+    INFO("step " << s);
+    CHECK(row[version] >= std::max(0, s / 4 - 1));
+    CHECK(row[version] <= s / 4);
+    if (s % 4 == 1 && row[version] < s / 4) ++computed_on;
+  }
+  CHECK(computed_on > 0);
+  // Still a fit, if a looser one: every force lands up to tau steps late.
+  const auto w = setup.Weights();
+  CHECK(w[0] == Approx(2.5).margin(0.05));
+  CHECK(w[1] == Approx(-1.25).margin(0.05));
 }
 
 TEST_CASE("TrainingWorker (easgd): the cosine schedule scales the workers' local steps",
