@@ -144,8 +144,9 @@ struct TransportConfig {
   double rpc_timeout_seconds = 30;  // deadline of every RPC
   double rendezvous_timeout_seconds = 60;
   // What a worker overlaps with its compute: "none"; "push" (the push of step t runs during
-  // step t + 1; every algorithm; EASGD's exchange too, its force applied a step late);
-  // "push_pull" (also prefetch the next weights during a step: Downpour only, one step staler).
+  // step t + 1; every algorithm; EASGD's exchange too, its force applied 1 to tau steps late);
+  // "push_pull" (Downpour only: that push also brings back the weights for step t + 2, so a
+  // step's weights miss the previous step's gradient: one step staler).
   // Pays off when each worker has a core (or GPU) of its own; with more processes than cores the
   // extra threads cost more than they save.
   std::string overlap = "none";

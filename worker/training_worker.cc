@@ -192,24 +192,45 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   // With transport.overlap, one push is in flight while the next step pulls and computes:
   // `sending` holds its gradient (the client borrows it), `in_flight` its result. The servers
   // order a push before any pull that must see it (sync rounds, SSP clocks); Downpour may see
-  // it a step later. Without overlap a push completes before the next step, and Downpour's
-  // brings back the weights for that step when it pulls (transport.pull_with_push:
-  // PushPullAll, then `pulled_with_push`).
+  // it a step later.
   std::vector<float> sending(n);
   std::future<absl::StatusOr<PushSummary>> in_flight;
-  ChunkVersions versions;
-  PullResult pull;
+  // Downpour's pushes may bring the weights for a later fetch step back in their replies
+  // (PushPullAll): without overlap (transport.pull_with_push) for the next step, straight into
+  // `params`; with overlap push_pull for the steps after the next push, into `incoming` while
+  // the worker computes on. Either way they wait in `params`, `fetched_versions` and
+  // `fetched_pull` for the fetch step (`pulled_with_push`), so that `versions` and `pull` stay
+  // those of the weights the step computes with (each push's base versions, the metrics).
+  const bool overlap_push = config_.transport.overlap != "none";
+  const bool pull_in_flight = downpour && config_.transport.overlap == "push_pull";
+  std::vector<float> incoming(pull_in_flight ? n : 0);
+  ChunkVersions versions, fetched_versions, incoming_versions;
+  PullResult pull, fetched_pull, incoming_pull;
   PushSummary push;
   WorkerReport report;
+  bool pulled_with_push = false, pulling_with_push = false;
   // Waits for the push in flight, if any (the wait counts as communication time).
   auto finish_push = [&]() -> absl::Status {
     if (!in_flight.valid()) return absl::OkStatus();
     MONSOON_ASSIGN_OR_RETURN(push,
                              Timed(&report, "wait for push", [&] { return in_flight.get(); }));
+    if (pulling_with_push) {
+      std::swap(params, incoming);
+      std::swap(fetched_versions, incoming_versions);
+      fetched_pull = incoming_pull;
+      pulled_with_push = true;
+      pulling_with_push = false;
+    }
     return absl::OkStatus();
   };
-  const bool overlap_push = config_.transport.overlap != "none";
-  bool pulled_with_push = false;
+  // Whether a step in [first, first + n_push) fetches: the steps that the weights coming back
+  // with a push would serve, before the next push brings newer ones.
+  auto fetches_within = [&](int64_t first) {
+    for (int64_t step = first; step < first + n_push; ++step) {
+      if (PullsBefore(step)) return true;
+    }
+    return false;
+  };
   std::unique_ptr<TopKSparsifier> topk;
   if (config_.transport.compression == "topk") {
     topk = std::make_unique<TopKSparsifier>(client_->plan(), config_.transport.topk_fraction);
@@ -221,20 +242,31 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     const PushOrigin origin = NextOrigin(report);
     ++report.pushes;
     if (overlap_push) {
-      in_flight = std::async(std::launch::async,
-                             [this, &sending, base = versions, origin, trace = step_trace_] {
-                               TraceScope span(trace, kTraceOverlapped, "push");
-                               return client_->PushAll(sending, base, origin);
-                             });
+      // The reply is waited for at the next push, n_push steps on.
+      pulling_with_push = pull_in_flight && !Done(report) && fetches_within(report.steps + n_push);
+      in_flight = std::async(std::launch::async, [this, &sending, &incoming, &incoming_versions,
+                                                  &incoming_pull, base = versions, origin,
+                                                  with_pull = pulling_with_push,
+                                                  trace = step_trace_] {
+        if (!with_pull) {
+          TraceScope span(trace, kTraceOverlapped, "push");
+          return client_->PushAll(sending, base, origin);
+        }
+        TraceScope span(trace, kTraceOverlapped, "push+pull");
+        PullAfterPush after{absl::MakeSpan(incoming), &incoming_versions, {}};
+        auto summary = client_->PushPullAll(sending, base, origin, &after);
+        incoming_pull = after.result;
+        return summary;
+      });
       return absl::OkStatus();
     }
     if (downpour && config_.transport.pull_with_push && PullsBefore(report.steps) &&
         !Done(report)) {
-      PullAfterPush after{absl::MakeSpan(params), &versions, {}};
+      PullAfterPush after{absl::MakeSpan(params), &fetched_versions, {}};
       MONSOON_ASSIGN_OR_RETURN(push, Timed(&report, "push+pull", [&] {
                                  return client_->PushPullAll(sending, versions, origin, &after);
                                }));
-      pull = after.result;
+      fetched_pull = after.result;
       pulled_with_push = true;
       return absl::OkStatus();
     }
@@ -242,14 +274,6 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
         push, Timed(&report, "push", [&] { return client_->PushAll(sending, versions, origin); }));
     return absl::OkStatus();
   };
-  // With overlap push_pull, Downpour prefetches: the pull for the next fetch step starts as
-  // this step's compute does, into `incoming` (so the weights may miss this step's own push:
-  // one step staler). Sync and SSP pulls wait on the servers for other workers and are never
-  // prefetched.
-  const bool prefetch = downpour && config_.transport.overlap == "push_pull";
-  std::vector<float> incoming(prefetch ? n : 0);
-  ChunkVersions incoming_versions;
-  std::future<absl::StatusOr<PullResult>> prefetched;
   int since_push = 0;
   MONSOON_ASSIGN_OR_RETURN(const ResumePoint resume, client_->Resume());
   MONSOON_RETURN_IF_ERROR(ResumeFrom(resume, &report));
@@ -258,12 +282,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     TraceStep(report);
     if (PullsBefore(report.steps)) {
       if (pulled_with_push) {
-        pulled_with_push = false;  // the weights came back with the last push
-      } else if (prefetched.valid()) {
-        MONSOON_ASSIGN_OR_RETURN(
-            pull, Timed(&report, "wait for prefetch", [&] { return prefetched.get(); }));
-        std::swap(params, incoming);
-        std::swap(versions, incoming_versions);
+        pulled_with_push = false;  // the weights came back with a push
+        std::swap(versions, fetched_versions);
+        pull = fetched_pull;
       } else {
         MONSOON_ASSIGN_OR_RETURN(pull, Timed(&report, "pull", [&] {
                                    return client_->PullAll(absl::MakeSpan(params),
@@ -272,15 +293,6 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
                                  }));
       }
       model_->SetParams(params.data());
-    }
-    // The weights this step computes with (a push may bring the next step's back into `pull`).
-    const PullResult computed_with = pull;
-    if (prefetch && PullsBefore(report.steps + 1)) {
-      prefetched = std::async(
-          std::launch::async, [this, &incoming, &incoming_versions, trace = step_trace_] {
-            TraceScope span(trace, kTraceOverlapped, "prefetch");
-            return client_->PullAll(absl::MakeSpan(incoming), {}, &incoming_versions);
-          });
     }
     {
       const TraceScope compute = ComputeSpan(report);
@@ -296,7 +308,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
       MONSOON_RETURN_IF_ERROR(start_push());
       since_push = 0;
     }
-    MONSOON_RETURN_IF_ERROR(AppendMetrics(report, computed_with, push.mean_staleness));
+    MONSOON_RETURN_IF_ERROR(AppendMetrics(report, pull, push.mean_staleness));
   }
   if (since_push > 0) MONSOON_RETURN_IF_ERROR(start_push());
   MONSOON_RETURN_IF_ERROR(finish_push());

@@ -315,6 +315,57 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     CHECK(w[0] == Approx(2.5).margin(0.02));
     CHECK(w[1] == Approx(-1.25).margin(0.02));
   }
+  SECTION("downpour, push_pull: each push brings back the weights for the step after next") {
+    // One worker: step k (0-based) from the third on computes with the weights after every
+    // push but the one in flight, that of step k - 1.
+    LinearSetup setup(1, 0.1f, 1);
+    setup.config.training.epochs = 20;
+    setup.config.training.batch_size = 20;
+    setup.config.transport.overlap = "push_pull";
+    setup.Start();
+    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/push_pull");
+    std::filesystem::create_directories(dir);
+    setup.RunWorkers(dir);
+    auto table = ReadCsvTable(dir + "/worker-0.csv");
+    REQUIRE(table.ok());
+    REQUIRE(table->rows.size() == 400);
+    const int step = table->Column("step"), version = table->Column("version");
+    CHECK(table->rows[0][version] == 0);
+    CHECK(table->rows[1][version] <= 1);  // pulled while the first push may be in flight
+    for (size_t k = 2; k < table->rows.size(); ++k) {
+      INFO("step " << table->rows[k][step]);
+      CHECK(table->rows[k][version] == k - 1);
+    }
+    const auto w = setup.Weights();
+    CHECK(w[0] == Approx(2.5).margin(0.02));
+  }
+  SECTION("downpour, push_pull, n_push 2, n_fetch 3: only pushes before a fetch bring weights") {
+    // Pushes after steps 1, 3, 5, ...; fetches before steps 0, 3, 6, .... A push's reply is
+    // waited for at the next push, so the weights it brings serve the fetches in the two steps
+    // after that: the push after step 3 serves step 6, the one after step 5 step 9, the one
+    // after step 7 none (the push after step 9 serves step 12). Step 3 pulls.
+    LinearSetup setup(1, 0.05f, 1);
+    setup.config.training.epochs = 5;
+    setup.config.training.batch_size = 20;
+    setup.config.downpour.n_push = 2;
+    setup.config.downpour.n_fetch = 3;
+    setup.config.transport.overlap = "push_pull";
+    setup.Start();
+    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/push_pull_n");
+    std::filesystem::create_directories(dir);
+    setup.RunWorkers(dir);
+    auto table = ReadCsvTable(dir + "/worker-0.csv");
+    REQUIRE(table.ok());
+    REQUIRE(table->rows.size() == 100);
+    const int version = table->Column("version");
+    for (int k = 6; k < 100; ++k) {
+      // Every push started before the last fetch step but the one still in flight.
+      const int fetch = k / 3 * 3;
+      INFO("step " << k);
+      CHECK(table->rows[k][version] == fetch / 2 - 1);
+    }
+    CHECK(setup.raw[0]->Stats().pushes_applied == 50);
+  }
   SECTION("sync, push: one round per step, none dropped") {
     LinearSetup setup(2, 0.25f, 3, Algorithm::kSync);
     setup.config.training.epochs = 20;
