@@ -5,8 +5,10 @@
 // local SGD step, no server), measured in the same run; and the share of each step the worker
 // spends in pulls, pushes and exchanges. The server is a separate process on loopback.
 // Each mode runs in `rounds` rounds of steps / rounds steps, each round right after its own
-// lone-worker reference; the figures are the medians over the rounds. Prints a table and one
-// JSON object.
+// lone-worker reference; the figures are the medians over the rounds. Each round starts a
+// fresh server and connection, whose first ~100 steps run at half speed or less (about 50 ms
+// on the AMD VM), so a round must be long against that for the figure to be the loop's steady
+// rate: 2000 steps by default. Prints a table and one JSON object.
 //
 //   worker_bench [--steps N] [--batch B] [--tau T] [--rounds R]
 #include <cstdio>
@@ -128,7 +130,7 @@ int Main(int argc, char** argv) {
     return Serve(std::string(argv[2]) == "easgd" ? Algorithm::kEasgd : Algorithm::kDownpour,
                  std::stoi(argv[3]));
   }
-  int steps = 1000, batch = 64, tau = 8, rounds = 5;
+  int steps = 10000, batch = 64, tau = 8, rounds = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--steps") {
