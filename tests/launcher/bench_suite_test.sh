@@ -20,6 +20,10 @@ assert all(r["ratio"] > 0 for r in b["compute"]["results"])
 for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd", "easgd_overlap"]:
     assert b["worker"][f"{key}_ratio"] > 0 and 0 <= b["worker"][f"{key}_comm_share"] <= 1, key
 assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["scaling"])
+# --quick has no 64 or 256 MiB figures: the apply and the two worker-loop targets are judged.
+assert [t["target"].split(" >=")[0] for t in b["targets"]] == [
+    "server apply (SGD)", "Downpour every step", "EASGD tau 8"], b["targets"]
+assert all(isinstance(t["met"], bool) for t in b["targets"])
 print("bench.json: every section present")
 PY
 expect_eq "bench.json complete" "$?" "0"
