@@ -45,6 +45,19 @@ struct LinearSetup {
       raw.push_back(servers_.back().get());
     }
   }
+  // RunWorkers with metrics in TEST_TMPDIR/name; returns each worker's metrics table.
+  std::vector<CsvTable> RunWorkersReadingMetrics(const std::string& name) {
+    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
+    std::filesystem::create_directories(dir);
+    RunWorkers(dir);
+    std::vector<CsvTable> tables;
+    for (int i = 0; i < config.cluster.workers; ++i) {
+      auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
+      REQUIRE(table.ok());
+      tables.push_back(*std::move(table));
+    }
+    return tables;
+  }
   std::vector<float> Weights() {
     InProcessPsClient reader(raw, {ClientRole::kEvaluator, 0});
     std::vector<float> w(2);
@@ -164,14 +177,10 @@ TEST_CASE("TrainingWorker (downpour): warm start lets worker 0 train alone first
   setup.config.training.batch_size = 20;  // 10 steps per epoch per worker
   setup.config.downpour.warm_start_steps = 15;
   setup.Start();
-  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/warm_start");
-  std::filesystem::create_directories(dir);
-  setup.RunWorkers(dir);
+  const CsvTable table = setup.RunWorkersReadingMetrics("warm_start")[1];
   // Worker 1's first pull waited for version 15: worker 0's first 15 pushes.
-  auto table = ReadCsvTable(dir + "/worker-1.csv");
-  REQUIRE(table.ok());
-  REQUIRE(table->rows.size() == 100);
-  CHECK(table->rows[0][table->Column("version")] >= 15);
+  REQUIRE(table.rows.size() == 100);
+  CHECK(table.rows[0][table.Column("version")] >= 15);
   CHECK(setup.raw[0]->Stats().pushes_applied == 200);
   const auto w = setup.Weights();
   CHECK(w[0] == Approx(2.5).margin(0.05));
@@ -187,15 +196,11 @@ TEST_CASE("TrainingWorker: a metrics row's version is that of the weights its st
     setup.config.training.batch_size = 40;  // 10 steps
     setup.config.transport.pull_with_push = pull_with_push;
     setup.Start();
-    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/versions_",
-                                         pull_with_push ? "with_push" : "alone");
-    std::filesystem::create_directories(dir);
-    setup.RunWorkers(dir);
-    auto table = ReadCsvTable(dir + "/worker-0.csv");
-    REQUIRE(table.ok());
-    REQUIRE(table->rows.size() == 10);
-    for (size_t k = 0; k < table->rows.size(); ++k) {
-      CHECK(table->rows[k][table->Column("version")] == static_cast<double>(k));
+    const CsvTable table = setup.RunWorkersReadingMetrics(
+        pull_with_push ? "versions_with_push" : "versions_alone")[0];
+    REQUIRE(table.rows.size() == 10);
+    for (size_t k = 0; k < table.rows.size(); ++k) {
+      CHECK(table.rows[k][table.Column("version")] == static_cast<double>(k));
     }
   }
 }
@@ -279,15 +284,10 @@ TEST_CASE("TrainingWorker (ssp): no worker starts a step more than `bound` pushe
     setup.config.training.batch_size = 10;
     setup.config.ssp.bound = bound;
     setup.Start();
-    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/ssp", bound);
-    std::filesystem::create_directories(dir);
-    setup.RunWorkers(dir);
     int64_t rows = 0;
-    for (int i = 0; i < 3; ++i) {
-      auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
-      REQUIRE(table.ok());
-      const int step = table->Column("step"), slowest = table->Column("slowest_clock");
-      for (const auto& row : table->rows) {
+    for (const CsvTable& table : setup.RunWorkersReadingMetrics(absl::StrCat("ssp", bound))) {
+      const int step = table.Column("step"), slowest = table.Column("slowest_clock");
+      for (const auto& row : table.rows) {
         // Row k describes step k (1-based), which started at clock k - 1 after a pull that saw
         // the slowest live worker's clock.
         const double lead = row[step] - 1 - row[slowest];
@@ -302,42 +302,31 @@ TEST_CASE("TrainingWorker (ssp): no worker starts a step more than `bound` pushe
 
 TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each contract",
           "[worker][overlap]") {
-  SECTION("downpour, push_pull: still fits the line") {
-    LinearSetup setup(2, 0.1f, 2);
-    setup.config.training.epochs = 30;
-    setup.config.training.batch_size = 20;
-    setup.config.transport.overlap = "push_pull";
-    setup.Start();
-    const auto reports = setup.RunWorkers();
-    CHECK(reports[0].pushes == 300);
-    CHECK(setup.raw[0]->Stats().pushes_applied == 600);
-    const auto w = setup.Weights();
-    CHECK(w[0] == Approx(2.5).margin(0.02));
-    CHECK(w[1] == Approx(-1.25).margin(0.02));
-  }
   SECTION("downpour, push_pull: each push brings back the weights for the step after next") {
-    // One worker: step k (0-based) from the third on computes with the weights after every
-    // push but the one in flight, that of step k - 1.
-    LinearSetup setup(1, 0.1f, 1);
-    setup.config.training.epochs = 20;
-    setup.config.training.batch_size = 20;
-    setup.config.transport.overlap = "push_pull";
-    setup.Start();
-    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/push_pull");
-    std::filesystem::create_directories(dir);
-    setup.RunWorkers(dir);
-    auto table = ReadCsvTable(dir + "/worker-0.csv");
-    REQUIRE(table.ok());
-    REQUIRE(table->rows.size() == 400);
-    const int step = table->Column("step"), version = table->Column("version");
-    CHECK(table->rows[0][version] == 0);
-    CHECK(table->rows[1][version] <= 1);  // pulled while the first push may be in flight
-    for (size_t k = 2; k < table->rows.size(); ++k) {
-      INFO("step " << table->rows[k][step]);
-      CHECK(table->rows[k][version] == k - 1);
+    for (int workers : {1, 2}) {
+      LinearSetup setup(2, 0.1f, workers);
+      setup.config.training.epochs = 30;
+      setup.config.training.batch_size = 20;
+      setup.config.transport.overlap = "push_pull";
+      setup.Start();
+      const auto tables = setup.RunWorkersReadingMetrics(absl::StrCat("push_pull_", workers));
+      CHECK(setup.raw[0]->Stats().pushes_applied == 600);  // 30 epochs of 400 examples
+      const auto w = setup.Weights();
+      CHECK(w[0] == Approx(2.5).margin(0.02));
+      CHECK(w[1] == Approx(-1.25).margin(0.02));
+      if (workers > 1) continue;
+      // One worker: step k (0-based) from the third on computes with the weights after every
+      // push but the one in flight, that of step k - 1.
+      const CsvTable& table = tables[0];
+      REQUIRE(table.rows.size() == 600);
+      const int version = table.Column("version");
+      CHECK(table.rows[0][version] == 0);
+      CHECK(table.rows[1][version] <= 1);  // pulled while the first push may be in flight
+      for (size_t k = 2; k < table.rows.size(); ++k) {
+        INFO("step " << k);
+        CHECK(table.rows[k][version] == k - 1);
+      }
     }
-    const auto w = setup.Weights();
-    CHECK(w[0] == Approx(2.5).margin(0.02));
   }
   SECTION("downpour, push_pull, n_push 2, n_fetch 3: only pushes before a fetch bring weights") {
     // Pushes after steps 1, 3, 5, ...; fetches before steps 0, 3, 6, .... A push's reply is
@@ -351,18 +340,14 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     setup.config.downpour.n_fetch = 3;
     setup.config.transport.overlap = "push_pull";
     setup.Start();
-    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/push_pull_n");
-    std::filesystem::create_directories(dir);
-    setup.RunWorkers(dir);
-    auto table = ReadCsvTable(dir + "/worker-0.csv");
-    REQUIRE(table.ok());
-    REQUIRE(table->rows.size() == 100);
-    const int version = table->Column("version");
+    const CsvTable table = setup.RunWorkersReadingMetrics("push_pull_n")[0];
+    REQUIRE(table.rows.size() == 100);
+    const int version = table.Column("version");
     for (int k = 6; k < 100; ++k) {
       // Every push started before the last fetch step but the one still in flight.
       const int fetch = k / 3 * 3;
       INFO("step " << k);
-      CHECK(table->rows[k][version] == fetch / 2 - 1);
+      CHECK(table.rows[k][version] == fetch / 2 - 1);
     }
     CHECK(setup.raw[0]->Stats().pushes_applied == 50);
   }
@@ -388,14 +373,9 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     setup.config.ssp.bound = 1;
     setup.config.transport.overlap = "push";
     setup.Start();
-    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/ssp_overlap");
-    std::filesystem::create_directories(dir);
-    setup.RunWorkers(dir);
-    for (int i = 0; i < 3; ++i) {
-      auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
-      REQUIRE(table.ok());
-      for (const auto& row : table->rows) {
-        REQUIRE(row[table->Column("step")] - 1 - row[table->Column("slowest_clock")] <= 1);
+    for (const CsvTable& table : setup.RunWorkersReadingMetrics("ssp_overlap")) {
+      for (const auto& row : table.rows) {
+        REQUIRE(row[table.Column("step")] - 1 - row[table.Column("slowest_clock")] <= 1);
       }
     }
   }
