@@ -194,7 +194,6 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   // order a push before any pull that must see it (sync rounds, SSP clocks); Downpour may see
   // it a step later.
   std::vector<float> sending(n);
-  std::future<absl::StatusOr<PushSummary>> in_flight;
   // Downpour's pushes may bring the weights for a later fetch step back in their replies
   // (PushPullAll): without overlap (transport.pull_with_push) for the next step, straight into
   // `params`; with overlap push_pull for the steps after the next push, into `incoming` while
@@ -209,6 +208,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   PushSummary push;
   WorkerReport report;
   bool pulled_with_push = false, pulling_with_push = false;
+  // Declared after every buffer the push borrows: an early return waits for it (~future) before
+  // they are destroyed.
+  std::future<absl::StatusOr<PushSummary>> in_flight;
   // Waits for the push in flight, if any (the wait counts as communication time).
   auto finish_push = [&]() -> absl::Status {
     if (!in_flight.valid()) return absl::OkStatus();
