@@ -134,7 +134,8 @@ struct Command {
 
 // Parses argv[first..] for `command` ("--flag value" or "--flag=value"). InvalidArgument for
 // an option the command does not take, an option given twice (--set repeats), a missing or
-// surplus operand, and an operand or --set next to --resume (a resumed run keeps its config).
+// surplus operand, an operand or --set next to --resume (a resumed run keeps its config), and
+// --set without an operand to change.
 absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const Command& command) {
   const auto listed = [](const std::vector<std::string>& list, const std::string& a) {
     return std::find(list.begin(), list.end(), a) != list.end();
@@ -194,6 +195,10 @@ absl::StatusOr<Args> ParseArgs(int argc, char** argv, int first, const Command& 
   if (command.operand == Operand::kFile && !resume && args.positional.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(command.name, " needs a ", command.operand_name));
+  }
+  if (!args.sets.empty() && args.positional.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        command.name, ": --set changes a ", command.operand_name, ", and none is given"));
   }
   return args;
 }

@@ -95,6 +95,8 @@ expect_config_error "--set next to run --resume" "run --resume continues a run w
   run --resume "$WORK/r1" --set training.epochs=2
 expect_config_error "launch without a config outside srun" "launch outside srun or mpirun" \
   launch --run-dir "$WORK/r1"
+expect_config_error "--set without a config" "launch: --set changes a CONFIG.yaml, and none is given" \
+  launch --run-dir "$WORK/r1" --set training.epochs=2
 [ ! -e "$WORK/r1" ] && pass "no run directory for a bad config" || fail "run directory created for a bad config"
 
 # Malformed SLURM variables in an srun task: one line naming the variable, at once.
