@@ -36,7 +36,7 @@ constexpr int kStepsPerEpoch = 100;
 
 // The job every mode runs: the benchmark MLP, one server, one worker.
 JobConfig BenchJob(Algorithm algorithm, int batch, int steps, int tau,
-                   const std::string& overlap = "none") {
+                   Overlap overlap = Overlap::kNone) {
   JobConfig config;
   config.transport.overlap = overlap;
   config.model = BenchmarkMlp();
@@ -97,7 +97,7 @@ Figures Alone(const Dataset& data, int batch, int steps) {
 }
 
 Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int steps, int tau,
-                   const std::string& overlap) {
+                   Overlap overlap) {
   BenchChild server = BenchChild::Spawn(
       {"worker_bench", "--serve", kAlgorithmNames.Name(algorithm), std::to_string(tau)});
   const std::string address = server.ReadLine();
@@ -152,14 +152,16 @@ int Main(int argc, char** argv) {
   struct Mode {
     std::string name, key;
     Algorithm algorithm;
-    std::string overlap;
+    Overlap overlap;
   };
   const std::vector<Mode> modes = {
-      {"downpour, pull+push every step", "downpour", Algorithm::kDownpour, "none"},
-      {"  push overlapped with compute", "downpour_push", Algorithm::kDownpour, "push"},
-      {"  push + next pull overlapped", "downpour_push_pull", Algorithm::kDownpour, "push_pull"},
-      {absl::StrFormat("easgd, exchange every %d steps", tau), "easgd", Algorithm::kEasgd, "none"},
-      {"  exchange overlapped with a step", "easgd_overlap", Algorithm::kEasgd, "push"},
+      {"downpour, pull+push every step", "downpour", Algorithm::kDownpour, Overlap::kNone},
+      {"  push overlapped with compute", "downpour_push", Algorithm::kDownpour, Overlap::kPush},
+      {"  push + next pull overlapped", "downpour_push_pull", Algorithm::kDownpour,
+       Overlap::kPushPull},
+      {absl::StrFormat("easgd, exchange every %d steps", tau), "easgd", Algorithm::kEasgd,
+       Overlap::kNone},
+      {"  exchange overlapped with a step", "easgd_overlap", Algorithm::kEasgd, Overlap::kPush},
   };
   std::printf("%-34s %12s %12s %8s %11s\n", "worker loop", "samples/s", "alone", "ratio",
               "comm share");

@@ -11,9 +11,16 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "core/enum_names.h"
 #include "core/sharding_plan.h"
 
 namespace monsoon {
+
+// How pushed gradients travel: float32, half floats, or each chunk's top-k entries.
+enum class Compression { kNone, kFp16, kTopk };
+inline constexpr NamedValue<Compression> kCompressionValues[] = {
+    {Compression::kNone, "none"}, {Compression::kFp16, "fp16"}, {Compression::kTopk, "topk"}};
+inline constexpr EnumNames<Compression> kCompressionNames{"compression", kCompressionValues};
 
 // IEEE 754 binary16 conversions. FloatToHalf rounds to nearest even, saturates finite values
 // beyond the half range to +-65504 and keeps NaN and infinity as they are (so the server still

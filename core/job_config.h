@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/compression.h"
 #include "core/enum_names.h"
 #include "core/model.h"
 #include "core/optimizer.h"
@@ -15,15 +16,28 @@
 
 namespace monsoon {
 
+// How the tasks of a parallel launch (srun, mpirun) get their roles (launcher/role_assignment.h).
+enum class Assignment { kAuto, kCounts, kRanks, kHetGroups };
+inline constexpr NamedValue<Assignment> kAssignmentValues[] = {
+    {Assignment::kAuto, "auto"},
+    {Assignment::kCounts, "counts"},
+    {Assignment::kRanks, "ranks"},
+    {Assignment::kHetGroups, "het_groups"}};
+inline constexpr EnumNames<Assignment> kAssignmentNames{"assignment", kAssignmentValues};
+
+// A rank's role in an explicit cluster.ranks map.
+enum class RankRole { kServer, kWorker, kEvaluator };
+inline constexpr NamedValue<RankRole> kRankRoleValues[] = {{RankRole::kServer, "server"},
+                                                           {RankRole::kWorker, "worker"},
+                                                           {RankRole::kEvaluator, "evaluator"}};
+inline constexpr EnumNames<RankRole> kRankRoleNames{"role", kRankRoleValues};
+
 struct ClusterConfig {
   int servers = 1;
   int workers = 1;
   bool evaluator = true;
-  // How the tasks of a parallel launch (srun, mpirun) get their roles:
-  // auto | counts | ranks | het_groups (see launcher/role_assignment.h).
-  std::string assignment = "auto";
-  // Explicit rank -> role map ("server", "worker", "evaluator"), one entry per rank.
-  std::vector<std::string> ranks;
+  Assignment assignment = Assignment::kAuto;
+  std::vector<RankRole> ranks;  // explicit rank -> role map, one entry per rank
 };
 
 // Where servers listen when started by `monsoon launch` (`monsoon run` always uses loopback).
@@ -47,8 +61,13 @@ struct SlurmConfig {
   int signal_seconds = 60;         // SIGUSR1 this long before the time limit
 };
 
+enum class DataFormat { kIdx, kCsv };
+inline constexpr NamedValue<DataFormat> kDataFormatValues[] = {{DataFormat::kIdx, "idx"},
+                                                               {DataFormat::kCsv, "csv"}};
+inline constexpr EnumNames<DataFormat> kDataFormatNames{"data format", kDataFormatValues};
+
 struct DataConfig {
-  std::string format = "idx";  // idx | csv
+  DataFormat format = DataFormat::kIdx;
   // idx
   std::string train_images, train_labels, test_images, test_labels;
   // csv
@@ -92,12 +111,18 @@ struct DownpourConfig {
   int warm_start_steps = 0;
 };
 
+// What sync does with a gradient computed on weights an update has since replaced.
+enum class LateGradients { kDrop, kFold };
+inline constexpr NamedValue<LateGradients> kLateGradientsValues[] = {
+    {LateGradients::kDrop, "drop"}, {LateGradients::kFold, "fold"}};
+inline constexpr EnumNames<LateGradients> kLateGradientsNames{"late-gradient rule",
+                                                              kLateGradientsValues};
+
 // Synchronous SGD (BSP): each update averages one gradient from each of `quorum` workers.
 struct SyncConfig {
   int quorum = 0;  // K of the N workers; 0 means all of them (no backup workers)
-  // A gradient computed on weights an update has since replaced: "drop" it, or "fold" it into
-  // the next update with weight 1 / (1 + staleness).
-  std::string late_gradients = "drop";
+  // Drop a late gradient, or fold it into the next update with weight 1 / (1 + staleness).
+  LateGradients late_gradients = LateGradients::kDrop;
 };
 
 // Stale synchronous parallel: a worker may start step c only when every live worker has
@@ -115,11 +140,19 @@ struct EasgdConfig {
   double momentum = 0.99;       // EAMSGD's Nesterov momentum delta
 };
 
+enum class StalenessPolicy { kAccept, kDrop, kScale };
+inline constexpr NamedValue<StalenessPolicy> kStalenessPolicyValues[] = {
+    {StalenessPolicy::kAccept, "accept"},
+    {StalenessPolicy::kDrop, "drop"},
+    {StalenessPolicy::kScale, "scale"}};
+inline constexpr EnumNames<StalenessPolicy> kStalenessPolicyNames{"staleness policy",
+                                                                  kStalenessPolicyValues};
+
 // What servers do with a pushed gradient computed on weights that have since changed
 // (downpour and ssp; staleness = server version now - the version the gradient was computed on).
 struct StalenessConfig {
-  std::string policy = "accept";  // accept | drop (above bound) | scale (by 1 / staleness)
-  int bound = 8;                  // the drop policy's largest accepted staleness
+  StalenessPolicy policy = StalenessPolicy::kAccept;  // drop: above bound; scale: 1 / staleness
+  int bound = 8;  // the drop policy's largest accepted staleness
   // DC-ASGD delay compensation (Zheng et al. 2017) when > 0: a gradient g computed on weights
   // w_pulled is applied as g + dc_lambda * g * g * (w_now - w_pulled), elementwise.
   double dc_lambda = 0;
@@ -137,31 +170,30 @@ struct TraceConfig {
   int steps = 200;
 };
 
+// What a worker overlaps with its compute (README's configuration reference has the details).
+enum class Overlap { kNone, kPush, kPushPull };
+inline constexpr NamedValue<Overlap> kOverlapValues[] = {
+    {Overlap::kNone, "none"}, {Overlap::kPush, "push"}, {Overlap::kPushPull, "push_pull"}};
+inline constexpr EnumNames<Overlap> kOverlapNames{"overlap", kOverlapValues};
+
 struct TransportConfig {
   int chunk_kib = 1024;             // largest chunk of the flat parameter space
   int max_in_flight = 16;           // chunk RPCs in flight per server
   int channels_per_server = 2;      // TCP connections per server
   double rpc_timeout_seconds = 30;  // deadline of every RPC
   double rendezvous_timeout_seconds = 60;
-  // What a worker overlaps with its compute: "none"; "push" (the push of step t runs during
-  // step t + 1; every algorithm; EASGD's exchange too, its force applied 1 to tau steps late);
-  // "push_pull" (Downpour only: that push also brings back the weights for step t + 2, so a
-  // step's weights miss the previous step's gradient: one step staler).
-  // Pays off when each worker has a core (or GPU) of its own; with more processes than cores the
-  // extra threads cost more than they save.
-  std::string overlap = "none";
-  // Downpour without overlap: each push brings the chunk's weights back in its reply, one
-  // round trip per chunk and step instead of two. The weights are as of the push, one round
-  // trip older than a separate pull would see: on a machine with more processes than cores,
-  // where a round trip waits for the scheduler, that raises staleness.
-  bool pull_with_push = true;
-  // How pushed gradients travel: "none" (float32), "fp16" (half floats: half the bytes), or
-  // "topk" (per chunk, the topk_fraction largest entries as index/value pairs; the rest is
-  // carried over to the worker's next push: error feedback). EASGD exchanges are not
-  // compressed.
-  std::string compression = "none";
+  Overlap overlap = Overlap::kNone;
+  bool pull_with_push = true;  // Downpour without overlap: each push's reply brings weights
+  Compression compression = Compression::kNone;
   double topk_fraction = 0.01;
 };
+
+// What servers do when a worker is lost: "auto" stops sync with every worker in the quorum
+// and continues everything else.
+enum class WorkerLoss { kAuto, kContinue, kStop };
+inline constexpr NamedValue<WorkerLoss> kWorkerLossValues[] = {
+    {WorkerLoss::kAuto, "auto"}, {WorkerLoss::kContinue, "continue"}, {WorkerLoss::kStop, "stop"}};
+inline constexpr EnumNames<WorkerLoss> kWorkerLossNames{"worker-loss rule", kWorkerLossValues};
 
 // Failures: heartbeats, lost peers, restarted workers (README "Reliability and security").
 struct ReliabilityConfig {
@@ -171,10 +203,7 @@ struct ReliabilityConfig {
   // it started: one that died before connecting would otherwise hold the job until
   // training.timeout_seconds. At least transport.rendezvous_timeout_seconds.
   double join_timeout_seconds = 300;
-  // What servers do when a worker is lost: "continue" without it (its shard untrained from
-  // then on), "stop" the job with an error naming it, or "auto": stop for sync with every
-  // worker in the quorum, continue for everything else.
-  std::string worker_loss = "auto";
+  WorkerLoss worker_loss = WorkerLoss::kAuto;
   // `monsoon run` restarts a worker that dies up to this many times (per worker); the new
   // process rejoins the running job where the servers last heard from it.
   int worker_restarts = 0;
@@ -203,10 +232,16 @@ struct SecurityConfig {
   bool tls() const { return !tls_cert.empty(); }
 };
 
+// The compute backend (worker/compute_backends.h).
+enum class Device { kAuto, kCpu, kCuda };
+inline constexpr NamedValue<Device> kDeviceValues[] = {
+    {Device::kAuto, "auto"}, {Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
+inline constexpr EnumNames<Device> kDeviceNames{"device", kDeviceValues};
+
 struct ComputeConfig {
-  std::string device = "auto";  // auto | cpu | cuda (see worker/compute_backends.h)
-  int threads = 1;              // BLAS threads per worker (CPU backend)
-  bool tf32 = false;            // let cuBLAS use TF32 tensor cores (CUDA backend)
+  Device device = Device::kAuto;
+  int threads = 1;    // BLAS threads per worker (CPU backend)
+  bool tf32 = false;  // let cuBLAS use TF32 tensor cores (CUDA backend)
 };
 
 struct JobConfig {
@@ -242,6 +277,11 @@ struct JobConfig {
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,
                                          const std::vector<std::string>& overrides = {});
 
+// The rules that tie fields together (a CSV job names data.train, an evaluator needs test
+// data, TLS takes all three files, ...): OK, or InvalidArgument naming the first field that
+// breaks one. ParseJobConfig applies it; call it on a config built in code.
+absl::Status ValidateJobConfig(const JobConfig& config);
+
 // OK when `name` can name a directory of its own (runs/JOB, a compare variant's run) and a
 // SLURM job: 1 to 128 letters, digits, '.', '_' and '-', the first a letter, digit or '_'
 // (so never '.', '..' or an option). Else InvalidArgument starting with `field`.
@@ -271,6 +311,9 @@ absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config);
 // The fully resolved configuration (every default filled in, absolute paths) as YAML that
 // ParseJobConfig reads back to the same JobConfig.
 std::string JobConfigToYaml(const JobConfig& config);
+
+// README's configuration reference: a Markdown table with a row per field (core/config_schema.h).
+std::string ConfigReferenceMarkdown();
 
 }  // namespace monsoon
 

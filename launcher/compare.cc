@@ -134,8 +134,9 @@ std::string VariantKnobs(const JobConfig& c) {
       }
       break;
     case Algorithm::kSync:
-      knobs = absl::StrCat("quorum=", c.sync.quorum > 0 ? c.sync.quorum : c.cluster.workers, "/",
-                           c.cluster.workers, " late=", c.sync.late_gradients, " ", optimizer);
+      knobs = absl::StrCat(
+          "quorum=", c.sync.quorum > 0 ? c.sync.quorum : c.cluster.workers, "/", c.cluster.workers,
+          " late=", kLateGradientsNames.Name(c.sync.late_gradients), " ", optimizer);
       break;
     case Algorithm::kSsp:
       knobs = absl::StrCat("bound=", c.ssp.bound, " ", optimizer);
@@ -150,9 +151,11 @@ std::string VariantKnobs(const JobConfig& c) {
       }
       break;
   }
-  if (PushesGradients(c.training.algorithm) && c.staleness.policy != "accept") {
-    absl::StrAppend(&knobs, " staleness=", c.staleness.policy);
-    if (c.staleness.policy == "drop") absl::StrAppend(&knobs, "@", c.staleness.bound);
+  if (PushesGradients(c.training.algorithm) && c.staleness.policy != StalenessPolicy::kAccept) {
+    absl::StrAppend(&knobs, " staleness=", kStalenessPolicyNames.Name(c.staleness.policy));
+    if (c.staleness.policy == StalenessPolicy::kDrop) {
+      absl::StrAppend(&knobs, "@", c.staleness.bound);
+    }
   }
   if (c.staleness.dc_lambda > 0) absl::StrAppend(&knobs, " dc_lambda=", Fmt(c.staleness.dc_lambda));
   if (c.training.learning_rate_schedule != LearningRateSchedule::kConstant) {

@@ -34,11 +34,17 @@ absl::StatusOr<RoleAssignment> ByRanks(const ClusterConfig& c, const TaskEnviron
                      ": ask for ", listed, " tasks (sbatch/srun --ntasks=", listed, ")"));
   }
   if (t.rank >= listed) return RoleAssignment{RoleKind::kIdle, 0};
-  const std::string& mine = c.ranks[t.rank];
+  const RankRole mine = c.ranks[t.rank];
   int index = 0;
   for (int r = 0; r < t.rank; ++r) index += c.ranks[r] == mine ? 1 : 0;
-  if (mine == "server") return RoleAssignment{RoleKind::kServer, index};
-  if (mine == "worker") return RoleAssignment{RoleKind::kWorker, index};
+  switch (mine) {
+    case RankRole::kServer:
+      return RoleAssignment{RoleKind::kServer, index};
+    case RankRole::kWorker:
+      return RoleAssignment{RoleKind::kWorker, index};
+    case RankRole::kEvaluator:
+      break;
+  }
   return RoleAssignment{RoleKind::kEvaluator, 0};
 }
 
@@ -85,20 +91,20 @@ int TasksNeeded(const ClusterConfig& cluster) {
 
 absl::StatusOr<RoleAssignment> AssignRole(const ClusterConfig& cluster,
                                           const TaskEnvironment& task) {
-  std::string mode = cluster.assignment;
-  if (mode == "auto") {
-    mode = !task.het_group_sizes.empty() ? "het_groups"
-           : !cluster.ranks.empty()      ? "ranks"
-                                         : "counts";
+  Assignment mode = cluster.assignment;
+  if (mode == Assignment::kAuto) {
+    mode = !task.het_group_sizes.empty() ? Assignment::kHetGroups
+           : !cluster.ranks.empty()      ? Assignment::kRanks
+                                         : Assignment::kCounts;
   }
-  if (mode == "het_groups") {
+  if (mode == Assignment::kHetGroups) {
     if (task.het_group_sizes.empty()) {
       return absl::FailedPreconditionError(
           "cluster.assignment is het_groups but this is not a heterogeneous SLURM job step");
     }
     return ByHetGroups(cluster, task);
   }
-  if (mode == "ranks") return ByRanks(cluster, task);
+  if (mode == Assignment::kRanks) return ByRanks(cluster, task);
   return ByCounts(cluster, task);
 }
 

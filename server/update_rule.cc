@@ -7,10 +7,10 @@
 namespace monsoon {
 
 float StalenessWeight(const StalenessConfig& policy, uint64_t staleness) {
-  if (policy.policy == "drop") {
+  if (policy.policy == StalenessPolicy::kDrop) {
     return staleness > static_cast<uint64_t>(policy.bound) ? 0.0f : 1.0f;
   }
-  if (policy.policy == "scale") {
+  if (policy.policy == StalenessPolicy::kScale) {
     return 1.0f / static_cast<float>(std::max<uint64_t>(1, staleness));
   }
   return 1.0f;
@@ -18,7 +18,7 @@ float StalenessWeight(const StalenessConfig& policy, uint64_t staleness) {
 
 float SyncGradientWeight(const SyncConfig& sync, uint64_t staleness) {
   if (staleness == 0) return 1.0f;
-  if (sync.late_gradients == "fold") return 1.0f / static_cast<float>(1 + staleness);
+  if (sync.late_gradients == LateGradients::kFold) return 1.0f / static_cast<float>(1 + staleness);
   return 0.0f;
 }
 

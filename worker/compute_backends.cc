@@ -68,13 +68,13 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> MakeCuda(const ComputeConfig& co
 
 absl::StatusOr<BackendSelection> MakeComputeBackend(const ComputeConfig& compute, int gpu) {
   BackendSelection selection;
-  if (compute.device != "cpu") {
+  if (compute.device != Device::kCpu) {
     auto cuda = MakeCuda(compute, gpu);
     if (cuda.ok()) {
       selection.backend = std::move(*cuda);
       return selection;
     }
-    if (compute.device == "cuda") {
+    if (compute.device == Device::kCuda) {
       return absl::Status(cuda.status().code(),
                           absl::StrCat("compute.device is cuda: ", cuda.status().message()));
     }

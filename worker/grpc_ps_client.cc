@@ -450,14 +450,14 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
 
 grpc::Slice GrpcPsClient::EncodeGradient(absl::Span<const float> chunk,
                                          wire::PushRequest* request) const {
-  if (options_.compression == "fp16") {
+  if (options_.compression == Compression::kFp16) {
     request->set_encoding(wire::ENCODING_F16);
     uint16_t* halves = nullptr;
     grpc::Slice payload = AllocatePayload(chunk.size(), &halves);
     FloatsToHalves(chunk, halves);
     return payload;
   }
-  if (options_.compression == "topk") {
+  if (options_.compression == Compression::kTopk) {
     const size_t nnz = chunk.size() - std::count(chunk.begin(), chunk.end(), 0.0f);
     if (nnz * 2 < chunk.size()) {  // pairs of 8 bytes beat 4 bytes a value
       request->set_encoding(wire::ENCODING_SPARSE_F32);

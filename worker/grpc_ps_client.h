@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/compression.h"
 #include "core/run_dir.h"
 #include "core/sharding_plan.h"
 #include "worker/ps_client.h"
@@ -39,9 +40,9 @@ struct GrpcPsClientOptions {
   int max_in_flight = 16;       // chunk RPCs in flight per server
   int channels_per_server = 2;  // TCP connections per server; chunks alternate between them
   absl::Duration rpc_timeout = absl::Seconds(30);
-  // How pushed gradients travel (transport.compression): "none" (float32), "fp16", or "topk"
-  // (chunks the worker sparsified go as index/value pairs when that is smaller).
-  std::string compression = "none";
+  // How pushed gradients travel (transport.compression); with kTopk, chunks the worker
+  // sparsified go as index/value pairs when that is smaller.
+  Compression compression = Compression::kNone;
   // Heartbeats to every server at this interval (0: none).
   absl::Duration heartbeat_interval = absl::ZeroDuration();
   // Attempts per chunk call that fails with UNAVAILABLE (a connection reset, a server busy

@@ -200,8 +200,8 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   // the worker computes on. Either way they wait in `params`, `fetched_versions` and
   // `fetched_pull` for the fetch step (`pulled_with_push`), so that `versions` and `pull` stay
   // those of the weights the step computes with (each push's base versions, the metrics).
-  const bool overlap_push = config_.transport.overlap != "none";
-  const bool pull_in_flight = downpour && config_.transport.overlap == "push_pull";
+  const bool overlap_push = config_.transport.overlap != Overlap::kNone;
+  const bool pull_in_flight = downpour && config_.transport.overlap == Overlap::kPushPull;
   std::vector<float> incoming(pull_in_flight ? n : 0);
   ChunkVersions versions, fetched_versions, incoming_versions;
   PullResult pull, fetched_pull, incoming_pull;
@@ -234,7 +234,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     return false;
   };
   std::unique_ptr<TopKSparsifier> topk;
-  if (config_.transport.compression == "topk") {
+  if (config_.transport.compression == Compression::kTopk) {
     topk = std::make_unique<TopKSparsifier>(client_->plan(), config_.transport.topk_fraction);
   }
   auto start_push = [&]() -> absl::Status {
@@ -336,7 +336,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   // `difference`. Without transport.overlap it completes at once; with it, the worker goes on
   // computing and applies x -= d after the first step that ends with d arrived: the force is
   // at least one step late and at most tau (the next exchange waits for it first).
-  const bool overlap = config_.transport.overlap != "none";
+  const bool overlap = config_.transport.overlap != Overlap::kNone;
   std::future<absl::StatusOr<PushSummary>> exchanging;
   auto finish_exchange = [&]() -> absl::Status {
     if (!exchanging.valid()) return absl::OkStatus();

@@ -54,7 +54,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> Backend(const JobConfig& config,
 
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
   const DataConfig& d = config.data;
-  absl::StatusOr<Dataset> data = d.format == "idx"
+  absl::StatusOr<Dataset> data = d.format == DataFormat::kIdx
                                      ? ReadIdxDataset(train ? d.train_images : d.test_images,
                                                       train ? d.train_labels : d.test_labels)
                                      : ReadCsvDataset(train ? d.train : d.test);

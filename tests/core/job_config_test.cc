@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "tests/test_util.h"
@@ -60,8 +61,8 @@ TEST_CASE("JobConfig: the job's name is one directory name, slurm values one wor
   for (const std::string name : {"fmnist_downpour", "run-2.v1", "_x", "A9"}) {
     CHECK(CheckRunName("job", name).ok());
   }
-  for (const std::string name : {"", "..", ".", ".hidden", "-x", "a/b", "../../escape", "a b",
-                                 "a\nb", "caf\xc3\xa9"}) {
+  for (const std::string name :
+       {"", "..", ".", ".hidden", "-x", "a/b", "../../escape", "a b", "a\nb", "caf\xc3\xa9"}) {
     const absl::Status status = CheckRunName("job", name);
     CHECK(absl::IsInvalidArgument(status));
     CHECK(std::string(status.message()).rfind("job: expected 1 to 128 letters", 0) == 0);
@@ -157,8 +158,8 @@ TEST_CASE("JobConfig: --set overrides any key before validation", "[core][config
   CHECK(ErrorOf(CsvJob(), {"job.x=1"}) == "--set job.x: 'job' is not a section");
   // An empty value would have replaced the file's value (or whole section) with the default.
   for (const std::string empty : {"training.epochs=", "cluster=", "training.epochs=~"}) {
-    CHECK(ErrorOf(CsvJob(), {empty}).rfind(
-              "--set " + empty.substr(0, empty.find('=')) + ": no value (write ", 0) == 0);
+    CHECK(ErrorOf(CsvJob(), {empty})
+              .rfind("--set " + empty.substr(0, empty.find('=')) + ": no value (write ", 0) == 0);
   }
 }
 
@@ -172,6 +173,50 @@ TEST_CASE("JobConfig: the resolved YAML parses back to the same config", "[core]
   CHECK(again->optimizer.learning_rate == config->optimizer.learning_rate);
   CHECK(again->training.learning_rate_schedule == LearningRateSchedule::kCosine);
   CHECK(again->data.train_images == config->data.train_images);
+  // Each number as written, not as a float's nearest double (0.0123 was 0.0122999996).
+  CHECK(yaml.find("  learning_rate: 0.0123\n") != std::string::npos);
+  CHECK(yaml.find("  timeout_seconds: 600\n") != std::string::npos);
+}
+
+TEST_CASE("JobConfig: ValidateJobConfig checks a config built in code", "[core][config]") {
+  JobConfig config;
+  config.model.input_dim = 4;
+  config.model.output_dim = 3;
+  config.cluster.evaluator = false;
+  config.data.train_images = "/data/train-images";
+  config.data.train_labels = "/data/train-labels";
+  CHECK(ValidateJobConfig(config).ok());
+  config.data.format = DataFormat::kCsv;
+  CHECK(ValidateJobConfig(config).message() == "data.train: required");
+  config.data.format = DataFormat::kIdx;
+  config.cluster.ranks = {RankRole::kServer, RankRole::kWorker, RankRole::kWorker};
+  CHECK(std::string(ValidateJobConfig(config).message())
+            .rfind("cluster.ranks: lists 1 server(s), 2 worker(s)", 0) == 0);
+}
+
+TEST_CASE("JobConfig: the configuration reference has a row for every field the writer writes",
+          "[core][config]") {
+  const std::string reference = ConfigReferenceMarkdown();
+  auto config = LoadJobConfig("configs/slurm/fmnist.yaml");
+  REQUIRE(config.ok());
+  std::string section;
+  int fields = 0;
+  std::istringstream yaml(JobConfigToYaml(*config));
+  for (std::string line; std::getline(yaml, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::string key = line.substr(0, line.find(':'));
+    if (line.back() == ':') {
+      section = key + ".";
+      continue;
+    }
+    const bool nested = key.rfind("  ", 0) == 0;
+    if (!nested) section.clear();
+    const std::string field = section + (nested ? key.substr(2) : key);
+    INFO(field);
+    CHECK(reference.find("| `" + field + "` |") != std::string::npos);
+    ++fields;
+  }
+  CHECK(fields > 70);
 }
 
 TEST_CASE("JobConfig: cross-field rules", "[core][config]") {
@@ -207,7 +252,7 @@ TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][co
   CHECK(StopsOnWorkerLoss(*config));
   config->sync.quorum = 2;
   CHECK(!StopsOnWorkerLoss(*config));
-  config->reliability.worker_loss = "stop";
+  config->reliability.worker_loss = WorkerLoss::kStop;
   CHECK(StopsOnWorkerLoss(*config));
   // The resolved YAML keeps the new sections.
   config->reliability.worker_restarts = 3;
@@ -219,7 +264,7 @@ TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][co
   CHECK(again->reliability.worker_restarts == 3);
   CHECK(again->reliability.evaluator_restarts == 4);
   CHECK(again->reliability.server_restarts == 2);
-  CHECK(again->reliability.worker_loss == "stop");
+  CHECK(again->reliability.worker_loss == WorkerLoss::kStop);
   CHECK(again->checkpoint.interval_seconds == 7);
 }
 

@@ -176,7 +176,7 @@ TEST_CASE("AssignRole: an undersized allocation says what to ask for", "[launche
 
 TEST_CASE("AssignRole: an explicit rank map numbers roles in rank order", "[launcher][roles]") {
   ClusterConfig c = Cluster(1, 2, true);
-  c.ranks = {"worker", "server", "evaluator", "worker"};
+  c.ranks = {RankRole::kWorker, RankRole::kServer, RankRole::kEvaluator, RankRole::kWorker};
   std::vector<std::string> roles;
   for (int r = 0; r < 4; ++r) roles.push_back(AssignRole(c, Task(r, 4))->Describe());
   CHECK(roles == std::vector<std::string>{"worker 0", "server 0", "evaluator", "worker 1"});

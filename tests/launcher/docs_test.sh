@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# README describes what the code does: every field of a fully resolved job config (`monsoon
-# validate` prints every default) is named in "Configuration reference", and every command of
-# `monsoon --help` in "Commands".
+# README describes what the code does: its configuration reference is the table generated from
+# core/config_schema.h, every field of a fully resolved job config (`monsoon validate` prints
+# every default) is named there, and every command of `monsoon --help` is in "Commands".
 source tests/launcher/test_lib.sh
 README=README.md
 
@@ -10,6 +10,14 @@ section() { awk -v h="## $1" '$0 == h { on = 1; next } /^## / { on = 0 } on' "$R
 
 reference=$(section "Configuration reference")
 [ -n "$reference" ] && pass "README has a configuration reference" || fail "no configuration reference"
+generated=$(tools/config_reference)
+in_readme=$(awk '/^<!-- config-reference: end -->$/ { on = 0 } on { print } /^<!-- config-reference: generated/ { on = 1 }' "$README")
+if [ "$generated" == "$in_readme" ]; then
+  pass "README's configuration reference is the one core/config_schema.h generates"
+else
+  fail "README's configuration reference differs from core/config_schema.h's; regenerate it with: bazel run //tools:config_reference -- \"\$PWD/README.md\""
+  diff <(echo "$generated") <(echo "$in_readme") | head -20
+fi
 # The resolved YAML is two levels deep: "section:" lines, then "  field: value" lines.
 fields=$("$MONSOON" validate configs/slurm/fmnist.yaml 2>/dev/null | awk '
   /^[a-z_]+:$/ { s = substr($1, 1, length($1) - 1) ".";  next }

@@ -46,7 +46,7 @@ struct Cluster {
   }
   absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token, int in_flight = 4,
                                                         int worker = 0,
-                                                        const std::string& compression = "none") {
+                                                        Compression compression = Compression::kNone) {
     GrpcPsClientOptions options;
     options.compression = compression;
     options.secrets.token = token;
@@ -456,7 +456,7 @@ TEST_CASE("gRPC: fp16 and sparse pushes arrive as the gradients they encode",
   ChunkVersions base(cluster.plan.num_chunks(), 0);
   std::vector<float> params(1000);
   SECTION("fp16: half the bytes, values rounded to half precision") {
-    auto client = cluster.Connect("secret", 4, 0, "fp16");
+    auto client = cluster.Connect("secret", 4, 0, Compression::kFp16);
     REQUIRE(client.ok());
     REQUIRE((*client)->PushAll(grad, base, Nth(1)).ok());
     CHECK((*client)->counters().bytes_sent == 1000 * 2);
@@ -466,7 +466,7 @@ TEST_CASE("gRPC: fp16 and sparse pushes arrive as the gradients they encode",
     }
   }
   SECTION("topk: a sparse chunk travels as index/value pairs, exactly") {
-    auto client = cluster.Connect("secret", 4, 0, "topk");
+    auto client = cluster.Connect("secret", 4, 0, Compression::kTopk);
     REQUIRE(client.ok());
     REQUIRE((*client)->PushAll(grad, base, Nth(1)).ok());
     CHECK((*client)->counters().bytes_sent == 100 * 8);  // 100 nonzero values

@@ -211,7 +211,7 @@ TEST_CASE("Staleness: every push's staleness is counted; drop discards above the
   OptimizerSpec sgd;
   sgd.learning_rate = 1.0f;
   ServerRules rules = Rules(Algorithm::kDownpour);
-  rules.staleness.policy = "drop";
+  rules.staleness.policy = StalenessPolicy::kDrop;
   rules.staleness.bound = 1;
   auto server = MakeServer(*plan, 0, sgd, rules);
   const std::vector<float> g(8, 1.0f);
@@ -237,7 +237,7 @@ TEST_CASE("Staleness: scale applies a stale gradient at 1 / staleness", "[server
   OptimizerSpec sgd;
   sgd.learning_rate = 1.0f;
   ServerRules rules = Rules(Algorithm::kDownpour);
-  rules.staleness.policy = "scale";
+  rules.staleness.policy = StalenessPolicy::kScale;
   auto server = MakeServer(*plan, 0, sgd, rules);
   const std::vector<float> g(8, 1.0f);
   for (int i = 0; i < 4; ++i) REQUIRE(server->Push(0, 0, i, g).ok());  // versions 1..4
@@ -312,7 +312,7 @@ TEST_CASE("Sync: K of N closes a round with the first K; late gradients drop or 
   auto plan = ShardingPlan::Create(8, 1, 8);
   OptimizerSpec sgd;
   sgd.learning_rate = 1.0f;
-  for (const std::string late_rule : {"drop", "fold"}) {
+  for (const LateGradients late_rule : {LateGradients::kDrop, LateGradients::kFold}) {
     ServerRules rules = Rules(Algorithm::kSync);
     rules.sync.quorum = 2;
     rules.sync.late_gradients = late_rule;
@@ -324,11 +324,11 @@ TEST_CASE("Sync: K of N closes a round with the first K; late gradients drop or 
     auto late = server->Push(0, 2, 0, std::vector<float>(8, 4.0f));
     REQUIRE(late.ok());
     CHECK(late->staleness == 1);
-    CHECK(late->applied == (late_rule == "fold"));
+    CHECK(late->applied == (late_rule == LateGradients::kFold));
     // Round 1: two fresh gradients of 1; a folded late one counts with weight 1/2.
     REQUIRE(server->Push(0, 0, 1, std::vector<float>(8, 1.0f)).ok());
     REQUIRE(server->Push(0, 1, 1, std::vector<float>(8, 1.0f))->version == 2);
-    const double round1 = late_rule == "fold" ? (1 + 1 + 0.5 * 4) / 2.5 : 1.0;
+    const double round1 = late_rule == LateGradients::kFold ? (1 + 1 + 0.5 * 4) / 2.5 : 1.0;
     const auto w2 = Values(*server);
     for (int i = 0; i < 8; ++i) CHECK(w2[i] == Approx(w0[i] - 2.0 - round1));
   }

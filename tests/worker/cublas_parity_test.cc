@@ -14,7 +14,7 @@ namespace {
 
 std::unique_ptr<ComputeBackend> GpuOrSkip() {
   ComputeConfig compute;
-  compute.device = "cuda";
+  compute.device = Device::kCuda;
   auto selection = MakeComputeBackend(compute, 0);
   if (!selection.ok()) {
     std::cout << "skipped: no GPU (" << selection.status().message() << ")" << std::endl;
@@ -190,15 +190,15 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
 
 TEST_CASE("MakeComputeBackend: auto always yields a backend; cpu is the CPU", "[gpu]") {
   ComputeConfig compute;
-  compute.device = "auto";
+  compute.device = Device::kAuto;
   auto selection = MakeComputeBackend(compute, 0);
   REQUIRE(selection.ok());
   if (selection->backend->name() == "cpu") {
     CHECK(selection->note.rfind("compute.device auto: using the CPU (", 0) == 0);
   }
-  compute.device = "cpu";
+  compute.device = Device::kCpu;
   CHECK(MakeComputeBackend(compute, 0)->backend->name() == "cpu");
-  compute.device = "cuda";
+  compute.device = Device::kCuda;
   auto none = MakeComputeBackend(compute, -1);
   CHECK(absl::IsUnavailable(none.status()));
 }

@@ -196,8 +196,8 @@ TEST_CASE("TrainingWorker: a metrics row's version is that of the weights its st
     setup.config.training.batch_size = 40;  // 10 steps
     setup.config.transport.pull_with_push = pull_with_push;
     setup.Start();
-    const CsvTable table = setup.RunWorkersReadingMetrics(
-        pull_with_push ? "versions_with_push" : "versions_alone")[0];
+    const CsvTable table =
+        setup.RunWorkersReadingMetrics(pull_with_push ? "versions_with_push" : "versions_alone")[0];
     REQUIRE(table.rows.size() == 10);
     for (size_t k = 0; k < table.rows.size(); ++k) {
       CHECK(table.rows[k][table.Column("version")] == static_cast<double>(k));
@@ -307,7 +307,7 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
       LinearSetup setup(2, 0.1f, workers);
       setup.config.training.epochs = 30;
       setup.config.training.batch_size = 20;
-      setup.config.transport.overlap = "push_pull";
+      setup.config.transport.overlap = Overlap::kPushPull;
       setup.Start();
       const auto tables = setup.RunWorkersReadingMetrics(absl::StrCat("push_pull_", workers));
       CHECK(setup.raw[0]->Stats().pushes_applied == 600);  // 30 epochs of 400 examples
@@ -338,7 +338,7 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     setup.config.training.batch_size = 20;
     setup.config.downpour.n_push = 2;
     setup.config.downpour.n_fetch = 3;
-    setup.config.transport.overlap = "push_pull";
+    setup.config.transport.overlap = Overlap::kPushPull;
     setup.Start();
     const CsvTable table = setup.RunWorkersReadingMetrics("push_pull_n")[0];
     REQUIRE(table.rows.size() == 100);
@@ -355,7 +355,7 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     LinearSetup setup(2, 0.25f, 3, Algorithm::kSync);
     setup.config.training.epochs = 20;
     setup.config.training.batch_size = 50;
-    setup.config.transport.overlap = "push";
+    setup.config.transport.overlap = Overlap::kPush;
     setup.Start();
     const auto reports = setup.RunWorkers();
     ChunkVersions versions;
@@ -371,7 +371,7 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     setup.config.training.epochs = 10;
     setup.config.training.batch_size = 10;
     setup.config.ssp.bound = 1;
-    setup.config.transport.overlap = "push";
+    setup.config.transport.overlap = Overlap::kPush;
     setup.Start();
     for (const CsvTable& table : setup.RunWorkersReadingMetrics("ssp_overlap")) {
       for (const auto& row : table.rows) {
@@ -385,7 +385,7 @@ TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at th
           "[worker][easgd]") {
   // With overlap the exchange runs during the next steps and its force lands after the first
   // step that ends with it arrived.
-  for (const std::string overlap : {"none", "push"}) {
+  for (const Overlap overlap : {Overlap::kNone, Overlap::kPush}) {
     for (Algorithm algorithm : {Algorithm::kEasgd, Algorithm::kEamsgd}) {
       LinearSetup setup(2, 0.1f, 2, algorithm);
       setup.config.training.epochs = 30;
@@ -406,9 +406,10 @@ TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at th
   }
 }
 
-TEST_CASE("TrainingWorker (easgd): an overlapped exchange slower than tau steps lands before the "
-          "next one starts",
-          "[worker][easgd][overlap]") {
+TEST_CASE(
+    "TrainingWorker (easgd): an overlapped exchange slower than tau steps lands before the "
+    "next one starts",
+    "[worker][easgd][overlap]") {
   // Each exchange takes 10 ms, far longer than tau = 4 steps of a linear model: the worker
   // computes on, and must apply each force before sending the next exchange, never drop it.
   class SlowExchanges : public InProcessPsClient {
@@ -426,7 +427,7 @@ TEST_CASE("TrainingWorker (easgd): an overlapped exchange slower than tau steps 
   setup.config.training.batch_size = 40;  // 10 steps per epoch, 300 in all: 75 exchanges
   setup.config.easgd.tau = 4;
   setup.config.easgd.learning_rate = 0.1;
-  setup.config.transport.overlap = "push";
+  setup.config.transport.overlap = Overlap::kPush;
   setup.Start();
   const std::string csv = absl::StrCat(std::getenv("TEST_TMPDIR"), "/slow_exchanges.csv");
   {
