@@ -20,7 +20,11 @@
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/trace.h"
+#include "worker/elastic_exchanger.h"
 #include "worker/ps_client.h"
+#include "worker/pull_schedule.h"
+#include "worker/push_pipeline.h"
+#include "worker/worker_rules.h"
 
 namespace monsoon {
 
@@ -53,12 +57,12 @@ struct WorkerTotals {
 // spent so far in pulls, pushes and exchanges, waiting for other workers included.
 const std::vector<std::string>& WorkerMetricsColumns();
 
-// The threads of a worker's trace: the training loop, and the transport's work overlapped
-// with it (transport.overlap).
-enum WorkerTraceThread { kTraceLoop = 0, kTraceOverlapped = 1 };
+// The names of a worker's trace threads, indexed by WorkerTraceThread (background_call.h).
 const std::vector<std::string>& WorkerTraceThreads();
 
-// Borrows everything it is given; one Run per object.
+// Borrows every pointer it is given and keeps only its rules (WorkerRules) of the config.
+// One Run per object, on one thread; the pushes or exchanges it overlaps with compute run on
+// a thread of their own (PushPipeline, ElasticExchanger), joined before Run returns.
 class TrainingWorker {
  public:
   // `trace` gets the first config.trace.steps steps: each one's compute and communication.
@@ -76,12 +80,36 @@ class TrainingWorker {
   absl::StatusOr<WorkerReport> Run(const std::atomic<bool>* stop);
 
  private:
+  // The pushing loop's view of the weights: those it computes with (their versions are each
+  // push's base), those fetched for a later step, and the last push's summary.
+  struct PushingState {
+    ChunkVersions versions;
+    PullResult pull;
+    FetchedWeights fetched;
+    PushSummary pushed;
+  };
+
   absl::StatusOr<WorkerReport> TrainPushingGradients(const std::atomic<bool>* stop);
   absl::StatusOr<WorkerReport> TrainElastic(const std::atomic<bool>* stop);
-  // What the pull before `step` waits for (and whether that step pulls at all).
-  bool PullsBefore(int64_t step) const;
-  // `pushed_on`: the chunk versions this worker's last push was computed on.
-  PullWait PullWaitFor(int64_t step, const ChunkVersions& pushed_on) const;
+  // Loads the weights for this step into the model: those a push brought back, else a pull.
+  absl::Status Fetch(const PullSchedule& schedule, PushingState* state, WorkerReport* report);
+  // One step's gradient into `sum`, or added to it (through `scratch`) when `add`.
+  absl::Status ComputeGradients(absl::Span<float> sum, bool add, std::vector<float>* scratch,
+                                WorkerReport* report);
+  // Pushes the summed gradients (after waiting for the push in flight).
+  absl::Status Push(const PullSchedule& schedule, PushPipeline* pipeline, PushingState* state,
+                    WorkerReport* report);
+  // Waits for the push in flight, if any (the wait counts as communication time).
+  absl::Status FinishPush(PushPipeline* pipeline, PushingState* state, WorkerReport* report);
+  // One local SGD (or Nesterov) step of EASGD/EAMSGD.
+  void LocalStep(WorkerReport* report);
+  // Sends x (after applying the force in flight, if any); without overlap, applies its force.
+  absl::Status Exchange(ElasticExchanger* exchanger, PullResult* pull, PushSummary* exchange,
+                        WorkerReport* report);
+  // Waits for the exchange in flight, if any, and applies its force: x -= d.
+  absl::Status FinishExchange(ElasticExchanger* exchanger, PullResult* pull, PushSummary* exchange,
+                              WorkerReport* report);
+  void ApplyForce(const ElasticExchanger& exchanger, PullResult* pull);
   // Moves the shard and the report to the servers' resume point, and carries the earlier
   // processes' totals into the report.
   absl::Status ResumeFrom(const ResumePoint& resume, WorkerReport* report);
@@ -94,7 +122,7 @@ class TrainingWorker {
   // Computes one batch's gradient into the model; updates the report.
   void ComputeStep(WorkerReport* report);
   // Called as each step begins: its pull, compute and push are traced while it is among the
-  // first config.trace.steps of this process.
+  // first trace_steps of this process.
   void TraceStep(const WorkerReport& report);
   // The span of this step's compute on the loop's thread, with the step number; nothing (and
   // no allocation) when the step is not traced.
@@ -105,7 +133,7 @@ class TrainingWorker {
   auto Timed(WorkerReport* report, std::string_view name, Call call) -> decltype(call());
   absl::Status AppendMetrics(const WorkerReport& report, const PullResult& pull, double staleness);
 
-  const JobConfig config_;
+  const WorkerRules rules_;
   const int index_;
   Model* const model_;
   DataShard* const shard_;
@@ -113,11 +141,12 @@ class TrainingWorker {
   CsvMetricsWriter* const metrics_;
   TraceWriter* const trace_;
   const WorkerTotals earlier_;
-  absl::Time start_;  // this process's start, moved back by earlier_.wall_seconds
+  absl::Time start_;                   // this process's start, moved back by earlier_.wall_seconds
   int64_t first_step_ = 0;             // the step this process started at
   TraceWriter* step_trace_ = nullptr;  // trace_ while the current step is traced
   uint64_t resumed_after_ = 0;         // pushes already processed when this process started
   std::vector<float> x_, y_;           // the current batch
+  std::vector<float> velocity_;        // EAMSGD: the model's velocity at an exchange
 };
 
 }  // namespace monsoon

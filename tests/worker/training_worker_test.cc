@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/cpu_backend.h"
+#include "tests/worker/fault_injecting_ps_client.h"
 #include "worker/evaluator.h"
 #include "worker/in_process_ps_client.h"
 
@@ -406,22 +407,27 @@ TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at th
   }
 }
 
+// Runs worker 0 of `setup` through `client` to the end, with its metrics in TEST_TMPDIR/csv.
+absl::StatusOr<WorkerReport> RunWorkerZero(LinearSetup& setup, PsClient* client,
+                                           const std::string& csv,
+                                           const std::atomic<bool>* stop = nullptr) {
+  CpuBackend backend;
+  auto model = Model::Create(setup.config.model, &backend);
+  DataShard shard(&setup.data, 0, 1, 3);
+  auto metrics = CsvMetricsWriter::Create(absl::StrCat(std::getenv("TEST_TMPDIR"), "/", csv),
+                                          WorkerMetricsColumns());
+  REQUIRE(metrics.ok());
+  TrainingWorker worker(setup.config, 0, model->get(), &shard, client, metrics->get(), nullptr);
+  return worker.Run(stop);
+}
+
 TEST_CASE(
     "TrainingWorker (easgd): an overlapped exchange slower than tau steps lands before the "
     "next one starts",
     "[worker][easgd][overlap]") {
-  // Each exchange takes 10 ms, far longer than tau = 4 steps of a linear model: the worker
-  // computes on, and must apply each force before sending the next exchange, never drop it.
-  class SlowExchanges : public InProcessPsClient {
-   public:
-    using InProcessPsClient::InProcessPsClient;
-    absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
-                                            absl::Span<float> difference, ChunkVersions* versions,
-                                            const PushOrigin& origin) override {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      return InProcessPsClient::ExchangeAll(weights, difference, versions, origin);
-    }
-  };
+  // Exchange k starts after step 4k and is held until the worker has written the rows of two
+  // more steps: the worker computes on, and must apply each force before sending the next
+  // exchange, never drop it.
   LinearSetup setup(1, 0.1f, 1, Algorithm::kEasgd);
   setup.config.training.epochs = 30;
   setup.config.training.batch_size = 40;  // 10 steps per epoch, 300 in all: 75 exchanges
@@ -429,25 +435,20 @@ TEST_CASE(
   setup.config.easgd.learning_rate = 0.1;
   setup.config.transport.overlap = Overlap::kPush;
   setup.Start();
-  const std::string csv = absl::StrCat(std::getenv("TEST_TMPDIR"), "/slow_exchanges.csv");
-  {
-    CpuBackend backend;
-    auto model = Model::Create(setup.config.model, &backend);
-    DataShard shard(&setup.data, 0, 1, 3);
-    SlowExchanges client(setup.raw, {ClientRole::kWorker, 0});
-    auto metrics = CsvMetricsWriter::Create(csv, WorkerMetricsColumns());
-    REQUIRE(metrics.ok());
-    TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, metrics->get(), nullptr);
-    auto report = worker.Run(nullptr);
-    REQUIRE(report.ok());
-    CHECK(report->pushes == 75);
-  }
+  FaultInjectingPsClient client(setup.raw, {ClientRole::kWorker, 0});
+  client.OnCall(FaultInjectingPsClient::kExchange, [&](int k) {
+    client.AwaitCounterReads(std::min(4 * k + 2, 300));  // one read per metrics row
+    return absl::OkStatus();
+  });
+  auto report = RunWorkerZero(setup, &client, "slow_exchanges.csv");
+  REQUIRE(report.ok());
+  CHECK(report->pushes == 75);
   CHECK(setup.raw[0]->Stats().pushes_applied == 75);
-  auto table = ReadCsvTable(csv);
+  auto table = ReadCsvTable(absl::StrCat(std::getenv("TEST_TMPDIR"), "/slow_exchanges.csv"));
   REQUIRE(table.ok());
   REQUIRE(table->rows.size() == 300);
   const int step = table->Column("step"), version = table->Column("version");
-  int computed_on = 0;  // steps after 4k + 1 that ended with exchange k still in flight
+  int computed_on = 0;  // steps 4k + 1 that ended with exchange k still in flight
   for (const auto& row : table->rows) {
     // Exchange k starts after step 4k; by the row of step 4(k + 1) its force has landed (the
     // row's version counts the exchanges applied), and it cannot land before it started.
@@ -457,11 +458,78 @@ TEST_CASE(
     CHECK(row[version] <= s / 4);
     if (s % 4 == 1 && row[version] < s / 4) ++computed_on;
   }
-  CHECK(computed_on > 0);
+  CHECK(computed_on == 74);  // every exchange but the last, which ends the run
   // Still a fit, if a looser one: every force lands up to tau steps late.
   const auto w = setup.Weights();
   CHECK(w[0] == Approx(2.5).margin(0.05));
   CHECK(w[1] == Approx(-1.25).margin(0.05));
+}
+
+TEST_CASE("TrainingWorker: a failed call ends the loop with its status; nothing in flight is lost",
+          "[worker][faults]") {
+  SECTION("a push that fails while the next step computes") {
+    LinearSetup setup(1);
+    setup.config.training.batch_size = 40;  // 10 steps
+    setup.config.transport.overlap = Overlap::kPush;
+    setup.Start();
+    FaultInjectingPsClient client(setup.raw, {ClientRole::kWorker, 0});
+    client.OnCall(FaultInjectingPsClient::kPush, [](int n) {
+      return n == 3 ? absl::UnavailableError("server 0: connection reset") : absl::OkStatus();
+    });
+    const absl::Status status = RunWorkerZero(setup, &client, "failed_push.csv").status();
+    CHECK(absl::IsUnavailable(status));
+    CHECK(status.message() == "server 0: connection reset");
+    CHECK(setup.raw[0]->Stats().pushes_applied == 2);
+  }
+  SECTION("a stop while a push is in flight: the loop stops, and waits for the push") {
+    LinearSetup setup(1);
+    setup.config.training.batch_size = 40;
+    setup.config.transport.overlap = Overlap::kPush;
+    setup.Start();
+    FaultInjectingPsClient client(setup.raw, {ClientRole::kWorker, 0});
+    // Push 2 is held until the loop has written step 2's row, which asks the loop to stop.
+    std::atomic<bool> stop{false};
+    client.OnCall(FaultInjectingPsClient::kPush, [&](int n) {
+      if (n == 2) client.AwaitCounterReads(2);
+      return absl::OkStatus();
+    });
+    client.OnCounterRead([&](int n) {
+      if (n == 2) stop = true;
+      return absl::OkStatus();
+    });
+    const absl::Status status = RunWorkerZero(setup, &client, "stopped.csv", &stop).status();
+    CHECK(absl::IsCancelled(status));
+    CHECK(setup.raw[0]->Stats().pushes_applied == 2);
+  }
+  SECTION("a pull that times out") {
+    LinearSetup setup(1);
+    setup.config.training.batch_size = 40;
+    setup.config.transport.pull_with_push = false;
+    setup.Start();
+    FaultInjectingPsClient client(setup.raw, {ClientRole::kWorker, 0});
+    client.OnCall(FaultInjectingPsClient::kPull, [](int n) {
+      return n == 2 ? absl::DeadlineExceededError("server 0: the pull waited 30 s")
+                    : absl::OkStatus();
+    });
+    const absl::Status status = RunWorkerZero(setup, &client, "pull_timeout.csv").status();
+    CHECK(absl::IsDeadlineExceeded(status));
+    CHECK(status.message() == "server 0: the pull waited 30 s");
+    CHECK(setup.raw[0]->Stats().pushes_applied == 1);
+  }
+  SECTION("an exchange that fails in flight (easgd, overlap)") {
+    LinearSetup setup(1, 0.1f, 1, Algorithm::kEasgd);
+    setup.config.training.batch_size = 40;
+    setup.config.easgd.tau = 2;
+    setup.config.transport.overlap = Overlap::kPush;
+    setup.Start();
+    FaultInjectingPsClient client(setup.raw, {ClientRole::kWorker, 0});
+    client.OnCall(FaultInjectingPsClient::kExchange, [](int n) {
+      return n == 2 ? absl::UnavailableError("server 0: gone") : absl::OkStatus();
+    });
+    const absl::Status status = RunWorkerZero(setup, &client, "failed_exchange.csv").status();
+    CHECK(absl::IsUnavailable(status));
+    CHECK(setup.raw[0]->Stats().pushes_applied == 1);
+  }
 }
 
 TEST_CASE("TrainingWorker (easgd): the cosine schedule scales the workers' local steps",

@@ -1,0 +1,64 @@
+// The gradient pushes of Downpour, sync and SSP workers: the pipeline owns the gradient being
+// summed, the one being sent and the weights a push's reply brings back, and sends on a
+// thread of its own when the push overlaps the next steps (transport.overlap).
+#ifndef MONSOON_WORKER_PUSH_PIPELINE_H_
+#define MONSOON_WORKER_PUSH_PIPELINE_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/compression.h"
+#include "core/trace.h"
+#include "worker/background_call.h"
+#include "worker/ps_client.h"
+
+namespace monsoon {
+
+// Weights for a later fetch step: pulled, or brought back by a push (PushPullAll).
+struct FetchedWeights {
+  std::vector<float> params;
+  ChunkVersions versions;  // each chunk's version as fetched
+  PullResult pull;
+  bool ready = false;  // brought by a push and not used yet
+};
+
+// Not thread-safe: the training loop's thread calls it; only the push itself runs on the
+// pipeline's thread. The destructor waits for a push in flight.
+class PushPipeline {
+ public:
+  // `client` is borrowed; `topk` (nullable) sparsifies each push (transport.compression topk).
+  PushPipeline(PsClient* client, size_t num_params, bool overlap,
+               std::unique_ptr<TopKSparsifier> topk);
+  ~PushPipeline();
+  PushPipeline(const PushPipeline&) = delete;
+  PushPipeline& operator=(const PushPipeline&) = delete;
+
+  // Where the loop sums the gradients since the last push (num_params floats).
+  absl::Span<float> accumulator() { return absl::MakeSpan(accumulated_); }
+  bool in_flight() const { return call_.in_flight(); }
+
+  // Starts pushing the accumulator, computed on chunk versions `base` and numbered by `origin`;
+  // with bring_weights the reply brings the servers' weights back (Downpour). Without overlap
+  // the push has completed on return. The accumulator's contents are undefined afterwards.
+  // REQUIRES: !in_flight().
+  void Start(const ChunkVersions& base, const PushOrigin& origin, bool bring_weights,
+             TraceWriter* trace /* nullable */);
+  // Waits for the push started last. When it brought weights, they are swapped into *fetched
+  // (ready = true). REQUIRES: in_flight().
+  absl::StatusOr<PushSummary> Wait(FetchedWeights* fetched);
+
+ private:
+  PsClient* const client_;  // borrowed
+  const std::unique_ptr<TopKSparsifier> topk_;
+  std::vector<float> accumulated_;
+  std::vector<float> sending_;  // the push in flight reads it
+  bool bringing_weights_ = false;
+  FetchedWeights incoming_;  // the push in flight writes it when bringing weights
+  BackgroundCall call_;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_WORKER_PUSH_PIPELINE_H_

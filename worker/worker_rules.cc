@@ -1,0 +1,30 @@
+#include "worker/worker_rules.h"
+
+namespace monsoon {
+
+WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
+  WorkerRules rules;
+  rules.algorithm = config.training.algorithm;
+  if (rules.algorithm == Algorithm::kDownpour) {
+    rules.n_fetch = config.downpour.n_fetch;
+    rules.n_push = config.downpour.n_push;
+    rules.warm_start_steps = config.downpour.warm_start_steps;
+    rules.local_learning_rate = static_cast<float>(config.downpour.local_learning_rate);
+    rules.pull_with_push = config.transport.pull_with_push;
+  } else {
+    rules.pull_with_push = false;
+  }
+  rules.ssp_bound = config.ssp.bound;
+  rules.easgd = config.easgd;
+  rules.overlap = config.transport.overlap;
+  rules.compression = config.transport.compression;
+  rules.topk_fraction = config.transport.topk_fraction;
+  rules.epochs = config.training.epochs;
+  rules.batch_size = config.training.batch_size;
+  rules.max_steps = config.training.max_steps;
+  rules.schedule = config.training.learning_rate_schedule;
+  rules.trace_steps = config.trace.steps;
+  return rules;
+}
+
+}  // namespace monsoon

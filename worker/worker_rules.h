@@ -1,0 +1,36 @@
+// What a worker's training loop needs from the job config, read once (as ServerRules is for
+// the server): the algorithm and its knobs, the transport modes and the run's length.
+#ifndef MONSOON_WORKER_WORKER_RULES_H_
+#define MONSOON_WORKER_WORKER_RULES_H_
+
+#include "core/job_config.h"
+
+namespace monsoon {
+
+struct WorkerRules {
+  Algorithm algorithm = Algorithm::kDownpour;
+  // Downpour (n_push is 1 and local_learning_rate 0 for sync and ssp).
+  int n_fetch = 1;
+  int n_push = 1;
+  int warm_start_steps = 0;
+  float local_learning_rate = 0;
+  bool pull_with_push = true;
+  int ssp_bound = 2;
+  EasgdConfig easgd;
+  // Transport.
+  Overlap overlap = Overlap::kNone;
+  Compression compression = Compression::kNone;
+  double topk_fraction = 0.01;
+  // The run's length and the learning-rate schedule of the workers' local steps.
+  int epochs = 1;
+  int batch_size = 64;
+  int max_steps = 0;  // 0: no limit
+  LearningRateSchedule schedule = LearningRateSchedule::kConstant;
+  int trace_steps = 200;
+
+  static WorkerRules FromConfig(const JobConfig& config);
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_WORKER_WORKER_RULES_H_
