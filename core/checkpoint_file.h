@@ -86,6 +86,18 @@ class CheckpointReader {
     values->resize(n);
     return Bytes(values->data(), n * sizeof(T));
   }
+  // A vector written by CheckpointWriter::Vector, of whatever length it has; DataLoss when the
+  // payload is too short for it.
+  template <typename T>
+  absl::Status Vector(std::vector<T>* values) {
+    uint64_t n = 0;
+    absl::Status s = Pod(&n);
+    if (!s.ok()) return s;
+    const uint64_t fits = (payload_bytes_ - read_) / sizeof(T);
+    if (n > fits) return SizeMismatch(n, fits);
+    values->resize(n);
+    return Bytes(values->data(), n * sizeof(T));
+  }
   // DataLoss unless the whole payload has been read.
   absl::Status Finish() const;
 

@@ -1,6 +1,9 @@
 #include "core/process_setup.h"
 
 #include <malloc.h>
+#include <unistd.h>
+
+#include <climits>
 
 #include "absl/synchronization/mutex.h"
 
@@ -13,6 +16,12 @@ void ApplyProcessSettings() {
   // threads would refault their receive buffers; one arena keeps them.
   mallopt(M_ARENA_MAX, 1);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+}
+
+std::string SelfExePath() {
+  char buf[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, n) : "";
 }
 
 }  // namespace monsoon

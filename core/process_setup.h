@@ -2,6 +2,8 @@
 #ifndef MONSOON_CORE_PROCESS_SETUP_H_
 #define MONSOON_CORE_PROCESS_SETUP_H_
 
+#include <string>
+
 namespace monsoon {
 
 // - Keeps large message buffers (chunks of up to 32 MiB) in malloc's heap instead of fresh
@@ -11,6 +13,9 @@ namespace monsoon {
 //   on by default: every lock and unlock, gRPC's own included, then updates a process-wide lock
 //   graph under one global spin lock.
 void ApplyProcessSettings();
+
+// The path of this process's executable (/proc/self/exe); "" when it cannot be read.
+std::string SelfExePath();
 
 }  // namespace monsoon
 

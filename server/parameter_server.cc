@@ -10,7 +10,6 @@
 #include "absl/synchronization/notification.h"
 #include "core/multiversion.h"
 #include "core/status_macros.h"
-#include "server/update_rule.h"
 
 namespace monsoon {
 namespace {
@@ -34,71 +33,33 @@ constexpr absl::Duration kPeerCheckInterval = absl::Milliseconds(250);
 
 }  // namespace
 
-ServerRules ServerRules::FromConfig(const JobConfig& config) {
-  ServerRules rules;
-  rules.algorithm = config.training.algorithm;
-  rules.optimizer = config.optimizer;
-  rules.staleness = config.staleness;
-  rules.sync = config.sync;
-  rules.easgd = config.easgd;
-  rules.schedule = config.training.learning_rate_schedule;
-  rules.epochs = config.training.epochs;
-  rules.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);
-  rules.join_timeout = absl::Seconds(config.reliability.join_timeout_seconds);
-  rules.stop_on_worker_loss = StopsOnWorkerLoss(config);
-  return rules;
-}
-
 ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const ModelSpec& spec,
                                  uint64_t seed, const ServerRules& rules, int workers_expected,
-                                 bool evaluator_expected)
+                                 bool evaluator_expected, ServerClock clock)
     : index_(index),
       plan_(plan),
       rules_(rules),
-      optimizer_(Optimizer::Create(rules.optimizer)),
-      workers_expected_(workers_expected),
-      evaluator_expected_(evaluator_expected),
-      worker_finished_(workers_expected, false),
-      worker_epoch_(workers_expected, 0.0),
-      incarnation_(workers_expected, 0) {
-  for (int w = 0; w < workers_expected; ++w) {
-    worker_liveness_.emplace_back(absl::StrCat("worker ", w));
-  }
-  const bool sync = rules_.algorithm == Algorithm::kSync;
-  const bool optimizes = PushesGradients(rules_.algorithm);
+      clock_(std::move(clock)),
+      membership_(index, workers_expected, evaluator_expected, rules_, clock_.now()),
+      updater_(ChunkUpdater::Create(rules_, &membership_)) {
   for (const Chunk& c : plan_.ChunksOf(index)) {
     auto state = std::make_unique<ChunkState>();
     state->meta = c;
     absl::MutexLock lock(&state->mu);
     state->values = std::make_shared<std::vector<float>>(c.size);
     Model::InitialValues(spec, seed, c.offset, absl::MakeSpan(*state->values));
-    if (optimizes) {
-      state->optimizer_state.assign(c.size * optimizer_->state_per_param(),
-                                    optimizer_->initial_state());
-    }
-    state->clock.assign(workers_expected, 0);
-    state->position.assign(workers_expected, DataPosition{});
-    state->applied.assign(workers_expected, 0);
-    state->sequence_sum.assign(workers_expected, 0);
-    state->duplicates.assign(workers_expected, 0);
-    if (sync) {
-      state->round_sum.assign(c.size, 0.0f);
-      state->round_from.assign(workers_expected, false);
-    }
-    if (rules_.staleness.dc_lambda > 0) state->pulled.assign(workers_expected, state->values);
+    state->ledger = ChunkLedger(workers_expected);
+    updater_->Init(state.get());
     state_bytes_ += sizeof(float) * (c.size + state->optimizer_state.size() +
-                                     state->round_sum.size() + state->pulled.size() * c.size);
+                                     state->round.sum.size() + state->pulled.size() * c.size);
     chunks_.emplace(c.id, std::move(state));
   }
-  {
-    absl::MutexLock lock(&clients_mu_);
-    started_ = absl::Now();
-  }
-  expire_thread_ = std::thread([this] { ExpireLoop(); });
+  if (clock_.expiry_thread) expire_thread_ = std::thread([this] { ExpireLoop(); });
 }
 
 ParameterServer::~ParameterServer() {
   CancelWaiters();
+  if (!expire_thread_.joinable()) return;
   {
     absl::MutexLock lock(&expire_mu_);
     shutting_down_ = true;
@@ -108,14 +69,12 @@ ParameterServer::~ParameterServer() {
 
 void ParameterServer::CancelWaiters() {
   closed_.store(true);
-  Ready ready;
+  std::vector<Release> released;
   for (auto& [id, chunk] : chunks_) {
     absl::MutexLock lock(&chunk->mu);
-    for (Waiter& w : chunk->waiters) ready.push_back(std::move(w.done));
-    waiting_.fetch_sub(static_cast<int>(chunk->waiters.size()));
-    chunk->waiters.clear();
+    waiting_.fetch_sub(static_cast<int>(chunk->waiters.TakeAll(ClosedError(), &released)));
   }
-  for (auto& done : ready) done(ClosedError());
+  RunReleases(&released);
 }
 
 absl::Status ParameterServer::ClosedError() const {
@@ -132,134 +91,40 @@ absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, Cl
                      "): are all roles running the same job config?"));
   }
   if (role == ClientRole::kEvaluator) {
-    absl::MutexLock lock(&clients_mu_);
-    if (!peer.empty()) evaluator_liveness_.address = peer;
-    HeardFrom(&evaluator_liveness_);
+    membership_.HeardEvaluator(clock_.now(), peer);
     return ResumePoint{};
   }
-  if (index < 0 || index >= workers_expected_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "hello from worker ", index, "; this job has workers 0..", workers_expected_ - 1));
-  }
-  bool rejoined;
-  {
-    absl::MutexLock lock(&clients_mu_);
-    MONSOON_RETURN_IF_ERROR(Heard(index, incarnation));
-    if (!peer.empty()) worker_liveness_[index].address = peer;
-    rejoined = worker_finished_[index];
-    if (rejoined) {
-      worker_finished_[index] = false;
-      Event(absl::StrCat("worker ", index, " (", worker_liveness_[index].address,
-                         ") rejoined after finishing"));
-    }
-  }
-  if (rejoined) LiveWorkersChanged();
+  MONSOON_RETURN_IF_ERROR(membership_.CheckWorker("hello", index));
+  MONSOON_RETURN_IF_ERROR(membership_.HeardWorker(index, incarnation, clock_.now(), peer));
+  if (membership_.Rejoin(index)) LiveWorkersChanged();
   return ResumePointOf(index);
-}
-
-absl::Status ParameterServer::Heard(int index, uint64_t incarnation) {
-  if (incarnation < incarnation_[index]) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "worker ", index, " incarnation ", incarnation, " has been superseded by incarnation ",
-        incarnation_[index], " (a newer process of this worker has connected)"));
-  }
-  incarnation_[index] = incarnation;
-  HeardFrom(&worker_liveness_[index]);
-  return absl::OkStatus();
-}
-
-void ParameterServer::HeardFrom(Liveness* client) {
-  client->last_heard = absl::Now();
-  if (client->lost) {
-    client->lost = false;
-    Event(absl::StrCat(client->who, " (", client->address, ") is back"));
-  }
 }
 
 absl::Status ParameterServer::Heartbeat(ClientRole role, int index, uint64_t incarnation) {
   if (role == ClientRole::kEvaluator) {
-    absl::MutexLock lock(&clients_mu_);
-    HeardFrom(&evaluator_liveness_);
+    membership_.HeardEvaluator(clock_.now());
     return absl::OkStatus();
   }
-  if (index < 0 || index >= workers_expected_) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "heartbeat from worker ", index, "; this job has workers 0..", workers_expected_ - 1));
-  }
-  absl::MutexLock lock(&clients_mu_);
-  return Heard(index, incarnation);
+  MONSOON_RETURN_IF_ERROR(membership_.CheckWorker("heartbeat", index));
+  return membership_.HeardWorker(index, incarnation, clock_.now());
 }
 
-void ParameterServer::Event(std::string message) {
-  events_.push_back(absl::StrCat("server ", index_, ": ", message));
-}
+std::vector<std::string> ParameterServer::TakeEvents() { return membership_.TakeEvents(); }
 
-std::vector<std::string> ParameterServer::TakeEvents() {
-  absl::MutexLock lock(&clients_mu_);
-  return std::move(events_);
-}
-
-absl::Status ParameterServer::Health() const {
-  absl::MutexLock lock(&clients_mu_);
-  return health_;
-}
-
-void ParameterServer::CheckPeers(absl::Time now) {
-  // Marks a client lost that has been silent for longer than the peer timeout, or never heard
-  // for longer than the join timeout; returns "who (address) lost: ..." then, else "".
-  auto newly_lost = [&](Liveness* client) {
-    const bool heard = client->last_heard != absl::InfinitePast();
-    const absl::Duration silent =
-        absl::Trunc(now - (heard ? client->last_heard : started_), absl::Milliseconds(100));
-    if (client->lost || silent <= (heard ? rules_.peer_timeout : rules_.join_timeout)) {
-      return std::string();
-    }
-    client->lost = true;
-    return absl::StrCat(
-        client->who, " (", client->address.empty() ? "address unknown" : client->address,
-        ") lost: ", heard ? "nothing heard for " : "never heard from since the server started, ",
-        absl::FormatDuration(silent), heard ? "" : " ago");
-  };
-  bool changed = false;
-  {
-    absl::MutexLock lock(&clients_mu_);
-    if (evaluator_expected_ && !evaluator_finished_) {
-      const std::string what = newly_lost(&evaluator_liveness_);
-      if (!what.empty()) Event(absl::StrCat(what, "; the job finishes without its evaluations"));
-    }
-    for (int w = 0; w < workers_expected_; ++w) {
-      if (worker_finished_[w]) continue;
-      const std::string what = newly_lost(&worker_liveness_[w]);
-      if (what.empty()) continue;
-      changed = true;
-      if (rules_.stop_on_worker_loss) {
-        if (health_.ok()) {
-          health_ = absl::UnavailableError(absl::StrCat(
-              what, "; stopping the job, because ", kAlgorithmNames.Name(rules_.algorithm),
-              " with every worker in the quorum cannot go on without it (set sync.quorum below "
-              "cluster.workers, or reliability.worker_loss: continue)"));
-        }
-        Event(std::string(health_.message()));
-      } else {
-        Event(absl::StrCat(what, "; carrying on without it (its data shard is no longer trained)"));
-      }
-    }
-  }
-  if (changed) LiveWorkersChanged();
-}
+absl::Status ParameterServer::Health() const { return membership_.Health(); }
 
 ResumePoint ParameterServer::ResumePointOf(int index) const {
   ResumePoint point{std::numeric_limits<uint64_t>::max(), {}};  // no chunks: no opinion
   for (const auto& [id, chunk] : chunks_) {
     absl::MutexLock lock(&chunk->mu);
-    if (chunk->clock[index] < point.sequence) {
-      point = {chunk->clock[index], chunk->position[index]};
+    if (chunk->ledger.clock[index] < point.sequence) {
+      point = {chunk->ledger.clock[index], chunk->ledger.position[index]};
     }
   }
   return point;
 }
 
-absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Find(int chunk_id) const {
+absl::StatusOr<ChunkState*> ParameterServer::Find(int chunk_id) const {
   auto it = chunks_.find(chunk_id);
   if (it == chunks_.end()) {
     return absl::NotFoundError(absl::StrCat("server ", index_, " holds no chunk ", chunk_id));
@@ -268,29 +133,13 @@ absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Find(int chunk_id)
 }
 
 absl::StatusOr<size_t> ParameterServer::ChunkSize(int chunk_id) const {
-  auto chunk = Find(chunk_id);
-  if (!chunk.ok()) return chunk.status();
-  return (*chunk)->meta.size;
-}
-
-int ParameterServer::LiveWorkers() const {
-  absl::MutexLock lock(&clients_mu_);
-  int live = 0;
-  for (int w = 0; w < workers_expected_; ++w) live += Gone(w) ? 0 : 1;
-  return live;
-}
-
-uint64_t ParameterServer::SlowestClock(const ChunkState& chunk) const {
-  uint64_t slowest = std::numeric_limits<uint64_t>::max();
-  absl::MutexLock lock(&clients_mu_);
-  for (int w = 0; w < workers_expected_; ++w) {
-    if (!Gone(w)) slowest = std::min(slowest, chunk.clock[w]);
-  }
-  return slowest;
+  MONSOON_ASSIGN_OR_RETURN(const ChunkState* chunk, Find(chunk_id));
+  return chunk->meta.size;
 }
 
 bool ParameterServer::Satisfied(const ChunkState& chunk, const PullCondition& c) const {
-  return chunk.version >= c.min_version && (c.min_clock == 0 || SlowestClock(chunk) >= c.min_clock);
+  return chunk.version >= c.min_version &&
+         (c.min_clock == 0 || membership_.SlowestClock(chunk.ledger.clock) >= c.min_clock);
 }
 
 void ParameterServer::WhenReady(int chunk_id, const PullCondition& condition, absl::Time deadline,
@@ -304,7 +153,7 @@ void ParameterServer::WhenReady(int chunk_id, const PullCondition& condition, ab
     // Checked under the chunk's lock, so CancelWaiters cannot miss this waiter.
     closed = closed_.load();
     if (!closed && !Satisfied(*chunk, condition)) {
-      chunk->waiters.push_back({condition, deadline, std::move(done)});
+      chunk->waiters.Add(condition, deadline, std::move(done));
       waiting_.fetch_add(1);
       return;
     }
@@ -313,25 +162,23 @@ void ParameterServer::WhenReady(int chunk_id, const PullCondition& condition, ab
 }
 
 absl::Status ParameterServer::PullAfterPushAllowed() const {
-  if (rules_.algorithm == Algorithm::kDownpour) return absl::OkStatus();
+  if (updater_->PullMayFollowPush()) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat("a push with a pull after it in a ",
                                                     kAlgorithmNames.Name(rules_.algorithm),
                                                     " job: only Downpour's pulls never wait"));
 }
 
 absl::StatusOr<ChunkSnapshot> ParameterServer::Snapshot(int chunk_id, int worker) {
-  auto found = Find(chunk_id);
-  if (!found.ok()) return found.status();
-  ChunkState* chunk = *found;
+  MONSOON_ASSIGN_OR_RETURN(ChunkState * chunk, Find(chunk_id));
   ChunkSnapshot snapshot;
   {
     absl::MutexLock lock(&chunk->mu);
     snapshot.values = chunk->values;
-    if (!chunk->pulled.empty() && worker >= 0 && worker < workers_expected_) {
+    if (!chunk->pulled.empty() && worker >= 0 && worker < membership_.workers()) {
       chunk->pulled[worker] = chunk->values;
     }
     snapshot.info.version = chunk->version;
-    snapshot.info.slowest_clock = SlowestClock(*chunk);
+    snapshot.info.slowest_clock = membership_.SlowestClock(chunk->ledger.clock);
   }
   if (snapshot.info.slowest_clock == std::numeric_limits<uint64_t>::max()) {
     snapshot.info.slowest_clock = 0;
@@ -357,7 +204,7 @@ absl::StatusOr<PullInfo> ParameterServer::Pull(int chunk_id, absl::Span<float> o
                                                absl::Duration timeout, int worker) {
   absl::Notification ready;
   absl::Status status;
-  WhenReady(chunk_id, condition, absl::Now() + timeout, [&](absl::Status s) {
+  WhenReady(chunk_id, condition, clock_.now() + timeout, [&](absl::Status s) {
     status = std::move(s);
     ready.Notify();
   });
@@ -366,34 +213,29 @@ absl::StatusOr<PullInfo> ParameterServer::Pull(int chunk_id, absl::Span<float> o
   return Read(chunk_id, out, worker);
 }
 
-absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
-    int chunk_id, int worker_index, absl::Span<const float> payload, bool exchange,
-    const PushOrigin& origin) {
-  auto reject = [this](absl::Status status) {
-    pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
-    return status;
-  };
+absl::Status ParameterServer::Reject(absl::Status status) {
+  pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
+  return status;
+}
+
+absl::StatusOr<ChunkState*> ParameterServer::Validate(int chunk_id, int worker_index,
+                                                      absl::Span<const float> payload,
+                                                      bool exchange, const PushOrigin& origin) {
   const char* what = exchange ? "weights" : "gradient";
   if (exchange == PushesGradients(rules_.algorithm)) {
-    return reject(absl::FailedPreconditionError(
+    return Reject(absl::FailedPreconditionError(
         absl::StrCat("this job runs ", kAlgorithmNames.Name(rules_.algorithm), ": workers ",
                      exchange ? "push gradients" : "exchange weights with the centre", ", not ",
                      exchange ? "weights" : "gradients")));
   }
   auto found = Find(chunk_id);
-  if (!found.ok()) return reject(found.status());
+  if (!found.ok()) return Reject(found.status());
   ChunkState* chunk = *found;
-  if (worker_index < 0 || worker_index >= workers_expected_) {
-    return reject(absl::InvalidArgumentError(absl::StrCat(
-        "push from worker ", worker_index, "; this job has workers 0..", workers_expected_ - 1)));
-  }
-  {
-    absl::MutexLock lock(&clients_mu_);
-    absl::Status heard = Heard(worker_index, origin.incarnation);
-    if (!heard.ok()) return reject(std::move(heard));
-  }
+  absl::Status known = membership_.CheckWorker("push", worker_index);
+  if (known.ok()) known = membership_.HeardWorker(worker_index, origin.incarnation, clock_.now());
+  if (!known.ok()) return Reject(std::move(known));
   if (payload.size() != chunk->meta.size) {
-    return reject(absl::InvalidArgumentError(absl::StrCat(what, " for chunk ", chunk_id, " has ",
+    return Reject(absl::InvalidArgumentError(absl::StrCat(what, " for chunk ", chunk_id, " has ",
                                                           payload.size(), " floats; the chunk has ",
                                                           chunk->meta.size)));
   }
@@ -401,144 +243,37 @@ absl::StatusOr<ParameterServer::ChunkState*> ParameterServer::Validate(
     const size_t i =
         std::find_if(payload.begin(), payload.end(), [](float g) { return !std::isfinite(g); }) -
         payload.begin();
-    return reject(absl::InvalidArgumentError(
+    return Reject(absl::InvalidArgumentError(
         absl::StrCat(what, " for chunk ", chunk_id, " from worker ", worker_index,
                      " is not finite at element ", i, " (", payload[i], ")")));
   }
   return chunk;
 }
 
-absl::StatusOr<uint64_t> ParameterServer::StalenessOf(const ChunkState& chunk, int worker_index,
-                                                      uint64_t base_version) {
-  if (base_version > chunk.version) {
-    pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
-    return absl::InvalidArgumentError(
-        absl::StrCat("push for chunk ", chunk.meta.id, " from worker ", worker_index,
-                     " claims version ", base_version, "; the chunk is at ", chunk.version));
-  }
-  return chunk.version - base_version;
-}
-
-absl::Span<float> ParameterServer::Writable(ChunkState* chunk) {
-  if (chunk->values.use_count() > 1) {
-    chunk->values = std::make_shared<std::vector<float>>(*chunk->values);
-  } else {
-    // Sole owner. use_count() is a relaxed load; this fence orders the writes that follow
-    // after the last snapshot holder's reads (its release of the reference).
-    std::atomic_thread_fence(std::memory_order_acquire);
-  }
-  return absl::MakeSpan(*chunk->values);
-}
-
-void ParameterServer::ApplyUpdate(ChunkState* chunk, absl::Span<const float> g, double epoch) {
-  optimizer_->Apply(Writable(chunk), g, absl::MakeSpan(chunk->optimizer_state), chunk->version + 1,
-                    LearningRateScale(rules_.schedule, rules_.epochs, epoch));
-  ++chunk->version;
-}
-
-void ParameterServer::MaybeCloseRound(ChunkState* chunk) {
-  // Complete with `quorum` fresh gradients, or once every live worker has sent one (a worker
-  // that has finished still counts in the round it contributed to).
-  if (chunk->round_fresh == 0) return;
-  const int quorum = rules_.sync.quorum > 0 ? rules_.sync.quorum : workers_expected_;
-  if (chunk->round_fresh < quorum) {
-    absl::MutexLock lock(&clients_mu_);
-    for (int w = 0; w < workers_expected_; ++w) {
-      if (!Gone(w) && !chunk->round_from[w]) return;
-    }
-  }
-  // The round's update is the weighted mean of its gradients.
-  float* sum = chunk->round_sum.data();
-  const float inv = 1.0f / chunk->round_weight;
-  for (size_t i = 0, n = chunk->round_sum.size(); i < n; ++i) sum[i] *= inv;
-  ApplyUpdate(chunk, chunk->round_sum, chunk->round_epoch);
-  std::fill(chunk->round_sum.begin(), chunk->round_sum.end(), 0.0f);
-  std::fill(chunk->round_from.begin(), chunk->round_from.end(), false);
-  chunk->round_weight = 0;
-  chunk->round_epoch = 0;
-  chunk->round_fresh = 0;
-}
-
-void ParameterServer::CollectWaiters(ChunkState* chunk, absl::Time now,
-                                     std::vector<absl::Status>* statuses, Ready* ready) {
-  auto& waiters = chunk->waiters;
-  for (size_t i = 0; i < waiters.size();) {
-    Waiter& w = waiters[i];
-    absl::Status status;
-    if (Satisfied(*chunk, w.condition)) {
-      status = absl::OkStatus();
-    } else if (now >= w.deadline) {
-      status = absl::DeadlineExceededError(absl::StrCat(
-          "server ", index_, " chunk ", chunk->meta.id, ": still at version ", chunk->version,
-          " (slowest worker clock ", SlowestClock(*chunk), ") at the deadline; waited for version ",
-          w.condition.min_version, ", clock ", w.condition.min_clock));
-    } else {
-      ++i;
-      continue;
-    }
-    statuses->push_back(std::move(status));
-    ready->push_back(std::move(w.done));
-    waiters[i] = std::move(waiters.back());
-    waiters.pop_back();
-    waiting_.fetch_sub(1);
-  }
-}
-
-void ParameterServer::ReleaseWaiters(absl::Time now) {
-  Ready ready;
-  std::vector<absl::Status> statuses;
-  for (auto& [id, chunk] : chunks_) {
-    absl::MutexLock lock(&chunk->mu);
-    if (!chunk->waiters.empty()) CollectWaiters(chunk.get(), now, &statuses, &ready);
-  }
-  for (size_t i = 0; i < ready.size(); ++i) ready[i](statuses[i]);
-}
-
-void ParameterServer::ExpireLoop() {
-  absl::MutexLock lock(&expire_mu_);
-  absl::Time next_peer_check = absl::Now();
-  while (!expire_mu_.AwaitWithTimeout(absl::Condition(&shutting_down_), kExpireInterval)) {
-    const absl::Time now = absl::Now();
-    const bool check_peers = now >= next_peer_check;
-    if (waiting_.load() == 0 && !check_peers) continue;
-    expire_mu_.Unlock();
-    if (check_peers) {
-      CheckPeers(now);
-      next_peer_check = now + kPeerCheckInterval;
-    }
-    ReleaseWaiters(now);
-    expire_mu_.Lock();
-  }
-}
-
-absl::StatusOr<bool> ParameterServer::IsDuplicate(ChunkState* chunk, int worker,
-                                                  const PushOrigin& origin, PushResult* result) {
-  if (origin.sequence == 0) return false;
-  const uint64_t processed = chunk->clock[worker];
-  if (origin.sequence <= processed) {
-    ++chunk->duplicates[worker];
+absl::StatusOr<bool> ParameterServer::Admit(ChunkState* chunk, int worker, uint64_t base_version,
+                                            const PushOrigin& origin, PushResult* result) {
+  absl::StatusOr<bool> duplicate = chunk->ledger.IsDuplicate(chunk->meta.id, worker, origin);
+  if (!duplicate.ok()) return Reject(duplicate.status());
+  if (*duplicate) {
     pushes_duplicate_.fetch_add(1, std::memory_order_relaxed);
     result->duplicate = true;
     result->version = chunk->version;
     return true;
   }
-  if (origin.sequence > processed + 1) {
-    pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
-    return absl::OutOfRangeError(absl::StrCat("push ", origin.sequence, " of worker ", worker,
-                                              " for chunk ", chunk->meta.id, ": push ",
-                                              processed + 1, " has not arrived"));
+  if (base_version > chunk->version) {
+    return Reject(absl::InvalidArgumentError(
+        absl::StrCat("push for chunk ", chunk->meta.id, " from worker ", worker, " claims version ",
+                     base_version, "; the chunk is at ", chunk->version)));
   }
+  result->staleness = chunk->version - base_version;
   return false;
 }
 
-void ParameterServer::Processed(ChunkState* chunk, int worker, const PushOrigin& origin,
-                                bool applied) {
-  ++chunk->clock[worker];
-  chunk->position[worker] = origin.position;
-  if (applied) {
-    ++chunk->applied[worker];
-    chunk->sequence_sum[worker] += origin.sequence;
-  }
+void ParameterServer::Book(ChunkState* chunk, int worker, const PushOrigin& origin,
+                           PushResult* result, std::vector<Release>* released) {
+  chunk->ledger.Book(worker, origin, result->applied);
+  result->version = chunk->version;
+  if (!chunk->waiters.empty()) CollectWaiters(chunk, absl::InfinitePast(), released);
 }
 
 void ParameterServer::RecordValid(const PushResult& result, size_t payload_floats, int worker_index,
@@ -547,75 +282,30 @@ void ParameterServer::RecordValid(const PushResult& result, size_t payload_float
   bytes_received_.fetch_add(payload_floats * sizeof(float), std::memory_order_relaxed);
   staleness_[std::min<uint64_t>(result.staleness, kStalenessBuckets - 1)].fetch_add(
       1, std::memory_order_relaxed);
-  absl::MutexLock lock(&clients_mu_);
-  worker_epoch_[worker_index] = std::max(worker_epoch_[worker_index], epoch);
+  membership_.RecordEpoch(worker_index, epoch);
 }
 
 absl::StatusOr<PushResult> ParameterServer::Push(int chunk_id, int worker_index,
                                                  uint64_t base_version,
                                                  absl::Span<const float> gradient,
                                                  const PushOrigin& origin) {
-  auto found = Validate(chunk_id, worker_index, gradient, /*exchange=*/false, origin);
-  if (!found.ok()) return found.status();
-  ChunkState* chunk = *found;
+  MONSOON_ASSIGN_OR_RETURN(ChunkState * chunk,
+                           Validate(chunk_id, worker_index, gradient, /*exchange=*/false, origin));
   PushResult result;
-  Ready ready;
-  std::vector<absl::Status> statuses;
+  std::vector<Release> released;
   {
     absl::MutexLock lock(&chunk->mu);
     MONSOON_ASSIGN_OR_RETURN(const bool duplicate,
-                             IsDuplicate(chunk, worker_index, origin, &result));
+                             Admit(chunk, worker_index, base_version, origin, &result));
     if (duplicate) return result;
-    auto staleness = StalenessOf(*chunk, worker_index, base_version);
-    if (!staleness.ok()) return staleness.status();
-    result.staleness = *staleness;
-    if (rules_.algorithm == Algorithm::kSync) {
-      const float weight = SyncGradientWeight(rules_.sync, result.staleness);
-      if (result.staleness == 0) {
-        if (chunk->round_from[worker_index]) {
-          pushes_rejected_.fetch_add(1, std::memory_order_relaxed);
-          return absl::FailedPreconditionError(absl::StrCat("worker ", worker_index,
-                                                            " already pushed chunk ", chunk_id,
-                                                            " for round ", chunk->version));
-        }
-        chunk->round_from[worker_index] = true;
-        ++chunk->round_fresh;
-      }
-      if (weight > 0) {
-        AccumulateScaled(absl::MakeSpan(chunk->round_sum), gradient, weight);
-        chunk->round_weight += weight;
-        chunk->round_epoch = std::max(chunk->round_epoch, origin.epoch);
-        result.applied = true;
-      }
-      Processed(chunk, worker_index, origin, result.applied);
-      MaybeCloseRound(chunk);
-    } else {
-      const float weight = StalenessWeight(rules_.staleness, result.staleness);
-      const bool compensate = !chunk->pulled.empty();
-      if (weight == 1.0f && !compensate) {
-        ApplyUpdate(chunk, gradient, origin.epoch);
-      } else if (weight > 0) {
-        thread_local std::vector<float> adjusted;
-        adjusted.resize(gradient.size());
-        if (compensate) {
-          CompensateDelay(static_cast<float>(rules_.staleness.dc_lambda), gradient, *chunk->values,
-                          *chunk->pulled[worker_index], absl::MakeSpan(adjusted));
-        } else {
-          std::copy(gradient.begin(), gradient.end(), adjusted.begin());
-        }
-        if (weight != 1.0f) {
-          for (float& g : adjusted) g *= weight;
-        }
-        ApplyUpdate(chunk, adjusted, origin.epoch);
-      }
-      result.applied = weight > 0;
-      Processed(chunk, worker_index, origin, result.applied);
-    }
-    result.version = chunk->version;
-    if (!chunk->waiters.empty()) CollectWaiters(chunk, absl::InfinitePast(), &statuses, &ready);
+    absl::StatusOr<bool> applied =
+        updater_->OnPush(chunk, worker_index, result.staleness, gradient, origin);
+    if (!applied.ok()) return Reject(applied.status());
+    result.applied = *applied;
+    Book(chunk, worker_index, origin, &result, &released);
   }
   RecordValid(result, gradient.size(), worker_index, origin.epoch);
-  for (size_t i = 0; i < ready.size(); ++i) ready[i](statuses[i]);
+  RunReleases(&released);
   return result;
 }
 
@@ -624,79 +314,95 @@ absl::StatusOr<PushResult> ParameterServer::Exchange(int chunk_id, int worker_in
                                                      absl::Span<const float> weights,
                                                      absl::Span<float> difference,
                                                      const PushOrigin& origin) {
-  auto found = Validate(chunk_id, worker_index, weights, /*exchange=*/true, origin);
-  if (!found.ok()) return found.status();
-  ChunkState* chunk = *found;
+  MONSOON_ASSIGN_OR_RETURN(ChunkState * chunk,
+                           Validate(chunk_id, worker_index, weights, /*exchange=*/true, origin));
   if (difference.size() != weights.size()) {
     return absl::InvalidArgumentError("elastic difference buffer has the wrong size");
   }
-  const float alpha = static_cast<float>(ElasticAlpha(rules_.easgd, LiveWorkers()));
+  const float alpha = static_cast<float>(ElasticAlpha(rules_.easgd, membership_.LiveWorkers()));
   PushResult result;
+  std::vector<Release> released;
   {
     absl::MutexLock lock(&chunk->mu);
     MONSOON_ASSIGN_OR_RETURN(const bool duplicate,
-                             IsDuplicate(chunk, worker_index, origin, &result));
+                             Admit(chunk, worker_index, base_version, origin, &result));
     if (duplicate) {
       std::fill(difference.begin(), difference.end(), 0.0f);
       return result;
     }
-    auto staleness = StalenessOf(*chunk, worker_index, base_version);
-    if (!staleness.ok()) return staleness.status();
-    result.staleness = *staleness;
-    ElasticExchange(alpha, Writable(chunk), weights, difference);
-    result.version = ++chunk->version;
+    MONSOON_RETURN_IF_ERROR(updater_->OnExchange(chunk, alpha, weights, difference));
     result.applied = true;
-    Processed(chunk, worker_index, origin, /*applied=*/true);
+    Book(chunk, worker_index, origin, &result, &released);
   }
   RecordValid(result, weights.size(), worker_index, origin.epoch);
   bytes_sent_.fetch_add(difference.size() * sizeof(float), std::memory_order_relaxed);
+  RunReleases(&released);
   return result;
 }
 
-absl::Status ParameterServer::Finish(ClientRole role, int index) {
-  {
-    absl::MutexLock lock(&clients_mu_);
-    if (role == ClientRole::kEvaluator) {
-      evaluator_finished_ = true;
-      return absl::OkStatus();
-    }
-    if (index < 0 || index >= workers_expected_) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "finish from worker ", index, "; this job has workers 0..", workers_expected_ - 1));
-    }
-    worker_finished_[index] = true;
+void ParameterServer::CollectWaiters(ChunkState* chunk, absl::Time now,
+                                     std::vector<Release>* released) {
+  const auto holds = [&](const PullCondition& c) { return Satisfied(*chunk, c); };
+  const auto expired = [&](const PullCondition& c) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "server ", index_, " chunk ", chunk->meta.id, ": still at version ", chunk->version,
+        " (slowest worker clock ", membership_.SlowestClock(chunk->ledger.clock),
+        ") at the deadline; waited for version ", c.min_version, ", clock ", c.min_clock));
+  };
+  waiting_.fetch_sub(static_cast<int>(chunk->waiters.Collect(now, holds, expired, released)));
+}
+
+void ParameterServer::ReleaseWaiters(absl::Time now) {
+  std::vector<Release> released;
+  for (auto& [id, chunk] : chunks_) {
+    absl::MutexLock lock(&chunk->mu);
+    if (!chunk->waiters.empty()) CollectWaiters(chunk.get(), now, &released);
   }
-  LiveWorkersChanged();
+  RunReleases(&released);
+}
+
+void ParameterServer::Tick(absl::Time now) {
+  if (membership_.CheckPeers(now)) LiveWorkersChanged();
+  ReleaseWaiters(now);
+}
+
+void ParameterServer::ExpireLoop() {
+  absl::MutexLock lock(&expire_mu_);
+  absl::Time next_peer_check = clock_.now();
+  while (!expire_mu_.AwaitWithTimeout(absl::Condition(&shutting_down_), kExpireInterval)) {
+    const absl::Time now = clock_.now();
+    const bool check_peers = now >= next_peer_check;
+    if (waiting_.load() == 0 && !check_peers) continue;
+    expire_mu_.Unlock();
+    if (check_peers) {
+      Tick(now);
+      next_peer_check = now + kPeerCheckInterval;
+    } else {
+      ReleaseWaiters(now);
+    }
+    expire_mu_.Lock();
+  }
+}
+
+absl::Status ParameterServer::Finish(ClientRole role, int index) {
+  MONSOON_ASSIGN_OR_RETURN(const bool worker_left, membership_.Finish(role, index));
+  if (worker_left) LiveWorkersChanged();
   return absl::OkStatus();
 }
 
 void ParameterServer::LiveWorkersChanged() {
-  // One worker fewer: a synchronous round may now be complete, and an SSP wait may be over.
-  if (rules_.algorithm == Algorithm::kSync) {
-    for (auto& [id, chunk] : chunks_) {
-      absl::MutexLock lock(&chunk->mu);
-      MaybeCloseRound(chunk.get());
-    }
+  // One worker fewer (or more): a synchronous round may now be complete, and an SSP wait over.
+  for (auto& [id, chunk] : chunks_) {
+    absl::MutexLock lock(&chunk->mu);
+    updater_->OnLiveWorkersChanged(chunk.get());
   }
   ReleaseWaiters(absl::InfinitePast());
 }
 
-bool ParameterServer::AllFinishedLocked() const {
-  for (int w = 0; w < workers_expected_; ++w) {
-    if (!Gone(w)) return false;
-  }
-  return !evaluator_expected_ || evaluator_finished_ || evaluator_liveness_.lost;
-}
-
-bool ParameterServer::AllFinished() const {
-  absl::MutexLock lock(&clients_mu_);
-  return AllFinishedLocked();
-}
+bool ParameterServer::AllFinished() const { return membership_.AllFinished(); }
 
 bool ParameterServer::WaitAllFinished(absl::Duration timeout) const {
-  absl::MutexLock lock(&clients_mu_);
-  return clients_mu_.AwaitWithTimeout(absl::Condition(this, &ParameterServer::AllFinishedLocked),
-                                      timeout);
+  return membership_.WaitAllFinished(timeout);
 }
 
 ServerStats ParameterServer::Stats() const {
@@ -709,16 +415,8 @@ ServerStats ParameterServer::Stats() const {
   s.pulls_served = pulls_served_.load();
   s.bytes_received = bytes_received_.load();
   s.bytes_sent = bytes_sent_.load();
-  s.workers_expected = workers_expected_;
   for (const auto& bucket : staleness_) s.staleness_histogram.push_back(bucket.load());
-  absl::MutexLock lock(&clients_mu_);
-  s.workers_finished =
-      static_cast<int>(std::count(worker_finished_.begin(), worker_finished_.end(), true));
-  s.evaluator_finished = evaluator_finished_;
-  s.worker_epochs = worker_epoch_;
-  for (int w = 0; w < workers_expected_; ++w) {
-    if (worker_liveness_[w].lost) s.workers_lost.push_back(w);
-  }
+  membership_.FillStats(&s);
   return s;
 }
 
@@ -726,101 +424,59 @@ std::vector<LedgerEntry> ParameterServer::Ledger() const {
   std::vector<LedgerEntry> ledger;
   for (const auto& [id, chunk] : chunks_) {
     absl::MutexLock lock(&chunk->mu);
-    for (int w = 0; w < workers_expected_; ++w) {
-      ledger.push_back({id, w, chunk->clock[w], chunk->applied[w], chunk->sequence_sum[w],
-                        chunk->duplicates[w]});
+    const ChunkLedger& l = chunk->ledger;
+    for (int w = 0; w < membership_.workers(); ++w) {
+      ledger.push_back({id, w, l.clock[w], l.applied[w], l.sequence_sum[w], l.duplicates[w]});
     }
   }
   return ledger;
 }
 
-namespace {
-// Identifies what a checkpoint belongs to; LoadCheckpoint refuses any other.
-struct CheckpointHeader {
-  int64_t server_index;
-  uint64_t plan_fingerprint;
-  int64_t algorithm;
-  int64_t workers;
-  int64_t chunks;
-};
-}  // namespace
+CheckpointHeader ParameterServer::Header() const {
+  return {index_, plan_.fingerprint(), static_cast<int64_t>(rules_.algorithm),
+          membership_.workers(), static_cast<int64_t>(chunks_.size())};
+}
 
 void ParameterServer::SaveCheckpoint(CheckpointWriter* out) const {
-  out->Pod(CheckpointHeader{index_, plan_.fingerprint(), static_cast<int64_t>(rules_.algorithm),
-                            workers_expected_, static_cast<int64_t>(chunks_.size())});
-  {
-    absl::MutexLock lock(&clients_mu_);
-    out->Vector(incarnation_);
-  }
+  out->Pod(Header());
+  out->Vector(membership_.incarnations());
+  SaveArchive archive(out);
   for (const auto& [id, chunk] : chunks_) {
     absl::MutexLock lock(&chunk->mu);
-    out->Pod<int64_t>(id);
-    out->Pod(chunk->version);
-    out->Vector(*chunk->values);
-    out->Vector(chunk->optimizer_state);
-    out->Vector(chunk->clock);
-    out->Vector(chunk->position);
-    out->Vector(chunk->applied);
-    out->Vector(chunk->sequence_sum);
-    out->Vector(chunk->duplicates);
-    out->Vector(chunk->round_sum);
-    out->Pod(chunk->round_weight);
-    out->Pod(chunk->round_epoch);
-    out->Pod<int64_t>(chunk->round_fresh);
-    out->Vector(std::vector<uint8_t>(chunk->round_from.begin(), chunk->round_from.end()));
+    ChunkRecord record{
+        id,           &chunk->version, chunk->values.get(), &chunk->optimizer_state, &chunk->ledger,
+        &chunk->round};
+    VisitChunk(archive, record, {}).IgnoreError();  // the writer keeps its first error
   }
 }
 
 absl::Status ParameterServer::LoadCheckpoint(CheckpointReader* in) {
-  CheckpointHeader h;
-  MONSOON_RETURN_IF_ERROR(in->Pod(&h));
-  if (h.server_index != index_ || h.plan_fingerprint != plan_.fingerprint() ||
-      h.algorithm != static_cast<int64_t>(rules_.algorithm) || h.workers != workers_expected_ ||
-      h.chunks != static_cast<int64_t>(chunks_.size())) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint ", in->path(), " belongs to another job layout (server ", h.server_index, ", ",
-        kAlgorithmNames.Name(static_cast<Algorithm>(h.algorithm)), ", ", h.workers,
-        " workers, plan ", h.plan_fingerprint, "); this is server ", index_, ", ",
-        kAlgorithmNames.Name(rules_.algorithm), ", ", workers_expected_, " workers, plan ",
-        plan_.fingerprint()));
-  }
+  CheckpointHeader header;
+  MONSOON_RETURN_IF_ERROR(in->Pod(&header));
+  MONSOON_RETURN_IF_ERROR(CheckHeader(header, Header(), in->path()));
   std::vector<uint64_t> incarnations;
-  MONSOON_RETURN_IF_ERROR(in->Vector(workers_expected_, &incarnations));
-  const size_t n = workers_expected_;
+  MONSOON_RETURN_IF_ERROR(in->Vector(membership_.workers(), &incarnations));
+  LoadArchive archive(in);
   for (auto& [id, chunk] : chunks_) {
     absl::MutexLock lock(&chunk->mu);
-    int64_t stored_id = -1;
-    MONSOON_RETURN_IF_ERROR(in->Pod(&stored_id));
-    if (stored_id != id) {
-      return absl::DataLossError(absl::StrCat("checkpoint ", in->path(), " has chunk ", stored_id,
+    auto values = std::make_shared<std::vector<float>>();
+    ChunkRecord record{
+        -1, &chunk->version, values.get(), &chunk->optimizer_state, &chunk->ledger, &chunk->round};
+    const ChunkSizes sizes{chunk->meta.size, static_cast<size_t>(membership_.workers()),
+                           chunk->optimizer_state.size(), chunk->round.sum.size(),
+                           chunk->round.from.size()};
+    MONSOON_RETURN_IF_ERROR(VisitChunk(archive, record, sizes));
+    if (record.id != id) {
+      return absl::DataLossError(absl::StrCat("checkpoint ", in->path(), " has chunk ", record.id,
                                               " where chunk ", id, " was expected"));
     }
-    MONSOON_RETURN_IF_ERROR(in->Pod(&chunk->version));
-    auto values = std::make_shared<std::vector<float>>();
-    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->meta.size, values.get()));
     chunk->values = std::move(values);
-    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->optimizer_state.size(), &chunk->optimizer_state));
-    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->clock));
-    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->position));
-    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->applied));
-    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->sequence_sum));
-    MONSOON_RETURN_IF_ERROR(in->Vector(n, &chunk->duplicates));
-    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->round_sum.size(), &chunk->round_sum));
-    MONSOON_RETURN_IF_ERROR(in->Pod(&chunk->round_weight));
-    MONSOON_RETURN_IF_ERROR(in->Pod(&chunk->round_epoch));
-    int64_t fresh = 0;
-    MONSOON_RETURN_IF_ERROR(in->Pod(&fresh));
-    chunk->round_fresh = static_cast<int>(fresh);
-    std::vector<uint8_t> from;
-    MONSOON_RETURN_IF_ERROR(in->Vector(chunk->round_from.size(), &from));
-    chunk->round_from.assign(from.begin(), from.end());
     // DC-ASGD: what each worker pulled is not kept; it pulls again after the restart.
     for (auto& pulled : chunk->pulled) pulled = chunk->values;
   }
   MONSOON_RETURN_IF_ERROR(in->Finish());
-  absl::MutexLock lock(&clients_mu_);
-  incarnation_ = std::move(incarnations);
-  started_ = absl::Now();  // the join timeout counts from here: loading can take a while
+  // The join timeout counts from here: loading can take a while.
+  membership_.Restore(std::move(incarnations), clock_.now());
   return absl::OkStatus();
 }
 

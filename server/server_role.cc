@@ -15,6 +15,7 @@
 #include "core/trace.h"
 #include "server/grpc_parameter_server.h"
 #include "server/parameter_server.h"
+#include "server/server_checkpoint.h"
 
 namespace monsoon {
 namespace {
@@ -60,11 +61,6 @@ absl::StatusOr<std::string> LoadNewestCheckpoint(const RunDir& run_dir, int inde
   return (*reader)->path();
 }
 
-ParameterServer ServerOf(const JobConfig& config, const ShardingPlan& plan, int index) {
-  return ParameterServer(index, plan, config.model, config.seed, ServerRules::FromConfig(config),
-                         config.cluster.workers, config.cluster.evaluator);
-}
-
 // A server with no checkpoint yet starts from the initial weights.
 absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
   auto path = LoadNewestCheckpoint(run_dir, index, logic);
@@ -99,7 +95,9 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            OpenRoleTrace(config, run_dir, absl::StrCat("server-", options.index),
                                          kTraceServerPid + options.index,
                                          absl::StrCat("server ", options.index), {"server"}));
-  ParameterServer logic = ServerOf(config, plan, options.index);
+  ParameterServer logic(options.index, plan, config.model, config.seed,
+                        ServerRules::FromConfig(config), config.cluster.workers,
+                        config.cluster.evaluator);
   if (options.resume) {
     MONSOON_RETURN_IF_ERROR(Traced(trace.get(), 0, "restore checkpoint",
                                    [&] { return Restore(run_dir, options.index, &logic); }));
@@ -203,19 +201,21 @@ absl::StatusOr<CheckpointedWeights> WeightsFromCheckpoints(const JobConfig& conf
   result.weights.resize(plan.num_params());
   result.global_step = std::numeric_limits<uint64_t>::max();
   for (int j = 0; j < config.cluster.servers; ++j) {
-    ParameterServer logic = ServerOf(config, plan, j);
-    const auto path = LoadNewestCheckpoint(run_dir, j, &logic);
-    if (absl::IsNotFound(path.status())) {
+    const CheckpointHeader expected{
+        j, plan.fingerprint(), static_cast<int64_t>(config.training.algorithm),
+        config.cluster.workers, static_cast<int64_t>(plan.ChunksOf(j).size())};
+    std::vector<std::string> skipped;
+    const absl::StatusOr<uint64_t> version = ReadCheckpointWeights(
+        run_dir.checkpoint_dir(j), expected, plan, absl::MakeSpan(result.weights), &skipped);
+    for (const std::string& why : skipped) {
+      std::cout << "server " << j << ": " << why << "; trying the previous one" << std::endl;
+    }
+    if (absl::IsNotFound(version.status())) {
       return absl::NotFoundError(
           absl::StrCat("server ", j, " left no checkpoint in ", run_dir.checkpoint_dir(j)));
     }
-    if (!path.ok()) return path.status();
-    for (const Chunk& c : plan.ChunksOf(j)) {
-      MONSOON_ASSIGN_OR_RETURN(
-          const PullInfo info,
-          logic.Read(c.id, absl::MakeSpan(result.weights.data() + c.offset, c.size)));
-      result.global_step = std::min(result.global_step, info.version);
-    }
+    if (!version.ok()) return version.status();
+    result.global_step = std::min(result.global_step, *version);
   }
   return result;
 }

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/cpu_backend.h"
+#include "core/process_setup.h"
 #include "worker/cuda_plugin.h"
 
 namespace monsoon {
@@ -19,11 +20,10 @@ namespace {
 // from bazel-bin/launcher/monsoon and from test binaries alike).
 std::string PluginPath() {
   if (const char* path = std::getenv("MONSOON_CUDA_PLUGIN")) return path;
-  char exe[PATH_MAX];
-  const ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-  if (n <= 0) return kCudaPluginFile;
+  const std::string exe = SelfExePath();
+  if (exe.empty()) return kCudaPluginFile;
   std::error_code ec;
-  for (std::filesystem::path dir = std::filesystem::path(std::string(exe, n)).parent_path();
+  for (std::filesystem::path dir = std::filesystem::path(exe).parent_path();
        dir.has_relative_path(); dir = dir.parent_path()) {
     const std::filesystem::path candidate = dir / "worker" / kCudaPluginFile;
     if (std::filesystem::exists(candidate, ec)) return candidate.string();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <vector>
 
+#include "server/parameter_server.h"
 #include "worker/ps_client.h"
 
 namespace monsoon {

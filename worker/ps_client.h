@@ -10,7 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "server/parameter_server.h"
+#include "core/sharding_plan.h"
+#include "server/ps_types.h"
 
 namespace monsoon {
 

@@ -44,9 +44,9 @@ struct Cluster {
       grpc_servers.push_back(std::move(*started));
     }
   }
-  absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(const std::string& token, int in_flight = 4,
-                                                        int worker = 0,
-                                                        Compression compression = Compression::kNone) {
+  absl::StatusOr<std::unique_ptr<GrpcPsClient>> Connect(
+      const std::string& token, int in_flight = 4, int worker = 0,
+      Compression compression = Compression::kNone) {
     GrpcPsClientOptions options;
     options.compression = compression;
     options.secrets.token = token;
@@ -299,12 +299,16 @@ TEST_CASE(
   const ShardingPlan plan = *ShardingPlan::Create(4, 1, 4);
   ServerRules rules;
   rules.peer_timeout = absl::Milliseconds(300);
+  // The servers' clock, moved by each step; each Tick checks the peers.
+  absl::Time now = absl::UnixEpoch() + absl::Hours(1);
+  const ServerClock clock = ServerClock::Manual([&] { return now; });
   SECTION("downpour: carries on") {
-    ParameterServer server(0, plan, spec, 1, rules, 2, false);
+    ParameterServer server(0, plan, spec, 1, rules, 2, false, clock);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
     for (int i = 0; i < 8; ++i) {  // worker 0 keeps beating, worker 1 is silent
-      absl::SleepFor(absl::Milliseconds(100));
+      now += absl::Milliseconds(100);
+      server.Tick(now);
       REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost == std::vector<int>{1});
@@ -320,18 +324,20 @@ TEST_CASE(
     CHECK(!server.AllFinished());
   }
   SECTION("an unheard evaluator is lost: the job finishes without it; it can come back") {
-    ParameterServer server(0, plan, spec, 1, rules, 1, /*evaluator_expected=*/true);
+    ParameterServer server(0, plan, spec, 1, rules, 1, /*evaluator_expected=*/true, clock);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kEvaluator, 0, 0, "ipv4:10.0.0.3:7").ok());
     for (int i = 0; i < 4; ++i) {  // both beat
-      absl::SleepFor(absl::Milliseconds(100));
+      now += absl::Milliseconds(100);
+      server.Tick(now);
       REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
       REQUIRE(server.Heartbeat(ClientRole::kEvaluator, 0, 0).ok());
     }
     REQUIRE(server.Finish(ClientRole::kWorker, 0).ok());
     CHECK(!server.AllFinished());  // the evaluator still has the final weights to score
     CHECK(server.TakeEvents().empty());
-    absl::SleepFor(absl::Milliseconds(800));  // the evaluator falls silent
+    now += absl::Milliseconds(800);  // the evaluator falls silent
+    server.Tick(now);
     CHECK(server.AllFinished());
     CHECK(server.Health().ok());
     std::vector<std::string> events = server.TakeEvents();
@@ -347,16 +353,18 @@ TEST_CASE(
   SECTION(
       "a worker or evaluator never heard from is lost after the join timeout; it may join late") {
     rules.join_timeout = absl::Milliseconds(500);
-    ParameterServer server(0, plan, spec, 1, rules, 2, /*evaluator_expected=*/true);
+    ParameterServer server(0, plan, spec, 1, rules, 2, /*evaluator_expected=*/true, clock);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     for (int i = 0; i < 4; ++i) {  // only worker 0 is ever heard: not yet the join timeout
-      absl::SleepFor(absl::Milliseconds(100));
+      now += absl::Milliseconds(100);
+      server.Tick(now);
       REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost.empty());
     CHECK(server.TakeEvents().empty());
     for (int i = 0; i < 5; ++i) {
-      absl::SleepFor(absl::Milliseconds(100));
+      now += absl::Milliseconds(100);
+      server.Tick(now);
       REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost == std::vector<int>{1});
@@ -376,9 +384,10 @@ TEST_CASE(
   SECTION("sync with every worker in the quorum: stops, naming the worker") {
     rules.algorithm = Algorithm::kSync;
     rules.stop_on_worker_loss = true;
-    ParameterServer server(0, plan, spec, 1, rules, 2, false);
+    ParameterServer server(0, plan, spec, 1, rules, 2, false, clock);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
-    absl::SleepFor(absl::Milliseconds(800));
+    now += absl::Milliseconds(800);
+    server.Tick(now);
     const absl::Status health = server.Health();
     CHECK(absl::IsUnavailable(health));
     CHECK(std::string(health.message()).find("worker 1 (ipv4:10.0.0.2:6) lost") == 0);

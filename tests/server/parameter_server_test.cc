@@ -507,7 +507,9 @@ TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts ag
   auto plan = ShardingPlan::Create(8, 1, 4);
   REQUIRE(plan.ok());
   ServerRules rules;
-  rules.join_timeout = absl::Milliseconds(1500);  // peers are checked every 250 ms
+  rules.join_timeout = absl::Milliseconds(1500);
+  absl::Time now = absl::UnixEpoch() + absl::Hours(1);
+  const ServerClock clock = ServerClock::Manual([&] { return now; });
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/join_checkpoint";
   {
     auto out = CheckpointWriter::Begin(dir);
@@ -515,16 +517,19 @@ TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts ag
     MakeServer(*plan, 0, {}, rules)->SaveCheckpoint(out->get());
     REQUIRE((*out)->Commit(1).ok());
   }
-  auto restored = MakeServer(*plan, 0, {}, rules);
-  absl::SleepFor(absl::Milliseconds(1400));  // a slow load, say
+  ParameterServer restored(0, *plan, TinyModel(), /*seed=*/5, rules, /*workers=*/2,
+                           /*evaluator=*/true, clock);
+  now += absl::Milliseconds(1400);  // a slow load, say
   std::vector<std::string> skipped;
   auto in = OpenNewestCheckpoint(dir, &skipped);
   REQUIRE(in.ok());
-  REQUIRE(restored->LoadCheckpoint(in->get()).ok());
-  absl::SleepFor(absl::Milliseconds(600));  // 2 s since construction, 0.6 s since the load
-  CHECK(restored->Stats().workers_lost.empty());
-  absl::SleepFor(absl::Milliseconds(1400));
-  CHECK(restored->Stats().workers_lost == std::vector<int>{0, 1});
+  REQUIRE(restored.LoadCheckpoint(in->get()).ok());
+  now += absl::Milliseconds(600);  // 2 s since construction, 0.6 s since the load
+  restored.Tick(now);
+  CHECK(restored.Stats().workers_lost.empty());
+  now += absl::Milliseconds(1400);
+  restored.Tick(now);
+  CHECK(restored.Stats().workers_lost == std::vector<int>{0, 1});
 }
 
 }  // namespace

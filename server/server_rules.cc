@@ -1,0 +1,20 @@
+#include "server/server_rules.h"
+
+namespace monsoon {
+
+ServerRules ServerRules::FromConfig(const JobConfig& config) {
+  ServerRules rules;
+  rules.algorithm = config.training.algorithm;
+  rules.optimizer = config.optimizer;
+  rules.staleness = config.staleness;
+  rules.sync = config.sync;
+  rules.easgd = config.easgd;
+  rules.schedule = config.training.learning_rate_schedule;
+  rules.epochs = config.training.epochs;
+  rules.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);
+  rules.join_timeout = absl::Seconds(config.reliability.join_timeout_seconds);
+  rules.stop_on_worker_loss = StopsOnWorkerLoss(config);
+  return rules;
+}
+
+}  // namespace monsoon

@@ -1,0 +1,34 @@
+// What a parameter server needs from the job config: the update rule and the liveness rules.
+#ifndef MONSOON_SERVER_SERVER_RULES_H_
+#define MONSOON_SERVER_SERVER_RULES_H_
+
+#include "absl/time/time.h"
+#include "core/job_config.h"
+#include "core/optimizer.h"
+
+namespace monsoon {
+
+// How this server updates its chunks: everything it needs from the job config.
+struct ServerRules {
+  Algorithm algorithm = Algorithm::kDownpour;
+  OptimizerSpec optimizer;    // applied to pushed gradients (downpour, ssp, sync rounds)
+  StalenessConfig staleness;  // downpour, ssp
+  SyncConfig sync;            // sync
+  EasgdConfig easgd;          // easgd, eamsgd
+  // Scales optimizer.learning_rate by the epoch each gradient was computed at.
+  LearningRateSchedule schedule = LearningRateSchedule::kConstant;
+  double epochs = 1;  // the job's training.epochs (the schedule's end)
+  // A worker unheard (no RPC, no heartbeat) for this long is lost; then the server carries on
+  // without it, or fails (Health()) when stop_on_worker_loss.
+  absl::Duration peer_timeout = absl::Seconds(10);
+  // A worker, or the evaluator, never heard from this long after the server started is lost
+  // too (it died before connecting, say); it may still join later.
+  absl::Duration join_timeout = absl::Seconds(300);
+  bool stop_on_worker_loss = false;
+
+  static ServerRules FromConfig(const JobConfig& config);
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_SERVER_SERVER_RULES_H_
