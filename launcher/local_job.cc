@@ -14,6 +14,7 @@
 #include "launcher/job_setup.h"
 #include "launcher/process_group.h"
 #include "launcher/summary.h"
+#include "launcher/supervision.h"
 
 namespace monsoon {
 namespace {
@@ -24,112 +25,128 @@ std::string TimedProgressLine(const JobConfig& config, const RunDir& run_dir, do
                          ProgressLine(config, ReadProgress(config, run_dir)));
 }
 
-bool IsServer(const ChildExit& e) { return e.name.rfind("server-", 0) == 0; }
+// The roles of a local job as child processes of the launcher.
+class LocalJob {
+ public:
+  LocalJob(const JobConfig& config, const RunDir& run_dir, const LocalJobOptions& options)
+      : config_(config), run_dir_(run_dir), options_(options) {}
+
+  // Every role; with `resume`, servers start from their newest checkpoints.
+  absl::Status StartAll(bool resume) {
+    for (int j = 0; j < config_.cluster.servers; ++j) {
+      MONSOON_RETURN_IF_ERROR(Start({RoleKind::kServer, j}, resume));
+    }
+    for (int i = 0; i < config_.cluster.workers; ++i) {
+      MONSOON_RETURN_IF_ERROR(Start({RoleKind::kWorker, i}, resume));
+    }
+    if (config_.cluster.evaluator)
+      MONSOON_RETURN_IF_ERROR(Start({RoleKind::kEvaluator, 0}, resume));
+    return absl::OkStatus();
+  }
+
+  // Starts one role. Worker i gets GPU i (modulo the visible devices, when compute.device
+  // uses CUDA).
+  absl::Status Start(const RoleId& role, bool resume) {
+    const std::string name = role.ChildName();
+    roles_[name] = role;
+    std::vector<std::string> argv = {options_.self_exe, RoleCommand(role.kind), "--run-dir",
+                                     run_dir_.root};
+    if (role.kind != RoleKind::kEvaluator) {
+      argv.insert(argv.end(), {"--index", std::to_string(role.index)});
+    }
+    if (role.kind == RoleKind::kWorker)
+      argv.insert(argv.end(), {"--gpu", std::to_string(role.index)});
+    if (role.kind == RoleKind::kServer && resume) argv.push_back("--resume");
+    return children_.Start(name, argv, absl::StrCat(run_dir_.logs_dir(), "/", name, ".log"));
+  }
+
+  // Carries out what Decide says for each child that exited; an error ends the job.
+  absl::Status Supervise(RestartBudget* budget, bool tty) {
+    std::vector<ChildExit> exits = children_.Reap();
+    // Servers first: a server's death makes its workers fail moments later.
+    std::stable_partition(exits.begin(), exits.end(), [&](const ChildExit& e) {
+      return roles_[e.name].kind == RoleKind::kServer;
+    });
+    const char* newline = tty ? "\n" : "";
+    for (const ChildExit& e : exits) {
+      const RoleId role = roles_[e.name];
+      switch (Decide(role, e, config_, budget)) {
+        case Action::kNone:
+          break;
+        case Action::kResumeJob:
+          std::fprintf(stderr,
+                       "%smonsoon: %s; resuming the job from the servers' checkpoints "
+                       "(reliability.server_restarts: %d left)\n",
+                       newline, e.Describe().c_str(), budget->job_resumes);
+          children_.StopAll(absl::Seconds(5));  // the other servers checkpoint on the way out
+          MONSOON_RETURN_IF_ERROR(PrepareResume(run_dir_));
+          return StartAll(/*resume=*/true);  // the other exits were the stopped roles'
+        case Action::kRestart:
+          std::fprintf(stderr, "%smonsoon: %s; restarting it (%s)\n", newline, e.Describe().c_str(),
+                       role.kind == RoleKind::kWorker
+                           ? "it rejoins where the servers last heard from it"
+                           : "it goes on evaluating the servers' weights");
+          MONSOON_RETURN_IF_ERROR(Start(role, /*resume=*/false));
+          break;
+        case Action::kContinueWithout:
+          std::fprintf(stderr,
+                       "%smonsoon: %s; the job carries on without it (its shard is not "
+                       "trained further; reliability.worker_loss)\n",
+                       newline, e.Describe().c_str());
+          break;
+        case Action::kAbort:
+          std::fprintf(stderr, "%s", newline);
+          children_.StopAll(absl::Seconds(5));
+          return absl::AbortedError(absl::StrCat(
+              e.Describe(), "; the job was stopped",
+              role.kind == RoleKind::kServer
+                  ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir_.root, ")")
+                  : "",
+              ". Last lines of ", e.log_path, ":\n", TailOfFile(e.log_path, 8)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int running() const { return children_.running(); }
+  void StopAll() { children_.StopAll(absl::Seconds(5)); }
+
+ private:
+  static std::string RoleCommand(RoleKind kind) {
+    return kind == RoleKind::kServer   ? "server"
+           : kind == RoleKind::kWorker ? "worker"
+                                       : "evaluator";
+  }
+
+  const JobConfig& config_;
+  const RunDir& run_dir_;
+  const LocalJobOptions& options_;
+  ProcessGroup children_;
+  std::map<std::string, RoleId> roles_;  // child name -> role
+};
 
 }  // namespace
 
 absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& run_dir,
                                         const LocalJobOptions& options,
                                         const std::atomic<bool>* stop) {
-  ProcessGroup children;
-  auto start_role = [&](const std::string& name, const std::string& role, int index,
-                        const std::vector<std::string>& extra = {}) {
-    std::vector<std::string> argv = {options.self_exe, role, "--run-dir", run_dir.root};
-    if (index >= 0) {
-      argv.push_back("--index");
-      argv.push_back(std::to_string(index));
-    }
-    argv.insert(argv.end(), extra.begin(), extra.end());
-    return children.Start(name, argv, absl::StrCat(run_dir.logs_dir(), "/", name, ".log"));
-  };
-  // Worker i gets GPU i (modulo the visible devices, when compute.device uses CUDA).
-  std::map<std::string, int> worker_index;  // child name -> worker index
-  auto start_worker = [&](int i) {
-    const std::string name = absl::StrCat("worker-", i);
-    worker_index[name] = i;
-    return start_role(name, "worker", i, {"--gpu", std::to_string(i)});
-  };
-  auto start_evaluator = [&]() { return start_role("evaluator", "evaluator", -1); };
-  // Every role; with `resume`, servers start from their newest checkpoints.
-  auto start_job = [&](bool resume) -> absl::Status {
-    for (int j = 0; j < config.cluster.servers; ++j) {
-      MONSOON_RETURN_IF_ERROR(
-          start_role(absl::StrCat("server-", j), "server", j,
-                     resume ? std::vector<std::string>{"--resume"} : std::vector<std::string>{}));
-    }
-    for (int i = 0; i < config.cluster.workers; ++i) MONSOON_RETURN_IF_ERROR(start_worker(i));
-    if (config.cluster.evaluator) MONSOON_RETURN_IF_ERROR(start_evaluator());
-    return absl::OkStatus();
-  };
-  MONSOON_RETURN_IF_ERROR(start_job(options.resume));
-  // Restarts left for each role restarted when killed by a signal (child name -> count).
-  std::map<std::string, int> restarts_left;
-  for (const auto& worker : worker_index) {
-    restarts_left[worker.first] = config.reliability.worker_restarts;
-  }
-  restarts_left["evaluator"] = config.reliability.evaluator_restarts;
-  int resumes_left = config.reliability.server_restarts;
-
+  LocalJob job(config, run_dir, options);
+  MONSOON_RETURN_IF_ERROR(job.StartAll(options.resume));
+  RestartBudget budget = RestartBudget::FromConfig(config);
   const bool tty = isatty(STDERR_FILENO);
   const absl::Time start = absl::Now();
   // Children enforce training.timeout_seconds themselves; this margin catches a stuck one.
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds + 30);
   absl::Time next_progress = start + options.progress_interval;
-  while (children.running() > 0) {
-    std::vector<ChildExit> exits = children.Reap();
-    // Servers first: a server's death makes its workers fail moments later.
-    std::stable_partition(exits.begin(), exits.end(), IsServer);
-    for (const ChildExit& e : exits) {
-      if (e.ok()) continue;
-      const bool server = IsServer(e);
-      // A server killed by a signal: the whole job goes back to the servers' checkpoints.
-      if (server && e.signal != 0 && resumes_left > 0) {
-        --resumes_left;
-        std::fprintf(stderr,
-                     "%smonsoon: %s; resuming the job from the servers' checkpoints "
-                     "(reliability.server_restarts: %d left)\n",
-                     tty ? "\n" : "", e.Describe().c_str(), resumes_left);
-        children.StopAll(absl::Seconds(5));  // the other servers checkpoint on the way out
-        MONSOON_RETURN_IF_ERROR(PrepareResume(run_dir));
-        MONSOON_RETURN_IF_ERROR(start_job(/*resume=*/true));
-        break;  // the other exits were the stopped roles'
-      }
-      // A worker or the evaluator killed by a signal is lost, not wrong: restart it; a worker
-      // with no restarts left may be gone on without.
-      const auto found = worker_index.find(e.name);
-      const int worker = found == worker_index.end() ? -1 : found->second;
-      const auto restarts = restarts_left.find(e.name);  // none for servers
-      if (restarts != restarts_left.end() && e.signal != 0 && restarts->second > 0) {
-        --restarts->second;
-        std::fprintf(stderr, "%smonsoon: %s; restarting it (%s)\n", tty ? "\n" : "",
-                     e.Describe().c_str(),
-                     worker >= 0 ? "it rejoins where the servers last heard from it"
-                                 : "it goes on evaluating the servers' weights");
-        MONSOON_RETURN_IF_ERROR(worker >= 0 ? start_worker(worker) : start_evaluator());
-        continue;
-      }
-      if (worker >= 0 && e.signal != 0 && !StopsOnWorkerLoss(config)) {
-        std::fprintf(stderr,
-                     "%smonsoon: %s; the job carries on without it (its shard is not "
-                     "trained further; reliability.worker_loss)\n",
-                     tty ? "\n" : "", e.Describe().c_str());
-        continue;
-      }
-      if (tty) std::fprintf(stderr, "\n");
-      children.StopAll(absl::Seconds(5));
-      return absl::AbortedError(absl::StrCat(
-          e.Describe(), "; the job was stopped",
-          server ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir.root, ")")
-                 : "",
-          ". Last lines of ", e.log_path, ":\n", TailOfFile(e.log_path, 8)));
-    }
+  while (job.running() > 0) {
+    MONSOON_RETURN_IF_ERROR(job.Supervise(&budget, tty));
     if (stop != nullptr && stop->load()) {
       if (tty) std::fprintf(stderr, "\n");
-      children.StopAll(absl::Seconds(5));
+      job.StopAll();
       return absl::CancelledError("interrupted: all roles stopped");
     }
     if (absl::Now() > deadline) {
-      children.StopAll(absl::Seconds(5));
+      job.StopAll();
       return absl::DeadlineExceededError(absl::StrCat(
           "job still running after ", config.training.timeout_seconds,
           " s (training.timeout_seconds): all roles stopped; see ", run_dir.logs_dir()));

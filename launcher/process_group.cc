@@ -107,4 +107,26 @@ std::string TailOfFile(const std::string& path, int lines) {
   return absl::StrJoin(tail, "\n");
 }
 
+absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv,
+                               const std::atomic<bool>* stop) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::ResourceExhaustedError("fork failed");
+  if (pid == 0) {
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError("waitpid failed");
+    if (stop != nullptr && stop->load()) kill(pid, SIGTERM);  // Ctrl-C: let the program end
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return absl::NotFoundError(absl::StrCat(argv[0], " not found on PATH"));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 }  // namespace monsoon

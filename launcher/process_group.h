@@ -5,11 +5,12 @@
 
 #include <sys/types.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
 namespace monsoon {
@@ -54,6 +55,11 @@ class ProcessGroup {
   };
   std::vector<Child> children_;
 };
+
+// Runs `argv` (argv[0] searched on PATH) in the foreground and returns its exit status (128 +
+// the signal that killed it); SIGTERMs it when *stop becomes true meanwhile. NotFound when
+// argv[0] is not on PATH.
+absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv, const std::atomic<bool>* stop);
 
 // The last `lines` lines of a text file (for error reports).
 std::string TailOfFile(const std::string& path, int lines);

@@ -79,24 +79,35 @@ expect_config_error "two words for an #SBATCH option" "slurm.partition: expected
 
 printf 'job: x\ncluster: {servers: 2\n' >"$WORK/broken.yaml"
 expect_config_error "YAML syntax" "YAML syntax error at line" validate "$WORK/broken.yaml"
-expect_config_error "unknown option" "unknown option --bogus" run "$WORK/job.yaml" --bogus 1
-expect_config_error "option given twice" "--run-dir given twice" \
+expect_config_error "unknown option" "were not expected: 1 --bogus (see monsoon run --help)" \
+  run "$WORK/job.yaml" --bogus 1
+expect_config_error "option given twice" "--run-dir: At Most 1 required but received 2" \
   run "$WORK/job.yaml" --run-dir "$WORK/r1" --run-dir "$WORK/r2"
 expect_config_error "argument where a command takes none" \
   "status takes no argument '$WORK/r1' (give a run directory as --run-dir DIR)" status "$WORK/r1"
-expect_config_error "two configs" "run takes one CONFIG.yaml, got $WORK/job.yaml $WORK/job.yaml" \
+expect_config_error "two configs" "The following argument was not expected: $WORK/job.yaml" \
   run "$WORK/job.yaml" "$WORK/job.yaml"
-expect_config_error "--set where a command takes none" "unknown option --set for summarize" \
+expect_config_error "--set where a command takes none" \
+  "The following argument was not expected: --set (see monsoon summarize --help)" \
   summarize --run-dir "$WORK/r1" --set training.epochs=2
 expect_config_error "a config next to --resume" \
-  "prepare --resume continues a run with its own config: leave out CONFIG.yaml and --set" \
+  "CONFIG.yaml excludes --resume" \
   prepare "$WORK/job.yaml" --resume --run-dir "$WORK/r1"
-expect_config_error "--set next to run --resume" "run --resume continues a run with its own config" \
+expect_config_error "--set next to run --resume" "--resume excludes --set" \
   run --resume "$WORK/r1" --set training.epochs=2
 expect_config_error "launch without a config outside srun" "launch outside srun or mpirun" \
   launch --run-dir "$WORK/r1"
-expect_config_error "--set without a config" "launch: --set changes a CONFIG.yaml, and none is given" \
+expect_config_error "--set without a config" "--set requires CONFIG.yaml" \
   launch --run-dir "$WORK/r1" --set training.epochs=2
+expect_config_error "unknown command" "unknown command 'bogus' (see monsoon --help)" bogus
+expect_config_error "a switch with a value" "Could not convert: --resume = x" \
+  launch "$WORK/job.yaml" --run-dir "$WORK/r1" --resume=x
+expect_config_error "an index out of range" "--index: Value -1 not in range" \
+  server --run-dir "$WORK/r1" --index -1
+"$MONSOON" run --help >"$WORK/help.txt" 2>&1
+expect_eq "run --help: exit status" "$?" "0"
+grep -q "^Usage: monsoon run" "$WORK/help.txt" && pass "run --help shows run's usage" \
+  || fail "run --help: $(head -3 "$WORK/help.txt")"
 [ ! -e "$WORK/r1" ] && pass "no run directory for a bad config" || fail "run directory created for a bad config"
 
 # Malformed SLURM variables in an srun task: one line naming the variable, at once.

@@ -34,7 +34,8 @@ expect_eq "config fields missing from README's configuration reference" "${undoc
 commands=$(section "Commands")
 help=$("$MONSOON" --help 2>&1)
 missing=""
-listed=$(awk '/^commands:/ { on = 1; next } /^[a-z]/ { on = 0 } on && /^  [a-z]/ { print $1 }' <<<"$help" | sort -u)
+# Commands are listed under "Subcommands:" and "Role commands ...:", options under "Options:".
+listed=$(awk '/^[A-Z][A-Za-z ]*( \(.*\))?:$/ { on = ($1 != "Options:"); next } on && /^  [a-z]/ { print $1 }' <<<"$help" | sort -u)
 [ "$(echo "$listed" | wc -l)" -ge 8 ] && pass "$(echo $listed | wc -w) commands in monsoon --help" \
   || fail "commands in monsoon --help: $listed"
 for c in $listed; do

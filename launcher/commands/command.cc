@@ -1,0 +1,157 @@
+#include "launcher/commands/command.h"
+
+#include <signal.h>
+
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/process_setup.h"
+#include "launcher/job_setup.h"
+#include "server/server_role.h"
+#include "worker/worker_role.h"
+
+namespace monsoon {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void OnStopSignal(int) { g_stop.store(true); }
+
+}  // namespace
+
+std::atomic<bool>* StopFlag() { return &g_stop; }
+
+void InstallStopSignals() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnStopSignal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGUSR1, &sa, nullptr);  // SLURM's --signal warning before the time limit
+}
+
+int Fail(const absl::Status& status, int code) {
+  std::cerr << "monsoon: " << status.message() << std::endl;
+  return code;
+}
+
+void RunDirArg::AddTo(CLI::App* command, const char* help) {
+  command->add_option("--run-dir", dir, help);
+  // Arguments given without --run-dir, so that Check can say how to give them.
+  command->add_option("stray", stray)->group("");
+}
+
+absl::StatusOr<RunDir> RunDirArg::Check(const std::string& command) const {
+  if (!stray.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(command, " takes no argument '", stray[0],
+                                                   "' (give a run directory as --run-dir DIR)"));
+  }
+  if (dir.empty()) return absl::InvalidArgumentError("--run-dir is required");
+  return RunDir{dir};
+}
+
+CLI::Option* AddSetOption(CLI::App* command, std::vector<std::string>* sets, CLI::Option* config) {
+  return command
+      ->add_option("--set", *sets,
+                   "override a config field, e.g. training.epochs=3 (YAML value; repeats)")
+      ->take_all()
+      ->allow_extra_args(false)
+      ->needs(config);
+}
+
+absl::StatusOr<JobConfig> LoadUserConfig(const std::string& path,
+                                         const std::vector<std::string>& sets) {
+  auto config = LoadJobConfig(path, sets);
+  if (config.ok()) {
+    for (const std::string& w : JobConfigWarnings(*config)) {
+      std::cerr << "monsoon: warning: " << w << std::endl;
+    }
+  }
+  return config;
+}
+
+absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir) {
+  return LoadJobConfig(run_dir.config_path());
+}
+
+std::string TimestampedDir(const std::string& name) {
+  return absl::StrCat("runs/", name, "/",
+                      absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
+}
+
+void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgress& p) {
+  std::cerr << "monsoon: done; ";
+  if (p.has_eval && config.model.loss == LossType::kSoftmaxCrossEntropy) {
+    std::cerr << "final test accuracy " << p.test_accuracy << ", ";
+  }
+  if (p.has_eval) std::cerr << "final test loss " << p.test_loss << "; ";
+  std::cerr << "summary in " << run_dir.summary_path() << std::endl;
+}
+
+int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume) {
+  LocalJobOptions options;
+  options.self_exe = SelfExePath();
+  options.resume = resume;
+  const absl::StatusOr<JobProgress> result = RunLocalJob(config, run_dir, options, StopFlag());
+  if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
+  if (!result.ok()) return Fail(result.status(), 1);
+  PrintResult(config, run_dir, *result);
+  return 0;
+}
+
+int ResumeJobHere(const RunDir& run_dir) {
+  absl::Status s = PrepareResume(run_dir);
+  if (!s.ok()) return Fail(s, 2);
+  auto config = RoleConfig(run_dir);
+  if (!config.ok()) return Fail(config.status(), 2);
+  std::cerr << "monsoon: resuming job '" << config->job << "' in " << run_dir.root << std::endl;
+  return RunJobHere(*config, run_dir, /*resume=*/true);
+}
+
+int RunNewJobHere(const JobConfig& config, const std::string& dir) {
+  const RunDir run_dir{dir.empty() ? TimestampedDir(config.job) : dir};
+  absl::Status s = PrepareRunDir(config, run_dir);
+  if (absl::IsAlreadyExists(s) || absl::IsInvalidArgument(s)) return Fail(s, 2);
+  if (!s.ok()) return Fail(s, 1);
+  std::cerr << "monsoon: job '" << config.job << "': " << config.cluster.servers << " server(s), "
+            << config.cluster.workers << " worker(s)"
+            << (config.cluster.evaluator ? ", 1 evaluator" : "") << "; run directory "
+            << run_dir.root << std::endl;
+  return RunJobHere(config, run_dir, /*resume=*/false);
+}
+
+int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& run_dir,
+            const std::string& bind_host, int gpu, bool resume) {
+  absl::Status s;
+  switch (role.kind) {
+    case RoleKind::kServer: {
+      ServerRoleOptions options;
+      options.index = role.index;
+      options.bind_host = bind_host;
+      options.resume = resume;
+      s = RunServerRole(config, run_dir, options, StopFlag());
+      break;
+    }
+    case RoleKind::kWorker:
+      s = RunWorkerRole(config, run_dir, role.index, gpu, StopFlag());
+      break;
+    case RoleKind::kEvaluator:
+      s = RunEvaluatorRole(config, run_dir, gpu, StopFlag());
+      break;
+    case RoleKind::kIdle:
+      std::cerr << "monsoon: this task has no role in the job; exiting" << std::endl;
+      return 0;
+  }
+  // After a stop signal (SIGTERM, SLURM's SIGUSR1, Ctrl-C) every role shuts down, so a role's
+  // calls to its peers (connecting, pulling, pushing, evaluating) fail: report the stop, with
+  // what the role ran into. The roles themselves only return Cancelled for a stop they saw.
+  if (!s.ok() && !absl::IsCancelled(s) && StopFlag()->load()) {
+    s = absl::CancelledError(
+        absl::StrCat(role.Describe(), " stopped by signal; after it: ", s.message()));
+  }
+  if (absl::IsCancelled(s)) return Fail(s, 130);
+  return s.ok() ? 0 : Fail(s, 1);
+}
+
+}  // namespace monsoon

@@ -1,0 +1,79 @@
+// What the `monsoon` commands share: the CLI11 subcommands each file adds, the stop flag the
+// signal handlers set, exit statuses (README "Commands": 0 success, 1 the job failed, 2 a bad
+// command line, config or launch environment, 130 interrupted) and the helpers several
+// commands use.
+#ifndef MONSOON_LAUNCHER_COMMANDS_COMMAND_H_
+#define MONSOON_LAUNCHER_COMMANDS_COMMAND_H_
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/job_config.h"
+#include "core/run_dir.h"
+#include "launcher/local_job.h"
+#include "launcher/role_assignment.h"
+
+namespace monsoon {
+
+// Each adds its subcommand to `app`; when that subcommand runs, its exit status goes to
+// *exit_code.
+void AddRunCommand(CLI::App& app, int* exit_code);
+void AddCompareCommand(CLI::App& app, int* exit_code);
+void AddValidateCommand(CLI::App& app, int* exit_code);
+void AddSbatchCommand(CLI::App& app, int* exit_code);
+void AddLaunchCommand(CLI::App& app, int* exit_code);
+void AddPrepareCommand(CLI::App& app, int* exit_code);
+void AddSummarizeCommand(CLI::App& app, int* exit_code);
+void AddStatusCommand(CLI::App& app, int* exit_code);
+void AddDevicesCommand(CLI::App& app, int* exit_code);
+void AddGenLinearCommand(CLI::App& app, int* exit_code);
+void AddRoleCommands(CLI::App& app, int* exit_code);
+
+// Set by SIGINT, SIGTERM and SIGUSR1 (InstallStopSignals); polled by the job and role loops.
+std::atomic<bool>* StopFlag();
+void InstallStopSignals();
+
+// Prints "monsoon: MESSAGE" to stderr; returns `code`.
+int Fail(const absl::Status& status, int code);
+
+// --run-dir DIR for a command that takes no other argument. Check() names an argument given
+// without the option ("status takes no argument 'runs/x' (give a run directory as --run-dir
+// DIR)") and a missing --run-dir, both InvalidArgument.
+struct RunDirArg {
+  std::string dir;
+  std::vector<std::string> stray;
+  void AddTo(CLI::App* command, const char* help = "the run directory");
+  absl::StatusOr<RunDir> Check(const std::string& command) const;
+};
+
+// --set key.path=value (repeats; needs `config`).
+CLI::Option* AddSetOption(CLI::App* command, std::vector<std::string>* sets, CLI::Option* config);
+
+// Loads a config the user named, printing its warnings (JobConfigWarnings) to stderr.
+absl::StatusOr<JobConfig> LoadUserConfig(const std::string& path,
+                                         const std::vector<std::string>& sets);
+// The resolved config every role reads from its run directory.
+absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir);
+// "runs/NAME/YYYYmmdd-HHMMSS": the default directory of a run or study.
+std::string TimestampedDir(const std::string& name);
+
+// Runs the job on this machine (RunLocalJob) and ends with its closing line; the exit status:
+// 0, 130 when interrupted, 1 when a role failed.
+int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume);
+// `run --resume RUN_DIR` (also `launch --resume` outside a parallel launcher).
+int ResumeJobHere(const RunDir& run_dir);
+// `run CONFIG.yaml` with a prepared config (also `launch CONFIG.yaml` outside one).
+int RunNewJobHere(const JobConfig& config, const std::string& run_dir);
+// The closing line of a finished job: "monsoon: done; final test accuracy ..., summary in ...".
+void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgress& progress);
+// Runs one role of a prepared job; the exit status of the process. `gpu` is the CUDA device
+// for workers and the evaluator (< 0: none).
+int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& run_dir,
+            const std::string& bind_host, int gpu, bool resume);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_LAUNCHER_COMMANDS_COMMAND_H_

@@ -1,0 +1,94 @@
+// `monsoon compare STUDY.yaml [--out DIR]`: every variant of a study in turn, then the table
+// and the plot (README "Comparing algorithms").
+#include "launcher/compare.h"
+
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "core/process_setup.h"
+#include "core/status_macros.h"
+#include "launcher/commands/command.h"
+#include "launcher/job_setup.h"
+
+namespace monsoon {
+namespace {
+
+// Runs variant i of n into out/NAME; its result, or a failed one saying why.
+absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std::string& out) {
+  const StudyVariant& v = study.variants[i];
+  for (const std::string& w : JobConfigWarnings(v.config)) {
+    std::cerr << "monsoon: warning: variant '" << v.name << "': " << w << std::endl;
+  }
+  std::cerr << "monsoon: [" << i + 1 << "/" << study.variants.size() << "] " << v.name << ": "
+            << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantKnobs(v.config)
+            << std::endl;
+  const RunDir run_dir{absl::StrCat(out, "/", v.name)};
+  MONSOON_RETURN_IF_ERROR(PrepareRunDir(v.config, run_dir));
+  LocalJobOptions options;
+  options.self_exe = SelfExePath();
+  MONSOON_RETURN_IF_ERROR(RunLocalJob(v.config, run_dir, options, StopFlag()).status());
+  return ReadVariantResult(v, run_dir, study.target_accuracy);
+}
+
+VariantResult FailedVariant(const StudyVariant& v, const absl::Status& status) {
+  VariantResult failure;
+  failure.name = v.name;
+  failure.algorithm = kAlgorithmNames.Name(v.config.training.algorithm);
+  failure.knobs = VariantKnobs(v.config);
+  failure.status = std::string(status.message());
+  return failure;
+}
+
+int Compare(const std::string& study_path, std::string out) {
+  auto study = LoadStudy(study_path);
+  if (!study.ok()) return Fail(study.status(), 2);
+  if (out.empty()) out = TimestampedDir(study->name);
+  std::error_code ec;
+  std::filesystem::create_directories(out, ec);
+  if (ec) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot create ", out)), 1);
+  std::vector<VariantResult> results;
+  int failed = 0;
+  for (size_t i = 0; i < study->variants.size(); ++i) {
+    const StudyVariant& v = study->variants[i];
+    absl::StatusOr<VariantResult> result = RunVariant(*study, i, out);
+    if (absl::IsAlreadyExists(result.status())) return Fail(result.status(), 2);
+    if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
+    if (!result.ok()) {
+      std::cerr << "monsoon: variant '" << v.name << "' failed: " << result.status().message()
+                << std::endl;
+      ++failed;
+      results.push_back(FailedVariant(v, result.status()));
+      continue;
+    }
+    std::cerr << "monsoon: " << v.name << ": final test "
+              << (study->classification ? "accuracy " : "loss ")
+              << (study->classification ? result->final_accuracy : result->final_loss) << " after "
+              << result->wall_seconds << " s" << std::endl;
+    results.push_back(*std::move(result));
+  }
+  const absl::Status written = WriteComparison(*study, results, out);
+  if (!written.ok()) return Fail(written, 1);
+  std::cerr << "monsoon: compared " << study->variants.size() << " variants (" << failed
+            << " failed): " << out << "/compare.{csv,md,svg}" << std::endl;
+  return failed == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+void AddCompareCommand(CLI::App& app, int* exit_code) {
+  struct Options {
+    std::string study, out;
+  };
+  auto o = std::make_shared<Options>();
+  CLI::App* cmd = app.add_subcommand(
+      "compare",
+      "run each variant of a study (one base job, several algorithms or knobs) in turn, then "
+      "write DIR/compare.csv, compare.md and compare.svg");
+  cmd->add_option("STUDY.yaml", o->study, "the study")->required();
+  cmd->add_option("--out", o->out, "the study's directory (default runs/STUDY/TIMESTAMP)");
+  cmd->callback([o, exit_code] { *exit_code = Compare(o->study, o->out); });
+}
+
+}  // namespace monsoon

@@ -1,0 +1,124 @@
+// `monsoon launch [CONFIG.yaml] --run-dir DIR [--set ...] [--resume]`: this task's role in a
+// parallel launch (srun, mpirun), chosen from the launcher's environment; outside one, the
+// whole job on this machine, as `run`.
+#include <unistd.h>
+
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/status_macros.h"
+#include "launcher/commands/command.h"
+#include "launcher/job_setup.h"
+#include "launcher/network_address.h"
+#include "launcher/task_environment.h"
+
+namespace monsoon {
+namespace {
+
+struct LaunchOptions {
+  std::string config, run_dir;
+  std::vector<std::string> sets;
+  bool resume = false;
+};
+
+int LaunchHere(const LaunchOptions& o) {
+  if (o.resume) {
+    if (o.run_dir.empty()) return Fail(absl::InvalidArgumentError("--run-dir is required"), 2);
+    return ResumeJobHere(RunDir{o.run_dir});
+  }
+  if (o.config.empty()) {
+    return Fail(absl::InvalidArgumentError(
+                    "launch outside srun or mpirun runs the whole job on this machine, as `run`, "
+                    "and needs a CONFIG.yaml"),
+                2);
+  }
+  auto config = LoadUserConfig(o.config, o.sets);
+  if (!config.ok()) return Fail(config.status(), 2);
+  return RunNewJobHere(*config, o.run_dir);
+}
+
+// Every task validates the config; task 0 prepares the run directory, the others wait for it.
+// An exit status, or nullopt to go on.
+std::optional<int> PrepareTogether(const LaunchOptions& o, const TaskEnvironment& task,
+                                   const RunDir& run_dir) {
+  auto config = LoadUserConfig(o.config, o.sets);
+  if (!config.ok()) return task.rank == 0 ? Fail(config.status(), 2) : 2;
+  if (task.rank == 0) {
+    const absl::Status s = PrepareRunDir(*config, run_dir);
+    if (!s.ok()) return Fail(s, 2);
+    return std::nullopt;
+  }
+  const absl::Time deadline =
+      absl::Now() + absl::Seconds(config->transport.rendezvous_timeout_seconds);
+  while (access(run_dir.config_path().c_str(), F_OK) != 0) {
+    if (StopFlag()->load()) return 130;
+    if (absl::Now() > deadline) {
+      return Fail(absl::DeadlineExceededError(
+                      absl::StrCat("task 0 did not prepare ", run_dir.root, " within ",
+                                   config->transport.rendezvous_timeout_seconds, " s")),
+                  1);
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return std::nullopt;
+}
+
+// The address a server of this task binds; warns when it is loopback in a multi-node job.
+absl::StatusOr<std::string> BindHost(const JobConfig& config, const TaskEnvironment& task) {
+  MONSOON_ASSIGN_OR_RETURN(std::string host, ServerBindAddress(config.network));
+  if (host.rfind("127.", 0) == 0 && task.nodes.size() > 1) {
+    // Debian maps the host name to 127.0.1.1 in /etc/hosts, for one.
+    std::cerr << "monsoon: warning: this server binds " << host
+              << ", a loopback address other nodes cannot reach; set network.interface "
+                 "(e.g. eth0, ib0) for jobs across nodes"
+              << std::endl;
+  }
+  return host;
+}
+
+int Launch(const LaunchOptions& o) {
+  auto task = DetectTaskEnvironment(CurrentEnvironment());
+  if (!task.ok()) return Fail(task.status(), 2);
+  if (task->source == LaunchSource::kLocal) return LaunchHere(o);
+  if (o.run_dir.empty()) return Fail(absl::InvalidArgumentError("--run-dir is required"), 2);
+  const RunDir run_dir{o.run_dir};
+  if (!o.config.empty()) {
+    if (const std::optional<int> exit = PrepareTogether(o, *task, run_dir)) return *exit;
+  }
+  auto config = RoleConfig(run_dir);
+  if (!config.ok()) return Fail(config.status(), 2);
+  auto role = AssignRole(config->cluster, *task);
+  // Every task reaches the same verdict; one line from task 0 is enough.
+  if (!role.ok()) return task->rank == 0 ? Fail(role.status(), 2) : 2;
+  std::string bind_host;
+  if (role->kind == RoleKind::kServer) {
+    auto host = BindHost(*config, *task);
+    if (!host.ok()) return Fail(host.status(), 2);
+    bind_host = *host;
+  }
+  std::cerr << "monsoon: " << task->Describe() << " -> " << role->Describe() << std::endl;
+  return RunRole(*role, *config, run_dir, bind_host, task->gpu.value_or(-1), o.resume);
+}
+
+}  // namespace
+
+void AddLaunchCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<LaunchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "launch",
+      "inside an srun task (or under mpirun): run this task's role, chosen from the launcher's "
+      "environment; with CONFIG, task 0 prepares DIR. Outside any parallel launcher: the whole "
+      "job on this machine, as `run`");
+  CLI::Option* config = cmd->add_option("CONFIG.yaml", o->config, "the job");
+  cmd->add_option("--run-dir", o->run_dir, "the run directory (shared by every task)");
+  CLI::Option* sets = AddSetOption(cmd, &o->sets, config);
+  CLI::Option* resume =
+      cmd->add_flag("--resume", o->resume, "servers start from their checkpoints");
+  config->excludes(resume);
+  sets->excludes(resume);
+  cmd->callback([o, exit_code] { *exit_code = Launch(*o); });
+}
+
+}  // namespace monsoon

@@ -1,0 +1,68 @@
+// The role commands `monsoon run` starts: `server --run-dir DIR --index J [--bind HOST]
+// [--resume]`, `worker --run-dir DIR --index I [--gpu G]`, `evaluator --run-dir DIR [--gpu G]`.
+#include <climits>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "launcher/commands/command.h"
+
+namespace monsoon {
+namespace {
+
+struct RoleOptions {
+  RunDirArg run_dir;
+  int index = 0;
+  int gpu = 0;
+  std::string bind = "127.0.0.1";
+  bool resume = false;
+};
+
+int Role(RoleKind kind, const RoleOptions& o) {
+  const char* name = kind == RoleKind::kServer   ? "server"
+                     : kind == RoleKind::kWorker ? "worker"
+                                                 : "evaluator";
+  auto run_dir = o.run_dir.Check(name);
+  if (!run_dir.ok()) return Fail(run_dir.status(), 2);
+  auto config = RoleConfig(*run_dir);
+  if (!config.ok()) return Fail(config.status(), 2);
+  if (kind != RoleKind::kEvaluator) {
+    const int limit = kind == RoleKind::kServer ? config->cluster.servers : config->cluster.workers;
+    if (o.index >= limit) {
+      return Fail(absl::InvalidArgumentError(
+                      absl::StrCat("--index ", o.index, ": this job has ", limit, " ", name, "s")),
+                  2);
+    }
+  }
+  return RunRole({kind, kind == RoleKind::kEvaluator ? 0 : o.index}, *config, *run_dir, o.bind,
+                 o.gpu, o.resume);
+}
+
+CLI::App* AddRole(CLI::App& app, int* exit_code, RoleKind kind, const char* name, const char* help,
+                  const std::shared_ptr<RoleOptions>& o) {
+  CLI::App* cmd = app.add_subcommand(name, help)->group("Role commands (started by monsoon run)");
+  o->run_dir.AddTo(cmd, "the run directory (config.yaml and token)");
+  if (kind != RoleKind::kEvaluator) {
+    cmd->add_option("--index", o->index, "which one")->required()->check(CLI::Range(0, INT_MAX));
+  }
+  if (kind != RoleKind::kServer) {
+    cmd->add_option("--gpu", o->gpu, "the CUDA device (compute.device)")
+        ->check(CLI::Range(0, INT_MAX));
+  }
+  cmd->callback([kind, o, exit_code] { *exit_code = Role(kind, *o); });
+  return cmd;
+}
+
+}  // namespace
+
+void AddRoleCommands(CLI::App& app, int* exit_code) {
+  auto server = std::make_shared<RoleOptions>();
+  CLI::App* cmd =
+      AddRole(app, exit_code, RoleKind::kServer, "server", "a parameter server", server);
+  cmd->add_option("--bind", server->bind, "the address to listen on")->capture_default_str();
+  cmd->add_flag("--resume", server->resume, "start from the newest checkpoint");
+  AddRole(app, exit_code, RoleKind::kWorker, "worker", "a worker", std::make_shared<RoleOptions>());
+  AddRole(app, exit_code, RoleKind::kEvaluator, "evaluator", "the evaluator",
+          std::make_shared<RoleOptions>());
+}
+
+}  // namespace monsoon

@@ -1,0 +1,89 @@
+// `monsoon sbatch CONFIG.yaml [--set ...] [--script FILE] [--submit [--wait]]`.
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "core/process_setup.h"
+#include "launcher/commands/command.h"
+#include "launcher/process_group.h"
+#include "launcher/sbatch_script.h"
+
+namespace monsoon {
+namespace {
+
+struct SbatchOptions {
+  std::string config, script;
+  std::vector<std::string> sets;
+  bool submit = false, wait = false;
+};
+
+// runs/JOB as an absolute path, created; InvalidArgument when an #SBATCH line cannot hold it.
+absl::StatusOr<std::string> RunsDir(const JobConfig& config) {
+  const std::string runs_dir =
+      std::filesystem::absolute(absl::StrCat("runs/", config.job)).lexically_normal().string();
+  if (runs_dir.find_first_of("\n\r") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the runs directory ", absl::CEscape(runs_dir),
+                     " holds a line break, which an #SBATCH line cannot; run from another one"));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(runs_dir, ec);
+  if (ec) return absl::PermissionDeniedError(absl::StrCat("cannot create ", runs_dir));
+  return runs_dir;
+}
+
+int Submit(const std::string& path, bool wait) {
+  std::vector<std::string> sbatch = {"sbatch"};
+  if (wait) sbatch.push_back("--wait");
+  sbatch.push_back(path);
+  auto status = RunProgram(sbatch, StopFlag());
+  if (!status.ok()) return Fail(status.status(), 1);
+  if (*status != 0) std::cerr << "monsoon: sbatch exited with status " << *status << std::endl;
+  return *status;
+}
+
+int Sbatch(const SbatchOptions& o) {
+  auto config = LoadUserConfig(o.config, o.sets);
+  if (!config.ok()) return Fail(config.status(), 2);
+  auto runs_dir = RunsDir(*config);
+  if (!runs_dir.ok())
+    return Fail(runs_dir.status(), absl::IsInvalidArgument(runs_dir.status()) ? 2 : 1);
+  SbatchInputs inputs;
+  inputs.monsoon_exe = SelfExePath();
+  inputs.config_path = std::filesystem::absolute(o.config).lexically_normal().string();
+  inputs.overrides = o.sets;
+  inputs.runs_dir = *runs_dir;
+  const std::string script = SbatchScript(*config, inputs);
+  const std::string path =
+      !o.script.empty()
+          ? o.script
+          : absl::StrCat(*runs_dir, "/", config->job, "-",
+                         absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()),
+                         ".sbatch");
+  const absl::Status written = WriteFileAtomically(path, script, 0755);
+  if (!written.ok()) return Fail(written, 1);
+  std::cout << script << std::flush;
+  std::cerr << "monsoon: wrote " << path << std::endl;
+  return o.submit ? Submit(path, o.wait) : 0;
+}
+
+}  // namespace
+
+void AddSbatchCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<SbatchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "sbatch",
+      "write a SLURM batch script for the job (from its slurm: section) and print it; "
+      "--submit submits it");
+  CLI::Option* config = cmd->add_option("CONFIG.yaml", o->config, "the job")->required();
+  AddSetOption(cmd, &o->sets, config);
+  cmd->add_option("--script", o->script,
+                  "where to write the script (default runs/JOB/JOB-TIMESTAMP.sbatch)");
+  CLI::Option* submit = cmd->add_flag("--submit", o->submit, "submit the script with sbatch");
+  cmd->add_flag("--wait", o->wait, "wait for the job and return its exit status")->needs(submit);
+  cmd->callback([o, exit_code] { *exit_code = Sbatch(*o); });
+}
+
+}  // namespace monsoon

@@ -1,0 +1,33 @@
+// `monsoon summarize --run-dir DIR`: summary.json and trace.json once training has finished.
+#include <memory>
+
+#include "launcher/commands/command.h"
+#include "launcher/job_setup.h"
+#include "launcher/summary.h"
+
+namespace monsoon {
+
+void AddSummarizeCommand(CLI::App& app, int* exit_code) {
+  auto run_dir_arg = std::make_shared<RunDirArg>();
+  CLI::App* cmd = app.add_subcommand(
+      "summarize",
+      "write DIR/summary.json and DIR/trace.json once training has finished (and DIR/params.bin "
+      "from the servers' final checkpoints when no evaluator wrote it)");
+  run_dir_arg->AddTo(cmd);
+  cmd->callback([run_dir_arg, exit_code] {
+    *exit_code = [&] {
+      auto run_dir = run_dir_arg->Check("summarize");
+      if (!run_dir.ok()) return Fail(run_dir.status(), 2);
+      auto config = RoleConfig(*run_dir);
+      if (!config.ok()) return Fail(config.status(), 2);
+      auto wall = SecondsSincePrepared(*run_dir);
+      if (!wall.ok()) return Fail(wall.status(), 1);
+      const absl::StatusOr<JobProgress> result = WriteSummary(*config, *run_dir, *wall);
+      if (!result.ok()) return Fail(result.status(), 1);
+      PrintResult(*config, *run_dir, *result);
+      return 0;
+    }();
+  });
+}
+
+}  // namespace monsoon

@@ -1,0 +1,86 @@
+// Every promise README makes about roles that die in `monsoon run`, as a table: the role, how
+// it ended, the config's reliability rules and the restarts left, and the action.
+#include "launcher/supervision.h"
+
+#include <catch2/catch.hpp>
+#include <csignal>
+
+namespace monsoon {
+namespace {
+
+ChildExit Killed() { return {"", "", 0, SIGKILL}; }
+ChildExit Failed() { return {"", "", 1, 0}; }
+ChildExit Finished() { return {"", "", 0, 0}; }
+
+TEST_CASE("Decide: each role's end maps to README's action", "[launcher][supervision]") {
+  struct Case {
+    const char* what;
+    RoleId role;
+    ChildExit exit;
+    Algorithm algorithm;
+    int worker_restarts, evaluator_restarts, server_restarts;
+    WorkerLoss worker_loss;
+    Action action;
+  };
+  const RoleId server{RoleKind::kServer, 1}, worker{RoleKind::kWorker, 2},
+      evaluator{RoleKind::kEvaluator, 0};
+  const Algorithm async = Algorithm::kDownpour, sync = Algorithm::kSync;
+  const WorkerLoss aut = WorkerLoss::kAuto;
+  const Case cases[] = {
+      {"any role that exits 0", worker, Finished(), async, 0, 0, 0, aut, Action::kNone},
+      {"a worker that fails (exit 1) stops the job", worker, Failed(), async, 3, 0, 0, aut,
+       Action::kAbort},
+      {"a worker killed with restarts left is restarted", worker, Killed(), async, 1, 0, 0, aut,
+       Action::kRestart},
+      {"a worker killed without restarts: async carries on", worker, Killed(), async, 0, 0, 0, aut,
+       Action::kContinueWithout},
+      {"... unless worker_loss is stop", worker, Killed(), async, 0, 0, 0, WorkerLoss::kStop,
+       Action::kAbort},
+      {"... and sync with every worker in the quorum stops", worker, Killed(), sync, 0, 0, 0, aut,
+       Action::kAbort},
+      {"... unless worker_loss is continue", worker, Killed(), sync, 0, 0, 0, WorkerLoss::kContinue,
+       Action::kContinueWithout},
+      {"the evaluator killed with restarts left is restarted", evaluator, Killed(), async, 0, 1, 0,
+       aut, Action::kRestart},
+      {"the evaluator killed without restarts stops the job", evaluator, Killed(), async, 0, 0, 0,
+       aut, Action::kAbort},
+      {"the evaluator that fails stops the job", evaluator, Failed(), async, 0, 5, 0, aut,
+       Action::kAbort},
+      {"a server killed with server_restarts left resumes the job", server, Killed(), async, 0, 0,
+       1, aut, Action::kResumeJob},
+      {"a server killed without them stops the job", server, Killed(), async, 5, 5, 0, aut,
+       Action::kAbort},
+      {"a server that fails stops the job", server, Failed(), async, 0, 0, 2, aut, Action::kAbort},
+  };
+  for (const Case& c : cases) {
+    INFO(c.what);
+    JobConfig config;
+    config.cluster.workers = 3;
+    config.training.algorithm = c.algorithm;
+    config.reliability.worker_restarts = c.worker_restarts;
+    config.reliability.evaluator_restarts = c.evaluator_restarts;
+    config.reliability.server_restarts = c.server_restarts;
+    config.reliability.worker_loss = c.worker_loss;
+    RestartBudget budget = RestartBudget::FromConfig(config);
+    CHECK(Decide(c.role, c.exit, config, &budget) == c.action);
+  }
+}
+
+TEST_CASE("Decide: restarts are spent per worker, resumes per job", "[launcher][supervision]") {
+  JobConfig config;
+  config.cluster.workers = 2;
+  config.reliability.worker_restarts = 1;
+  config.reliability.server_restarts = 1;
+  config.reliability.worker_loss = WorkerLoss::kStop;
+  RestartBudget budget = RestartBudget::FromConfig(config);
+  CHECK(Decide({RoleKind::kWorker, 0}, Killed(), config, &budget) == Action::kRestart);
+  CHECK(Decide({RoleKind::kWorker, 0}, Killed(), config, &budget) == Action::kAbort);
+  CHECK(Decide({RoleKind::kWorker, 1}, Killed(), config, &budget) == Action::kRestart);
+  CHECK(Decide({RoleKind::kServer, 0}, Killed(), config, &budget) == Action::kResumeJob);
+  CHECK(Decide({RoleKind::kServer, 1}, Killed(), config, &budget) == Action::kAbort);
+  CHECK(RoleId{RoleKind::kServer, 3}.ChildName() == "server-3");
+  CHECK(RoleId{RoleKind::kEvaluator, 0}.ChildName() == "evaluator");
+}
+
+}  // namespace
+}  // namespace monsoon
