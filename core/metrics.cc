@@ -91,11 +91,15 @@ absl::Status CsvMetricsWriter::Append(const std::vector<double>& values) {
   return absl::OkStatus();
 }
 
-double MetricsRow::Get(std::string_view column) const {
+std::optional<double> MetricsRow::Find(std::string_view column) const {
   for (const auto& [name, value] : values) {
     if (name == column) return value;
   }
-  return 0;
+  return std::nullopt;
+}
+
+absl::Status MissingColumn(absl::string_view path, absl::string_view name) {
+  return absl::NotFoundError(absl::StrCat(path, " has no column '", name, "'"));
 }
 
 MetricsRow ReadLastCsvRow(const std::string& path) {

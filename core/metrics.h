@@ -6,12 +6,14 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace monsoon {
 
@@ -19,9 +21,56 @@ namespace monsoon {
 struct MetricsRow {
   std::vector<std::pair<std::string, double>> values;
   bool empty() const { return values.empty(); }
-  // The value in `column`; 0 when the row has no such column (or is empty).
-  double Get(std::string_view column) const;
+  // The value in `column`; nullopt when the row has no such column.
+  std::optional<double> Find(std::string_view column) const;
 };
+
+// A metrics file's rows are structs of doubles whose columns are declared once, as a
+// specialisation of MetricsSchema listing each column's name and field:
+//   template <> struct MetricsSchema<WorkerMetricsRow> {
+//     static constexpr MetricsColumn<WorkerMetricsRow> kColumns[] = {
+//         {"step", &WorkerMetricsRow::step}, ...};
+//   };
+// Writers append structs and readers get structs back: a column that is renamed or missing
+// is a compile error or a NotFound naming it, never a silent 0.
+// NotFound "PATH has no column 'NAME'".
+absl::Status MissingColumn(absl::string_view path, absl::string_view name);
+
+template <class Row>
+struct MetricsColumn {
+  const char* name;
+  double Row::*field;
+};
+template <class Row>
+struct MetricsSchema;
+
+template <class Row>
+std::vector<std::string> ColumnNames() {
+  std::vector<std::string> names;
+  for (const MetricsColumn<Row>& c : MetricsSchema<Row>::kColumns) names.push_back(c.name);
+  return names;
+}
+
+template <class Row>
+std::vector<double> RowValues(const Row& row) {
+  std::vector<double> values;
+  for (const MetricsColumn<Row>& c : MetricsSchema<Row>::kColumns) values.push_back(row.*c.field);
+  return values;
+}
+
+// The struct of a parsed row: nullopt for an empty one (no row yet); NotFound naming a column
+// the row lacks (a file of another schema).
+template <class Row>
+absl::StatusOr<std::optional<Row>> RowFrom(const MetricsRow& parsed, absl::string_view path) {
+  if (parsed.empty()) return std::optional<Row>();
+  Row row;
+  for (const MetricsColumn<Row>& c : MetricsSchema<Row>::kColumns) {
+    const std::optional<double> v = parsed.Find(c.name);
+    if (!v.has_value()) return MissingColumn(path, c.name);
+    row.*c.field = *v;
+  }
+  return std::optional<Row>(row);
+}
 
 class CsvMetricsWriter {
  public:
@@ -48,6 +97,11 @@ class CsvMetricsWriter {
 
 // The last complete row of a metrics CSV (empty when there is none yet).
 MetricsRow ReadLastCsvRow(const std::string& path);
+// The same as a Row; nullopt when there is none yet.
+template <class Row>
+absl::StatusOr<std::optional<Row>> ReadLastRow(const std::string& path) {
+  return RowFrom<Row>(ReadLastCsvRow(path), path);
+}
 
 // A whole metrics CSV: its columns and every complete row.
 struct CsvTable {
@@ -58,6 +112,19 @@ struct CsvTable {
 };
 // NotFound when the file is missing; DataLoss naming the line when a row is not numeric.
 absl::StatusOr<CsvTable> ReadCsvTable(const std::string& path);
+// Every complete row of a metrics CSV as Rows; NotFound for a missing file or column.
+template <class Row>
+absl::StatusOr<std::vector<Row>> ReadRows(const std::string& path) {
+  absl::StatusOr<CsvTable> table = ReadCsvTable(path);
+  if (!table.ok()) return table.status();
+  std::vector<Row> rows(table->rows.size());
+  for (const MetricsColumn<Row>& c : MetricsSchema<Row>::kColumns) {
+    const int column = table->Column(c.name);
+    if (column < 0) return MissingColumn(path, c.name);
+    for (size_t r = 0; r < rows.size(); ++r) rows[r].*c.field = table->rows[r][column];
+  }
+  return rows;
+}
 // The table as CSV text (what ReadCsvTable reads), for files written whole at once.
 std::string FormatCsvTable(const CsvTable& table);
 

@@ -5,54 +5,29 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/json_text.h"
 #include "core/run_dir.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
 namespace {
 
-// Microseconds since the Unix epoch, to the nanosecond.
-std::string Micros(absl::Time t) {
-  return absl::StrFormat("%.3f", absl::ToDoubleMicroseconds(t - absl::UnixEpoch()));
-}
+using Json = nlohmann::ordered_json;
 
-// True when `line` is one whole JSON object: its braces close exactly at its end (a line
-// whose write a crash cut short does not).
-bool WholeObject(const std::string& line) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{') {
-      ++depth;
-    } else if (c == '}' && --depth == 0) {
-      return i + 1 == line.size();
-    } else if (depth == 0) {
-      return false;
-    }
-  }
-  return false;
-}
+// Microseconds since the Unix epoch.
+double Micros(absl::Time t) { return absl::ToDoubleMicroseconds(t - absl::UnixEpoch()); }
+
+// One event as a line of the role's trace file.
+std::string Line(const Json& event) { return event.dump() + "\n"; }
 
 std::string Metadata(std::string_view what, int pid, int tid, std::string_view name) {
-  return absl::StrCat("{\"name\":\"", std::string(what), "\",\"ph\":\"M\",\"pid\":", pid,
-                      ",\"tid\":", tid, ",\"args\":{\"name\":", JsonString(name), "}}\n");
+  return Line(
+      {{"name", what}, {"ph", "M"}, {"pid", pid}, {"tid", tid}, {"args", {{"name", name}}}});
 }
 
 }  // namespace
@@ -84,26 +59,25 @@ TraceWriter::~TraceWriter() { std::fclose(file_); }
 
 void TraceWriter::Span(int thread, std::string_view name, absl::Time start, absl::Time end,
                        const TraceArgs& args) {
-  std::string line =
-      absl::StrCat("{\"name\":", JsonString(name), ",\"ph\":\"X\",\"ts\":", Micros(start),
-                   ",\"dur\":", absl::StrFormat("%.3f", absl::ToDoubleMicroseconds(end - start)),
-                   ",\"pid\":", process_id_, ",\"tid\":", thread);
+  Json event = {{"name", name},        {"ph", "X"},
+                {"ts", Micros(start)}, {"dur", absl::ToDoubleMicroseconds(end - start)},
+                {"pid", process_id_},  {"tid", thread}};
   if (!args.empty()) {
-    line += ",\"args\":{";
-    for (size_t i = 0; i < args.size(); ++i) {
-      absl::StrAppend(&line, i == 0 ? "" : ",", JsonString(args[i].first), ":",
-                      JsonNumber(args[i].second));
-    }
-    line += "}";
+    Json& values = event["args"];
+    for (const auto& [key, value] : args) values[key] = value;  // NaN and Inf become null
   }
-  Write(line + "}\n");
+  Write(Line(event));
 }
 
 void TraceWriter::Instant(int thread, std::string_view name, absl::Time at,
                           std::string_view detail) {
-  Write(absl::StrCat("{\"name\":", JsonString(name),
-                     ",\"ph\":\"i\",\"s\":\"t\",\"ts\":", Micros(at), ",\"pid\":", process_id_,
-                     ",\"tid\":", thread, ",\"args\":{\"detail\":", JsonString(detail), "}}\n"));
+  Write(Line({{"name", name},
+              {"ph", "i"},
+              {"s", "t"},
+              {"ts", Micros(at)},
+              {"pid", process_id_},
+              {"tid", thread},
+              {"args", {{"detail", detail}}}}));
 }
 
 absl::Status TraceWriter::status() const {
@@ -145,7 +119,7 @@ absl::StatusOr<size_t> MergeTraces(const std::string& dir, const std::string& ou
     std::set<std::string> metadata;
     while (std::getline(in, line)) {
       // Whole events only: not a line still being written, nor one a crash cut short.
-      if (in.eof() || !WholeObject(line)) continue;
+      if (in.eof() || !Json::accept(line)) continue;
       if (absl::StrContains(line, R"("ph":"M")") && !metadata.insert(line).second) continue;
       absl::StrAppend(&text, events == 0 ? "" : ",\n", line);
       ++events;

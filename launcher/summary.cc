@@ -2,35 +2,41 @@
 
 #include <algorithm>
 #include <limits>
+#include <nlohmann/json.hpp>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "core/cpu_backend.h"
-#include "core/json_text.h"
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/status_macros.h"
 #include "core/trace.h"
+#include "server/server_metrics.h"
 #include "server/server_role.h"
 #include "worker/evaluator.h"
+#include "worker/worker_metrics.h"
 #include "worker/worker_role.h"
 
 namespace monsoon {
 
+// summary.json keeps its keys in the order written.
+using Json = nlohmann::ordered_json;
+
 absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
   for (int j = 0; j < config.cluster.servers; ++j) {
     const std::string path = run_dir.server_metrics_path(j);
-    const auto row = ReadLastCsvRow(path);
-    const int finished = static_cast<int>(row.Get("workers_finished"));
-    const int lost = static_cast<int>(row.Get("workers_lost"));
-    if (row.empty() || finished == 0 || finished + lost < config.cluster.workers) {
+    MONSOON_ASSIGN_OR_RETURN(const std::optional<ServerMetricsRow> row,
+                             ReadLastRow<ServerMetricsRow>(path));
+    const int finished = row.has_value() ? static_cast<int>(row->workers_finished) : 0;
+    const int lost = row.has_value() ? static_cast<int>(row->workers_lost) : 0;
+    if (!row.has_value() || finished == 0 || finished + lost < config.cluster.workers) {
       return absl::FailedPreconditionError(absl::StrCat(
           "training did not finish: server ", j,
-          row.empty() ? absl::StrCat(" wrote no metrics (", path, ")")
-                      : absl::StrCat(" last saw ", finished, " of ", config.cluster.workers,
-                                     " workers finished and ", lost, " lost (", path, " at ",
-                                     row.Get("wall_seconds"), " s)"),
+          !row.has_value() ? absl::StrCat(" wrote no metrics (", path, ")")
+                           : absl::StrCat(" last saw ", finished, " of ", config.cluster.workers,
+                                          " workers finished and ", lost, " lost (", path, " at ",
+                                          row->wall_seconds, " s)"),
           "; its weights are not the job's result. Continue the run: monsoon run --resume ",
           run_dir.root, ", or requeue the SLURM job"));
     }
@@ -38,30 +44,37 @@ absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
   return absl::OkStatus();
 }
 
-JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir) {
+absl::StatusOr<JobProgress> ReadProgress(const JobConfig& config, const RunDir& run_dir) {
   JobProgress p;
   p.min_epoch = std::numeric_limits<double>::infinity();
   for (int i = 0; i < config.cluster.workers; ++i) {
-    const auto row = ReadLastCsvRow(run_dir.worker_metrics_path(i));
-    p.min_epoch = std::min(p.min_epoch, row.Get("epoch"));
-    p.samples_per_second += row.Get("samples_per_second");
-    p.worker_seconds = std::max(p.worker_seconds, row.Get("wall_seconds"));
+    MONSOON_ASSIGN_OR_RETURN(const std::optional<WorkerMetricsRow> row,
+                             ReadLastRow<WorkerMetricsRow>(run_dir.worker_metrics_path(i)));
+    const WorkerMetricsRow last = row.value_or(WorkerMetricsRow{});
+    p.min_epoch = std::min(p.min_epoch, last.epoch);
+    p.samples_per_second += last.samples_per_second;
+    p.worker_seconds = std::max(p.worker_seconds, last.wall_seconds);
   }
   for (int j = 0; j < config.cluster.servers; ++j) {
-    const auto row = ReadLastCsvRow(run_dir.server_metrics_path(j));
-    p.workers_lost = std::max(p.workers_lost, static_cast<int>(row.Get("workers_lost")));
+    MONSOON_ASSIGN_OR_RETURN(const std::optional<ServerMetricsRow> row,
+                             ReadLastRow<ServerMetricsRow>(run_dir.server_metrics_path(j)));
+    if (row.has_value())
+      p.workers_lost = std::max(p.workers_lost, static_cast<int>(row->workers_lost));
   }
-  const auto eval = ReadLastCsvRow(run_dir.evaluator_metrics_path());
-  if (!eval.empty()) {
+  MONSOON_ASSIGN_OR_RETURN(const std::optional<EvaluatorMetricsRow> eval,
+                           ReadLastRow<EvaluatorMetricsRow>(run_dir.evaluator_metrics_path()));
+  if (eval.has_value()) {
     p.has_eval = true;
-    p.test_accuracy = eval.Get("test_accuracy");
-    p.test_loss = eval.Get("test_loss");
-    p.global_step = eval.Get("global_step");
+    p.test_accuracy = eval->test_accuracy;
+    p.test_loss = eval->test_loss;
+    p.global_step = eval->global_step;
   }
   return p;
 }
 
-std::string ProgressLine(const JobConfig& config, const JobProgress& p) {
+std::string ProgressLine(const JobConfig& config, const absl::StatusOr<JobProgress>& progress) {
+  if (!progress.ok()) return absl::StrCat("progress unknown: ", progress.status().message());
+  const JobProgress& p = *progress;
   std::string line = absl::StrFormat("epoch %.2f/%d | %.0f samples/s", p.min_epoch,
                                      config.training.epochs, p.samples_per_second);
   if (p.workers_lost > 0) absl::StrAppendFormat(&line, " | %d worker(s) lost", p.workers_lost);
@@ -78,7 +91,7 @@ std::string ProgressLine(const JobConfig& config, const JobProgress& p) {
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,
                                          double wall_seconds) {
   MONSOON_RETURN_IF_ERROR(TrainingFinished(config, run_dir));
-  JobProgress p = ReadProgress(config, run_dir);
+  MONSOON_ASSIGN_OR_RETURN(JobProgress p, ReadProgress(config, run_dir));
   const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
   const std::vector<ParamTensor> layout = Model::Layout(config.model);
   const size_t num_params = Model::NumParams(config.model);
@@ -120,36 +133,38 @@ absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& 
   // The roles' traces, joined for the viewer (null when the job wrote none).
   MONSOON_ASSIGN_OR_RETURN(const size_t trace_events,
                            MergeTraces(run_dir.trace_dir(), run_dir.trace_path()));
-  std::vector<std::string> tensors;
+  const Json null;
+  Json summary;
+  summary["job"] = config.job;
+  summary["algorithm"] = kAlgorithmNames.Name(config.training.algorithm);
+  summary["run_dir"] = run_dir.root;
+  summary["servers"] = config.cluster.servers;
+  summary["workers"] = config.cluster.workers;
+  summary["workers_lost"] = p.workers_lost;
+  summary["final_test_accuracy"] = p.has_eval && classify ? Json(p.test_accuracy) : null;
+  summary["final_test_loss"] = p.has_eval ? Json(p.test_loss) : null;
+  summary["global_step"] = p.has_eval || from_checkpoints ? Json(p.global_step) : null;
+  summary["wall_seconds"] = wall_seconds;
+  summary["training_seconds"] = p.worker_seconds;
+  summary["samples_per_second"] = p.samples_per_second;
+  summary["epochs"] = p.min_epoch;
+  summary["num_parameters"] = num_params;
+  summary["params_file"] = run_dir.params_path();
+  summary["params_from"] = from_checkpoints ? "server checkpoints" : "evaluator";
+  summary["trace_file"] = trace_events > 0 ? Json(run_dir.trace_path()) : null;
+  summary["trace_events"] = trace_events;
+  summary["params_format"] = "raw little-endian float32, flat layout below";
+  summary["parameters"] = Json::array();
   for (const ParamTensor& t : layout) {
-    std::string entry = absl::StrCat("    {\"name\": ", JsonString(t.shape.name), ", \"shape\": [",
-                                     t.shape.rows, ", ", t.shape.cols, "], \"offset\": ", t.offset);
+    Json tensor = {
+        {"name", t.shape.name}, {"shape", {t.shape.rows, t.shape.cols}}, {"offset", t.offset}};
     if (num_params <= 64) {
-      std::vector<std::string> v;
-      for (size_t i = 0; i < t.shape.size(); ++i) v.push_back(JsonNumber(values[t.offset + i]));
-      absl::StrAppend(&entry, ", \"values\": [", absl::StrJoin(v, ", "), "]");
+      tensor["values"] =
+          std::vector<float>(values.begin() + t.offset, values.begin() + t.offset + t.shape.size());
     }
-    tensors.push_back(entry + "}");
+    summary["parameters"].push_back(tensor);
   }
-  const std::string json = absl::StrCat(
-      "{\n", "  \"job\": ", JsonString(config.job), ",\n",
-      "  \"algorithm\": ", JsonString(kAlgorithmNames.Name(config.training.algorithm)), ",\n",
-      "  \"run_dir\": ", JsonString(run_dir.root), ",\n", "  \"servers\": ", config.cluster.servers,
-      ",\n", "  \"workers\": ", config.cluster.workers, ",\n",
-      "  \"workers_lost\": ", p.workers_lost, ",\n",
-      "  \"final_test_accuracy\": ", p.has_eval && classify ? JsonNumber(p.test_accuracy) : "null",
-      ",\n", "  \"final_test_loss\": ", p.has_eval ? JsonNumber(p.test_loss) : "null", ",\n",
-      "  \"global_step\": ", p.has_eval || from_checkpoints ? JsonNumber(p.global_step) : "null",
-      ",\n", "  \"wall_seconds\": ", JsonNumber(wall_seconds), ",\n",
-      "  \"training_seconds\": ", JsonNumber(p.worker_seconds), ",\n",
-      "  \"samples_per_second\": ", JsonNumber(p.samples_per_second), ",\n",
-      "  \"epochs\": ", JsonNumber(p.min_epoch), ",\n", "  \"num_parameters\": ", num_params, ",\n",
-      "  \"params_file\": ", JsonString(run_dir.params_path()), ",\n",
-      "  \"params_from\": ", JsonString(from_checkpoints ? "server checkpoints" : "evaluator"),
-      ",\n", "  \"trace_file\": ", trace_events > 0 ? JsonString(run_dir.trace_path()) : "null",
-      ",\n", "  \"trace_events\": ", trace_events, ",\n",
-      "  \"params_format\": \"raw little-endian float32, flat layout below\",\n",
-      "  \"parameters\": [\n", absl::StrJoin(tensors, ",\n"), "\n  ]\n", "}\n");
+  const std::string json = summary.dump(2) + "\n";
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.summary_path(), json));
   return p;
 }

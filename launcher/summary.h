@@ -22,10 +22,12 @@ struct JobProgress {
   double global_step = 0;
   int workers_lost = 0;  // the most workers any server has given up on
 };
-JobProgress ReadProgress(const JobConfig& config, const RunDir& run_dir);
+// NotFound naming a metrics file and a column it lacks.
+absl::StatusOr<JobProgress> ReadProgress(const JobConfig& config, const RunDir& run_dir);
 // The figures as one line: "epoch 3.41/12 | 20512 samples/s | test acc 0.8512 loss 0.4123"
-// (with "| N worker(s) lost" when a server gave workers up; "test loss" alone for regression).
-std::string ProgressLine(const JobConfig& config, const JobProgress& p);
+// (with "| N worker(s) lost" when a server gave workers up; "test loss" alone for regression),
+// or "progress unknown: " and why they could not be read.
+std::string ProgressLine(const JobConfig& config, const absl::StatusOr<JobProgress>& progress);
 
 // OK when training has ended: every server's last metrics row has every worker finished or
 // lost, and at least one finished (a server writes such a row only after its final

@@ -16,6 +16,7 @@
 #include "server/grpc_parameter_server.h"
 #include "server/parameter_server.h"
 #include "server/server_checkpoint.h"
+#include "server/server_metrics.h"
 
 namespace monsoon {
 namespace {
@@ -74,16 +75,112 @@ absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
   return absl::OkStatus();
 }
 
-absl::Status Checkpoint(const RunDir& run_dir, const JobConfig& config, int index,
-                        const ParameterServer& logic) {
+// What one server role's run works with.
+struct ServerRun {
+  const JobConfig& config;
+  const RunDir& run_dir;
+  const int index;
+  ParameterServer& logic;
+  TraceWriter* const trace;  // nullable
+  CsvMetricsWriter* const metrics;
   const absl::Time start = absl::Now();
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> out,
-                           CheckpointWriter::Begin(run_dir.checkpoint_dir(index)));
-  logic.SaveCheckpoint(out.get());
-  MONSOON_ASSIGN_OR_RETURN(std::string path, out->Commit(config.checkpoint.keep));
-  std::cout << "server " << index << ": checkpoint " << path << " ("
-            << absl::FormatDuration(absl::Now() - start) << ")" << std::endl;
+};
+
+absl::Status Checkpoint(const ServerRun& run) {
+  return Traced(run.trace, 0, "checkpoint", [&]() -> absl::Status {
+    const absl::Time start = absl::Now();
+    MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> out,
+                             CheckpointWriter::Begin(run.run_dir.checkpoint_dir(run.index)));
+    run.logic.SaveCheckpoint(out.get());
+    MONSOON_ASSIGN_OR_RETURN(std::string path, out->Commit(run.config.checkpoint.keep));
+    std::cout << "server " << run.index << ": checkpoint " << path << " ("
+              << absl::FormatDuration(absl::Now() - start) << ")" << std::endl;
+    return absl::OkStatus();
+  });
+}
+
+void LogEvents(const ServerRun& run) {
+  for (const std::string& event : run.logic.TakeEvents()) {
+    std::cout << event << std::endl;
+    if (run.trace != nullptr) run.trace->Instant(0, "peer", absl::Now(), event);
+  }
+}
+
+// Appends a metrics row of `s`; only the final row may show every worker finished or lost
+// (ServerMetricsRow).
+absl::Status Record(const ServerRun& run, const ServerStats& s, bool final_row) {
+  LogEvents(run);
+  const size_t workers_done = static_cast<size_t>(s.workers_finished) + s.workers_lost.size();
+  if (!final_row && workers_done >= static_cast<size_t>(run.config.cluster.workers)) {
+    return absl::OkStatus();
+  }
+  ServerMetricsRow row;
+  row.wall_seconds = absl::ToDoubleSeconds(absl::Now() - run.start);
+  row.pushes_applied = static_cast<double>(s.pushes_applied);
+  row.pushes_dropped = static_cast<double>(s.pushes_dropped);
+  row.pushes_rejected = static_cast<double>(s.pushes_rejected);
+  row.pulls_served = static_cast<double>(s.pulls_served);
+  row.bytes_received = static_cast<double>(s.bytes_received);
+  row.bytes_sent = static_cast<double>(s.bytes_sent);
+  row.workers_finished = s.workers_finished;
+  row.mean_staleness = HistogramMean(s.staleness_histogram);
+  row.state_bytes = static_cast<double>(run.logic.state_bytes());
+  row.peak_rss_bytes = static_cast<double>(PeakRssBytes());
+  row.pushes_duplicate = static_cast<double>(s.pushes_duplicate);
+  row.workers_lost = static_cast<double>(s.workers_lost.size());
+  return run.metrics->Append(RowValues(row));
+}
+
+// Serves until every client has finished or been lost, checkpointing every
+// checkpoint.interval_seconds. Returns why it stopped: OK, Cancelled (a stop signal), the
+// server's Health() error or DeadlineExceeded (training.timeout_seconds); the outer status is
+// an error of the server's own files.
+absl::StatusOr<absl::Status> Serve(const ServerRun& run, const std::atomic<bool>* stop) {
+  const absl::Time deadline = run.start + absl::Seconds(run.config.training.timeout_seconds);
+  const absl::Duration interval = absl::Seconds(run.config.checkpoint.interval_seconds);
+  absl::Time next_checkpoint = run.start + interval;
+  while (!run.logic.WaitAllFinished(absl::Seconds(1))) {
+    MONSOON_RETURN_IF_ERROR(Record(run, run.logic.Stats(), /*final_row=*/false));
+    if (stop != nullptr && stop->load()) return absl::CancelledError("server stopped by signal");
+    const absl::Status health = run.logic.Health();
+    if (!health.ok()) return health;
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("server ", run.index, ": clients still running after ",
+                       run.config.training.timeout_seconds, " s (training.timeout_seconds)"));
+    }
+    if (interval > absl::ZeroDuration() && absl::Now() >= next_checkpoint) {
+      MONSOON_RETURN_IF_ERROR(Checkpoint(run));
+      next_checkpoint = absl::Now() + interval;
+    }
+  }
   return absl::OkStatus();
+}
+
+// With no call in flight any more: the final checkpoint (the server's final state, whether
+// the job finished, was stopped by a signal or failed), the final metrics row, the staleness
+// histogram and the ledger. Returns `result`, or why every worker was lost.
+absl::Status FinishServing(const ServerRun& run, absl::Status result) {
+  LogEvents(run);
+  const ServerStats final_stats = run.logic.Stats();
+  if (result.ok() && final_stats.workers_finished == 0) {
+    result = absl::UnavailableError(
+        absl::StrCat("server ", run.index,
+                     ": every worker was lost and none finished; the weights are "
+                     "not trained (continue the run with --resume once the workers can start)"));
+  }
+  MONSOON_RETURN_IF_ERROR(Checkpoint(run));
+  MONSOON_RETURN_IF_ERROR(Record(run, final_stats, /*final_row=*/true));
+  MONSOON_RETURN_IF_ERROR(
+      WriteFileAtomically(run.run_dir.staleness_path(run.index),
+                          FormatCsvTable(StalenessTable(final_stats.staleness_histogram))));
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run.run_dir.ledger_path(run.index),
+                                              FormatCsvTable(LedgerTable(run.logic.Ledger()))));
+  std::cout << "server " << run.index << ": peak RSS " << PeakRssBytes() / 1048576 << " MiB for "
+            << run.logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"
+            << std::endl;
+  if (run.trace != nullptr) MONSOON_RETURN_IF_ERROR(run.trace->status());
+  return result;
 }
 
 }  // namespace
@@ -102,10 +199,6 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
     MONSOON_RETURN_IF_ERROR(Traced(trace.get(), 0, "restore checkpoint",
                                    [&] { return Restore(run_dir, options.index, &logic); }));
   }
-  auto checkpoint = [&]() {
-    return Traced(trace.get(), 0, "checkpoint",
-                  [&] { return Checkpoint(run_dir, config, options.index, logic); });
-  };
   MONSOON_ASSIGN_OR_RETURN(JobSecrets secrets, ReadJobSecrets(run_dir, config.security));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,
                            GrpcParameterServer::Start(&logic, options.bind_host, secrets));
@@ -113,85 +206,13 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   std::cout << "server " << options.index << " serving " << plan.ChunksOf(options.index).size()
             << " chunks (" << plan.FloatsOf(options.index) << " parameters) on "
             << server->address() << (secrets.tls() ? " (TLS)" : "") << std::endl;
-
-  MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<CsvMetricsWriter> metrics,
-      CsvMetricsWriter::Create(
-          run_dir.server_metrics_path(options.index),
-          {"wall_seconds", "pushes_applied", "pushes_dropped", "pushes_rejected", "pulls_served",
-           "bytes_received", "bytes_sent", "workers_finished", "mean_staleness", "state_bytes",
-           "peak_rss_bytes", "pushes_duplicate", "workers_lost"}));
-  const absl::Time start = absl::Now();
-  const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds);
-  auto log_events = [&]() {
-    for (const std::string& event : logic.TakeEvents()) {
-      std::cout << event << std::endl;
-      if (trace != nullptr) trace->Instant(0, "peer", absl::Now(), event);
-    }
-  };
-  // Appends a metrics row of `s`. A row in which every worker has finished or is lost is what
-  // `monsoon summarize` takes for "training finished, the checkpoints are the result", so only
-  // the final row, written after the final checkpoint, may show that.
-  auto record = [&](const ServerStats& s, bool final_row) {
-    log_events();
-    const size_t workers_done = static_cast<size_t>(s.workers_finished) + s.workers_lost.size();
-    if (!final_row && workers_done >= static_cast<size_t>(config.cluster.workers)) {
-      return absl::OkStatus();
-    }
-    return metrics->Append(
-        {absl::ToDoubleSeconds(absl::Now() - start), static_cast<double>(s.pushes_applied),
-         static_cast<double>(s.pushes_dropped), static_cast<double>(s.pushes_rejected),
-         static_cast<double>(s.pulls_served), static_cast<double>(s.bytes_received),
-         static_cast<double>(s.bytes_sent), static_cast<double>(s.workers_finished),
-         HistogramMean(s.staleness_histogram), static_cast<double>(logic.state_bytes()),
-         static_cast<double>(PeakRssBytes()), static_cast<double>(s.pushes_duplicate),
-         static_cast<double>(s.workers_lost.size())});
-  };
-  const absl::Duration interval = absl::Seconds(config.checkpoint.interval_seconds);
-  absl::Time next_checkpoint = start + interval;
-  absl::Status result = absl::OkStatus();
-  while (!logic.WaitAllFinished(absl::Seconds(1))) {
-    MONSOON_RETURN_IF_ERROR(record(logic.Stats(), /*final_row=*/false));
-    if (stop != nullptr && stop->load()) {
-      result = absl::CancelledError("server stopped by signal");
-      break;
-    }
-    result = logic.Health();
-    if (!result.ok()) break;
-    if (absl::Now() > deadline) {
-      result = absl::DeadlineExceededError(
-          absl::StrCat("server ", options.index, ": clients still running after ",
-                       config.training.timeout_seconds, " s (training.timeout_seconds)"));
-      break;
-    }
-    if (interval > absl::ZeroDuration() && absl::Now() >= next_checkpoint) {
-      MONSOON_RETURN_IF_ERROR(checkpoint());
-      next_checkpoint = absl::Now() + interval;
-    }
-  }
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
+                           CsvMetricsWriter::Create(run_dir.server_metrics_path(options.index),
+                                                    ColumnNames<ServerMetricsRow>()));
+  const ServerRun run{config, run_dir, options.index, logic, trace.get(), metrics.get()};
+  MONSOON_ASSIGN_OR_RETURN(const absl::Status result, Serve(run, stop));
   server->Shutdown();
-  log_events();
-  const ServerStats final_stats = logic.Stats();  // no call is in flight any more
-  if (result.ok() && final_stats.workers_finished == 0) {
-    result = absl::UnavailableError(
-        absl::StrCat("server ", options.index,
-                     ": every worker was lost and none finished; the weights are "
-                     "not trained (continue the run with --resume once the workers can start)"));
-  }
-  // No call is in flight any more: this checkpoint is the server's final state, whether the
-  // job finished, was stopped by a signal (SIGTERM, SLURM's SIGUSR1) or failed.
-  MONSOON_RETURN_IF_ERROR(checkpoint());
-  MONSOON_RETURN_IF_ERROR(record(final_stats, /*final_row=*/true));
-  MONSOON_RETURN_IF_ERROR(
-      WriteFileAtomically(run_dir.staleness_path(options.index),
-                          FormatCsvTable(StalenessTable(final_stats.staleness_histogram))));
-  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.ledger_path(options.index),
-                                              FormatCsvTable(LedgerTable(logic.Ledger()))));
-  std::cout << "server " << options.index << ": peak RSS " << PeakRssBytes() / 1048576
-            << " MiB for " << logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"
-            << std::endl;
-  if (trace != nullptr) MONSOON_RETURN_IF_ERROR(trace->status());
-  return result;
+  return FinishServing(run, result);
 }
 
 absl::StatusOr<CheckpointedWeights> WeightsFromCheckpoints(const JobConfig& config,

@@ -7,12 +7,6 @@
 
 namespace monsoon {
 
-const std::vector<std::string>& EvaluatorMetricsColumns() {
-  static const auto* columns = new std::vector<std::string>{"wall_seconds", "global_step", "epoch",
-                                                            "test_loss", "test_accuracy"};
-  return *columns;
-}
-
 namespace {
 
 // The workers' mean progress: each worker's latest epoch reported to any server.
@@ -78,9 +72,13 @@ absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& s
   }
   result.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   if (metrics_ != nullptr) {
-    MONSOON_RETURN_IF_ERROR(
-        metrics_->Append({result.wall_seconds, static_cast<double>(result.global_step),
-                          result.epoch, result.test_loss, result.test_accuracy}));
+    EvaluatorMetricsRow row;
+    row.wall_seconds = result.wall_seconds;
+    row.global_step = static_cast<double>(result.global_step);
+    row.epoch = result.epoch;
+    row.test_loss = result.test_loss;
+    row.test_accuracy = result.test_accuracy;
+    MONSOON_RETURN_IF_ERROR(metrics_->Append(RowValues(row)));
   }
   return result;
 }

@@ -13,6 +13,7 @@
 #include "core/model.h"
 #include "core/trace.h"
 #include "worker/ps_client.h"
+#include "worker/worker_metrics.h"
 
 namespace monsoon {
 
@@ -24,9 +25,6 @@ struct EvalResult {
   double test_accuracy = 0;   // classification only
   std::vector<float> params;  // the weights that were scored
 };
-
-// Columns of the evaluator metrics CSV.
-const std::vector<std::string>& EvaluatorMetricsColumns();
 
 struct TestScore {
   double loss = 0;      // mean over the examples

@@ -20,6 +20,7 @@
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.pb.h"
+#include "worker/chunk_call_window.h"
 
 namespace monsoon {
 namespace {
@@ -194,112 +195,19 @@ absl::Status GrpcPsClient::Call(int server, const std::string& method,
   return Annotate(server, method.substr(method.rfind('/') + 1), status);
 }
 
-absl::Status GrpcPsClient::ForEachChunk(
-    const std::string& method, const std::function<grpc::ByteBuffer(const Chunk&)>& request,
-    const std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>& on_reply) {
-  struct InFlight {
-    const Chunk* chunk = nullptr;
-    int server = 0;
-    int attempt = 1;
-    grpc::ClientContext ctx;
-    grpc::ByteBuffer request;
-    grpc::ByteBuffer reply;
-    grpc::Status status;
-  };
-  struct State {
-    absl::Mutex mu;
-    std::vector<std::deque<const Chunk*>> pending ABSL_GUARDED_BY(mu);
-    std::vector<std::unique_ptr<InFlight>> calls ABSL_GUARDED_BY(mu);
-    std::deque<InFlight*> completed ABSL_GUARDED_BY(mu);  // replies not yet handled
-    int outstanding ABSL_GUARDED_BY(mu) = 0;              // calls gRPC still owns
-    absl::Status first_error ABSL_GUARDED_BY(mu);
-  } state;
-  const std::string what = method.substr(method.rfind('/') + 1);
-
-  // Claims the next pending chunk of `server` as a new call (nullptr when none is left or a
-  // call has failed). `outstanding` stays above zero until that call completes, which keeps
-  // the waiter below, and so `state`, alive.
-  auto claim_next = [&](int server) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) -> InFlight* {
-    if (!state.first_error.ok() || state.pending[server].empty()) return nullptr;
-    state.calls.push_back(std::make_unique<InFlight>());
-    InFlight* call = state.calls.back().get();
-    call->chunk = state.pending[server].front();
-    call->server = server;
-    state.pending[server].pop_front();
-    ++state.outstanding;
-    return call;
-  };
-  // gRPC's callback only queues the reply and starts the server's next call: decoding (a
-  // payload copy for pulls) happens on the calling thread, overlapping the network.
-  std::function<void(InFlight*)> launch = [&](InFlight* call) {
-    call->request = request(*call->chunk);
-    call->ctx.AddMetadata(kTokenMetadataKey, options_.secrets.token);
-    call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
-    const auto& pool = stubs_[call->server];
-    const size_t channel = (call->chunk->id / plan_.num_servers()) % pool.size();
-    pool[channel]->UnaryCall(&call->ctx, method, grpc::StubOptions(), &call->request, &call->reply,
-                             [&, call](grpc::Status s) {
-                               InFlight* next;
-                               {
-                                 absl::MutexLock lock(&state.mu);
-                                 call->status = std::move(s);
-                                 state.completed.push_back(call);
-                                 next = call->status.ok() ? claim_next(call->server) : nullptr;
-                                 --state.outstanding;
-                               }
-                               // `state` may be gone now unless `next` is in flight.
-                               if (next != nullptr) launch(next);
-                             });
-  };
-
-  std::vector<InFlight*> first_calls;
-  {
-    absl::MutexLock lock(&state.mu);
-    state.pending.resize(plan_.num_servers());
-    for (const Chunk& c : plan_.chunks()) state.pending[c.server].push_back(&c);
-    for (int server = 0; server < plan_.num_servers(); ++server) {
-      for (int i = 0; i < options_.max_in_flight; ++i) {
-        if (InFlight* call = claim_next(server)) first_calls.push_back(call);
-      }
-    }
-  }
-  for (InFlight* call : first_calls) launch(call);
-
-  auto ready = [&state]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
-    return !state.completed.empty() || state.outstanding == 0;
-  };
-  absl::MutexLock lock(&state.mu);
-  while (true) {
-    state.mu.Await(absl::Condition(&ready));
-    if (state.completed.empty()) break;  // nothing in flight and nothing left to handle
-    InFlight* call = state.completed.front();
-    state.completed.pop_front();
-    if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-        call->attempt < options_.max_attempts && state.first_error.ok()) {
-      // Again, on a fresh call (a context serves one call); its completion keeps the
-      // server's window going.
-      state.calls.push_back(std::make_unique<InFlight>());
-      InFlight* retry = state.calls.back().get();
-      retry->chunk = call->chunk;
-      retry->server = call->server;
-      retry->attempt = call->attempt + 1;
-      ++state.outstanding;
-      state.mu.Unlock();
-      absl::SleepFor(absl::Milliseconds(100) * (1 << (call->attempt - 1)));
-      launch(retry);
-      state.mu.Lock();
-      continue;
-    }
-    state.mu.Unlock();
-    absl::Status result = FromGrpcStatus(call->status);
-    if (result.ok()) result = on_reply(*call->chunk, call->reply);
-    state.mu.Lock();
-    if (!result.ok() && state.first_error.ok()) {
-      state.first_error =
-          Annotate(call->server, absl::StrCat(what, " chunk ", call->chunk->id), result);
-    }
-  }
-  return state.first_error;
+absl::Status GrpcPsClient::ForEachChunk(const std::string& method,
+                                        const ChunkCallWindow::MakeRequest& request,
+                                        const ChunkCallWindow::OnReply& on_reply) {
+  ChunkCallWindow::Options window;
+  window.token = options_.secrets.token;
+  window.max_in_flight = options_.max_in_flight;
+  window.max_attempts = options_.max_attempts;
+  window.rpc_timeout = options_.rpc_timeout;
+  return ChunkCallWindow(plan_, stubs_, window, method, request, on_reply,
+                         [this](int server, const std::string& what, const absl::Status& status) {
+                           return Annotate(server, what, status);
+                         })
+      .Run();
 }
 
 absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const PullWait& wait,

@@ -20,6 +20,7 @@
 #include "core/compression.h"
 #include "core/run_dir.h"
 #include "core/sharding_plan.h"
+#include "worker/chunk_call_window.h"
 #include "worker/ps_client.h"
 
 namespace grpc {
@@ -84,9 +85,8 @@ class GrpcPsClient : public PsClient {
   // Builds one request per chunk and runs them, at most max_in_flight per server at a time;
   // on_reply runs on the calling thread, one reply at a time, while later calls are still in
   // flight. After an error no new call starts; returns the first error.
-  absl::Status ForEachChunk(
-      const std::string& method, const std::function<grpc::ByteBuffer(const Chunk&)>& request,
-      const std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>& on_reply);
+  absl::Status ForEachChunk(const std::string& method, const ChunkCallWindow::MakeRequest& request,
+                            const ChunkCallWindow::OnReply& on_reply);
   // PushAll, and PushPullAll when `pull` is not null.
   absl::StatusOr<PushSummary> PushChunks(absl::Span<const float> gradient,
                                          const ChunkVersions& base_versions,

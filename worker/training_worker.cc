@@ -13,21 +13,13 @@
 
 namespace monsoon {
 
-const std::vector<std::string>& WorkerMetricsColumns() {
-  static const auto* columns = new std::vector<std::string>{
-      "step",       "wall_seconds",   "epoch",   "loss",  "samples_per_second",
-      "bytes_sent", "bytes_received", "version", "clock", "slowest_clock",
-      "staleness",  "comm_seconds"};
-  return *columns;
-}
-
-WorkerTotals WorkerTotals::FromMetricsRow(const MetricsRow& row) {
+WorkerTotals WorkerTotals::FromMetricsRow(const WorkerMetricsRow& row) {
   WorkerTotals t;
-  t.wall_seconds = row.Get("wall_seconds");
-  t.samples = std::llround(row.Get("samples_per_second") * t.wall_seconds);
-  t.bytes_sent = row.Get("bytes_sent");
-  t.bytes_received = row.Get("bytes_received");
-  t.comm_seconds = row.Get("comm_seconds");
+  t.wall_seconds = row.wall_seconds;
+  t.samples = std::llround(row.samples_per_second * t.wall_seconds);
+  t.bytes_sent = row.bytes_sent;
+  t.bytes_received = row.bytes_received;
+  t.comm_seconds = row.comm_seconds;
   return t;
 }
 
@@ -124,14 +116,21 @@ void TrainingWorker::ComputeStep(WorkerReport* report) {
 absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const PullResult& pull,
                                            double staleness) {
   if (metrics_ == nullptr) return absl::OkStatus();
-  const double elapsed = absl::ToDoubleSeconds(absl::Now() - start_);
+  WorkerMetricsRow row;
+  row.step = static_cast<double>(report.steps);
+  row.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  row.epoch = shard_->progress();
+  row.loss = report.last_loss;
+  row.samples_per_second = report.samples / std::max(row.wall_seconds, 1e-9);
   const TransferCounters io = client_->counters();
-  return metrics_->Append(
-      {static_cast<double>(report.steps), elapsed, shard_->progress(), report.last_loss,
-       report.samples / std::max(elapsed, 1e-9), earlier_.bytes_sent + io.bytes_sent,
-       earlier_.bytes_received + io.bytes_received, static_cast<double>(pull.min_version),
-       static_cast<double>(report.pushes), static_cast<double>(pull.slowest_clock), staleness,
-       report.comm_seconds});
+  row.bytes_sent = earlier_.bytes_sent + io.bytes_sent;
+  row.bytes_received = earlier_.bytes_received + io.bytes_received;
+  row.version = static_cast<double>(pull.min_version);
+  row.clock = static_cast<double>(report.pushes);
+  row.slowest_clock = static_cast<double>(pull.slowest_clock);
+  row.staleness = staleness;
+  row.comm_seconds = report.comm_seconds;
+  return metrics_->Append(RowValues(row));
 }
 
 absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::atomic<bool>* stop) {

@@ -24,6 +24,7 @@
 #include "worker/ps_client.h"
 #include "worker/pull_schedule.h"
 #include "worker/push_pipeline.h"
+#include "worker/worker_metrics.h"
 #include "worker/worker_rules.h"
 
 namespace monsoon {
@@ -47,15 +48,9 @@ struct WorkerTotals {
   double bytes_sent = 0;
   double bytes_received = 0;
   double comm_seconds = 0;
-  // From a row of the worker's metrics CSV (WorkerMetricsColumns); zeros for an empty row.
-  static WorkerTotals FromMetricsRow(const MetricsRow& row);
+  // From the last row of the worker's metrics CSV.
+  static WorkerTotals FromMetricsRow(const WorkerMetricsRow& row);
 };
-
-// Columns of the per-worker metrics CSV: one row per step. `clock` counts the worker's pushes
-// (or exchanges); `slowest_clock` is the fewest pushes of any live worker seen at the last
-// pull; `staleness` is the mean staleness of the last push's chunks; `comm_seconds` the time
-// spent so far in pulls, pushes and exchanges, waiting for other workers included.
-const std::vector<std::string>& WorkerMetricsColumns();
 
 // The names of a worker's trace threads, indexed by WorkerTraceThread (background_call.h).
 const std::vector<std::string>& WorkerTraceThreads();

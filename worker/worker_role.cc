@@ -105,11 +105,14 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                                                      {ClientRole::kWorker, index, NewIncarnation()},
                                                      stop);
                            }));
-  MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<CsvMetricsWriter> metrics,
-      CsvMetricsWriter::Create(run_dir.worker_metrics_path(index), WorkerMetricsColumns()));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
+                           CsvMetricsWriter::Create(run_dir.worker_metrics_path(index),
+                                                    ColumnNames<WorkerMetricsRow>()));
   // A restarted worker carries on from the last row its earlier processes wrote.
-  const WorkerTotals earlier = WorkerTotals::FromMetricsRow(metrics->continued_from());
+  MONSOON_ASSIGN_OR_RETURN(
+      const std::optional<WorkerMetricsRow> last,
+      RowFrom<WorkerMetricsRow>(metrics->continued_from(), run_dir.worker_metrics_path(index)));
+  const WorkerTotals earlier = WorkerTotals::FromMetricsRow(last.value_or(WorkerMetricsRow{}));
   std::cout << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, backend "
             << backend->name() << std::endl;
@@ -138,12 +141,15 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
       Connection conn, Traced(trace.get(), 0, "connect", [&] {
         return ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop);
       }));
-  MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<CsvMetricsWriter> metrics,
-      CsvMetricsWriter::Create(run_dir.evaluator_metrics_path(), EvaluatorMetricsColumns()));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
+                           CsvMetricsWriter::Create(run_dir.evaluator_metrics_path(),
+                                                    ColumnNames<EvaluatorMetricsRow>()));
   // A restarted evaluator's clock carries on from the last row its earlier processes wrote.
+  MONSOON_ASSIGN_OR_RETURN(
+      const std::optional<EvaluatorMetricsRow> last,
+      RowFrom<EvaluatorMetricsRow>(metrics->continued_from(), run_dir.evaluator_metrics_path()));
   Evaluator evaluator(model.get(), &test, conn.client.get(), config.evaluation.batch_size,
-                      metrics.get(), trace.get(), metrics->continued_from().Get("wall_seconds"));
+                      metrics.get(), trace.get(), last.has_value() ? last->wall_seconds : 0);
   MONSOON_ASSIGN_OR_RETURN(
       EvalResult final_result,
       evaluator.RunUntilWorkersFinish(absl::Seconds(config.evaluation.interval_seconds), stop));

@@ -1,7 +1,5 @@
 // `monsoon compare STUDY.yaml [--out DIR]`: every variant of a study in turn, then the table
 // and the plot (README "Comparing algorithms").
-#include "launcher/compare.h"
-
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -11,6 +9,9 @@
 #include "core/status_macros.h"
 #include "launcher/commands/command.h"
 #include "launcher/job_setup.h"
+#include "launcher/study.h"
+#include "launcher/study_report.h"
+#include "launcher/study_results.h"
 
 namespace monsoon {
 namespace {

@@ -70,12 +70,12 @@ TEST_CASE("CsvMetricsWriter: rows are readable as they are written", "[core][met
   REQUIRE((*writer)->Append({2, 5}).ok());
   const MetricsRow row = ReadLastCsvRow(path);
   REQUIRE(row.values.size() == 2);
-  CHECK(row.Get("step") == 2);
-  CHECK(row.Get("bytes") == 5);
-  CHECK(row.Get("no such column") == 0);
+  CHECK(row.Find("step") == 2);
+  CHECK(row.Find("bytes") == 5);
+  CHECK(!row.Find("no such column").has_value());
   CHECK(absl::IsInternal((*writer)->Append({1})));
   REQUIRE((*writer)->Append({3, 123456789012.0}).ok());
-  CHECK(ReadLastCsvRow(path).Get("bytes") == 123456789012.0);
+  CHECK(ReadLastCsvRow(path).Find("bytes") == 123456789012.0);
   CHECK((*writer)->continued_from().empty());  // it started the file
 }
 
@@ -98,8 +98,8 @@ TEST_CASE("CsvMetricsWriter: a restarted role continues its file from its last c
   {
     auto restarted = CsvMetricsWriter::Create(path, {"step", "bytes"});
     REQUIRE(restarted.ok());
-    CHECK((*restarted)->continued_from().Get("step") == 2);
-    CHECK((*restarted)->continued_from().Get("bytes") == 20);
+    CHECK((*restarted)->continued_from().Find("step") == 2);
+    CHECK((*restarted)->continued_from().Find("bytes") == 20);
     REQUIRE((*restarted)->Append({3, 30}).ok());
   }
   auto table = ReadCsvTable(path);

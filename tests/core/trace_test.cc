@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -38,15 +39,19 @@ TEST_CASE("TraceWriter: names the process and threads, then one event per line",
   }
   const std::vector<std::string> lines = absl::StrSplit(Contents(path), '\n', absl::SkipEmpty());
   REQUIRE(lines.size() == 5);
-  CHECK(lines[0] ==
-        R"({"name":"process_name","ph":"M","pid":1003,"tid":0,"args":{"name":"worker 3"}})");
-  CHECK(lines[1] == R"({"name":"thread_name","ph":"M","pid":1003,"tid":0,"args":{"name":"loop"}})");
-  CHECK(lines[2] ==
-        R"({"name":"thread_name","ph":"M","pid":1003,"tid":1,"args":{"name":"overlap"}})");
-  CHECK(lines[3] == R"({"name":"compute","ph":"X","ts":1700000000000000.000,"dur":1500.000,)"
-                    R"("pid":1003,"tid":0,"args":{"step":7}})");
-  CHECK(lines[4] == R"({"name":"peer","ph":"i","s":"t","ts":1700000001000000.000,"pid":1003,)"
-                    R"("tid":1,"args":{"detail":"worker 1 (\"x\") lost\n"}})");
+  using Json = nlohmann::json;
+  CHECK(Json::parse(lines[0]) == Json::parse(R"({"name":"process_name","ph":"M","pid":1003,)"
+                                             R"("tid":0,"args":{"name":"worker 3"}})"));
+  CHECK(Json::parse(lines[1]) == Json::parse(R"({"name":"thread_name","ph":"M","pid":1003,)"
+                                             R"("tid":0,"args":{"name":"loop"}})"));
+  CHECK(Json::parse(lines[2]) == Json::parse(R"({"name":"thread_name","ph":"M","pid":1003,)"
+                                             R"("tid":1,"args":{"name":"overlap"}})"));
+  CHECK(Json::parse(lines[3]) ==
+        Json::parse(R"({"name":"compute","ph":"X","ts":1700000000000000.000,"dur":1500.000,)"
+                    R"("pid":1003,"tid":0,"args":{"step":7}})"));
+  CHECK(Json::parse(lines[4]) ==
+        Json::parse(R"({"name":"peer","ph":"i","s":"t","ts":1700000001000000.000,"pid":1003,)"
+                    R"("tid":1,"args":{"detail":"worker 1 (\"x\") lost\n"}})"));
 }
 
 TEST_CASE("MergeTraces: joins whole events of every role; a restarted role continues its file",

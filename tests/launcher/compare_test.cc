@@ -1,11 +1,13 @@
 // monsoon compare's reading of a finished variant's metrics (launcher/compare).
-#include "launcher/compare.h"
-
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/study.h"
+#include "launcher/study_report.h"
+#include "launcher/study_results.h"
 #include "tests/test_util.h"
+#include "worker/worker_metrics.h"
 
 namespace monsoon {
 namespace {
@@ -17,23 +19,39 @@ TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its 
   RunDir run_dir{TempPath("variant")};
   std::filesystem::create_directories(run_dir.metrics_dir());
   const std::string m = run_dir.metrics_dir();
-  Write(m + "/evaluator.csv",
-        "wall_seconds,epoch,test_accuracy,test_loss\n"
-        "0.5,0,0.1,2.3\n"
-        "2.0,1,0.7,0.9\n"
-        "4.0,2,0.8,0.6\n");
+  // Files as the roles write them: every column of their rows.
+  auto write_rows = [](const std::string& path, const auto& rows) {
+    using Row = typename std::decay_t<decltype(rows)>::value_type;
+    auto writer = CsvMetricsWriter::Create(path, ColumnNames<Row>());
+    REQUIRE(writer.ok());
+    for (const Row& row : rows) REQUIRE((*writer)->Append(RowValues(row)).ok());
+  };
+  const auto eval = [](double wall, double epoch, double accuracy, double loss) {
+    EvaluatorMetricsRow row;
+    row.wall_seconds = wall;
+    row.epoch = epoch;
+    row.test_accuracy = accuracy;
+    row.test_loss = loss;
+    return row;
+  };
+  write_rows(run_dir.evaluator_metrics_path(),
+             std::vector<EvaluatorMetricsRow>{eval(0.5, 0, 0.1, 2.3), eval(2.0, 1, 0.7, 0.9),
+                                              eval(4.0, 2, 0.8, 0.6)});
+  const auto worker = [](double wall, double sent, double samples, double comm) {
+    WorkerMetricsRow row;
+    row.wall_seconds = wall;
+    row.bytes_sent = sent;
+    row.samples_per_second = samples;
+    row.comm_seconds = comm;
+    return row;
+  };
   // Worker 0 sends 100 bytes a second from t = 1; worker 1 only at t = 3 and t = 5.
-  Write(m + "/worker-0.csv",
-        "wall_seconds,bytes_sent,samples_per_second,comm_seconds\n"
-        "1,100,10,0.1\n"
-        "2,200,10,0.2\n"
-        "3,300,10,0.3\n"
-        "4,400,10,0.4\n"
-        "5,500,10,0.5\n");
-  Write(m + "/worker-1.csv",
-        "wall_seconds,bytes_sent,samples_per_second,comm_seconds\n"
-        "3,1000,20,1\n"
-        "5,3000,20,2.5\n");
+  write_rows(run_dir.worker_metrics_path(0),
+             std::vector<WorkerMetricsRow>{worker(1, 100, 10, 0.1), worker(2, 200, 10, 0.2),
+                                           worker(3, 300, 10, 0.3), worker(4, 400, 10, 0.4),
+                                           worker(5, 500, 10, 0.5)});
+  write_rows(run_dir.worker_metrics_path(1),
+             std::vector<WorkerMetricsRow>{worker(3, 1000, 20, 1), worker(5, 3000, 20, 2.5)});
   Write(m + "/staleness-server-0.csv", "staleness,pushes\n0,3\n1,1\n");
   StudyVariant variant;
   variant.name = "v";
@@ -82,11 +100,55 @@ TEST_CASE("compare: a study's overrides reach each variant's config as written",
           "base: base.yaml\nvariants:\n  - name: a\n    set: {training.epochs: }\n");
     auto bad = LoadStudy(dir + "/study.yaml");
     REQUIRE_FALSE(bad.ok());
-    CHECK_THAT(std::string(bad.status().message()),
-               Catch::EndsWith(
-                   "study.yaml: variants[0].set.training.epochs: no value (leave the key out "
-                   "for the base job's)"));
+    CHECK_THAT(
+        std::string(bad.status().message()),
+        Catch::EndsWith("study.yaml: variants[0].set.training.epochs: no value (leave the key out "
+                        "for the base job's)"));
   }
+}
+
+}  // namespace
+}  // namespace monsoon
+
+namespace monsoon {
+namespace {
+
+TEST_CASE("CsvField: a field with a comma, quote or line break is quoted, quotes doubled",
+          "[launcher][compare]") {
+  CHECK(CsvField("ok") == "ok");
+  CHECK(CsvField("tau=4 alpha=0.45") == "tau=4 alpha=0.45");
+  CHECK(CsvField("a,b") == "\"a,b\"");
+  CHECK(CsvField("server 0: \"x\" lost") == "\"server 0: \"\"x\"\" lost\"");
+  CHECK(CsvField("line\nbreak") == "\"line\nbreak\"");
+}
+
+TEST_CASE("LinePlot: panels share the y axis; each series is a polyline in its colour",
+          "[launcher][plot]") {
+  LinePlot plot;
+  plot.title = "a <b> & c";
+  plot.y_label = "test accuracy";
+  plot.y_lo = 0.5;
+  plot.y_hi = 1;
+  plot.target = 0.8;
+  plot.legend = {"sync", "easgd"};
+  plot.panels = {{"wall time (s)", {{{0, 10}, {0.5, 0.9}}, {{0, 20}, {0.5, 0.7}}}},
+                 {"epochs", {{{0, 1}, {0.5, 0.9}}, {{0, 1}, {0.5, 0.7}}}}};
+  const std::string svg = plot.ToSvg();
+  CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1160\"", 0) == 0);
+  CHECK(svg.find("a &lt;b&gt; &amp; c") != std::string::npos);
+  int polylines = 0;
+  for (size_t at = svg.find("<polyline"); at != std::string::npos;
+       at = svg.find("<polyline", at + 1)) {
+    ++polylines;
+  }
+  CHECK(polylines == 4);
+  // Panel 0's x axis runs to 20: the sync series ends at x = 10, halfway across (80 + 220),
+  // at y = 0.9 (50 + 330 * 0.2 = 116).
+  CHECK(svg.find("points=\"80.0,380.0 300.0,116.0\"") != std::string::npos);
+  CHECK(svg.find("target 0.8") != std::string::npos);
+  CHECK(svg.find(">sync</text>") != std::string::npos);
+  CHECK(TickStep(20, 6) == 5);
+  CHECK(TickStep(0.5, 6) == Approx(0.1));
 }
 
 }  // namespace

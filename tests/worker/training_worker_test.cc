@@ -82,7 +82,7 @@ struct LinearSetup {
         std::unique_ptr<CsvMetricsWriter> metrics;
         if (!metrics_dir.empty()) {
           metrics = *CsvMetricsWriter::Create(absl::StrCat(metrics_dir, "/worker-", i, ".csv"),
-                                              WorkerMetricsColumns());
+                                              ColumnNames<WorkerMetricsRow>());
         }
         TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get(), nullptr,
                               earlier);
@@ -234,13 +234,16 @@ TEST_CASE("TrainingWorker: a restarted worker's metrics and report carry on its 
   CHECK(first[table->Column("bytes_received")] == 6e6 + 2 * 2 * sizeof(float));
   CHECK(first[table->Column("comm_seconds")] >= 7);
   // What the next process of this worker reads back from the last row.
-  const WorkerTotals next = WorkerTotals::FromMetricsRow(ReadLastCsvRow(dir + "/worker-0.csv"));
+  const auto last = ReadLastRow<WorkerMetricsRow>(dir + "/worker-0.csv");
+  REQUIRE(last.ok());
+  REQUIRE(last->has_value());
+  const WorkerTotals next = WorkerTotals::FromMetricsRow(**last);
   CHECK(next.samples == 4400);
   CHECK(next.bytes_sent == 5e6 + 10 * 2 * sizeof(float));
   CHECK(next.bytes_received == 6e6 + 10 * 2 * sizeof(float));
   CHECK(next.wall_seconds < report.wall_seconds);  // the last row comes before Finish
   CHECK(next.wall_seconds >= 100);
-  const WorkerTotals none = WorkerTotals::FromMetricsRow(MetricsRow{});
+  const WorkerTotals none = WorkerTotals::FromMetricsRow(WorkerMetricsRow{});
   CHECK(none.wall_seconds == 0);
   CHECK(none.samples == 0);
 }
@@ -415,7 +418,7 @@ absl::StatusOr<WorkerReport> RunWorkerZero(LinearSetup& setup, PsClient* client,
   auto model = Model::Create(setup.config.model, &backend);
   DataShard shard(&setup.data, 0, 1, 3);
   auto metrics = CsvMetricsWriter::Create(absl::StrCat(std::getenv("TEST_TMPDIR"), "/", csv),
-                                          WorkerMetricsColumns());
+                                          ColumnNames<WorkerMetricsRow>());
   REQUIRE(metrics.ok());
   TrainingWorker worker(setup.config, 0, model->get(), &shard, client, metrics->get(), nullptr);
   return worker.Run(stop);

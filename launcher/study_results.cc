@@ -1,0 +1,88 @@
+#include "launcher/study_results.h"
+
+#include <algorithm>
+
+#include "core/metrics.h"
+#include "core/status_macros.h"
+#include "worker/worker_metrics.h"
+
+namespace monsoon {
+namespace {
+
+// The evaluator's curves and the figures they give.
+absl::Status ReadEvaluations(const RunDir& run_dir, double target_accuracy, VariantResult* r) {
+  const std::string path = run_dir.evaluator_metrics_path();
+  MONSOON_ASSIGN_OR_RETURN(const std::vector<EvaluatorMetricsRow> eval,
+                           ReadRows<EvaluatorMetricsRow>(path));
+  if (eval.empty()) {
+    return absl::DataLossError(absl::StrCat(path, " has no evaluations to compare"));
+  }
+  for (const EvaluatorMetricsRow& row : eval) {
+    r->curve_seconds.push_back(row.wall_seconds);
+    r->curve_epochs.push_back(row.epoch);
+    r->curve_accuracy.push_back(row.test_accuracy);
+    r->curve_loss.push_back(row.test_loss);
+    r->best_accuracy = std::max(r->best_accuracy, row.test_accuracy);
+    r->best_loss =
+        r->curve_loss.size() == 1 ? row.test_loss : std::min(r->best_loss, row.test_loss);
+    if (target_accuracy > 0 && r->time_to_target < 0 && row.test_accuracy >= target_accuracy) {
+      r->time_to_target = row.wall_seconds;
+    }
+  }
+  r->final_accuracy = r->curve_accuracy.back();
+  r->final_loss = r->curve_loss.back();
+  r->wall_seconds = r->curve_seconds.back();
+  return absl::OkStatus();
+}
+
+// Adds worker `i`'s totals, and the bytes it had sent by each evaluation.
+absl::Status AddWorker(const RunDir& run_dir, int i, int workers, VariantResult* r) {
+  MONSOON_ASSIGN_OR_RETURN(const std::vector<WorkerMetricsRow> rows,
+                           ReadRows<WorkerMetricsRow>(run_dir.worker_metrics_path(i)));
+  if (rows.empty()) return absl::OkStatus();
+  const WorkerMetricsRow& last = rows.back();
+  r->bytes_sent += last.bytes_sent;
+  r->samples_per_second += last.samples_per_second;
+  r->comm_share += last.comm_seconds / std::max(last.wall_seconds, 1e-9) / workers;
+  // Rows are in time order: walk them along the evaluations. (A restarted worker's clock and
+  // the evaluator's both carry on without the time between their processes, which differs by
+  // up to an evaluation interval; a compare variant runs without restarts.)
+  size_t row = 0;
+  double sent_by_then = 0;
+  for (size_t k = 0; k < r->curve_seconds.size(); ++k) {
+    while (row < rows.size() && rows[row].wall_seconds <= r->curve_seconds[k]) {
+      sent_by_then = rows[row++].bytes_sent;
+    }
+    r->curve_bytes[k] += sent_by_then;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, const RunDir& run_dir,
+                                                double target_accuracy) {
+  const JobConfig& c = variant.config;
+  VariantResult r;
+  r.name = variant.name;
+  r.algorithm = kAlgorithmNames.Name(c.training.algorithm);
+  r.knobs = VariantKnobs(c);
+  MONSOON_RETURN_IF_ERROR(ReadEvaluations(run_dir, target_accuracy, &r));
+  r.curve_bytes.assign(r.curve_seconds.size(), 0);
+  for (int i = 0; i < c.cluster.workers; ++i) {
+    MONSOON_RETURN_IF_ERROR(AddWorker(run_dir, i, c.cluster.workers, &r));
+  }
+  std::vector<uint64_t> staleness;
+  for (int j = 0; j < c.cluster.servers; ++j) {
+    MONSOON_ASSIGN_OR_RETURN(CsvTable histogram, ReadCsvTable(run_dir.staleness_path(j)));
+    for (const auto& row : histogram.rows) {
+      const size_t s = static_cast<size_t>(row[0]);
+      staleness.resize(std::max(staleness.size(), s + 1), 0);
+      staleness[s] += static_cast<uint64_t>(row[1]);
+    }
+  }
+  r.mean_staleness = HistogramMean(staleness);
+  return r;
+}
+
+}  // namespace monsoon

@@ -1,0 +1,109 @@
+#include "worker/chunk_call_window.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "proto/frame.h"
+#include "proto/grpc_status.h"
+
+namespace monsoon {
+
+ChunkCallWindow::ChunkCallWindow(
+    const ShardingPlan& plan,
+    const std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>>& stubs,
+    const Options& options, std::string method, MakeRequest make_request, OnReply on_reply,
+    Annotate annotate)
+    : plan_(plan),
+      stubs_(stubs),
+      options_(options),
+      method_(std::move(method)),
+      what_(method_.substr(method_.rfind('/') + 1)),
+      make_request_(std::move(make_request)),
+      on_reply_(std::move(on_reply)),
+      annotate_(std::move(annotate)) {}
+
+ChunkCallWindow::InFlight* ChunkCallWindow::NewCall(const Chunk* chunk, int server, int attempt) {
+  calls_.push_back(std::make_unique<InFlight>());
+  InFlight* call = calls_.back().get();
+  call->chunk = chunk;
+  call->server = server;
+  call->attempt = attempt;
+  ++outstanding_;
+  return call;
+}
+
+ChunkCallWindow::InFlight* ChunkCallWindow::ClaimNext(int server) {
+  if (!first_error_.ok() || pending_[server].empty()) return nullptr;
+  const Chunk* chunk = pending_[server].front();
+  pending_[server].pop_front();
+  return NewCall(chunk, server, 1);
+}
+
+void ChunkCallWindow::Launch(InFlight* call) {
+  call->request = make_request_(*call->chunk);
+  call->ctx.AddMetadata(kTokenMetadataKey, options_.token);
+  call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
+  const auto& pool = stubs_[call->server];
+  const size_t channel = (call->chunk->id / plan_.num_servers()) % pool.size();
+  pool[channel]->UnaryCall(&call->ctx, method_, grpc::StubOptions(), &call->request, &call->reply,
+                           [this, call](grpc::Status s) { Done(call, std::move(s)); });
+}
+
+void ChunkCallWindow::Done(InFlight* call, grpc::Status status) {
+  InFlight* next;
+  {
+    absl::MutexLock lock(&mu_);
+    call->status = std::move(status);
+    completed_.push_back(call);
+    next = call->status.ok() ? ClaimNext(call->server) : nullptr;
+    --outstanding_;
+  }
+  // The window may be gone now unless `next` is in flight.
+  if (next != nullptr) Launch(next);
+}
+
+void ChunkCallWindow::Handle(InFlight* call) {
+  if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+      call->attempt < options_.max_attempts && first_error_.ok()) {
+    // Again, on a fresh call (a context serves one call); its completion keeps the server's
+    // window going.
+    InFlight* retry = NewCall(call->chunk, call->server, call->attempt + 1);
+    mu_.Unlock();
+    absl::SleepFor(absl::Milliseconds(100) * (1 << (call->attempt - 1)));
+    Launch(retry);
+    mu_.Lock();
+    return;
+  }
+  mu_.Unlock();
+  absl::Status result = FromGrpcStatus(call->status);
+  if (result.ok()) result = on_reply_(*call->chunk, call->reply);
+  mu_.Lock();
+  if (!result.ok() && first_error_.ok()) {
+    first_error_ = annotate_(call->server, absl::StrCat(what_, " chunk ", call->chunk->id), result);
+  }
+}
+
+absl::Status ChunkCallWindow::Run() {
+  std::vector<InFlight*> first_calls;
+  {
+    absl::MutexLock lock(&mu_);
+    pending_.resize(plan_.num_servers());
+    for (const Chunk& c : plan_.chunks()) pending_[c.server].push_back(&c);
+    for (int server = 0; server < plan_.num_servers(); ++server) {
+      for (int i = 0; i < options_.max_in_flight; ++i) {
+        if (InFlight* call = ClaimNext(server)) first_calls.push_back(call);
+      }
+    }
+  }
+  for (InFlight* call : first_calls) Launch(call);
+  absl::MutexLock lock(&mu_);
+  while (true) {
+    mu_.Await(absl::Condition(this, &ChunkCallWindow::Ready));
+    if (completed_.empty()) break;  // nothing in flight and nothing left to handle
+    InFlight* call = completed_.front();
+    completed_.pop_front();
+    Handle(call);
+  }
+  return first_error_;
+}
+
+}  // namespace monsoon

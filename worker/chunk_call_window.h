@@ -1,0 +1,101 @@
+// One RPC per chunk of a sharding plan, with a window of calls in flight per server: the
+// client's engine for pulls, pushes and exchanges. Replies are handled on the calling thread,
+// one at a time, while later calls are still in flight; a call that fails with UNAVAILABLE is
+// retried on a fresh call with exponential backoff.
+//
+// Lifetime: Run() returns only once gRPC owns no call of the window any more. A call's
+// completion callback touches the window only while it holds the lock, or when it has just
+// claimed the server's next chunk (which keeps a call outstanding, so Run cannot return), so
+// no callback outlives the window.
+#ifndef MONSOON_WORKER_CHUNK_CALL_WINDOW_H_
+#define MONSOON_WORKER_CHUNK_CALL_WINDOW_H_
+
+#include <grpcpp/generic/generic_stub.h>
+#include <grpcpp/grpcpp.h>
+
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "core/sharding_plan.h"
+
+namespace monsoon {
+
+// One-shot: construct, Run once. Not thread-safe; gRPC's threads call it back internally.
+class ChunkCallWindow {
+ public:
+  struct Options {
+    std::string token;  // sent as metadata with every call
+    int max_in_flight = 16;
+    int max_attempts = 3;  // per chunk, for UNAVAILABLE
+    absl::Duration rpc_timeout = absl::Seconds(30);
+  };
+  using MakeRequest = std::function<grpc::ByteBuffer(const Chunk&)>;
+  using OnReply = std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>;
+  // Names a failed call's status after its server (index and address) and `what`.
+  using Annotate =
+      std::function<absl::Status(int server, const std::string& what, const absl::Status&)>;
+
+  // stubs[server][k] is channel k of the server's pool (borrowed). `method` is the full gRPC
+  // method name.
+  ChunkCallWindow(const ShardingPlan& plan,
+                  const std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>>& stubs,
+                  const Options& options, std::string method, MakeRequest make_request,
+                  OnReply on_reply, Annotate annotate);
+  ChunkCallWindow(const ChunkCallWindow&) = delete;
+  ChunkCallWindow& operator=(const ChunkCallWindow&) = delete;
+
+  // Calls every chunk of the plan; after an error no new call starts. Returns the first error.
+  absl::Status Run();
+
+ private:
+  struct InFlight {
+    const Chunk* chunk = nullptr;
+    int server = 0;
+    int attempt = 1;
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer request;
+    grpc::ByteBuffer reply;
+    grpc::Status status;
+  };
+
+  // A new call for `chunk` of `server` (counted as outstanding).
+  InFlight* NewCall(const Chunk* chunk, int server, int attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The next pending chunk of `server` as a new call; nullptr when none is left or a call
+  // has failed.
+  InFlight* ClaimNext(int server) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Launch(InFlight* call);
+  // gRPC's callback: queues the reply and starts the server's next call.
+  void Done(InFlight* call, grpc::Status status);
+  bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !completed_.empty() || outstanding_ == 0;
+  }
+  // Handles one completed call on the calling thread: a retry, or its reply.
+  void Handle(InFlight* call) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const ShardingPlan& plan_;
+  const std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>>& stubs_;
+  const Options options_;
+  const std::string method_;
+  const std::string what_;  // the method's short name, for errors
+  const MakeRequest make_request_;
+  const OnReply on_reply_;
+  const Annotate annotate_;
+
+  absl::Mutex mu_;
+  std::vector<std::deque<const Chunk*>> pending_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<InFlight>> calls_ ABSL_GUARDED_BY(mu_);
+  std::deque<InFlight*> completed_ ABSL_GUARDED_BY(mu_);  // replies not yet handled
+  int outstanding_ ABSL_GUARDED_BY(mu_) = 0;              // calls gRPC still owns
+  absl::Status first_error_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_WORKER_CHUNK_CALL_WINDOW_H_
