@@ -1,5 +1,5 @@
-// The run directory's layout and the file-based services built on it: the job token and the
-// servers' address rendezvous. On a cluster the run directory is on a shared file system.
+// The run directory's layout and the servers' address rendezvous built on it (the job token:
+// core/job_secrets.h). On a cluster the run directory is on a shared file system.
 //
 //   RUN_DIR/config.yaml            resolved job config (every role reads it)
 //   RUN_DIR/token                  per-job secret, mode 0600 (or $MONSOON_JOB_TOKEN)
@@ -18,7 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/job_config.h"
+#include "core/file_util.h"
 
 namespace monsoon {
 
@@ -41,7 +41,6 @@ struct RunDir {
   std::string trace_dir() const { return root + "/trace"; }
   std::string trace_path() const { return root + "/trace.json"; }
   std::string summary_path() const { return root + "/summary.json"; }
-  std::string final_eval_path() const { return root + "/final_eval.json"; }
   std::string params_path() const { return root + "/params.bin"; }
   std::string checkpoint_dir(int server) const {
     return root + "/checkpoints/server-" + std::to_string(server);
@@ -55,41 +54,6 @@ struct RunDir {
     return metrics_dir() + "/" + prefix + std::to_string(index) + ".csv";
   }
 };
-
-// Writes `contents` to `path` via a temporary file and rename, so readers never see a
-// partial file.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& contents,
-                                 int mode = 0644);
-absl::StatusOr<std::string> ReadFile(const std::string& path);
-
-// The job token can also come from the environment (for schedulers that hand out secrets);
-// it then wins over RUN_DIR/token.
-constexpr char kJobTokenEnv[] = "MONSOON_JOB_TOKEN";
-
-// With $MONSOON_JOB_TOKEN set (at least 16 characters), returns it and writes no file;
-// otherwise creates a fresh random token in RUN_DIR/token with mode 0600 and returns it.
-absl::StatusOr<std::string> CreateJobToken(const RunDir& dir);
-// $MONSOON_JOB_TOKEN, or RUN_DIR/token (PermissionDenied unless its mode is 0600).
-absl::StatusOr<std::string> ReadJobToken(const RunDir& dir);
-
-// What every role needs to talk to the others: the job token and, when security.tls is set,
-// the PEM contents of the certificate, key and CA.
-struct JobSecrets {
-  std::string token;
-  std::string tls_cert, tls_key, tls_ca;  // empty: plaintext
-  std::string tls_server_name;
-  bool tls() const { return !tls_cert.empty(); }
-  // Plaintext with this token (tests, benchmarks).
-  static JobSecrets TokenOnly(std::string token) {
-    JobSecrets s;
-    s.token = std::move(token);
-    return s;
-  }
-};
-absl::StatusOr<JobSecrets> ReadJobSecrets(const RunDir& dir, const SecurityConfig& security);
-
-// Equality in time that depends only on the lengths (token checks).
-bool ConstantTimeEquals(const std::string& a, const std::string& b);
 
 // Publishes server `index`'s address.
 absl::Status PublishServerAddress(const RunDir& dir, int index, const std::string& address);

@@ -11,7 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/run_dir.h"
+#include "core/file_util.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -94,11 +94,11 @@ void TraceWriter::Write(const std::string& line) {
 }
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenRoleTrace(
-    const JobConfig& config, const RunDir& run_dir, const std::string& file, int process_id,
+    int trace_steps, const std::string& trace_dir, const std::string& file, int process_id,
     const std::string& process_name, const std::vector<std::string>& thread_names) {
-  if (config.trace.steps == 0) return nullptr;
-  return TraceWriter::Open(absl::StrCat(run_dir.trace_dir(), "/", file, ".jsonl"), process_id,
-                           process_name, thread_names);
+  if (trace_steps == 0) return nullptr;
+  return TraceWriter::Open(absl::StrCat(trace_dir, "/", file, ".jsonl"), process_id, process_name,
+                           thread_names);
 }
 
 absl::StatusOr<size_t> MergeTraces(const std::string& dir, const std::string& out) {

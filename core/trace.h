@@ -17,8 +17,6 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "core/job_config.h"
-#include "core/run_dir.h"
 
 namespace monsoon {
 
@@ -89,10 +87,10 @@ auto Traced(TraceWriter* trace, int thread, std::string_view name, Call call) ->
   return call();
 }
 
-// A role's trace, RUN_DIR/trace/`file`.jsonl (process `process_id`, named `process_name`),
-// or null when the job writes none (trace.steps is 0).
+// A role's trace, `trace_dir`/`file`.jsonl (process `process_id`, named `process_name`), or
+// null when the job writes none (`trace_steps`, the job's trace.steps, is 0).
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenRoleTrace(
-    const JobConfig& config, const RunDir& run_dir, const std::string& file, int process_id,
+    int trace_steps, const std::string& trace_dir, const std::string& file, int process_id,
     const std::string& process_name, const std::vector<std::string>& thread_names);
 
 // Joins every complete event line of `dir`/*.jsonl (in file-name order) into `out`, written

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "core/job_secrets.h"
 #include "core/status_macros.h"
 
 namespace monsoon {

@@ -1,6 +1,8 @@
 // The `monsoon` command line: runs jobs and, as child processes, their roles. Each command
 // lives in launcher/commands/; CLI11 parses the command line and writes the help from the same
 // declarations.
+#include <glog/logging.h>
+
 #include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
@@ -25,6 +27,10 @@ int ExitForParseError(CLI::App& app, const CLI::ParseError& e) {
 }
 
 int Main(int argc, char** argv) {
+  // The role processes log through glog (a timestamp and a level on every line of their logs);
+  // the launcher speaks to the user on plain stderr ("monsoon: ...").
+  FLAGS_logtostderr = true;
+  google::InitGoogleLogging(argv[0]);
   CLI::App app{kAbout, "monsoon"};
   app.require_subcommand(1);
   int exit_code = 0;

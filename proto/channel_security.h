@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "core/run_dir.h"
+#include "core/job_secrets.h"
 
 namespace monsoon {
 

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "core/job_secrets.h"
 #include "core/run_dir.h"
 #include "server/parameter_server.h"
 

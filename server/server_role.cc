@@ -1,14 +1,15 @@
 #include "server/server_role.h"
 
+#include <glog/logging.h>
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <iostream>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint_file.h"
+#include "core/job_secrets.h"
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/status_macros.h"
@@ -55,7 +56,7 @@ absl::StatusOr<std::string> LoadNewestCheckpoint(const RunDir& run_dir, int inde
   std::vector<std::string> skipped;
   auto reader = OpenNewestCheckpoint(run_dir.checkpoint_dir(index), &skipped);
   for (const std::string& why : skipped) {
-    std::cout << "server " << index << ": " << why << "; trying the previous one" << std::endl;
+    LOG(WARNING) << "server " << index << ": " << why << "; trying the previous one";
   }
   if (!reader.ok()) return reader.status();
   MONSOON_RETURN_IF_ERROR(logic->LoadCheckpoint(reader->get()));
@@ -66,12 +67,12 @@ absl::StatusOr<std::string> LoadNewestCheckpoint(const RunDir& run_dir, int inde
 absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
   auto path = LoadNewestCheckpoint(run_dir, index, logic);
   if (absl::IsNotFound(path.status())) {
-    std::cout << "server " << index << ": no checkpoint in " << run_dir.checkpoint_dir(index)
-              << "; resuming from the initial weights" << std::endl;
+    LOG(INFO) << "server " << index << ": no checkpoint in " << run_dir.checkpoint_dir(index)
+              << "; resuming from the initial weights";
     return absl::OkStatus();
   }
   if (!path.ok()) return path.status();
-  std::cout << "server " << index << ": resumed from " << *path << std::endl;
+  LOG(INFO) << "server " << index << ": resumed from " << *path;
   return absl::OkStatus();
 }
 
@@ -93,15 +94,15 @@ absl::Status Checkpoint(const ServerRun& run) {
                              CheckpointWriter::Begin(run.run_dir.checkpoint_dir(run.index)));
     run.logic.SaveCheckpoint(out.get());
     MONSOON_ASSIGN_OR_RETURN(std::string path, out->Commit(run.config.checkpoint.keep));
-    std::cout << "server " << run.index << ": checkpoint " << path << " ("
-              << absl::FormatDuration(absl::Now() - start) << ")" << std::endl;
+    LOG(INFO) << "server " << run.index << ": checkpoint " << path << " ("
+              << absl::FormatDuration(absl::Now() - start) << ")";
     return absl::OkStatus();
   });
 }
 
 void LogEvents(const ServerRun& run) {
   for (const std::string& event : run.logic.TakeEvents()) {
-    std::cout << event << std::endl;
+    LOG(WARNING) << event;
     if (run.trace != nullptr) run.trace->Instant(0, "peer", absl::Now(), event);
   }
 }
@@ -176,9 +177,8 @@ absl::Status FinishServing(const ServerRun& run, absl::Status result) {
                           FormatCsvTable(StalenessTable(final_stats.staleness_histogram))));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run.run_dir.ledger_path(run.index),
                                               FormatCsvTable(LedgerTable(run.logic.Ledger()))));
-  std::cout << "server " << run.index << ": peak RSS " << PeakRssBytes() / 1048576 << " MiB for "
-            << run.logic.state_bytes() / 1048576 << " MiB of weights and optimizer state"
-            << std::endl;
+  LOG(INFO) << "server " << run.index << ": peak RSS " << PeakRssBytes() / 1048576 << " MiB for "
+            << run.logic.state_bytes() / 1048576 << " MiB of weights and optimizer state";
   if (run.trace != nullptr) MONSOON_RETURN_IF_ERROR(run.trace->status());
   return result;
 }
@@ -188,10 +188,11 @@ absl::Status FinishServing(const ServerRun& run, absl::Status result) {
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            const ServerRoleOptions& options, const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> trace,
-                           OpenRoleTrace(config, run_dir, absl::StrCat("server-", options.index),
-                                         kTraceServerPid + options.index,
-                                         absl::StrCat("server ", options.index), {"server"}));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<TraceWriter> trace,
+      OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), absl::StrCat("server-", options.index),
+                    kTraceServerPid + options.index, absl::StrCat("server ", options.index),
+                    {"server"}));
   ParameterServer logic(options.index, plan, config.model, config.seed,
                         ServerRules::FromConfig(config), config.cluster.workers,
                         config.cluster.evaluator);
@@ -203,9 +204,9 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,
                            GrpcParameterServer::Start(&logic, options.bind_host, secrets));
   MONSOON_RETURN_IF_ERROR(PublishServerAddress(run_dir, options.index, server->address()));
-  std::cout << "server " << options.index << " serving " << plan.ChunksOf(options.index).size()
+  LOG(INFO) << "server " << options.index << " serving " << plan.ChunksOf(options.index).size()
             << " chunks (" << plan.FloatsOf(options.index) << " parameters) on "
-            << server->address() << (secrets.tls() ? " (TLS)" : "") << std::endl;
+            << server->address() << (secrets.tls() ? " (TLS)" : "");
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
                            CsvMetricsWriter::Create(run_dir.server_metrics_path(options.index),
                                                     ColumnNames<ServerMetricsRow>()));
@@ -229,7 +230,7 @@ absl::StatusOr<CheckpointedWeights> WeightsFromCheckpoints(const JobConfig& conf
     const absl::StatusOr<uint64_t> version = ReadCheckpointWeights(
         run_dir.checkpoint_dir(j), expected, plan, absl::MakeSpan(result.weights), &skipped);
     for (const std::string& why : skipped) {
-      std::cout << "server " << j << ": " << why << "; trying the previous one" << std::endl;
+      LOG(WARNING) << "server " << j << ": " << why << "; trying the previous one";
     }
     if (absl::IsNotFound(version.status())) {
       return absl::NotFoundError(

@@ -8,7 +8,7 @@ PACKAGES=(
   g++ pkg-config zlib1g-dev                   # compiler, library discovery
   libgrpc++-dev protobuf-compiler-grpc        # RPC
   libprotobuf-dev protobuf-compiler
-  libabsl-dev libgoogle-glog-dev              # status, strings, mutexes; logging
+  libabsl-dev libgoogle-glog-dev              # status, strings, mutexes; the roles' logs
   libcli11-dev nlohmann-json3-dev             # command line, JSON (header-only)
   catch2 libyaml-cpp-dev libopenblas-dev      # tests, config, CPU GEMM
   dataset-fashion-mnist                       # the default job's data

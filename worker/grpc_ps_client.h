@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/compression.h"
+#include "core/job_secrets.h"
 #include "core/run_dir.h"
 #include "core/sharding_plan.h"
 #include "worker/chunk_call_window.h"

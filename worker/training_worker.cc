@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <iostream>
 #include <memory>
 #include <utility>
+
+#include <glog/logging.h>
 
 #include "absl/time/clock.h"
 #include "core/compression.h"
@@ -62,9 +63,9 @@ absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport*
   report->pushes = static_cast<int64_t>(resume.sequence);
   resumed_after_ = resume.sequence;
   first_step_ = report->steps;
-  std::cout << "worker " << index_ << " resumes after push " << resume.sequence << ": step "
+  LOG(INFO) << "worker " << index_ << " resumes after push " << resume.sequence << ": step "
             << resume.position.step << ", epoch " << resume.position.epoch << ", example "
-            << resume.position.cursor << " of its shard" << std::endl;
+            << resume.position.cursor << " of its shard";
   return absl::OkStatus();
 }
 

@@ -1,10 +1,11 @@
 #include "worker/worker_role.h"
 
-#include <iostream>
+#include <glog/logging.h>
 
 #include "absl/strings/str_cat.h"
 #include "core/data_shard.h"
 #include "core/dataset.h"
+#include "core/job_secrets.h"
 #include "core/metrics.h"
 #include "core/model.h"
 #include "core/sharding_plan.h"
@@ -46,7 +47,7 @@ absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDi
 // The backend compute.device asks for, announcing an `auto` fallback on stdout.
 absl::StatusOr<std::unique_ptr<ComputeBackend>> Backend(const JobConfig& config, int gpu) {
   MONSOON_ASSIGN_OR_RETURN(BackendSelection selection, MakeComputeBackend(config.compute, gpu));
-  if (!selection.note.empty()) std::cout << selection.note << std::endl;
+  if (!selection.note.empty()) LOG(INFO) << selection.note;
   return std::move(selection.backend);
 }
 
@@ -86,8 +87,8 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                            const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<TraceWriter> trace,
-      OpenRoleTrace(config, run_dir, absl::StrCat("worker-", index), kTraceWorkerPid + index,
-                    absl::StrCat("worker ", index), WorkerTraceThreads()));
+      OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), absl::StrCat("worker-", index),
+                    kTraceWorkerPid + index, absl::StrCat("worker ", index), WorkerTraceThreads()));
   MONSOON_ASSIGN_OR_RETURN(Dataset train, Traced(trace.get(), kTraceLoop, "load data", [&] {
                              return LoadSplit(config, /*train=*/true);
                            }));
@@ -113,24 +114,24 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       const std::optional<WorkerMetricsRow> last,
       RowFrom<WorkerMetricsRow>(metrics->continued_from(), run_dir.worker_metrics_path(index)));
   const WorkerTotals earlier = WorkerTotals::FromMetricsRow(last.value_or(WorkerMetricsRow{}));
-  std::cout << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
+  LOG(INFO) << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, backend "
-            << backend->name() << std::endl;
+            << backend->name();
   TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get(),
                         trace.get(), earlier);
   MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
   if (trace != nullptr) MONSOON_RETURN_IF_ERROR(trace->status());
-  std::cout << "worker " << index << " done: " << report.steps << " steps, " << report.samples
+  LOG(INFO) << "worker " << index << " done: " << report.steps << " steps, " << report.samples
             << " samples, " << report.pushes << " pushes in " << report.wall_seconds
-            << " s, last loss " << report.last_loss << std::endl;
+            << " s, last loss " << report.last_loss;
   return absl::OkStatus();
 }
 
 absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, int gpu,
                               const std::atomic<bool>* stop) {
-  MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<TraceWriter> trace,
-      OpenRoleTrace(config, run_dir, "evaluator", kTraceEvaluatorPid, "evaluator", {"evaluator"}));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> trace,
+                           OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), "evaluator",
+                                         kTraceEvaluatorPid, "evaluator", {"evaluator"}));
   MONSOON_ASSIGN_OR_RETURN(Dataset test, Traced(trace.get(), 0, "load data", [&] {
                              return LoadSplit(config, /*train=*/false);
                            }));
@@ -157,9 +158,8 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
       run_dir.params_path(), std::string(reinterpret_cast<const char*>(final_result.params.data()),
                                          final_result.params.size() * sizeof(float))));
   if (trace != nullptr) MONSOON_RETURN_IF_ERROR(trace->status());
-  std::cout << "evaluator: final test loss " << final_result.test_loss << ", accuracy "
-            << final_result.test_accuracy << " at global step " << final_result.global_step
-            << std::endl;
+  LOG(INFO) << "evaluator: final test loss " << final_result.test_loss << ", accuracy "
+            << final_result.test_accuracy << " at global step " << final_result.global_step;
   return absl::OkStatus();
 }
 

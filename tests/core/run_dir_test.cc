@@ -8,6 +8,7 @@
 #include <fstream>
 #include <thread>
 
+#include "core/job_secrets.h"
 #include "core/metrics.h"
 #include "tests/test_util.h"
 

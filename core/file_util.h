@@ -1,0 +1,20 @@
+// Whole-file reads and atomic writes: the ground floor under every file Monsoon writes.
+#ifndef MONSOON_CORE_FILE_UTIL_H_
+#define MONSOON_CORE_FILE_UTIL_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace monsoon {
+
+// Writes `contents` to `path` via a temporary file (fsynced) and rename, so readers never see
+// a partial file.
+absl::Status WriteFileAtomically(const std::string& path, const std::string& contents,
+                                 int mode = 0644);
+// NotFound when `path` cannot be read.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_FILE_UTIL_H_

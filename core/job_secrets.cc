@@ -1,0 +1,79 @@
+#include "core/job_secrets.h"
+
+#include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "core/file_util.h"
+#include "core/status_macros.h"
+
+namespace monsoon {
+
+namespace {
+
+// $MONSOON_JOB_TOKEN when set; InvalidArgument when it is too short to be a secret.
+absl::StatusOr<std::string> TokenFromEnvironment() {
+  const char* env = std::getenv(kJobTokenEnv);
+  if (env == nullptr || *env == '\0') return std::string();
+  std::string token(absl::StripAsciiWhitespace(env));
+  if (token.size() < 16) {
+    return absl::InvalidArgumentError(absl::StrCat(kJobTokenEnv, " is set but has only ",
+                                                   token.size(),
+                                                   " characters; a job token needs at least 16"));
+  }
+  return token;
+}
+
+}  // namespace
+
+bool ConstantTimeEquals(const std::string& a, const std::string& b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+absl::StatusOr<std::string> CreateJobToken(const RunDir& dir) {
+  MONSOON_ASSIGN_OR_RETURN(std::string from_env, TokenFromEnvironment());
+  if (!from_env.empty()) return from_env;
+  unsigned char bytes[32];
+  if (RAND_bytes(bytes, sizeof(bytes)) != 1) {
+    return absl::InternalError("OpenSSL could not produce random bytes for the job token");
+  }
+  const std::string token =
+      absl::BytesToHexString(absl::string_view(reinterpret_cast<char*>(bytes), sizeof(bytes)));
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(dir.token_path(), token + "\n", 0600));
+  return token;
+}
+
+absl::StatusOr<std::string> ReadJobToken(const RunDir& dir) {
+  MONSOON_ASSIGN_OR_RETURN(std::string from_env, TokenFromEnvironment());
+  if (!from_env.empty()) return from_env;
+  struct stat st;
+  if (stat(dir.token_path().c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat("job token missing: ", dir.token_path()));
+  }
+  if ((st.st_mode & 077) != 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(dir.token_path(), " is readable by others (mode ",
+                     absl::Hex(st.st_mode & 0777), "); it must be 0600"));
+  }
+  MONSOON_ASSIGN_OR_RETURN(std::string token, ReadFile(dir.token_path()));
+  return std::string(absl::StripAsciiWhitespace(token));
+}
+
+absl::StatusOr<JobSecrets> ReadJobSecrets(const RunDir& dir, const SecurityConfig& security) {
+  JobSecrets secrets;
+  MONSOON_ASSIGN_OR_RETURN(secrets.token, ReadJobToken(dir));
+  if (security.tls()) {
+    MONSOON_ASSIGN_OR_RETURN(secrets.tls_cert, ReadFile(security.tls_cert));
+    MONSOON_ASSIGN_OR_RETURN(secrets.tls_key, ReadFile(security.tls_key));
+    MONSOON_ASSIGN_OR_RETURN(secrets.tls_ca, ReadFile(security.tls_ca));
+    secrets.tls_server_name = security.tls_server_name;
+  }
+  return secrets;
+}
+
+}  // namespace monsoon
