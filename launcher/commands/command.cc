@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/process_setup.h"
+#include "core/status_macros.h"
 #include "launcher/job_setup.h"
 #include "server/server_role.h"
 #include "worker/worker_role.h"
@@ -42,13 +43,15 @@ void RunDirArg::AddTo(CLI::App* command, const char* help) {
   command->add_option("stray", stray)->group("");
 }
 
-absl::StatusOr<RunDir> RunDirArg::Check(const std::string& command) const {
+absl::StatusOr<PreparedRun> RunDirArg::Open(const std::string& command) const {
   if (!stray.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(command, " takes no argument '", stray[0],
                                                    "' (give a run directory as --run-dir DIR)"));
   }
   if (dir.empty()) return absl::InvalidArgumentError("--run-dir is required");
-  return RunDir{dir};
+  PreparedRun run{RunDir{dir}, {}};
+  MONSOON_ASSIGN_OR_RETURN(run.config, RoleConfig(run.run_dir));
+  return run;
 }
 
 CLI::Option* AddSetOption(CLI::App* command, std::vector<std::string>* sets, CLI::Option* config) {

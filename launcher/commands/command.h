@@ -39,14 +39,21 @@ void InstallStopSignals();
 // Prints "monsoon: MESSAGE" to stderr; returns `code`.
 int Fail(const absl::Status& status, int code);
 
-// --run-dir DIR for a command that takes no other argument. Check() names an argument given
-// without the option ("status takes no argument 'runs/x' (give a run directory as --run-dir
-// DIR)") and a missing --run-dir, both InvalidArgument.
+// A prepared run directory and the resolved config its roles read.
+struct PreparedRun {
+  RunDir run_dir;
+  JobConfig config;
+};
+
+// --run-dir DIR for a command that takes no other argument.
 struct RunDirArg {
   std::string dir;
   std::vector<std::string> stray;
   void AddTo(CLI::App* command, const char* help = "the run directory");
-  absl::StatusOr<RunDir> Check(const std::string& command) const;
+  // The run and its config. InvalidArgument for an argument given without the option ("status
+  // takes no argument 'runs/x' (give a run directory as --run-dir DIR)") or a missing
+  // --run-dir; the config's own errors.
+  absl::StatusOr<PreparedRun> Open(const std::string& command) const;
 };
 
 // --set key.path=value (repeats; needs `config`).

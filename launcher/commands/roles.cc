@@ -21,19 +21,18 @@ int Role(RoleKind kind, const RoleOptions& o) {
   const char* name = kind == RoleKind::kServer   ? "server"
                      : kind == RoleKind::kWorker ? "worker"
                                                  : "evaluator";
-  auto run_dir = o.run_dir.Check(name);
-  if (!run_dir.ok()) return Fail(run_dir.status(), 2);
-  auto config = RoleConfig(*run_dir);
-  if (!config.ok()) return Fail(config.status(), 2);
+  auto run = o.run_dir.Open(name);
+  if (!run.ok()) return Fail(run.status(), 2);
+  const JobConfig& config = run->config;
   if (kind != RoleKind::kEvaluator) {
-    const int limit = kind == RoleKind::kServer ? config->cluster.servers : config->cluster.workers;
+    const int limit = kind == RoleKind::kServer ? config.cluster.servers : config.cluster.workers;
     if (o.index >= limit) {
       return Fail(absl::InvalidArgumentError(
                       absl::StrCat("--index ", o.index, ": this job has ", limit, " ", name, "s")),
                   2);
     }
   }
-  return RunRole({kind, kind == RoleKind::kEvaluator ? 0 : o.index}, *config, *run_dir, o.bind,
+  return RunRole({kind, kind == RoleKind::kEvaluator ? 0 : o.index}, config, run->run_dir, o.bind,
                  o.gpu, o.resume);
 }
 

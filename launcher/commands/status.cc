@@ -49,10 +49,10 @@ std::vector<std::string> ServingServers(const JobConfig& config, const RunDir& r
 }
 
 int Status(const RunDirArg& arg) {
-  auto run_dir = arg.Check("status");
-  if (!run_dir.ok()) return Fail(run_dir.status(), 2);
-  auto config = RoleConfig(*run_dir);
-  if (!config.ok()) return Fail(config.status(), 2);
+  auto run = arg.Open("status");
+  if (!run.ok()) return Fail(run.status(), 2);
+  const JobConfig* config = &run->config;
+  const RunDir* run_dir = &run->run_dir;
   auto secrets = ReadJobSecrets(*run_dir, config->security);
   if (!secrets.ok()) return Fail(secrets.status(), 2);
   std::cout << "job " << config->job << " (" << kAlgorithmNames.Name(config->training.algorithm)

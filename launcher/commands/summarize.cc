@@ -16,15 +16,13 @@ void AddSummarizeCommand(CLI::App& app, int* exit_code) {
   run_dir_arg->AddTo(cmd);
   cmd->callback([run_dir_arg, exit_code] {
     *exit_code = [&] {
-      auto run_dir = run_dir_arg->Check("summarize");
-      if (!run_dir.ok()) return Fail(run_dir.status(), 2);
-      auto config = RoleConfig(*run_dir);
-      if (!config.ok()) return Fail(config.status(), 2);
-      auto wall = SecondsSincePrepared(*run_dir);
+      auto run = run_dir_arg->Open("summarize");
+      if (!run.ok()) return Fail(run.status(), 2);
+      auto wall = SecondsSincePrepared(run->run_dir);
       if (!wall.ok()) return Fail(wall.status(), 1);
-      const absl::StatusOr<JobProgress> result = WriteSummary(*config, *run_dir, *wall);
+      const absl::StatusOr<JobProgress> result = WriteSummary(run->config, run->run_dir, *wall);
       if (!result.ok()) return Fail(result.status(), 1);
-      PrintResult(*config, *run_dir, *result);
+      PrintResult(run->config, run->run_dir, *result);
       return 0;
     }();
   });
