@@ -30,6 +30,8 @@ class CheckpointWriter {
   // the temporary file. One writer per directory at a time.
   static absl::StatusOr<std::unique_ptr<CheckpointWriter>> Begin(const std::string& dir);
   ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;  // it owns a file
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
   void Bytes(const void* data, size_t size);
   template <typename T>
@@ -66,6 +68,8 @@ class CheckpointReader {
   // DataLoss (naming the file and what is wrong) for a truncated or corrupt file.
   static absl::StatusOr<std::unique_ptr<CheckpointReader>> Open(const std::string& path);
   ~CheckpointReader();
+  CheckpointReader(const CheckpointReader&) = delete;  // it owns a file
+  CheckpointReader& operator=(const CheckpointReader&) = delete;
 
   const std::string& path() const { return path_; }
 

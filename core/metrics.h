@@ -79,6 +79,8 @@ class CsvMetricsWriter {
   static absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> Create(
       const std::string& path, const std::vector<std::string>& columns);
   ~CsvMetricsWriter();
+  CsvMetricsWriter(const CsvMetricsWriter&) = delete;  // it owns a file
+  CsvMetricsWriter& operator=(const CsvMetricsWriter&) = delete;
 
   // One row; values.size() must equal the number of columns.
   absl::Status Append(const std::vector<double>& values);

@@ -14,6 +14,7 @@
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.grpc.pb.h"
+#include "proto/server_stats.h"
 #include "server/push_decoder.h"
 
 namespace monsoon {
@@ -194,22 +195,8 @@ class ParameterServerService final : public RawService {
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                   grpc::ByteBuffer* resp) override {
     return Respond(ctx, [&]() -> absl::Status {
-      const ServerStats s = logic_->Stats();
       wire::StatsResponse response;
-      response.set_server_index(s.server_index);
-      response.set_pushes_applied(s.pushes_applied);
-      response.set_pushes_dropped(s.pushes_dropped);
-      response.set_pushes_rejected(s.pushes_rejected);
-      response.set_pushes_duplicate(s.pushes_duplicate);
-      for (int w : s.workers_lost) response.add_workers_lost(w);
-      response.set_pulls_served(s.pulls_served);
-      response.set_bytes_received(s.bytes_received);
-      response.set_bytes_sent(s.bytes_sent);
-      response.set_workers_finished(s.workers_finished);
-      response.set_workers_expected(s.workers_expected);
-      response.set_evaluator_finished(s.evaluator_finished);
-      for (uint64_t n : s.staleness_histogram) response.add_staleness_histogram(n);
-      for (double e : s.worker_epochs) response.add_worker_epochs(e);
+      ToWire(logic_->Stats(), &response);
       *resp = EncodeFrame(response);
       return absl::OkStatus();
     });

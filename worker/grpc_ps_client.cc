@@ -20,6 +20,7 @@
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.pb.h"
+#include "proto/server_stats.h"
 #include "worker/chunk_call_window.h"
 
 namespace monsoon {
@@ -63,22 +64,7 @@ absl::Status BlockingCall(grpc::GenericStub& stub, const std::string& token,
 absl::StatusOr<ServerStats> ParseStats(const grpc::ByteBuffer& reply) {
   wire::StatsResponse r;
   MONSOON_RETURN_IF_ERROR(ParseReply(reply, &r));
-  ServerStats s;
-  s.server_index = r.server_index();
-  s.pushes_applied = r.pushes_applied();
-  s.pushes_dropped = r.pushes_dropped();
-  s.staleness_histogram.assign(r.staleness_histogram().begin(), r.staleness_histogram().end());
-  s.worker_epochs.assign(r.worker_epochs().begin(), r.worker_epochs().end());
-  s.pushes_rejected = r.pushes_rejected();
-  s.pushes_duplicate = r.pushes_duplicate();
-  s.workers_lost.assign(r.workers_lost().begin(), r.workers_lost().end());
-  s.pulls_served = r.pulls_served();
-  s.bytes_received = r.bytes_received();
-  s.bytes_sent = r.bytes_sent();
-  s.workers_finished = r.workers_finished();
-  s.workers_expected = r.workers_expected();
-  s.evaluator_finished = r.evaluator_finished();
-  return s;
+  return FromWire(r);
 }
 
 // One chunk's weights from a reply that carries them (a pull, or a push with pull_after):
