@@ -1,6 +1,7 @@
 #include "core/file_util.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -46,6 +47,35 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) {
+      return absl::NotFoundError(absl::StrCat("no such file: ", path));
+    }
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, " is a directory"));
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is not a regular file (a FIFO, socket or device)"));
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " has ", st.st_size, " bytes; a file of at most ", max_bytes, " is expected here"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::string text(static_cast<size_t>(st.st_size), '\0');
+  in.read(text.data(), st.st_size);
+  text.resize(static_cast<size_t>(in.gcount()));
+  return text;
 }
 
 }  // namespace monsoon

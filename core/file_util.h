@@ -14,6 +14,11 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
                                  int mode = 0644);
 // NotFound when `path` cannot be read.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+// The contents of the regular file `path`, of at most `max_bytes`: for files a user names
+// (job and study files). NotFound when there is no such file; InvalidArgument for a directory,
+// a FIFO or a device (checked before opening, so a FIFO never blocks) and for a larger file;
+// PermissionDenied when it cannot be read.
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes);
 
 }  // namespace monsoon
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "core/config_schema.h"
+#include "core/file_util.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -279,6 +281,43 @@ absl::Status ApplyOverride(YAML::Node root, const std::string& assignment) {
   }
   node[keys.back()] = value;
   return absl::OkStatus();
+}
+
+// InvalidArgument naming a key that a mapping under `node` (at `path`) holds twice: YAML
+// forbids it, and yaml-cpp would silently take the first.
+absl::Status CheckNoDuplicateKeys(const YAML::Node& node, const std::string& path) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) {
+      MONSOON_RETURN_IF_ERROR(CheckNoDuplicateKeys(node[i], absl::StrCat(path, "[", i, "]")));
+    }
+  }
+  if (!node.IsMap()) return absl::OkStatus();
+  std::map<std::string, int> lines;  // key -> line of its first occurrence (1-based)
+  for (const auto& kv : node) {
+    const std::string key = kv.first.Scalar();
+    const std::string field = path.empty() ? key : absl::StrCat(path, ".", key);
+    const auto [first, fresh] = lines.emplace(key, kv.first.Mark().line + 1);
+    if (!fresh) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": given twice (lines ", first->second,
+                                                     " and ", kv.first.Mark().line + 1, ")"));
+    }
+    MONSOON_RETURN_IF_ERROR(CheckNoDuplicateKeys(kv.second, field));
+  }
+  return absl::OkStatus();
+}
+
+// The one YAML document of a job file, its keys each given once. InvalidArgument for a second
+// document (`---`), which yaml-cpp would ignore.
+absl::StatusOr<YAML::Node> LoadOneDocument(const std::string& text) {
+  std::vector<YAML::Node> documents = YAML::LoadAll(text);
+  if (documents.size() > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("line ", documents[1].Mark().line + 1,
+                     ": a second YAML document; a job file holds one (remove the '---')"));
+  }
+  if (documents.empty()) return YAML::Node();
+  MONSOON_RETURN_IF_ERROR(CheckNoDuplicateKeys(documents[0], ""));
+  return documents[0];
 }
 
 // A value that `monsoon sbatch` writes into an #SBATCH line as it is: one word, so it can
@@ -700,7 +739,7 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std
                                          const std::vector<std::string>& overrides) {
   // yaml-cpp reports errors by exception; this is the one place they are caught.
   try {
-    YAML::Node root = YAML::Load(yaml_text);
+    MONSOON_ASSIGN_OR_RETURN(YAML::Node root, LoadOneDocument(yaml_text));
     if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
     for (const std::string& o : overrides) MONSOON_RETURN_IF_ERROR(ApplyOverride(root, o));
     if (!root.IsMap()) {
@@ -722,12 +761,13 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std
 
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
                                         const std::vector<std::string>& overrides) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("config file not found: ", path));
-  std::stringstream text;
-  text << in.rdbuf();
+  absl::StatusOr<std::string> text = ReadRegularFile(path, kMaxConfigBytes);
+  if (absl::IsNotFound(text.status())) {
+    return absl::NotFoundError(absl::StrCat("config file not found: ", path));
+  }
+  if (!text.ok()) return text.status();
   const std::string dir = fs::absolute(fs::path(path)).parent_path().string();
-  auto config = ParseJobConfig(text.str(), dir, overrides);
+  auto config = ParseJobConfig(*text, dir, overrides);
   if (!config.ok()) {
     return absl::Status(config.status().code(),
                         absl::StrCat(path, ": ", config.status().message()));

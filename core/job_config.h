@@ -287,7 +287,12 @@ absl::Status ValidateJobConfig(const JobConfig& config);
 // (so never '.', '..' or an option). Else InvalidArgument starting with `field`.
 absl::Status CheckRunName(const std::string& field, const std::string& name);
 
-// Reads and parses a YAML file (relative paths resolve against the file's directory).
+// The largest job file LoadJobConfig reads.
+inline constexpr size_t kMaxConfigBytes = 1 << 20;
+
+// Reads and parses a YAML file (relative paths resolve against the file's directory): a
+// regular file of at most kMaxConfigBytes (a FIFO, a device or a directory is refused before
+// it is opened), one YAML document whose keys each appear once.
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
                                         const std::vector<std::string>& overrides = {});
 

@@ -16,17 +16,25 @@ namespace monsoon {
 
 namespace {
 
-// $MONSOON_JOB_TOKEN when set; InvalidArgument when it is too short to be a secret.
+// The shortest token taken as a secret, from whichever source.
+constexpr size_t kMinTokenLength = 16;
+
+// `token` from `source`; InvalidArgument when it is too short to be a secret.
+absl::StatusOr<std::string> CheckedToken(absl::string_view token, const std::string& source) {
+  token = absl::StripAsciiWhitespace(token);
+  if (token.size() < kMinTokenLength) {
+    return absl::InvalidArgumentError(absl::StrCat(source, " holds a token of only ", token.size(),
+                                                   " characters; a job token needs at least ",
+                                                   kMinTokenLength));
+  }
+  return std::string(token);
+}
+
+// $MONSOON_JOB_TOKEN when set (else ""); InvalidArgument when it is too short.
 absl::StatusOr<std::string> TokenFromEnvironment() {
   const char* env = std::getenv(kJobTokenEnv);
   if (env == nullptr || *env == '\0') return std::string();
-  std::string token(absl::StripAsciiWhitespace(env));
-  if (token.size() < 16) {
-    return absl::InvalidArgumentError(absl::StrCat(kJobTokenEnv, " is set but has only ",
-                                                   token.size(),
-                                                   " characters; a job token needs at least 16"));
-  }
-  return token;
+  return CheckedToken(env, kJobTokenEnv);
 }
 
 }  // namespace
@@ -61,7 +69,7 @@ absl::StatusOr<std::string> ReadJobToken(const RunDir& dir) {
                      absl::Hex(st.st_mode & 0777), "); it must be 0600"));
   }
   MONSOON_ASSIGN_OR_RETURN(std::string token, ReadFile(dir.token_path()));
-  return std::string(absl::StripAsciiWhitespace(token));
+  return CheckedToken(token, dir.token_path());
 }
 
 absl::StatusOr<JobSecrets> ReadJobSecrets(const RunDir& dir, const SecurityConfig& security) {

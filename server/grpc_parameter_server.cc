@@ -117,6 +117,13 @@ class ParameterServerService final : public RawService {
         std::min(absl::FromChrono(ctx->deadline()), absl::Now() + kMaxPullWait);
     const int chunk_id = request.chunk_id();
     const int worker = request.role() == wire::ROLE_WORKER ? request.index() : kNotAWorker;
+    if (request.role() == wire::ROLE_WORKER) {
+      const absl::Status known = logic_->CheckWorker("pull", worker);
+      if (!known.ok()) {
+        reactor->Finish(ToGrpcStatus(known));
+        return reactor;
+      }
+    }
     logic_->WhenReady(
         chunk_id, condition, deadline, [this, reactor, resp, chunk_id, worker](absl::Status ready) {
           reactor->Finish(ToGrpcStatus(ready.ok() ? ReadChunk(chunk_id, worker, resp) : ready));

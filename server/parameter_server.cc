@@ -169,12 +169,13 @@ absl::Status ParameterServer::PullAfterPushAllowed() const {
 }
 
 absl::StatusOr<ChunkSnapshot> ParameterServer::Snapshot(int chunk_id, int worker) {
+  if (worker != kNotAWorker) MONSOON_RETURN_IF_ERROR(CheckWorker("pull", worker));
   MONSOON_ASSIGN_OR_RETURN(ChunkState * chunk, Find(chunk_id));
   ChunkSnapshot snapshot;
   {
     absl::MutexLock lock(&chunk->mu);
     snapshot.values = chunk->values;
-    if (!chunk->pulled.empty() && worker >= 0 && worker < membership_.workers()) {
+    if (!chunk->pulled.empty() && worker != kNotAWorker) {
       chunk->pulled[worker] = chunk->values;
     }
     snapshot.info.version = chunk->version;

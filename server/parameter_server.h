@@ -125,8 +125,15 @@ class ParameterServer {
   // FailedPrecondition naming the algorithm otherwise.
   absl::Status PullAfterPushAllowed() const;
 
+  // OK for a worker index of this job; else InvalidArgument "WHAT from worker I; this job has
+  // workers 0..N-1".
+  absl::Status CheckWorker(const char* what, int index) const {
+    return membership_.CheckWorker(what, index);
+  }
+
   // The chunk's current values, without a copy. With DC-ASGD, a worker's pull is remembered as
-  // the weights its next gradient for the chunk is computed on.
+  // the weights its next gradient for the chunk is computed on. InvalidArgument for a worker
+  // (not kNotAWorker) the job does not have.
   absl::StatusOr<ChunkSnapshot> Snapshot(int chunk_id, int worker = kNotAWorker);
   // Snapshot copied into out, which must hold exactly ChunkSize(chunk_id) floats.
   absl::StatusOr<PullInfo> Read(int chunk_id, absl::Span<float> out, int worker = kNotAWorker);

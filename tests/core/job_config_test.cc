@@ -1,10 +1,14 @@
 #include "core/job_config.h"
 
+#include <sys/stat.h>
+
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "tests/test_util.h"
 
 namespace monsoon {
@@ -266,6 +270,33 @@ TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][co
   CHECK(again->reliability.server_restarts == 2);
   CHECK(again->reliability.worker_loss == WorkerLoss::kStop);
   CHECK(again->checkpoint.interval_seconds == 7);
+}
+
+TEST_CASE("JobConfig: a key given twice or a second document is refused, naming it",
+          "[core][config]") {
+  CHECK(ErrorOf(CsvJob("training:\n  epochs: 2\n  epochs: 3\n")) ==
+        "training.epochs: given twice (lines 11 and 12)");
+  CHECK(ErrorOf(CsvJob("seed: 1\nseed: 2\n")) == "seed: given twice (lines 10 and 11)");
+  CHECK(ErrorOf(CsvJob("---\ntraining:\n  epochs: 2\n")) ==
+        "line 11: a second YAML document; a job file holds one (remove the '---')");
+}
+
+TEST_CASE("JobConfig: only a regular file of sane size is read as a job file", "[core][config]") {
+  const std::string dir = TempPath("not_a_file");
+  std::filesystem::create_directories(dir);
+  const auto error = [](const std::string& path) {
+    return std::string(LoadJobConfig(path).status().message());
+  };
+  CHECK(error(dir) == dir + " is a directory");
+  CHECK(error("/dev/zero") == "/dev/zero is not a regular file (a FIFO, socket or device)");
+  const std::string fifo = TempPath("config.fifo");
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);  // reading it would block until a writer came
+  CHECK(error(fifo) == fifo + " is not a regular file (a FIFO, socket or device)");
+  const std::string big = TempPath("big.yaml");
+  std::ofstream(big) << std::string(kMaxConfigBytes + 1, '#');
+  CHECK(error(big) == absl::StrCat(big, " has ", kMaxConfigBytes + 1, " bytes; a file of at most ",
+                                   kMaxConfigBytes, " is expected here"));
+  CHECK(absl::IsNotFound(LoadJobConfig(TempPath("missing.yaml")).status()));
 }
 
 }  // namespace

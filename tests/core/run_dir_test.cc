@@ -37,6 +37,16 @@ TEST_CASE("Job token: created with mode 0600 and read back; a readable token is 
   CHECK(*CreateJobToken(dir) != *token);
 }
 
+TEST_CASE("Job token: an empty or short token file is refused", "[core][run_dir]") {
+  const RunDir dir = FreshRunDir("short_token");
+  for (const std::string text : {"", "\n", "0123456789abcde\n"}) {
+    REQUIRE(WriteFileAtomically(dir.token_path(), text, 0600).ok());
+    const absl::Status status = ReadJobToken(dir).status();
+    CHECK(absl::IsInvalidArgument(status));
+    CHECK(std::string(status.message()).find("a job token needs at least 16") != std::string::npos);
+  }
+}
+
 TEST_CASE("Rendezvous: waits for every server's published address", "[core][run_dir]") {
   const RunDir dir = FreshRunDir("rdv_run");
   std::thread publisher([&] {

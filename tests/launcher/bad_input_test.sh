@@ -99,6 +99,12 @@ expect_config_error "launch without a config outside srun" "launch outside srun 
   launch --run-dir "$WORK/r1"
 expect_config_error "--set without a config" "--set requires CONFIG.yaml" \
   launch --run-dir "$WORK/r1" --set training.epochs=2
+mkfifo "$WORK/fifo.yaml"
+expect_config_error "a FIFO as the config (no hang)" "fifo.yaml is not a regular file" \
+  validate "$WORK/fifo.yaml"
+expect_config_error "a directory as the config" "$WORK is a directory" run "$WORK"
+printf 'job: x\njob: y\n' >"$WORK/twice.yaml"
+expect_config_error "a key given twice" "job: given twice (lines 1 and 2)" validate "$WORK/twice.yaml"
 expect_config_error "unknown command" "unknown command 'bogus' (see monsoon --help)" bogus
 expect_config_error "a switch with a value" "Could not convert: --resume = x" \
   launch "$WORK/job.yaml" --run-dir "$WORK/r1" --resume=x

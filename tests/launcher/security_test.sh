@@ -47,8 +47,15 @@ expect_eq "job with \$MONSOON_JOB_TOKEN exit status" "$?" "0"
   || fail "a token file was written"
 MONSOON_JOB_TOKEN=short timeout 60 "$MONSOON" run "$cfg" --run-dir "$WORK/short" >"$WORK/short.txt" 2>&1
 expect_eq "a short \$MONSOON_JOB_TOKEN exit status" "$?" "2"
-grep -q "MONSOON_JOB_TOKEN is set but has only 5 characters" "$WORK/short.txt" \
+grep -q "MONSOON_JOB_TOKEN holds a token of only 5 characters" "$WORK/short.txt" \
   && pass "short token refused: $(tail -1 "$WORK/short.txt")" || fail "$(cat "$WORK/short.txt")"
+# An emptied token file is refused too: a server would otherwise admit an empty token.
+"$MONSOON" prepare "$cfg" --run-dir "$WORK/empty-token" >/dev/null 2>&1
+: >"$WORK/empty-token/token"
+timeout 30 "$MONSOON" server --run-dir "$WORK/empty-token" --index 0 >"$WORK/empty.txt" 2>&1
+expect_eq "a server with an empty token file: exit status" "$?" "1"
+grep -q "token holds a token of only 0 characters; a job token needs at least 16" "$WORK/empty.txt" \
+  && pass "empty token file refused: $(tail -1 "$WORK/empty.txt")" || fail "$(cat "$WORK/empty.txt")"
 
 # --- mutual TLS ---------------------------------------------------------------------------
 T="$WORK/tls"

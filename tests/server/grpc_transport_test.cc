@@ -69,8 +69,9 @@ PushOrigin Nth(uint64_t k, double epoch = 0) {
   return origin;
 }
 
-// One Push RPC with a hand-made body (with the job token), bypassing GrpcPsClient.
-grpc::Status RawPush(const std::string& address, const grpc::ByteBuffer& request) {
+// One RPC of `method` with a hand-made body (with the job token), bypassing GrpcPsClient.
+grpc::Status RawCall(const std::string& address, const std::string& method,
+                     const grpc::ByteBuffer& request) {
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   grpc::ClientContext ctx;
@@ -79,8 +80,8 @@ grpc::Status RawPush(const std::string& address, const grpc::ByteBuffer& request
   grpc::ByteBuffer reply;
   absl::Notification done;
   grpc::Status status;
-  stub.UnaryCall(&ctx, "/monsoon.wire.ParameterServer/Push", grpc::StubOptions(), &request, &reply,
-                 [&](grpc::Status s) {
+  stub.UnaryCall(&ctx, "/monsoon.wire.ParameterServer/" + method, grpc::StubOptions(), &request,
+                 &reply, [&](grpc::Status s) {
                    status = s;
                    done.Notify();
                  });
@@ -204,7 +205,7 @@ TEST_CASE("gRPC: NaN gradients are rejected with the server named; weights uncha
 TEST_CASE("gRPC: an oversize or malformed request is refused by the server", "[grpc][validation]") {
   Cluster cluster(1000, 1, 1000);
   auto call = [&](const grpc::ByteBuffer& request) {
-    return RawPush(cluster.addresses[0], request);
+    return RawCall(cluster.addresses[0], "Push", request);
   };
   wire::PushRequest header;
   header.set_chunk_id(0);
@@ -222,6 +223,20 @@ TEST_CASE("gRPC: an oversize or malformed request is refused by the server", "[g
   CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
 }
 
+TEST_CASE("gRPC: a pull for a worker the job does not have is refused", "[grpc][validation]") {
+  Cluster cluster(1000, 1, 1000);
+  for (int index : {999, -7, 2}) {
+    wire::PullRequest request;
+    request.set_chunk_id(0);
+    request.set_role(wire::ROLE_WORKER);
+    request.set_index(index);
+    INFO("worker " << index);
+    CHECK(RawCall(cluster.addresses[0], "Pull", EncodeFrame(request)).error_code() ==
+          grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  CHECK(cluster.logic[0]->Stats().pulls_served == 0);
+}
+
 TEST_CASE(
     "gRPC: a repeated push is applied once; gaps, unnumbered and superseded pushes are refused",
     "[grpc][exactly-once]") {
@@ -233,7 +248,7 @@ TEST_CASE(
   std::vector<float> ones(100, 1.0f);
   auto push = [&](uint64_t sequence) {
     header.set_sequence(sequence);
-    return RawPush(cluster.addresses[0], EncodeFrame(header, BorrowFloats(ones)));
+    return RawCall(cluster.addresses[0], "Push", EncodeFrame(header, BorrowFloats(ones)));
   };
   auto weight = [&] {
     std::vector<float> w(100);
@@ -501,7 +516,7 @@ TEST_CASE("gRPC: a sparse push with an index outside its chunk is refused",
   const float one = 1.0f;
   std::memcpy(&pair[1], &one, sizeof(one));
   const grpc::Status status =
-      RawPush(cluster.addresses[0], EncodeFrame(header, std::move(payload)));
+      RawCall(cluster.addresses[0], "Push", EncodeFrame(header, std::move(payload)));
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(status.error_message().find("sparse push index 100 outside") != std::string::npos);
   std::vector<float> w(100);
