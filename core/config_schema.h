@@ -347,7 +347,10 @@ void VisitOperations(JobConfig& c, V& v) {
     v.Field("cpus_per_task", &s.cpus_per_task, IntRange{1, 4096}, "`--cpus-per-task`");
     v.Field("gpus_per_node", &s.gpus_per_node, IntRange{0, 1024},
             "`--gpus-per-node` (of the worker component in a heterogeneous job)");
-    v.Field("time", &s.time, Word{}, "`--time`");
+    v.Field("time", &s.time, Word{},
+            Doc("`--time`")
+                .Type("sbatch's time: `MINUTES`, `M:S`, `H:M:S`, `D-H`, `D-H:M`, `D-H:M:S` or "
+                      "`UNLIMITED`"));
     v.Field("partition", &s.partition, Word{}, "`--partition` when set");
     v.Field("account", &s.account, Word{}, "`--account` when set");
     v.Field("extra", &s.extra, SbatchOptions{},

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <type_traits>
@@ -679,6 +680,15 @@ absl::Status ValidateSecurityAndSlurm(const SecurityConfig& sec, const SlurmConf
     return absl::InvalidArgumentError("security.tls_server_name: must not be empty");
   }
   if (s.time.empty()) return absl::InvalidArgumentError("slurm.time: must not be empty");
+  // The forms sbatch --time takes.
+  static const std::regex kSlurmTime(
+      R"(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d{1,2}(:\d{1,2}(:\d{1,2})?)?|UNLIMITED|INFINITE)");
+  if (!std::regex_match(s.time, kSlurmTime)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "slurm.time: expected MINUTES, MINUTES:SECONDS, HOURS:MINUTES:SECONDS, DAYS-HOURS, "
+        "DAYS-HOURS:MINUTES, DAYS-HOURS:MINUTES:SECONDS or UNLIMITED (sbatch --time), got '",
+        s.time, "'"));
+  }
   return absl::OkStatus();
 }
 

@@ -17,7 +17,9 @@ constexpr char kAbout[] =
     "Monsoon: parameter-server training (Downpour, sync, SSP, EASGD, EAMSGD) on one machine, "
     "under SLURM or mpirun. `monsoon COMMAND --help` describes a command.";
 
-// A bad command line is exit status 2 with one line; asking for help is 0.
+constexpr char kVersion[] = "monsoon 0.17";
+
+// A bad command line is exit status 2 with one line; asking for help or the version is 0.
 int ExitForParseError(CLI::App& app, const CLI::ParseError& e) {
   if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
   const std::vector<CLI::App*> chosen = app.get_subcommands();
@@ -33,6 +35,7 @@ int Main(int argc, char** argv) {
   google::InitGoogleLogging(argv[0]);
   CLI::App app{kAbout, "monsoon"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", kVersion);
   int exit_code = 0;
   for (auto add : {AddRunCommand, AddValidateCommand, AddCompareCommand, AddSbatchCommand,
                    AddLaunchCommand, AddPrepareCommand, AddSummarizeCommand, AddStatusCommand,

@@ -82,6 +82,16 @@ TEST_CASE("JobConfig: the job's name is one directory name, slurm values one wor
   CHECK(ErrorOf(CsvJob(), {"slurm.account='a b'"}).rfind("slurm.account: expected one word", 0) ==
         0);
   CHECK(ErrorOf(CsvJob(), {"slurm.time=''"}) == "slurm.time: must not be empty");
+  for (const char* time : {"2h", "1:2:3:4", "-5", "1-", "30m"}) {
+    INFO(time);
+    CHECK(ErrorOf(CsvJob(), {absl::StrCat("slurm.time='", time, "'")})
+              .rfind("slurm.time: expected MINUTES, ", 0) == 0);
+  }
+  for (const char* time :
+       {"90", "30:00", "01:30:00", "2-0", "2-12:30", "1-00:00:01", "UNLIMITED"}) {
+    INFO(time);
+    CHECK(ErrorOf(CsvJob(), {absl::StrCat("slurm.time='", time, "'")}) == "");
+  }
   CHECK(ErrorOf(CsvJob(), {"slurm.partition=gpu,debug", "slurm.time=1-00:00:00"}).empty());
 }
 

@@ -105,6 +105,20 @@ expect_config_error "a FIFO as the config (no hang)" "fifo.yaml is not a regular
 expect_config_error "a directory as the config" "$WORK is a directory" run "$WORK"
 printf 'job: x\njob: y\n' >"$WORK/twice.yaml"
 expect_config_error "a key given twice" "job: given twice (lines 1 and 2)" validate "$WORK/twice.yaml"
+expect_config_error "gen-linear: NaN noise" "--noise: expected a finite number >= 0" \
+  gen-linear --out "$WORK/g.csv" --noise nan
+expect_config_error "gen-linear: negative noise" "--noise: expected a finite number >= 0" \
+  gen-linear --out "$WORK/g.csv" --noise -0.5
+expect_config_error "gen-linear: infinite slope" "--slope: expected a finite number" \
+  gen-linear --out "$WORK/g.csv" --slope inf
+expect_config_error "gen-linear: too many rows" "--rows: Value 999999999 not in range 1 to" \
+  gen-linear --out "$WORK/g.csv" --rows 999999999
+expect_config_error "slurm.time SLURM would refuse" "slurm.time: expected MINUTES" \
+  validate "$WORK/job.yaml" --set slurm.time=2h
+"$MONSOON" --version >"$WORK/version.txt" 2>&1
+expect_eq "--version: exit status" "$?" "0"
+grep -q "^monsoon [0-9]" "$WORK/version.txt" && pass "--version: $(cat "$WORK/version.txt")" \
+  || fail "--version: $(cat "$WORK/version.txt")"
 expect_config_error "unknown command" "unknown command 'bogus' (see monsoon --help)" bogus
 expect_config_error "a switch with a value" "Could not convert: --resume = x" \
   launch "$WORK/job.yaml" --run-dir "$WORK/r1" --resume=x
