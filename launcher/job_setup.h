@@ -3,19 +3,47 @@
 #ifndef MONSOON_LAUNCHER_JOB_SETUP_H_
 #define MONSOON_LAUNCHER_JOB_SETUP_H_
 
+#include <memory>
+
 #include "absl/status/statusor.h"
 #include "core/job_config.h"
 #include "core/run_dir.h"
 
 namespace monsoon {
 
-// AlreadyExists when the directory already holds a run (its config.yaml exists): a run is
-// never overwritten. config.yaml is written last, so its presence means "prepared".
-absl::Status PrepareRunDir(const JobConfig& config, const RunDir& run_dir);
+// One monsoon process at a time prepares, runs or resumes a run directory: it holds an
+// exclusive lock on RUN_DIR/lock (flock) while this object lives. The lock goes with the
+// process, so a killed launcher leaves none behind.
+class RunDirLock {
+ public:
+  // AlreadyExists, naming the directory, when another process holds it.
+  static absl::StatusOr<std::unique_ptr<RunDirLock>> Acquire(const RunDir& run_dir);
+  ~RunDirLock();
+  RunDirLock(const RunDirLock&) = delete;
+  RunDirLock& operator=(const RunDirLock&) = delete;
 
-// Readies a prepared run directory for `--resume`: NotFound unless it holds a run; removes
-// the servers' published addresses (they are about to change). The checkpoints stay.
-absl::Status PrepareResume(const RunDir& run_dir);
+ private:
+  explicit RunDirLock(int fd) : fd_(fd) {}
+  const int fd_;  // owned
+};
+
+// Creates the run directory (or takes an empty one) and writes its config, token and start
+// time, under its lock, which the caller holds while the job runs. AlreadyExists when the
+// directory is in use by another process, already holds a run (config.yaml, written last,
+// exists) or holds anything else: nothing is ever overwritten.
+absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(const JobConfig& config,
+                                                          const RunDir& run_dir);
+
+// Readies a prepared run directory for `--resume`, under its lock: NotFound unless it holds a
+// run, AlreadyExists while another process uses it. The checkpoints stay.
+absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareResume(const RunDir& run_dir);
+
+// Removes the servers' published addresses of a prepared run, which are about to change.
+absl::Status ResetRendezvous(const RunDir& run_dir);
+
+// A directory of its own under `parent` (created, empty): `parent`/`name`, or
+// `parent`/`name`-2, -3, ... when that one exists already.
+absl::StatusOr<std::string> CreateUniqueDir(const std::string& parent, const std::string& name);
 
 // Seconds since PrepareRunDir ran for this directory.
 absl::StatusOr<double> SecondsSincePrepared(const RunDir& run_dir);

@@ -79,7 +79,7 @@ class LocalJob {
                        "(reliability.server_restarts: %d left)\n",
                        newline, e.Describe().c_str(), budget->job_resumes);
           children_.StopAll(absl::Seconds(5));  // the other servers checkpoint on the way out
-          MONSOON_RETURN_IF_ERROR(PrepareResume(run_dir_));
+          MONSOON_RETURN_IF_ERROR(ResetRendezvous(run_dir_));  // this launcher holds the lock
           return StartAll(/*resume=*/true);  // the other exits were the stopped roles'
         case Action::kRestart:
           std::fprintf(stderr, "%smonsoon: %s; restarting it (%s)\n", newline, e.Describe().c_str(),

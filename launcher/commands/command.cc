@@ -78,9 +78,9 @@ absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir) {
   return LoadJobConfig(run_dir.config_path());
 }
 
-std::string TimestampedDir(const std::string& name) {
-  return absl::StrCat("runs/", name, "/",
-                      absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
+absl::StatusOr<std::string> NewDefaultDir(const std::string& name) {
+  return CreateUniqueDir(absl::StrCat("runs/", name),
+                         absl::FormatTime("%Y%m%d-%H%M%S", absl::Now(), absl::LocalTimeZone()));
 }
 
 void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgress& p) {
@@ -104,8 +104,8 @@ int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume) {
 }
 
 int ResumeJobHere(const RunDir& run_dir) {
-  absl::Status s = PrepareResume(run_dir);
-  if (!s.ok()) return Fail(s, 2);
+  auto lock = PrepareResume(run_dir);  // held while the job runs
+  if (!lock.ok()) return Fail(lock.status(), 2);
   auto config = RoleConfig(run_dir);
   if (!config.ok()) return Fail(config.status(), 2);
   std::cerr << "monsoon: resuming job '" << config->job << "' in " << run_dir.root << std::endl;
@@ -113,8 +113,11 @@ int ResumeJobHere(const RunDir& run_dir) {
 }
 
 int RunNewJobHere(const JobConfig& config, const std::string& dir) {
-  const RunDir run_dir{dir.empty() ? TimestampedDir(config.job) : dir};
-  absl::Status s = PrepareRunDir(config, run_dir);
+  absl::StatusOr<std::string> root = dir.empty() ? NewDefaultDir(config.job) : dir;
+  if (!root.ok()) return Fail(root.status(), 1);
+  const RunDir run_dir{*root};
+  auto lock = PrepareRunDir(config, run_dir);  // held while the job runs
+  const absl::Status& s = lock.status();
   if (absl::IsAlreadyExists(s) || absl::IsInvalidArgument(s)) return Fail(s, 2);
   if (!s.ok()) return Fail(s, 1);
   std::cerr << "monsoon: job '" << config.job << "': " << config.cluster.servers << " server(s), "

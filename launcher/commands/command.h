@@ -64,8 +64,9 @@ absl::StatusOr<JobConfig> LoadUserConfig(const std::string& path,
                                          const std::vector<std::string>& sets);
 // The resolved config every role reads from its run directory.
 absl::StatusOr<JobConfig> RoleConfig(const RunDir& run_dir);
-// "runs/NAME/YYYYmmdd-HHMMSS": the default directory of a run or study.
-std::string TimestampedDir(const std::string& name);
+// "runs/NAME/YYYYmmdd-HHMMSS" (with "-2", "-3", ... when one started in the same second),
+// created: the default directory of a run or a study.
+absl::StatusOr<std::string> NewDefaultDir(const std::string& name);
 
 // Runs the job on this machine (RunLocalJob) and ends with its closing line; the exit status:
 // 0, 130 when interrupted, 1 when a role failed.

@@ -26,7 +26,8 @@ absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std
             << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantKnobs(v.config)
             << std::endl;
   const RunDir run_dir{absl::StrCat(out, "/", v.name)};
-  MONSOON_RETURN_IF_ERROR(PrepareRunDir(v.config, run_dir));
+  MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<RunDirLock> lock,
+                           PrepareRunDir(v.config, run_dir));
   LocalJobOptions options;
   options.self_exe = SelfExePath();
   MONSOON_RETURN_IF_ERROR(RunLocalJob(v.config, run_dir, options, StopFlag()).status());
@@ -45,7 +46,11 @@ VariantResult FailedVariant(const StudyVariant& v, const absl::Status& status) {
 int Compare(const std::string& study_path, std::string out) {
   auto study = LoadStudy(study_path);
   if (!study.ok()) return Fail(study.status(), 2);
-  if (out.empty()) out = TimestampedDir(study->name);
+  if (out.empty()) {
+    absl::StatusOr<std::string> dir = NewDefaultDir(study->name);
+    if (!dir.ok()) return Fail(dir.status(), 1);
+    out = *dir;
+  }
   std::error_code ec;
   std::filesystem::create_directories(out, ec);
   if (ec) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot create ", out)), 1);

@@ -19,7 +19,7 @@ int Prepare(const PrepareOptions& o) {
   if (o.run_dir.empty()) return Fail(absl::InvalidArgumentError("--run-dir is required"), 2);
   const RunDir run_dir{o.run_dir};
   if (o.resume) {
-    const absl::Status s = PrepareResume(run_dir);
+    const absl::Status s = PrepareResume(run_dir).status();
     if (!s.ok()) return Fail(s, 2);
     std::cerr << "monsoon: " << run_dir.root << " is ready to resume" << std::endl;
     return 0;
@@ -29,7 +29,7 @@ int Prepare(const PrepareOptions& o) {
   }
   auto config = LoadUserConfig(o.config, o.sets);
   if (!config.ok()) return Fail(config.status(), 2);
-  const absl::Status s = PrepareRunDir(*config, run_dir);
+  const absl::Status s = PrepareRunDir(*config, run_dir).status();
   if (!s.ok()) return Fail(s, absl::IsAlreadyExists(s) ? 2 : 1);
   std::cerr << "monsoon: prepared " << run_dir.root << " for job '" << config->job << "'"
             << std::endl;

@@ -69,6 +69,33 @@ expect_eq "reusing a run directory exits 2" "$?" "2"
 grep -q "already holds a run" "$WORK/err.txt" && pass "reuse message" || fail "reuse message: $(cat "$WORK/err.txt")"
 expect_eq "summary untouched" "$(md5sum "$RUN/summary.json")" "$before"
 
+# A directory that holds anything but a run is refused, and nothing in it is touched.
+mkdir -p "$WORK/foreign" && echo "mine" >"$WORK/foreign/summary.json"
+timeout 20 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/foreign" 2>"$WORK/err.txt"
+expect_eq "a foreign directory: exit status" "$?" "2"
+grep -q "is not empty (summary.json) and holds no Monsoon run" "$WORK/err.txt" \
+  && pass "foreign directory refused" || fail "foreign directory: $(cat "$WORK/err.txt")"
+expect_eq "its file untouched" "$(cat "$WORK/foreign/summary.json")" "mine"
+
+# Two runs of one run directory at once: one runs, the other is refused while it does.
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/twice" \
+  --set training.epochs=200 >/dev/null 2>&1 &
+first=$!
+for _ in $(seq 100); do [ -s "$WORK/twice/config.yaml" ] && break; sleep 0.1; done
+timeout 20 "$MONSOON" run --resume "$WORK/twice" 2>"$WORK/err.txt"
+expect_eq "a resume of a running run: exit status" "$?" "2"
+grep -q "is in use by another monsoon process" "$WORK/err.txt" \
+  && pass "second process refused: $(cat "$WORK/err.txt")" || fail "second: $(cat "$WORK/err.txt")"
+wait "$first"
+expect_eq "the first run finished" "$?" "0"
+
+# Default run directories started in the same second are two directories.
+mkdir -p "$WORK/defaults" && cp -r configs/linear_regression.yaml configs/data "$WORK/defaults/"
+(cd "$WORK/defaults" && for i in 1 2; do
+   timeout 120 "$MONSOON" run linear_regression.yaml --set training.epochs=2 >/dev/null 2>&1 &
+ done; wait)
+expect_eq "two default run directories" "$(ls "$WORK/defaults/runs/linear_regression" | wc -l)" "2"
+
 # --set reaches the job (one epoch, one worker, no trace).
 timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/short" \
   --set training.epochs=1 --set cluster.workers=1 --set trace.steps=0 >/dev/null 2>&1
