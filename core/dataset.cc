@@ -42,6 +42,12 @@ uint32_t BigEndian32(const std::string& s, size_t at) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
 }
 
+// What a file's first four bytes say, for an error about its IDX magic number.
+std::string MagicFound(const std::string& bytes) {
+  if (bytes.size() < 4) return absl::StrCat("only ", bytes.size(), " bytes");
+  return absl::StrCat("magic 0x", absl::Hex(BigEndian32(bytes, 0), absl::kZeroPad8));
+}
+
 }  // namespace
 
 absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
@@ -51,12 +57,12 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
   auto labels = ReadMaybeGzipped(labels_path);
   if (!labels.ok()) return labels.status();
   if (images->size() < 16 || BigEndian32(*images, 0) != 0x803) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(images_path, ": not an IDX image file (magic 0x803)"));
+    return absl::InvalidArgumentError(absl::StrCat(images_path, ": not an IDX image file (",
+                                                   MagicFound(*images), "; expected 0x00000803)"));
   }
   if (labels->size() < 8 || BigEndian32(*labels, 0) != 0x801) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(labels_path, ": not an IDX label file (magic 0x801)"));
+    return absl::InvalidArgumentError(absl::StrCat(labels_path, ": not an IDX label file (",
+                                                   MagicFound(*labels), "; expected 0x00000801)"));
   }
   const size_t count = BigEndian32(*images, 4);
   const size_t pixels = size_t{BigEndian32(*images, 8)} * BigEndian32(*images, 12);

@@ -649,7 +649,7 @@ absl::Status ValidateData(const DataConfig& d, bool evaluator) {
     return absl::InvalidArgumentError(
         "data.test_labels: give test_images and test_labels together");
   }
-  if (evaluator && (idx ? d.test_images : d.test).empty()) {
+  if (evaluator && !d.HasTestSet()) {
     return absl::InvalidArgumentError(absl::StrCat("data.", idx ? "test_images" : "test",
                                                    ": required when cluster.evaluator is true"));
   }

@@ -72,6 +72,11 @@ struct DataConfig {
   std::string train_images, train_labels, test_images, test_labels;
   // csv
   std::string train, test;
+
+  // Whether the job names a test set (test_images and test_labels, or test).
+  bool HasTestSet() const {
+    return format == DataFormat::kIdx ? !test_images.empty() : !test.empty();
+  }
 };
 
 // How workers and servers combine their work (the math is in README "Comparing algorithms").

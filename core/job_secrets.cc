@@ -8,6 +8,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
@@ -66,7 +67,7 @@ absl::StatusOr<std::string> ReadJobToken(const RunDir& dir) {
   if ((st.st_mode & 077) != 0) {
     return absl::PermissionDeniedError(
         absl::StrCat(dir.token_path(), " is readable by others (mode ",
-                     absl::Hex(st.st_mode & 0777), "); it must be 0600"));
+                     absl::StrFormat("%04o", st.st_mode & 0777), "); it must be 0600"));
   }
   MONSOON_ASSIGN_OR_RETURN(std::string token, ReadFile(dir.token_path()));
   return CheckedToken(token, dir.token_path());

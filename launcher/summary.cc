@@ -111,7 +111,7 @@ absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& 
         std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float))));
     p.global_step = static_cast<double>(final_weights.global_step);
     p.has_eval = false;
-    if (config.cluster.evaluator) {
+    if (config.data.HasTestSet()) {
       MONSOON_ASSIGN_OR_RETURN(Dataset test, LoadSplit(config, /*train=*/false));
       CpuBackend backend;
       MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));

@@ -46,6 +46,10 @@ TEST_CASE("ReadIdxDataset: malformed and missing files are named", "[core][data]
   auto data = ReadIdxDataset(images, labels);
   REQUIRE_FALSE(data.ok());
   CHECK(std::string(data.status().message()).find(images) != std::string::npos);
+  // A labels file given for the images: the error says which magic it found.
+  const auto swapped = ReadIdxDataset(labels, labels);
+  CHECK(std::string(swapped.status().message()) ==
+        labels + ": not an IDX image file (magic 0x00000801; expected 0x00000803)");
   auto missing = ReadIdxDataset(TempPath("nope.gz"), labels);
   CHECK(absl::IsNotFound(missing.status()));
 }

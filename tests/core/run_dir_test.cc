@@ -34,6 +34,8 @@ TEST_CASE("Job token: created with mode 0600 and read back; a readable token is 
   CHECK(*ReadJobToken(dir) == *token);
   chmod(dir.token_path().c_str(), 0644);
   CHECK(absl::IsPermissionDenied(ReadJobToken(dir).status()));
+  CHECK(std::string(ReadJobToken(dir).status().message()).find("(mode 0644); it must be 0600") !=
+        std::string::npos);
   CHECK(*CreateJobToken(dir) != *token);
 }
 

@@ -174,6 +174,10 @@ timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/no_ev
   --set cluster.evaluator=false --set cluster.servers=2 >/dev/null 2>&1
 expect_eq "job without an evaluator" "$?" "0"
 expect_eq "params_from" "$(json_get "$WORK/no_eval/summary.json" params_from)" "server checkpoints"
+# The job has a test set: its final weights are scored though no evaluator ran.
+python3 -c "import json, sys; sys.exit(0 if json.load(open(sys.argv[1]))['final_test_loss'] < 0.01 else 1)" \
+  "$WORK/no_eval/summary.json" && pass "no evaluator: the final weights are scored" \
+  || fail "no evaluator: final_test_loss $(json_get "$WORK/no_eval/summary.json" final_test_loss)"
 fits_line "$WORK/no_eval" && pass "its weights fit the line" || fail "its weights do not fit the line"
 timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/two_servers" \
   --set cluster.servers=2 >/dev/null 2>&1
