@@ -33,6 +33,13 @@ std::string PluginPath() {
 #endif
 
 // The plugin's functions, loaded once per process; Unavailable says why not.
+// True when NVIDIA's kernel driver is there (its control device, or its /proc entry).
+bool NvidiaDriverPresent() {
+  std::error_code ec;
+  return std::filesystem::exists("/dev/nvidiactl", ec) ||
+         std::filesystem::exists("/proc/driver/nvidia", ec);
+}
+
 absl::StatusOr<const CudaPluginApi*> CudaPlugin() {
 #if MONSOON_WITH_CUDA
   static const absl::StatusOr<const CudaPluginApi*>* plugin =
@@ -57,6 +64,11 @@ absl::StatusOr<const CudaPluginApi*> CudaPlugin() {
 
 absl::StatusOr<std::unique_ptr<ComputeBackend>> MakeCuda(const ComputeConfig& compute, int gpu) {
   if (gpu < 0) return absl::UnavailableError("this task was given no GPU (CUDA_VISIBLE_DEVICES)");
+  // `auto` on a machine without NVIDIA's driver: the CPU, without loading the CUDA libraries
+  // (about 95 MiB a process) only to learn there is no device. `cuda` tries, and says why not.
+  if (compute.device == Device::kAuto && !NvidiaDriverPresent()) {
+    return absl::UnavailableError("no NVIDIA driver on this machine (no /dev/nvidiactl)");
+  }
   auto plugin = CudaPlugin();
   if (!plugin.ok()) return plugin.status();
   auto count = (*plugin)->device_count();

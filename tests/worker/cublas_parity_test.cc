@@ -1,7 +1,10 @@
 // The CUDA backend against the CPU backend on random inputs, including odd sizes. Where no
 // usable GPU exists (or the build has no CUDA), every case prints "skipped: no GPU" and passes.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -195,6 +198,13 @@ TEST_CASE("MakeComputeBackend: auto always yields a backend; cpu is the CPU", "[
   REQUIRE(selection.ok());
   if (selection->backend->name() == "cpu") {
     CHECK(selection->note.rfind("compute.device auto: using the CPU (", 0) == 0);
+  }
+  if (!std::filesystem::exists("/dev/nvidiactl") &&
+      !std::filesystem::exists("/proc/driver/nvidia")) {
+    // No driver: auto returns before it would load the CUDA libraries to find out.
+    CHECK(selection->note ==
+          "compute.device auto: using the CPU (no NVIDIA driver on this machine (no "
+          "/dev/nvidiactl))");
   }
   compute.device = Device::kCpu;
   CHECK(MakeComputeBackend(compute, 0)->backend->name() == "cpu");
