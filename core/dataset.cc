@@ -2,7 +2,9 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +12,7 @@
 #include <random>
 #include <sstream>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -90,6 +93,28 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
   return data;
 }
 
+namespace {
+
+// A CSV cell as a decimal number (an optional sign, digits, a point, an exponent): not hex
+// ("0x10"), not "inf" or "nan".
+bool ParseDecimal(absl::string_view cell, float* value) {
+  cell = absl::StripAsciiWhitespace(cell);
+  if (!cell.empty() && cell.front() == '+') cell.remove_prefix(1);
+  const char* end = cell.data() + cell.size();
+  const std::from_chars_result parsed =
+      std::from_chars(cell.data(), end, *value, std::chars_format::general);
+  return !cell.empty() && parsed.ec == std::errc() && parsed.ptr == end && std::isfinite(*value);
+}
+
+// A cell as an error message shows it: its first 40 bytes, escaped.
+std::string Shown(absl::string_view cell) {
+  return cell.size() <= 40
+             ? absl::CHexEscape(cell)
+             : absl::StrCat(absl::CHexEscape(cell.substr(0, 40)), "... (", cell.size(), " bytes)");
+}
+
+}  // namespace
+
 absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
   std::ifstream in(path);
   if (!in)
@@ -109,6 +134,12 @@ absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
         return absl::InvalidArgumentError(
             absl::StrCat(path, ":", line_no, ": need at least one feature column and a target"));
       }
+      float v;
+      if (std::all_of(cells.begin(), cells.end(), [&](auto c) { return ParseDecimal(c, &v); })) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_no,
+                         ": the first line holds numbers, not a header; add one (e.g. x,y)"));
+      }
       continue;
     }
     if (cells.size() != columns) {
@@ -117,9 +148,10 @@ absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
     }
     for (size_t c = 0; c < columns; ++c) {
       float v;
-      if (!absl::SimpleAtof(absl::StripAsciiWhitespace(cells[c]), &v) || !std::isfinite(v)) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            path, ":", line_no, ": column ", c + 1, " is not a finite number: '", cells[c], "'"));
+      if (!ParseDecimal(cells[c], &v)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": column ", c + 1,
+                                                       " is not a finite decimal number: '",
+                                                       Shown(cells[c]), "'"));
       }
       (c + 1 == columns ? data.targets : data.features).push_back(v);
     }

@@ -89,13 +89,35 @@ TEST_CASE("CSV: generated linear data round-trips through WriteCsvDataset and Re
   CHECK(back->features[7] == Approx(data.features[7]).margin(1e-5));
 }
 
+TEST_CASE("ReadCsvDataset: no header, hex, control bytes and huge cells are refused plainly",
+          "[core][data]") {
+  const std::string path = TempPath("odd.csv");
+  const auto error = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    return std::string(ReadCsvDataset(path).status().message());
+  };
+  CHECK(error("1,2\n3,4\n") ==
+        path + ":1: the first line holds numbers, not a header; add one (e.g. x,y)");
+  CHECK(error("x,y\n0x10,1\n") == path + ":2: column 1 is not a finite decimal number: '0x10'");
+  CHECK(error("x,y\n1,\x1b[2J\n") ==
+        path + ":2: column 2 is not a finite decimal number: '\\x1b[2J'");
+  CHECK(error("x,y\n1," + std::string(100000, '9') + "z\n") ==
+        path + ":2: column 2 is not a finite decimal number: '" + std::string(40, '9') +
+            "... (100001 bytes)'");
+  std::ofstream(path) << "x,y\n+1.5,-2e3\n";
+  auto fine = ReadCsvDataset(path);
+  REQUIRE(fine.ok());
+  CHECK(fine->features[0] == 1.5f);
+  CHECK(fine->targets[0] == -2000.0f);
+}
+
 TEST_CASE("ReadCsvDataset: a bad cell names the file, line and column", "[core][data]") {
   const std::string path = TempPath("bad.csv");
   std::ofstream(path) << "x,y\n1,2\n3,oops\n";
   auto data = ReadCsvDataset(path);
   REQUIRE_FALSE(data.ok());
   CHECK(std::string(data.status().message()) ==
-        path + ":3: column 2 is not a finite number: 'oops'");
+        path + ":3: column 2 is not a finite decimal number: 'oops'");
   std::ofstream(path) << "x,y\n1,2,3\n";
   CHECK(std::string(ReadCsvDataset(path).status().message()).find("expected 2 columns") !=
         std::string::npos);
