@@ -25,7 +25,8 @@ std::string StartedAtPath(const RunDir& run_dir) { return run_dir.root + "/start
 
 absl::StatusOr<std::unique_ptr<RunDirLock>> RunDirLock::Acquire(const RunDir& run_dir) {
   const std::string path = run_dir.root + "/lock";
-  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  // Not O_CLOEXEC: the roles `monsoon run` starts share the lock (see the header).
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT, 0600);
   if (fd < 0) {
     return absl::PermissionDeniedError(
         absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));

@@ -12,8 +12,9 @@
 namespace monsoon {
 
 // One monsoon process at a time prepares, runs or resumes a run directory: it holds an
-// exclusive lock on RUN_DIR/lock (flock) while this object lives. The lock goes with the
-// process, so a killed launcher leaves none behind.
+// exclusive lock on RUN_DIR/lock (flock) while this object lives. The processes it starts
+// inherit the lock, so after a launcher is killed the directory stays locked until its last
+// role has written its final checkpoint and exited; then no lock is left behind.
 class RunDirLock {
  public:
   // AlreadyExists, naming the directory, when another process holds it.

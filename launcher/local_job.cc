@@ -78,7 +78,7 @@ class LocalJob {
                        "%smonsoon: %s; resuming the job from the servers' checkpoints "
                        "(reliability.server_restarts: %d left)\n",
                        newline, e.Describe().c_str(), budget->job_resumes);
-          children_.StopAll(absl::Seconds(5));  // the other servers checkpoint on the way out
+          StopAll();  // the other servers checkpoint on the way out
           MONSOON_RETURN_IF_ERROR(ResetRendezvous(run_dir_));  // this launcher holds the lock
           return StartAll(/*resume=*/true);  // the other exits were the stopped roles'
         case Action::kRestart:
@@ -96,7 +96,7 @@ class LocalJob {
           break;
         case Action::kAbort:
           std::fprintf(stderr, "%s", newline);
-          children_.StopAll(absl::Seconds(5));
+          StopAll();
           return absl::AbortedError(absl::StrCat(
               e.Describe(), "; the job was stopped",
               role.kind == RoleKind::kServer
@@ -109,7 +109,8 @@ class LocalJob {
   }
 
   int running() const { return children_.running(); }
-  void StopAll() { children_.StopAll(absl::Seconds(5)); }
+  // Waits out the roles' own deadline, so that servers can write their final checkpoints.
+  void StopAll() { children_.StopAll(kStopDeadline + absl::Seconds(5)); }
 
  private:
   static std::string RoleCommand(RoleKind kind) {
@@ -143,7 +144,9 @@ absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& r
     if (stop != nullptr && stop->load()) {
       if (tty) std::fprintf(stderr, "\n");
       job.StopAll();
-      return absl::CancelledError("interrupted: all roles stopped");
+      return absl::CancelledError(
+          absl::StrCat("interrupted: all roles stopped (continue it with: monsoon run --resume ",
+                       run_dir.root, ")"));
     }
     if (absl::Now() > deadline) {
       job.StopAll();

@@ -17,10 +17,46 @@
 
 namespace monsoon {
 
+namespace {
+
+// Signals a process only gets from outside: a person, the launcher, SLURM or the kernel's OOM
+// killer. SIGALRM ends a process that outlived its deadline after a stop signal.
+bool IsStopSignal(int signal) {
+  switch (signal) {
+    case SIGKILL:
+    case SIGTERM:
+    case SIGINT:
+    case SIGHUP:
+    case SIGQUIT:
+    case SIGUSR1:
+    case SIGALRM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+ExitKind ChildExit::kind() const {
+  if (signal != 0) return IsStopSignal(signal) ? ExitKind::kStopped : ExitKind::kCrashed;
+  if (exit_code == kExitStopped) return ExitKind::kStopped;
+  return exit_code == 0 ? ExitKind::kFinished : ExitKind::kFailed;
+}
+
 std::string ChildExit::Describe() const {
-  if (signal != 0)
-    return absl::StrCat(name, " was killed by signal ", signal, " (", strsignal(signal), ")");
-  return absl::StrCat(name, " exited with status ", exit_code);
+  switch (kind()) {
+    case ExitKind::kFinished:
+      break;
+    case ExitKind::kStopped:
+      if (signal == 0) return absl::StrCat(name, " was stopped by a signal");
+      return absl::StrCat(name, " was killed by signal ", signal, " (", strsignal(signal), ")");
+    case ExitKind::kCrashed:
+      return absl::StrCat(name, " crashed with signal ", signal, " (", strsignal(signal), ")");
+    case ExitKind::kFailed:
+      return absl::StrCat(name, " exited with status ", exit_code);
+  }
+  return absl::StrCat(name, " finished");
 }
 
 ProcessGroup::~ProcessGroup() { StopAll(absl::Seconds(2)); }
@@ -43,7 +79,7 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
   }
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);

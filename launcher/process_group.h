@@ -1,5 +1,7 @@
 // Child processes of a local job: started with their output in a log file, watched, and
-// stopped together. Children die with the launcher (PR_SET_PDEATHSIG), so none is orphaned.
+// stopped together. A child gets SIGTERM when the launcher dies (PR_SET_PDEATHSIG), so it
+// stops as it would on a stop signal (a server writes its final checkpoint) and none is
+// orphaned.
 #ifndef MONSOON_LAUNCHER_PROCESS_GROUP_H_
 #define MONSOON_LAUNCHER_PROCESS_GROUP_H_
 
@@ -15,12 +17,27 @@
 
 namespace monsoon {
 
+// The exit status of a monsoon process that stopped on a stop signal (SIGINT, SIGTERM, ...).
+inline constexpr int kExitStopped = 130;
+// A monsoon process ends at most this long after its first stop signal (then SIGALRM ends it).
+inline constexpr absl::Duration kStopDeadline = absl::Seconds(60);
+
+// How a child ended, for supervision.
+enum class ExitKind {
+  kFinished,  // exit 0
+  kStopped,   // killed by a signal sent from outside (SIGKILL, SIGTERM, SIGHUP, ...) or exited
+              // kExitStopped after a stop signal: lost, not wrong
+  kCrashed,   // ended by a signal of its own making (SIGABRT, SIGSEGV, SIGBUS, SIGFPE, ...)
+  kFailed,    // any other non-zero exit status
+};
+
 struct ChildExit {
   std::string name;
   std::string log_path;
   int exit_code = 0;  // valid when signal == 0
   int signal = 0;     // the signal that killed it, or 0
   bool ok() const { return signal == 0 && exit_code == 0; }
+  ExitKind kind() const;
   std::string Describe() const;
 };
 

@@ -27,8 +27,15 @@ RestartBudget RestartBudget::FromConfig(const JobConfig& config) {
 
 Action Decide(const RoleId& role, const ChildExit& exit, const JobConfig& config,
               RestartBudget* budget) {
-  if (exit.ok()) return Action::kNone;
-  if (exit.signal == 0) return Action::kAbort;
+  switch (exit.kind()) {
+    case ExitKind::kFinished:
+      return Action::kNone;
+    case ExitKind::kCrashed:  // a restart would run into the same bug or shortage
+    case ExitKind::kFailed:
+      return Action::kAbort;
+    case ExitKind::kStopped:
+      break;
+  }
   int* restarts = nullptr;
   switch (role.kind) {
     case RoleKind::kServer:

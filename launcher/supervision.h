@@ -38,10 +38,11 @@ struct RestartBudget {
   static RestartBudget FromConfig(const JobConfig& config);
 };
 
-// The action for `role` ending as `exit`; spends the budget it uses. A process killed by a
-// signal was lost, not wrong: a server's loss resumes the job while server_restarts last; a
-// worker or the evaluator is restarted while its restarts last, and a worker is then left
-// behind unless the config stops on a lost worker. Any other failure aborts the job.
+// The action for `role` ending as `exit`; spends the budget it uses. A process stopped from
+// outside (ExitKind::kStopped: SIGKILL, a plain kill, the OOM killer) was lost, not wrong: a
+// server's loss resumes the job while server_restarts last; a worker or the evaluator is
+// restarted while its restarts last, and a worker is then left behind unless the config stops
+// on a lost worker. A crash (SIGABRT, SIGSEGV, ...) or a failure aborts the job.
 Action Decide(const RoleId& role, const ChildExit& exit, const JobConfig& config,
               RestartBudget* budget);
 

@@ -1,6 +1,7 @@
 #include "launcher/commands/command.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <iostream>
 
@@ -17,7 +18,13 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-extern "C" void OnStopSignal(int) { g_stop.store(true); }
+// A launcher outlives its roles' deadline by enough to reap them.
+std::atomic<unsigned> g_stop_deadline_seconds{
+    static_cast<unsigned>(absl::ToInt64Seconds(kStopDeadline + absl::Seconds(15)))};
+
+extern "C" void OnStopSignal(int) {
+  if (!g_stop.exchange(true)) alarm(g_stop_deadline_seconds.load());
+}
 
 }  // namespace
 
@@ -27,9 +34,12 @@ void InstallStopSignals() {
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGUSR1, &sa, nullptr);  // SLURM's --signal warning before the time limit
+  // SIGHUP: the terminal closed or ssh dropped; SIGUSR1: SLURM's --signal warning before the
+  // time limit.
+  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1}) sigaction(signal, &sa, nullptr);
+  // A closed output pipe (monsoon run ... | head) fails the write, never the job.
+  sa.sa_handler = SIG_IGN;
+  sigaction(SIGPIPE, &sa, nullptr);
 }
 
 int Fail(const absl::Status& status, int code) {
@@ -97,7 +107,7 @@ int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume) {
   options.self_exe = SelfExePath();
   options.resume = resume;
   const absl::StatusOr<JobProgress> result = RunLocalJob(config, run_dir, options, StopFlag());
-  if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
+  if (absl::IsCancelled(result.status())) return Fail(result.status(), kExitStopped);
   if (!result.ok()) return Fail(result.status(), 1);
   PrintResult(config, run_dir, *result);
   return 0;
@@ -129,6 +139,7 @@ int RunNewJobHere(const JobConfig& config, const std::string& dir) {
 
 int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& run_dir,
             const std::string& bind_host, int gpu, bool resume) {
+  g_stop_deadline_seconds.store(absl::ToInt64Seconds(kStopDeadline));
   absl::Status s;
   switch (role.kind) {
     case RoleKind::kServer: {
@@ -156,7 +167,7 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
     s = absl::CancelledError(
         absl::StrCat(role.Describe(), " stopped by signal; after it: ", s.message()));
   }
-  if (absl::IsCancelled(s)) return Fail(s, 130);
+  if (absl::IsCancelled(s)) return Fail(s, kExitStopped);
   return s.ok() ? 0 : Fail(s, 1);
 }
 

@@ -14,6 +14,7 @@
 #include "core/job_config.h"
 #include "core/run_dir.h"
 #include "launcher/local_job.h"
+#include "launcher/process_group.h"
 #include "launcher/role_assignment.h"
 
 namespace monsoon {
@@ -32,7 +33,9 @@ void AddDevicesCommand(CLI::App& app, int* exit_code);
 void AddGenLinearCommand(CLI::App& app, int* exit_code);
 void AddRoleCommands(CLI::App& app, int* exit_code);
 
-// Set by SIGINT, SIGTERM and SIGUSR1 (InstallStopSignals); polled by the job and role loops.
+// Set by a stop signal: SIGINT, SIGTERM, SIGHUP, SIGQUIT or SIGUSR1 (InstallStopSignals);
+// polled by the job and role loops. A role still running kStopDeadline after its first stop
+// signal is ended by SIGALRM, a launcher 15 s later. SIGPIPE is ignored.
 std::atomic<bool>* StopFlag();
 void InstallStopSignals();
 

@@ -60,7 +60,7 @@ int Compare(const std::string& study_path, std::string out) {
     const StudyVariant& v = study->variants[i];
     absl::StatusOr<VariantResult> result = RunVariant(*study, i, out);
     if (absl::IsAlreadyExists(result.status())) return Fail(result.status(), 2);
-    if (absl::IsCancelled(result.status())) return Fail(result.status(), 130);
+    if (absl::IsCancelled(result.status())) return Fail(result.status(), kExitStopped);
     if (!result.ok()) {
       std::cerr << "monsoon: variant '" << v.name << "' failed: " << result.status().message()
                 << std::endl;

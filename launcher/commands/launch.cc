@@ -53,7 +53,7 @@ std::optional<int> PrepareTogether(const LaunchOptions& o, const TaskEnvironment
   const absl::Time deadline =
       absl::Now() + absl::Seconds(config->transport.rendezvous_timeout_seconds);
   while (access(run_dir.config_path().c_str(), F_OK) != 0) {
-    if (StopFlag()->load()) return 130;
+    if (StopFlag()->load()) return kExitStopped;
     if (absl::Now() > deadline) {
       return Fail(absl::DeadlineExceededError(
                       absl::StrCat("task 0 did not prepare ", run_dir.root, " within ",

@@ -9,6 +9,9 @@ namespace monsoon {
 namespace {
 
 ChildExit Killed() { return {"", "", 0, SIGKILL}; }
+ChildExit Terminated() { return {"", "", 0, SIGTERM}; }
+ChildExit StoppedOnSignal() { return {"", "", kExitStopped, 0}; }
+ChildExit Crashed() { return {"", "", 0, SIGABRT}; }
 ChildExit Failed() { return {"", "", 1, 0}; }
 ChildExit Finished() { return {"", "", 0, 0}; }
 
@@ -32,6 +35,18 @@ TEST_CASE("Decide: each role's end maps to README's action", "[launcher][supervi
        Action::kAbort},
       {"a worker killed with restarts left is restarted", worker, Killed(), async, 1, 0, 0, aut,
        Action::kRestart},
+      {"a worker sent a plain kill (SIGTERM) is restarted", worker, Terminated(), async, 1, 0, 0,
+       aut, Action::kRestart},
+      {"... also when it caught the signal and exited 130", worker, StoppedOnSignal(), async, 1, 0,
+       0, aut, Action::kRestart},
+      {"a worker that crashed (SIGABRT) stops the job, restarts or not", worker, Crashed(), async,
+       3, 0, 0, aut, Action::kAbort},
+      {"a server stopped by a plain kill resumes the job", server, StoppedOnSignal(), async, 0, 0,
+       1, aut, Action::kResumeJob},
+      {"a server that crashed stops the job", server, Crashed(), async, 0, 0, 3, aut,
+       Action::kAbort},
+      {"an evaluator that crashed stops the job", evaluator, Crashed(), async, 0, 3, 0, aut,
+       Action::kAbort},
       {"a worker killed without restarts: async carries on", worker, Killed(), async, 0, 0, 0, aut,
        Action::kContinueWithout},
       {"... unless worker_loss is stop", worker, Killed(), async, 0, 0, 0, WorkerLoss::kStop,
@@ -80,6 +95,16 @@ TEST_CASE("Decide: restarts are spent per worker, resumes per job", "[launcher][
   CHECK(Decide({RoleKind::kServer, 1}, Killed(), config, &budget) == Action::kAbort);
   CHECK(RoleId{RoleKind::kServer, 3}.ChildName() == "server-3");
   CHECK(RoleId{RoleKind::kEvaluator, 0}.ChildName() == "evaluator");
+}
+
+TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
+  CHECK(ChildExit{"worker-1", "", 0, SIGKILL}.Describe() ==
+        "worker-1 was killed by signal 9 (Killed)");
+  CHECK(ChildExit{"worker-1", "", kExitStopped, 0}.Describe() ==
+        "worker-1 was stopped by a signal");
+  CHECK(ChildExit{"server-0", "", 0, SIGSEGV}.Describe() ==
+        "server-0 crashed with signal 11 (Segmentation fault)");
+  CHECK(ChildExit{"server-0", "", 3, 0}.Describe() == "server-0 exited with status 3");
 }
 
 }  // namespace
