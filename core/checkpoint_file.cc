@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace monsoon {
 namespace {
@@ -19,7 +20,7 @@ namespace fs = std::filesystem;
 
 // The last byte is the format version of what ParameterServer writes; 2 added the sync
 // round's epoch (the learning-rate schedule's). Files of another version read as damaged.
-constexpr char kMagic[12] = {'M', 'O', 'N', 'S', 'O', 'O', 'N', 'C', 'K', 'P', 'T', '\2'};
+constexpr char kMagic[12] = {'M', 'O', 'N', 'S', 'O', 'O', 'N', 'C', 'K', 'P', 'T', '\3'};
 constexpr char kEnd[4] = {'C', 'E', 'N', 'D'};
 constexpr size_t kTrailerBytes = sizeof(uint64_t) + sizeof(uint32_t) + sizeof(kEnd);
 constexpr char kPrefix[] = "ckpt-";
@@ -170,9 +171,15 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> CheckpointReader::Open(const s
   const uint64_t size = fs::file_size(path, ec);
   if (ec || size < sizeof(kMagic) + kTrailerBytes) return damaged("too short");
   char magic[sizeof(kMagic)];
+  const size_t version_at = sizeof(kMagic) - 1;
   if (std::fread(magic, 1, sizeof(magic), file) != sizeof(magic) ||
-      std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+      std::memcmp(magic, kMagic, version_at) != 0) {
     return damaged("not a Monsoon checkpoint (bad magic)");
+  }
+  if (magic[version_at] != kMagic[version_at]) {
+    return damaged(absl::StrCat("format ", static_cast<int>(magic[version_at]),
+                                ", from another version of monsoon (this one reads format ",
+                                static_cast<int>(kMagic[version_at]), ")"));
   }
   // One pass over the whole file for the checksum, then back to the payload's start.
   const uint64_t payload_bytes = size - sizeof(kMagic) - kTrailerBytes;
@@ -226,12 +233,15 @@ absl::Status CheckpointReader::Finish() const {
 
 absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenNewestCheckpoint(
     const std::string& dir, std::vector<std::string>* skipped) {
-  for (const std::string& path : ListCheckpoints(dir)) {
+  const std::vector<std::string> paths = ListCheckpoints(dir);
+  if (paths.empty()) return absl::NotFoundError(absl::StrCat("no checkpoint in ", dir));
+  for (const std::string& path : paths) {
     auto reader = CheckpointReader::Open(path);
     if (reader.ok()) return reader;
     skipped->push_back(std::string(reader.status().message()));
   }
-  return absl::NotFoundError(absl::StrCat("no usable checkpoint in ", dir));
+  return absl::DataLossError(
+      absl::StrCat("no checkpoint in ", dir, " verifies: ", absl::StrJoin(*skipped, "; ")));
 }
 
 }  // namespace monsoon

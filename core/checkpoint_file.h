@@ -4,7 +4,7 @@
 //
 //   DIR/ckpt-00000001.bin, DIR/ckpt-00000002.bin, ...   (the highest number is the newest)
 //
-// File layout: "MONSOONCKPT\1" (12 bytes), the payload (fields written by the caller, raw
+// File layout: "MONSOONCKPT\3" (12 bytes), the payload (fields written by the caller, raw
 // little-endian), then the trailer: u64 payload length, u32 CRC-32 of every byte before the
 // trailer, "CEND".
 #ifndef MONSOON_CORE_CHECKPOINT_FILE_H_
@@ -119,7 +119,8 @@ class CheckpointReader {
 std::vector<std::string> ListCheckpoints(const std::string& dir);
 
 // Opens the newest checkpoint of DIR that verifies; each newer one that does not is described
-// in *skipped ("PATH: reason"). NotFound when DIR holds no usable checkpoint.
+// in *skipped ("PATH: reason"). NotFound when DIR holds no checkpoint; DataLoss, naming each
+// file and what is wrong with it, when none of them verifies.
 absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenNewestCheckpoint(
     const std::string& dir, std::vector<std::string>* skipped);
 

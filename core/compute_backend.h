@@ -77,7 +77,8 @@ class ComputeBackend {
   // Writes dlogits = (softmax - onehot) / rows, the gradient of the batch-mean loss.
   virtual LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,
                                          int classes, float* dlogits) = 0;
-  // Mean squared error 0.5 * ||pred - target||^2 per row; dpred = (pred - target) / rows.
+  // The loss named mean_squared_error: 0.5 * ||pred - target||^2 per row (half the usual MSE),
+  // summed over rows; dpred = (pred - target) / rows.
   virtual LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
                                       float* dpred) = 0;
   // y += alpha * x.

@@ -120,7 +120,9 @@ void VisitJobAndData(JobConfig& c, V& v) {
                                 ? LossType::kMeanSquaredError
                                 : LossType::kSoftmaxCrossEntropy);
     v.Field("loss", &c.model.loss, kLossNames,
-            Doc("`mean_squared_error` for linear regression, else softmax cross-entropy")
+            Doc("`mean_squared_error` for linear regression, else softmax cross-entropy. "
+                "`mean_squared_error` is ½‖prediction − target‖² per example, averaged: half "
+                "the usual MSE, as the losses in every log, CSV and summary report it")
                 .Default("by type"));
   });
   v.Section("data", "", [&] {

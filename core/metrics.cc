@@ -40,30 +40,42 @@ MetricsRow ParseMetricsRow(absl::string_view header, absl::string_view line) {
   return row;
 }
 
+// The part of a continued CSV `text` (which starts with `header`) to keep: every complete row
+// up to the first whose `step` exceeds `last_step`. *last is set to the last row kept.
+absl::string_view KeptRows(absl::string_view text, absl::string_view header,
+                           std::optional<double> last_step, MetricsRow* last) {
+  const absl::string_view columns = header.substr(0, header.size() - 1);
+  size_t end = header.size();
+  for (size_t next; (next = text.find('\n', end)) != absl::string_view::npos; end = next + 1) {
+    MetricsRow row = ParseMetricsRow(columns, text.substr(end, next - end));
+    const std::optional<double> step = row.Find("step");
+    if (last_step.has_value() && step.has_value() && *step > *last_step) break;
+    *last = std::move(row);
+  }
+  return text.substr(0, end);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> CsvMetricsWriter::Create(
-    const std::string& path, const std::vector<std::string>& columns) {
+    const std::string& path, const std::vector<std::string>& columns,
+    std::optional<double> last_step) {
   const std::string header = absl::StrJoin(columns, ",") + "\n";
   std::string existing;
   {
     std::ifstream in(path, std::ios::binary);
     if (in) existing.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
-  // A restarted role continues its own file; a row torn by a kill is cut off first.
+  // A restarted role continues its own file; a row torn by a kill, and rows of steps about to
+  // be replayed, are cut off first.
   const bool resume = existing.rfind(header, 0) == 0;
   MetricsRow last;
   if (resume) {
-    const absl::string_view kept = absl::string_view(existing).substr(0, existing.rfind('\n') + 1);
+    const absl::string_view kept = KeptRows(existing, header, last_step, &last);
     if (kept.size() < existing.size() &&
         truncate(path.c_str(), static_cast<off_t>(kept.size())) != 0) {
       return absl::PermissionDeniedError(
           absl::StrCat("cannot repair ", path, ": ", std::strerror(errno)));
-    }
-    if (kept.size() > header.size()) {  // a row after the header
-      const size_t begin = kept.rfind('\n', kept.size() - 2) + 1;
-      last = ParseMetricsRow(absl::string_view(header).substr(0, header.size() - 1),
-                             kept.substr(begin, kept.size() - 1 - begin));
     }
   }
   std::FILE* f = std::fopen(path.c_str(), resume ? "a" : "w");

@@ -75,9 +75,11 @@ absl::StatusOr<std::optional<Row>> RowFrom(const MetricsRow& parsed, absl::strin
 class CsvMetricsWriter {
  public:
   // Creates `path` with the header, or, when it already starts with this header (a restarted
-  // role), appends to it after cutting off a last row left incomplete.
+  // role), appends to it after cutting off a last row left incomplete and, given `last_step`,
+  // every row from the first whose `step` column exceeds it (steps about to be replayed).
   static absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> Create(
-      const std::string& path, const std::vector<std::string>& columns);
+      const std::string& path, const std::vector<std::string>& columns,
+      std::optional<double> last_step = std::nullopt);
   ~CsvMetricsWriter();
   CsvMetricsWriter(const CsvMetricsWriter&) = delete;  // it owns a file
   CsvMetricsWriter& operator=(const CsvMetricsWriter&) = delete;

@@ -1,9 +1,12 @@
 #include "core/run_dir.h"
 
 #include <filesystem>
+#include <random>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
@@ -19,6 +22,38 @@ absl::Status RunDir::Create() const {
       return absl::PermissionDeniedError(absl::StrCat("cannot create ", d, ": ", ec.message()));
   }
   return absl::OkStatus();
+}
+
+absl::Status CreateRunId(const RunDir& dir) {
+  std::random_device entropy;  // the kernel's random source
+  const uint64_t id = (static_cast<uint64_t>(entropy()) << 32) | entropy();
+  return WriteFileAtomically(dir.run_id_path(), absl::StrFormat("%016x\n", id));
+}
+
+absl::StatusOr<uint64_t> ReadRunId(const RunDir& dir) {
+  auto text = ReadFile(dir.run_id_path());
+  if (absl::IsNotFound(text.status())) {
+    return absl::NotFoundError(
+        absl::StrCat(dir.run_id_path(), " is missing: the run was not prepared by this monsoon"));
+  }
+  MONSOON_RETURN_IF_ERROR(text.status());
+  uint64_t id = 0;
+  if (!absl::SimpleHexAtoi(absl::StripAsciiWhitespace(*text), &id)) {
+    return absl::DataLossError(absl::StrCat(dir.run_id_path(), " is malformed"));
+  }
+  return id;
+}
+
+absl::Status MarkServerFinished(const RunDir& dir, int index) {
+  return WriteFileAtomically(dir.finished_path(index), "");
+}
+
+bool ServersFinished(const RunDir& dir, int servers) {
+  for (int j = 0; j < servers; ++j) {
+    std::error_code ec;
+    if (!fs::exists(dir.finished_path(j), ec)) return false;
+  }
+  return true;
 }
 
 absl::Status PublishServerAddress(const RunDir& dir, int index, const std::string& address) {

@@ -3,8 +3,11 @@
 //
 //   RUN_DIR/config.yaml            resolved job config (every role reads it)
 //   RUN_DIR/token                  per-job secret, mode 0600 (or $MONSOON_JOB_TOKEN)
+//   RUN_DIR/run_id                 the run's random identity (16 hex digits), stamped into
+//                                  its checkpoints so that no other run's are taken
 //   RUN_DIR/checkpoints/server-J/  server J's checkpoints (core/checkpoint_file.h)
 //   RUN_DIR/rendezvous/server-J    "host:port" of server J, published atomically
+//   RUN_DIR/rendezvous/finished-server-J   server J has finished training (cleared on resume)
 //   RUN_DIR/metrics/*.csv          per-role metrics (worker-I, server-J, evaluator) and each
 //                                  server's staleness-server-J and ledger-server-J tables
 //   RUN_DIR/logs/*.log             per-role logs
@@ -27,9 +30,13 @@ struct RunDir {
 
   std::string config_path() const { return root + "/config.yaml"; }
   std::string token_path() const { return root + "/token"; }
+  std::string run_id_path() const { return root + "/run_id"; }
   std::string rendezvous_dir() const { return root + "/rendezvous"; }
   std::string rendezvous_path(int server) const {
     return rendezvous_dir() + "/server-" + std::to_string(server);
+  }
+  std::string finished_path(int server) const {
+    return rendezvous_dir() + "/finished-server-" + std::to_string(server);
   }
   std::string metrics_dir() const { return root + "/metrics"; }
   std::string worker_metrics_path(int worker) const { return MetricsFile("worker-", worker); }
@@ -54,6 +61,16 @@ struct RunDir {
     return metrics_dir() + "/" + prefix + std::to_string(index) + ".csv";
   }
 };
+
+// Gives a new run its random identity (RUN_DIR/run_id).
+absl::Status CreateRunId(const RunDir& dir);
+// The run's identity; NotFound (naming the file) for a run without one.
+absl::StatusOr<uint64_t> ReadRunId(const RunDir& dir);
+
+// Marks server `index` as finished: training ended and its final checkpoint is written.
+absl::Status MarkServerFinished(const RunDir& dir, int index);
+// Whether all `servers` servers of the run have finished.
+bool ServersFinished(const RunDir& dir, int servers);
 
 // Publishes server `index`'s address.
 absl::Status PublishServerAddress(const RunDir& dir, int index, const std::string& address);

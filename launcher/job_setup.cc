@@ -11,6 +11,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "core/job_secrets.h"
@@ -20,6 +21,7 @@ namespace monsoon {
 namespace {
 
 std::string StartedAtPath(const RunDir& run_dir) { return run_dir.root + "/started_at"; }
+std::string WallSecondsPath(const RunDir& run_dir) { return run_dir.root + "/wall_seconds"; }
 
 }  // namespace
 
@@ -64,6 +66,7 @@ absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(const JobConfig& confi
         ") and holds no Monsoon run; choose a new or empty --run-dir"));
   }
   MONSOON_RETURN_IF_ERROR(run_dir.Create());
+  MONSOON_RETURN_IF_ERROR(CreateRunId(run_dir));
   MONSOON_RETURN_IF_ERROR(CreateJobToken(run_dir).status());
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(StartedAtPath(run_dir),
                                               absl::StrCat(absl::ToUnixMicros(absl::Now()), "\n")));
@@ -106,6 +109,22 @@ absl::StatusOr<std::string> CreateUniqueDir(const std::string& parent, const std
   }
   return absl::ResourceExhaustedError(
       absl::StrCat("1000 directories ", parent, "/", name, "-N exist already"));
+}
+
+absl::StatusOr<double> EarlierWallSeconds(const RunDir& run_dir) {
+  const std::string path = WallSecondsPath(run_dir);
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (absl::IsNotFound(text.status())) return 0.0;
+  MONSOON_RETURN_IF_ERROR(text.status());
+  double seconds = 0;
+  if (!absl::SimpleAtod(absl::StripAsciiWhitespace(*text), &seconds) || !(seconds >= 0)) {
+    return absl::DataLossError(absl::StrCat(path, " is malformed"));
+  }
+  return seconds;
+}
+
+absl::Status RecordWallSeconds(const RunDir& run_dir, double total_seconds) {
+  return WriteFileAtomically(WallSecondsPath(run_dir), absl::StrFormat("%.3f\n", total_seconds));
 }
 
 absl::StatusOr<double> SecondsSincePrepared(const RunDir& run_dir) {

@@ -49,6 +49,11 @@ absl::StatusOr<std::string> CreateUniqueDir(const std::string& parent, const std
 // Seconds since PrepareRunDir ran for this directory.
 absl::StatusOr<double> SecondsSincePrepared(const RunDir& run_dir);
 
+// The wall-clock seconds the run's earlier `monsoon run` invocations spent on it (0 for a new
+// run), as recorded by RecordWallSeconds (RUN_DIR/wall_seconds).
+absl::StatusOr<double> EarlierWallSeconds(const RunDir& run_dir);
+absl::Status RecordWallSeconds(const RunDir& run_dir, double total_seconds);
+
 }  // namespace monsoon
 
 #endif  // MONSOON_LAUNCHER_JOB_SETUP_H_

@@ -126,19 +126,19 @@ class LocalJob {
   std::map<std::string, RoleId> roles_;  // child name -> role
 };
 
-}  // namespace
-
-absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& run_dir,
-                                        const LocalJobOptions& options,
-                                        const std::atomic<bool>* stop) {
+// Runs the job until every role has ended, showing its progress and recording the run's wall
+// time as it goes (earlier_wall: the run's earlier invocations); an error ends it.
+absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
+                      const LocalJobOptions& options, const std::atomic<bool>* stop,
+                      absl::Time start, double earlier_wall) {
   LocalJob job(config, run_dir, options);
   MONSOON_RETURN_IF_ERROR(job.StartAll(options.resume));
   RestartBudget budget = RestartBudget::FromConfig(config);
   const bool tty = isatty(STDERR_FILENO);
-  const absl::Time start = absl::Now();
   // Children enforce training.timeout_seconds themselves; this margin catches a stuck one.
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds + 30);
   absl::Time next_progress = start + options.progress_interval;
+  auto elapsed = [&] { return absl::ToDoubleSeconds(absl::Now() - start); };
   while (job.running() > 0) {
     MONSOON_RETURN_IF_ERROR(job.Supervise(&budget, tty));
     if (stop != nullptr && stop->load()) {
@@ -155,16 +155,30 @@ absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& r
           " s (training.timeout_seconds): all roles stopped; see ", run_dir.logs_dir()));
     }
     if (absl::Now() >= next_progress) {
-      const std::string line =
-          TimedProgressLine(config, run_dir, absl::ToDoubleSeconds(absl::Now() - start));
+      const std::string line = TimedProgressLine(config, run_dir, elapsed());
       std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
+      MONSOON_RETURN_IF_ERROR(RecordWallSeconds(run_dir, earlier_wall + elapsed()));
       next_progress += options.progress_interval;
     }
     absl::SleepFor(absl::Milliseconds(100));
   }
-  const double wall = absl::ToDoubleSeconds(absl::Now() - start);
   std::fprintf(stderr, tty ? "\r%s\033[K\n" : "%s\n",
-               TimedProgressLine(config, run_dir, wall).c_str());
+               TimedProgressLine(config, run_dir, elapsed()).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& run_dir,
+                                        const LocalJobOptions& options,
+                                        const std::atomic<bool>* stop) {
+  // wall_seconds in summary.json covers every invocation of a resumed run.
+  MONSOON_ASSIGN_OR_RETURN(const double earlier, EarlierWallSeconds(run_dir));
+  const absl::Time start = absl::Now();
+  const absl::Status ended = RunToEnd(config, run_dir, options, stop, start, earlier);
+  const double wall = earlier + absl::ToDoubleSeconds(absl::Now() - start);
+  MONSOON_RETURN_IF_ERROR(RecordWallSeconds(run_dir, wall));
+  MONSOON_RETURN_IF_ERROR(ended);
   return WriteSummary(config, run_dir, wall);
 }
 

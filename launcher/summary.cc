@@ -1,6 +1,7 @@
 #include "launcher/summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -86,6 +87,21 @@ std::string ProgressLine(const JobConfig& config, const absl::StatusOr<JobProgre
     }
   }
   return line;
+}
+
+std::optional<std::string> CollapseWarning(const JobConfig& config, const JobProgress& p) {
+  if (!p.has_eval || config.model.loss != LossType::kSoftmaxCrossEntropy) return std::nullopt;
+  const double classes = config.model.output_dim;
+  if (p.test_accuracy > 1 / classes + 0.02 && std::isfinite(p.test_loss)) return std::nullopt;
+  return absl::StrFormat(
+      "training ended at chance level: test accuracy %.4f for %d classes (chance %.4f), test "
+      "loss %.4f (a uniform guess scores ln %d = %.4f). The weights learned nothing useful: "
+      "the learning rate is too high for this many workers (each step is stale by about as "
+      "many pushes as there are workers) or training diverged; try a lower "
+      "optimizer.learning_rate, training.learning_rate_schedule: cosine, fewer workers or "
+      "algorithm: sync",
+      p.test_accuracy, config.model.output_dim, 1 / classes, p.test_loss, config.model.output_dim,
+      std::log(classes));
 }
 
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,

@@ -3,6 +3,7 @@
 #ifndef MONSOON_LAUNCHER_SUMMARY_H_
 #define MONSOON_LAUNCHER_SUMMARY_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -34,6 +35,11 @@ std::string ProgressLine(const JobConfig& config, const absl::StatusOr<JobProgre
 // checkpoint). Else FailedPrecondition naming the first server that did not get there: still
 // running, or killed, stopped by a signal or out of time.
 absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir);
+
+// For a classification job whose final test accuracy is within 2 points of chance (1 /
+// classes), or whose test loss is not finite: a warning that training collapsed, with the
+// figures and what to try. nullopt otherwise.
+std::optional<std::string> CollapseWarning(const JobConfig& config, const JobProgress& progress);
 
 // Writes RUN_DIR/summary.json (and params.bin when no evaluator wrote it) and returns the
 // figures it reports: those of the final weights. FailedPrecondition, and nothing written,

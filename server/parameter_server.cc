@@ -434,7 +434,8 @@ std::vector<LedgerEntry> ParameterServer::Ledger() const {
 }
 
 CheckpointHeader ParameterServer::Header() const {
-  return {index_, plan_.fingerprint(), static_cast<int64_t>(rules_.algorithm),
+  return {rules_.run_id,         index_,
+          plan_.fingerprint(),   static_cast<int64_t>(rules_.algorithm),
           membership_.workers(), static_cast<int64_t>(chunks_.size())};
 }
 

@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/job_config.h"
 
 namespace monsoon {
@@ -34,6 +35,11 @@ absl::Status LoadArchive::Int(int* value) {
 
 absl::Status CheckHeader(const CheckpointHeader& h, const CheckpointHeader& e,
                          const std::string& path) {
+  if (h.run_id != e.run_id) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("checkpoint %s belongs to another run (run id %016x; this run is %016x)",
+                        path, h.run_id, e.run_id));
+  }
   if (h.server_index == e.server_index && h.plan_fingerprint == e.plan_fingerprint &&
       h.algorithm == e.algorithm && h.workers == e.workers && h.chunks == e.chunks) {
     return absl::OkStatus();
@@ -46,18 +52,16 @@ absl::Status CheckHeader(const CheckpointHeader& h, const CheckpointHeader& e,
                    " workers, plan ", e.plan_fingerprint));
 }
 
-absl::StatusOr<uint64_t> ReadCheckpointWeights(const std::string& dir,
+absl::StatusOr<uint64_t> ReadCheckpointWeights(CheckpointReader* in,
                                                const CheckpointHeader& expected,
-                                               const ShardingPlan& plan, absl::Span<float> weights,
-                                               std::vector<std::string>* skipped) {
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> in,
-                           OpenNewestCheckpoint(dir, skipped));
+                                               const ShardingPlan& plan,
+                                               absl::Span<float> weights) {
   CheckpointHeader header;
   MONSOON_RETURN_IF_ERROR(in->Pod(&header));
   MONSOON_RETURN_IF_ERROR(CheckHeader(header, expected, in->path()));
   std::vector<uint64_t> incarnations;
   MONSOON_RETURN_IF_ERROR(in->Vector(expected.workers, &incarnations));
-  LoadArchive archive(in.get());
+  LoadArchive archive(in);
   uint64_t min_version = std::numeric_limits<uint64_t>::max();
   for (const Chunk& c : plan.ChunksOf(static_cast<int>(expected.server_index))) {
     uint64_t version = 0;

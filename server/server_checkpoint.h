@@ -20,6 +20,7 @@ namespace monsoon {
 
 // Identifies what a checkpoint belongs to; a server refuses any other.
 struct CheckpointHeader {
+  uint64_t run_id;  // RUN_DIR/run_id: no other run's checkpoint is taken
   int64_t server_index;
   uint64_t plan_fingerprint;
   int64_t algorithm;
@@ -108,13 +109,12 @@ absl::Status VisitChunk(Archive& a, ChunkRecord& r, const ChunkSizes& sizes) {
 absl::Status CheckHeader(const CheckpointHeader& found, const CheckpointHeader& expected,
                          const std::string& path);
 
-// Server `index`'s final weights from its newest checkpoint in `dir` into `weights` (the whole
-// flat vector, plan.num_params() floats), without building a server; each newer damaged file
-// is described in *skipped. Returns the smallest chunk version. NotFound when there is none.
-absl::StatusOr<uint64_t> ReadCheckpointWeights(const std::string& dir,
+// The weights of server `expected.server_index`'s checkpoint `in` into `weights` (the whole
+// flat vector, plan.num_params() floats), without building a server. Returns the smallest
+// chunk version.
+absl::StatusOr<uint64_t> ReadCheckpointWeights(CheckpointReader* in,
                                                const CheckpointHeader& expected,
-                                               const ShardingPlan& plan, absl::Span<float> weights,
-                                               std::vector<std::string>* skipped);
+                                               const ShardingPlan& plan, absl::Span<float> weights);
 
 }  // namespace monsoon
 

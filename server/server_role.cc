@@ -49,30 +49,43 @@ uint64_t PeakRssBytes() {
   return static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux reports KiB
 }
 
-// Loads server `index`'s newest checkpoint that verifies into *logic, reporting each damaged
-// one it skips; returns its path, or NotFound when the server has none.
-absl::StatusOr<std::string> LoadNewestCheckpoint(const RunDir& run_dir, int index,
-                                                 ParameterServer* logic) {
+// Opens server `index`'s newest checkpoint that verifies, reporting each damaged one it skips.
+// NotFound when the server has none; DataLoss when none verifies.
+absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenServerCheckpoint(const RunDir& run_dir,
+                                                                       int index) {
   std::vector<std::string> skipped;
   auto reader = OpenNewestCheckpoint(run_dir.checkpoint_dir(index), &skipped);
-  for (const std::string& why : skipped) {
-    LOG(WARNING) << "server " << index << ": " << why << "; trying the previous one";
-  }
   if (!reader.ok()) return reader.status();
-  MONSOON_RETURN_IF_ERROR(logic->LoadCheckpoint(reader->get()));
-  return (*reader)->path();
+  for (const std::string& why : skipped) {
+    LOG(WARNING) << "server " << index << ": " << why << "; took the previous one";
+  }
+  return reader;
 }
 
-// A server with no checkpoint yet starts from the initial weights.
+// The weights in server `expected.server_index`'s newest checkpoint that verifies; returns its
+// smallest chunk version. NotFound when the server left none.
+absl::StatusOr<uint64_t> ReadServerWeights(const RunDir& run_dir, const CheckpointHeader& expected,
+                                           const ShardingPlan& plan, absl::Span<float> weights) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointReader> reader,
+                           OpenServerCheckpoint(run_dir, expected.server_index));
+  return ReadCheckpointWeights(reader.get(), expected, plan, weights);
+}
+
+// A server that never wrote a checkpoint starts from the initial weights. One whose
+// checkpoints are all damaged, or belong to another run or job layout, is refused.
 absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
-  auto path = LoadNewestCheckpoint(run_dir, index, logic);
-  if (absl::IsNotFound(path.status())) {
+  auto reader = OpenServerCheckpoint(run_dir, index);
+  if (absl::IsNotFound(reader.status())) {
     LOG(INFO) << "server " << index << ": no checkpoint in " << run_dir.checkpoint_dir(index)
               << "; resuming from the initial weights";
     return absl::OkStatus();
   }
-  if (!path.ok()) return path.status();
-  LOG(INFO) << "server " << index << ": resumed from " << *path;
+  absl::Status s = reader.status();
+  if (s.ok()) s = logic->LoadCheckpoint(reader->get());
+  if (!s.ok()) {
+    return absl::Status(s.code(), absl::StrCat("server ", index, " cannot resume: ", s.message()));
+  }
+  LOG(INFO) << "server " << index << ": resumed from " << (*reader)->path();
   return absl::OkStatus();
 }
 
@@ -193,9 +206,10 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), absl::StrCat("server-", options.index),
                     kTraceServerPid + options.index, absl::StrCat("server ", options.index),
                     {"server"}));
-  ParameterServer logic(options.index, plan, config.model, config.seed,
-                        ServerRules::FromConfig(config), config.cluster.workers,
-                        config.cluster.evaluator);
+  ServerRules rules = ServerRules::FromConfig(config);
+  MONSOON_ASSIGN_OR_RETURN(rules.run_id, ReadRunId(run_dir));
+  ParameterServer logic(options.index, plan, config.model, config.seed, rules,
+                        config.cluster.workers, config.cluster.evaluator);
   if (options.resume) {
     MONSOON_RETURN_IF_ERROR(Traced(trace.get(), 0, "restore checkpoint",
                                    [&] { return Restore(run_dir, options.index, &logic); }));
@@ -213,30 +227,34 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   const ServerRun run{config, run_dir, options.index, logic, trace.get(), metrics.get()};
   MONSOON_ASSIGN_OR_RETURN(const absl::Status result, Serve(run, stop));
   server->Shutdown();
-  return FinishServing(run, result);
+  MONSOON_RETURN_IF_ERROR(FinishServing(run, result));
+  return MarkServerFinished(run_dir, options.index);
 }
 
 absl::StatusOr<CheckpointedWeights> WeightsFromCheckpoints(const JobConfig& config,
                                                            const RunDir& run_dir) {
   MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
+  MONSOON_ASSIGN_OR_RETURN(const uint64_t run_id, ReadRunId(run_dir));
   CheckpointedWeights result;
   result.weights.resize(plan.num_params());
   result.global_step = std::numeric_limits<uint64_t>::max();
   for (int j = 0; j < config.cluster.servers; ++j) {
-    const CheckpointHeader expected{
-        j, plan.fingerprint(), static_cast<int64_t>(config.training.algorithm),
-        config.cluster.workers, static_cast<int64_t>(plan.ChunksOf(j).size())};
-    std::vector<std::string> skipped;
-    const absl::StatusOr<uint64_t> version = ReadCheckpointWeights(
-        run_dir.checkpoint_dir(j), expected, plan, absl::MakeSpan(result.weights), &skipped);
-    for (const std::string& why : skipped) {
-      LOG(WARNING) << "server " << j << ": " << why << "; trying the previous one";
-    }
+    const CheckpointHeader expected{run_id,
+                                    j,
+                                    plan.fingerprint(),
+                                    static_cast<int64_t>(config.training.algorithm),
+                                    config.cluster.workers,
+                                    static_cast<int64_t>(plan.ChunksOf(j).size())};
+    const absl::StatusOr<uint64_t> version =
+        ReadServerWeights(run_dir, expected, plan, absl::MakeSpan(result.weights));
     if (absl::IsNotFound(version.status())) {
       return absl::NotFoundError(
           absl::StrCat("server ", j, " left no checkpoint in ", run_dir.checkpoint_dir(j)));
     }
-    if (!version.ok()) return version.status();
+    if (!version.ok()) {
+      return absl::Status(version.status().code(),
+                          absl::StrCat("server ", j, ": ", version.status().message()));
+    }
     result.global_step = std::min(result.global_step, *version);
   }
   return result;

@@ -25,6 +25,9 @@ struct ServerRules {
   // too (it died before connecting, say); it may still join later.
   absl::Duration join_timeout = absl::Seconds(300);
   bool stop_on_worker_loss = false;
+  // The run this server belongs to (RUN_DIR/run_id): stamped into its checkpoints, and a
+  // checkpoint with another is refused.
+  uint64_t run_id = 0;
 
   static ServerRules FromConfig(const JobConfig& config);
 };

@@ -106,10 +106,13 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                                                      {ClientRole::kWorker, index, NewIncarnation()},
                                                      stop);
                            }));
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
-                           CsvMetricsWriter::Create(run_dir.worker_metrics_path(index),
-                                                    ColumnNames<WorkerMetricsRow>()));
-  // A restarted worker carries on from the last row its earlier processes wrote.
+  // A restarted worker replays the steps after its resume point: their rows go, and it carries
+  // on from the last row its earlier processes wrote before them.
+  MONSOON_ASSIGN_OR_RETURN(const ResumePoint resume, conn.client->Resume());
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<CsvMetricsWriter> metrics,
+      CsvMetricsWriter::Create(run_dir.worker_metrics_path(index), ColumnNames<WorkerMetricsRow>(),
+                               static_cast<double>(resume.position.step)));
   MONSOON_ASSIGN_OR_RETURN(
       const std::optional<WorkerMetricsRow> last,
       RowFrom<WorkerMetricsRow>(metrics->continued_from(), run_dir.worker_metrics_path(index)));
@@ -119,7 +122,16 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
             << backend->name();
   TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get(),
                         trace.get(), earlier);
-  MONSOON_ASSIGN_OR_RETURN(WorkerReport report, worker.Run(stop));
+  absl::StatusOr<WorkerReport> trained = worker.Run(stop);
+  if (!trained.ok() && ServersFinished(run_dir, config.cluster.servers)) {
+    // Stalled (SIGSTOP, a frozen VM) past the servers' peer timeout, it woke to a job that
+    // finished without it: the servers gave it up and counted it lost.
+    LOG(WARNING) << "worker " << index << ": the job finished without this worker (the servers "
+                 << "gave it up while it was not running); it ran into: "
+                 << trained.status().message();
+    return absl::OkStatus();
+  }
+  MONSOON_ASSIGN_OR_RETURN(WorkerReport report, std::move(trained));
   if (trace != nullptr) MONSOON_RETURN_IF_ERROR(trace->status());
   LOG(INFO) << "worker " << index << " done: " << report.steps << " steps, " << report.samples
             << " samples, " << report.pushes << " pushes in " << report.wall_seconds

@@ -100,6 +100,9 @@ void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgre
   }
   if (p.has_eval) std::cerr << "final test loss " << p.test_loss << "; ";
   std::cerr << "summary in " << run_dir.summary_path() << std::endl;
+  if (const std::optional<std::string> w = CollapseWarning(config, p)) {
+    std::cerr << "monsoon: warning: " << *w << std::endl;
+  }
 }
 
 int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume) {

@@ -95,6 +95,35 @@ TEST_CASE("Checkpoint files: a damaged newest checkpoint is named and the previo
   CHECK(skipped[0].find("ckpt-00000002.bin is damaged") != std::string::npos);
 }
 
+TEST_CASE("Checkpoint files: when none verifies, each is named and none is used",
+          "[checkpoint]") {
+  const std::string dir = FreshDir("all_damaged");
+  const std::string older = WriteNumbered(dir, 1, 100);
+  const std::string newer = WriteNumbered(dir, 2, 100);
+  FlipByte(older, 12 + 40);
+  fs::resize_file(newer, fs::file_size(newer) - 10);
+  std::vector<std::string> skipped;
+  auto none = OpenNewestCheckpoint(dir, &skipped);
+  REQUIRE(absl::IsDataLoss(none.status()));
+  const std::string message(none.status().message());
+  CHECK(message.find("no checkpoint in " + dir + " verifies") != std::string::npos);
+  CHECK(message.find("ckpt-00000001.bin is damaged: checksum") != std::string::npos);
+  CHECK(message.find("ckpt-00000002.bin is damaged") != std::string::npos);
+}
+
+TEST_CASE("Checkpoint files: another format version is named as such", "[checkpoint]") {
+  const std::string path = WriteNumbered(FreshDir("format"), 1, 10);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(11);
+    f.put('\2');
+  }
+  auto in = CheckpointReader::Open(path);
+  REQUIRE(absl::IsDataLoss(in.status()));
+  CHECK(std::string(in.status().message()).find("format 2, from another version of monsoon") !=
+        std::string::npos);
+}
+
 TEST_CASE("Checkpoint files: reading past the payload or leaving some unread is an error",
           "[checkpoint]") {
   const std::string dir = FreshDir("bounds");

@@ -45,6 +45,29 @@ TEST_CASE("Metrics rows: a struct written is the struct read back", "[core][metr
   CHECK(!none->has_value());
 }
 
+TEST_CASE("Metrics files: a continued file loses its torn row and the steps to be replayed",
+          "[core][metrics]") {
+  const std::string path = TempPath("continued.csv");
+  std::ofstream(path) << "step,loss\n1,0.5\n2,0.4\n3,0.3\n4,0.2\n5,0.";  // torn by a kill
+  {
+    auto writer = CsvMetricsWriter::Create(path, ColumnNames<TestRow>(), /*last_step=*/2);
+    REQUIRE(writer.ok());
+    CHECK((*writer)->continued_from().Find("loss") == 0.4);
+    REQUIRE((*writer)->Append(RowValues(TestRow{3, 0.35})).ok());  // the replayed step 3
+  }
+  auto rows = ReadRows<TestRow>(path);
+  REQUIRE(rows.ok());
+  std::vector<double> steps;
+  for (const TestRow& r : *rows) steps.push_back(r.step);
+  CHECK(steps == std::vector<double>{1, 2, 3});  // each step once
+  CHECK(rows->back().loss == 0.35);
+  // Without last_step only the torn row goes.
+  std::ofstream(path) << "step,loss\n1,0.5\n2,0.4\n3,0.";
+  auto writer = CsvMetricsWriter::Create(path, ColumnNames<TestRow>());
+  REQUIRE(writer.ok());
+  CHECK((*writer)->continued_from().Find("step") == 2);
+}
+
 TEST_CASE("Metrics rows: a missing column is NotFound naming it", "[core][metrics]") {
   const std::string path = TempPath("renamed.csv");
   std::ofstream(path) << "step,losses\n1,0.5\n";

@@ -13,4 +13,6 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc"
   && pass "accuracy $acc >= 0.85" || fail "accuracy $acc < 0.85"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 180 else 1)" "$wall" \
   && pass "wall time ${wall}s <= 180" || fail "wall time ${wall}s > 180"
+grep -q "chance level" "$WORK/out.txt" && fail "the default job warned of a collapse" \
+  || pass "no collapse warning"
 finish

@@ -223,4 +223,14 @@ env -u SLURM_JOB_ID -u SLURM_STEP_ID timeout 120 "$MONSOON" launch configs/linea
   --run-dir "$WORK/launch_local" --set training.epochs=2 >/dev/null 2>&1
 expect_eq "launch in plain local mode" "$?" "0"
 expect_eq "launch: summary written" "$(json_get "$WORK/launch_local/summary.json" epochs)" "2.0"
+
+# A job that collapses (a learning rate 250 times the default's) exits 0 with a warning
+# (fmnist_job_test: the default job does not warn).
+timeout 120 "$MONSOON" run configs/fmnist_downpour.yaml --run-dir "$WORK/collapsed" \
+  --set training.epochs=1 --set optimizer.learning_rate=5 \
+  --set training.learning_rate_schedule=constant >"$WORK/collapsed.txt" 2>&1
+expect_eq "collapsed job exits" "$?" "0"
+grep -q "monsoon: warning: training ended at chance level: test accuracy 0.1" \
+  "$WORK/collapsed.txt" && pass "collapse warned: $(grep -o 'test accuracy [0-9.]* for 10 classes' "$WORK/collapsed.txt")" \
+  || fail "no collapse warning: $(tail -2 "$WORK/collapsed.txt")"
 finish

@@ -500,6 +500,16 @@ TEST_CASE("ParameterServer: a checkpoint restores weights, optimizer state, cloc
   auto again = OpenNewestCheckpoint(dir, &skipped);
   REQUIRE(again.ok());
   CHECK(absl::IsFailedPrecondition(other->LoadCheckpoint(again->get())));
+  // So is one of another run with the same layout.
+  ServerRules another_run;
+  another_run.run_id = 0x1234;
+  auto stranger = MakeServer(*plan, 0, opt, another_run);
+  auto once_more = OpenNewestCheckpoint(dir, &skipped);
+  REQUIRE(once_more.ok());
+  const absl::Status refused = stranger->LoadCheckpoint(once_more->get());
+  CHECK(absl::IsFailedPrecondition(refused));
+  CHECK(std::string(refused.message()).find("belongs to another run (run id 0000000000000000; "
+                                            "this run is 0000000000001234)") != std::string::npos);
 }
 
 TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts again",
