@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/file_util.h"
 
 namespace monsoon {
 namespace {
@@ -54,11 +55,11 @@ int64_t CheckpointNumber(const fs::path& p) {
 }
 
 absl::Status SyncDirectory(const std::string& dir) {
-  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || fsync(fd) != 0) {
-    const std::string err = std::strerror(errno);
+    const int err = errno;
     if (fd >= 0) close(fd);
-    return absl::DataLossError(absl::StrCat("cannot fsync ", dir, ": ", err));
+    return ErrnoStatus(err, absl::StrCat("cannot fsync ", dir));
   }
   close(fd);
   return absl::OkStatus();
@@ -94,11 +95,8 @@ absl::StatusOr<std::unique_ptr<CheckpointWriter>> CheckpointWriter::Begin(const 
     }
   }
   const std::string tmp = absl::StrCat(dir, "/.ckpt.tmp.", getpid());
-  std::FILE* file = std::fopen(tmp.c_str(), "wb");
-  if (file == nullptr) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
-  }
+  std::FILE* file = std::fopen(tmp.c_str(), "wbe");  // e: O_CLOEXEC
+  if (file == nullptr) return ErrnoStatus(errno, absl::StrCat("cannot create ", tmp));
   std::setvbuf(file, nullptr, _IOFBF, 1 << 20);
   std::unique_ptr<CheckpointWriter> writer(new CheckpointWriter(dir, tmp, file));
   writer->Bytes(kMagic, sizeof(kMagic));
@@ -130,10 +128,7 @@ absl::StatusOr<std::string> CheckpointWriter::Commit(int keep) {
   Bytes(kEnd, sizeof(kEnd));
   if (errno_ == 0 && std::fflush(file_) != 0) errno_ = errno;
   if (errno_ == 0 && fsync(fileno(file_)) != 0) errno_ = errno;
-  if (errno_ != 0) {
-    return absl::DataLossError(
-        absl::StrCat("cannot write checkpoint ", tmp_path_, ": ", std::strerror(errno_)));
-  }
+  if (errno_ != 0) return ErrnoStatus(errno_, absl::StrCat("cannot write checkpoint ", tmp_path_));
   std::fclose(file_);
   file_ = nullptr;
   const std::vector<std::string> existing = ListCheckpoints(dir_);

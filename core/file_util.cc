@@ -13,12 +13,29 @@
 
 namespace monsoon {
 
+absl::Status ErrnoStatus(int err, absl::string_view what) {
+  const std::string message = absl::StrCat(what, ": ", std::strerror(err));
+  switch (err) {
+    case EMFILE:
+    case ENFILE:
+    case ENOSPC:
+    case EDQUOT:
+      return absl::ResourceExhaustedError(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return absl::PermissionDeniedError(message);
+    case ENOENT:
+      return absl::NotFoundError(message);
+    default:
+      return absl::DataLossError(message);
+  }
+}
+
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents, int mode) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, mode);
-  if (fd < 0)
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot create ", tmp, ": ", std::strerror(errno)));
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) return ErrnoStatus(errno, absl::StrCat("cannot create ", tmp));
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = write(fd, contents.data() + done, contents.size() - done);

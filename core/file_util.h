@@ -5,8 +5,14 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace monsoon {
+
+// `what` ("cannot create PATH") and the errno value `err` as one status: ResourceExhausted when
+// the process or system is out of file descriptors (EMFILE, ENFILE) or the disk is full
+// (ENOSPC, EDQUOT), PermissionDenied (EACCES, EPERM, EROFS), NotFound (ENOENT), else DataLoss.
+absl::Status ErrnoStatus(int err, absl::string_view what);
 
 // Writes `contents` to `path` via a temporary file (fsynced) and rename, so readers never see
 // a partial file.

@@ -1,9 +1,13 @@
 #include "core/process_setup.h"
 
+#include <fcntl.h>
 #include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
+#include <filesystem>
 
 #include "absl/synchronization/mutex.h"
 
@@ -16,6 +20,33 @@ void ApplyProcessSettings() {
   // threads would refault their receive buffers; one arena keeps them.
   mallopt(M_ARENA_MAX, 1);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+  RaiseDescriptorLimit();
+}
+
+void RaiseDescriptorLimit() {
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == limit.rlim_max) return;
+  limit.rlim_cur = limit.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &limit);
+}
+
+DescriptorUse CountDescriptors() {
+  DescriptorUse use;
+  struct rlimit limit {};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0) use.limit = static_cast<int64_t>(limit.rlim_cur);
+  const int probe = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  use.exhausted = probe < 0 && (errno == EMFILE || errno == ENFILE);
+  if (probe >= 0) close(probe);
+  if (use.exhausted) {
+    use.open = use.limit;
+    return use;
+  }
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc/self/fd", ec);
+       !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+    ++use.open;
+  }
+  return use;
 }
 
 std::string SelfExePath() {

@@ -2,6 +2,7 @@
 #ifndef MONSOON_CORE_PROCESS_SETUP_H_
 #define MONSOON_CORE_PROCESS_SETUP_H_
 
+#include <cstdint>
 #include <string>
 
 namespace monsoon {
@@ -12,7 +13,21 @@ namespace monsoon {
 // - Turns off absl::Mutex's deadlock detection. Debian builds Abseil without NDEBUG, so it is
 //   on by default: every lock and unlock, gRPC's own included, then updates a process-wide lock
 //   graph under one global spin lock.
+// - Raises the descriptor limit (RaiseDescriptorLimit).
 void ApplyProcessSettings();
+
+// Raises this process's open-file limit (RLIMIT_NOFILE) to its hard limit: a server holds a
+// descriptor per connection.
+void RaiseDescriptorLimit();
+
+// This process's file descriptors: how many are open, the limit, and whether it has run out
+// (a new one cannot be opened).
+struct DescriptorUse {
+  int64_t open = 0;
+  int64_t limit = 0;
+  bool exhausted = false;
+};
+DescriptorUse CountDescriptors();
 
 // The path of this process's executable (/proc/self/exe); "" when it cannot be read.
 std::string SelfExePath();

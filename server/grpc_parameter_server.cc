@@ -50,6 +50,11 @@ ClientRole RoleOf(wire::Role role) {
   return role == wire::ROLE_WORKER ? ClientRole::kWorker : ClientRole::kEvaluator;
 }
 
+// The largest message a legitimate client sends or receives: the largest chunk, and framing.
+size_t LargestMessageBytes(const ShardingPlan& plan) {
+  return plan.max_chunk_size() * sizeof(float) + (64 << 10);
+}
+
 // The longest a pull may wait for its condition when the client sent no deadline.
 constexpr absl::Duration kMaxPullWait = absl::Minutes(10);
 
@@ -265,19 +270,29 @@ class ParameterServerService final : public RawService {
   const std::string token_;
 };
 
+size_t MemoryQuotaBytes(const ShardingPlan& plan, int clients, int max_in_flight) {
+  return 2 * static_cast<size_t>(clients) * max_in_flight * LargestMessageBytes(plan) +
+         (size_t{64} << 20);
+}
+
 absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
-    ParameterServer* logic, const std::string& host, const JobSecrets& secrets) {
+    ParameterServer* logic, const std::string& host, const JobSecrets& secrets,
+    size_t memory_quota_bytes) {
   std::unique_ptr<GrpcParameterServer> server(new GrpcParameterServer());
   server->logic_ = logic;
   server->service_ = std::make_unique<ParameterServerService>(logic, secrets.token);
-  const int max_message =
-      static_cast<int>(logic->plan().max_chunk_size() * sizeof(float)) + (64 << 10);
+  const int max_message = static_cast<int>(LargestMessageBytes(logic->plan()));
   grpc::ServerBuilder builder;
   int port = 0;
   builder.AddListeningPort(absl::StrCat(host, ":0"), ServerCredentialsFor(secrets), &port);
   builder.RegisterService(server->service_.get());
   builder.SetMaxReceiveMessageSize(max_message);
   builder.SetMaxSendMessageSize(max_message);
+  grpc::ResourceQuota quota(absl::StrCat("monsoon-server-", logic->index()));
+  quota.Resize(memory_quota_bytes);
+  builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5 * 60 * 1000);
   // Accept the clients' keepalive pings (see GrpcPsClient) without calling them abusive.
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);

@@ -19,6 +19,11 @@ namespace monsoon {
 
 class ParameterServerService;
 
+// The memory quota for a server of `plan` with `clients` clients (workers and evaluator), each
+// with up to `max_in_flight` chunk calls in flight: twice what they can legitimately have in
+// flight to it at once (chunks of the largest size), plus 64 MiB for the transport itself.
+size_t MemoryQuotaBytes(const ShardingPlan& plan, int clients, int max_in_flight);
+
 // Serves one ParameterServer (borrowed; must outlive this object) over gRPC.
 class GrpcParameterServer {
  public:
@@ -26,9 +31,16 @@ class GrpcParameterServer {
   // Requests whose token differs from secrets.token fail with UNAUTHENTICATED; messages larger
   // than the biggest chunk (plus framing) are refused by gRPC with RESOURCE_EXHAUSTED; pushes
   // without a sequence number with INVALID_ARGUMENT.
+  //
+  // gRPC reads a whole message before any check can run, the token's included, so what
+  // bounds the memory unauthenticated or oversized requests can take is `memory_quota_bytes`
+  // (a gRPC resource quota on everything its transport buffers; over it, gRPC closes the
+  // connections holding the most). Connections that do not complete their HTTP/2 handshake
+  // within 5 s are closed, and so are connections idle (no call) for 5 minutes.
   static absl::StatusOr<std::unique_ptr<GrpcParameterServer>> Start(ParameterServer* logic,
                                                                     const std::string& host,
-                                                                    const JobSecrets& secrets);
+                                                                    const JobSecrets& secrets,
+                                                                    size_t memory_quota_bytes);
   ~GrpcParameterServer();
 
   // "host:port" clients connect to.

@@ -12,6 +12,7 @@
 #include "core/job_secrets.h"
 #include "core/metrics.h"
 #include "core/model.h"
+#include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "core/trace.h"
 #include "server/grpc_parameter_server.h"
@@ -89,6 +90,11 @@ absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
   return absl::OkStatus();
 }
 
+// The job's clients of each server: its workers and evaluator.
+int Clients(const JobConfig& config) {
+  return config.cluster.workers + (config.cluster.evaluator ? 1 : 0);
+}
+
 // What one server role's run works with.
 struct ServerRun {
   const JobConfig& config;
@@ -100,7 +106,7 @@ struct ServerRun {
   const absl::Time start = absl::Now();
 };
 
-absl::Status Checkpoint(const ServerRun& run) {
+absl::Status WriteCheckpoint(const ServerRun& run) {
   return Traced(run.trace, 0, "checkpoint", [&]() -> absl::Status {
     const absl::Time start = absl::Now();
     MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CheckpointWriter> out,
@@ -111,6 +117,28 @@ absl::Status Checkpoint(const ServerRun& run) {
               << absl::FormatDuration(absl::Now() - start) << ")";
     return absl::OkStatus();
   });
+}
+
+// A checkpoint. One that fails for want of file descriptors or disk space is tried again every
+// 0.5 s for up to 10 s: a flood of connections that took every descriptor drains within that
+// (GrpcParameterServer closes connections without a handshake after 5 s). The error then
+// names the server and, when descriptors ran out, how many are open.
+absl::Status Checkpoint(const ServerRun& run) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(10);
+  while (true) {
+    const absl::Status written = WriteCheckpoint(run);
+    if (!absl::IsResourceExhausted(written)) return written;
+    const DescriptorUse use = CountDescriptors();
+    const std::string why =
+        absl::StrCat("server ", run.index, ": checkpoint failed: ", written.message(),
+                     use.open >= use.limit - 16 ? absl::StrCat(" (", use.open, " of ", use.limit,
+                                                               " file descriptors open: a flood of "
+                                                               "connections?)")
+                                                : "");
+    if (absl::Now() >= give_up) return absl::ResourceExhaustedError(why);
+    LOG(WARNING) << why << "; trying again in 0.5 s";
+    absl::SleepFor(absl::Milliseconds(500));
+  }
 }
 
 void LogEvents(const ServerRun& run) {
@@ -215,8 +243,11 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                                    [&] { return Restore(run_dir, options.index, &logic); }));
   }
   MONSOON_ASSIGN_OR_RETURN(JobSecrets secrets, ReadJobSecrets(run_dir, config.security));
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcParameterServer> server,
-                           GrpcParameterServer::Start(&logic, options.bind_host, secrets));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<GrpcParameterServer> server,
+      GrpcParameterServer::Start(
+          &logic, options.bind_host, secrets,
+          MemoryQuotaBytes(plan, Clients(config), config.transport.max_in_flight)));
   MONSOON_RETURN_IF_ERROR(PublishServerAddress(run_dir, options.index, server->address()));
   LOG(INFO) << "server " << options.index << " serving " << plan.ChunksOf(options.index).size()
             << " chunks (" << plan.FloatsOf(options.index) << " parameters) on "

@@ -62,8 +62,10 @@ void ChunkCallWindow::Done(InFlight* call, grpc::Status status) {
 }
 
 void ChunkCallWindow::Handle(InFlight* call) {
-  if (call->status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-      call->attempt < options_.max_attempts && first_error_.ok()) {
+  const grpc::StatusCode code = call->status.error_code();
+  const bool transient =
+      code == grpc::StatusCode::UNAVAILABLE || code == grpc::StatusCode::RESOURCE_EXHAUSTED;
+  if (transient && call->attempt < options_.max_attempts && first_error_.ok()) {
     // Again, on a fresh call (a context serves one call); its completion keeps the server's
     // window going.
     InFlight* retry = NewCall(call->chunk, call->server, call->attempt + 1);

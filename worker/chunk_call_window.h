@@ -33,7 +33,7 @@ class ChunkCallWindow {
   struct Options {
     std::string token;  // sent as metadata with every call
     int max_in_flight = 16;
-    int max_attempts = 3;  // per chunk, for UNAVAILABLE
+    int max_attempts = 5;  // per chunk, for UNAVAILABLE and RESOURCE_EXHAUSTED
     absl::Duration rpc_timeout = absl::Seconds(30);
   };
   using MakeRequest = std::function<grpc::ByteBuffer(const Chunk&)>;

@@ -2,8 +2,8 @@
 // max_in_flight per server, payloads as raw slices (pushes and exchanges borrow the caller's
 // buffer; replies decode straight into the caller's vector). Every RPC carries the job token
 // and a deadline; a pull that waits for a version or clock waits within that deadline. A chunk
-// call that fails with UNAVAILABLE is retried (pushes are numbered, so a retry is applied at
-// most once); a thread sends heartbeats to every server.
+// call that fails with UNAVAILABLE or RESOURCE_EXHAUSTED is retried (pushes are numbered, so a
+// retry is applied at most once); a thread sends heartbeats to every server.
 #ifndef MONSOON_WORKER_GRPC_PS_CLIENT_H_
 #define MONSOON_WORKER_GRPC_PS_CLIENT_H_
 
@@ -48,8 +48,9 @@ struct GrpcPsClientOptions {
   // Heartbeats to every server at this interval (0: none).
   absl::Duration heartbeat_interval = absl::ZeroDuration();
   // Attempts per chunk call that fails with UNAVAILABLE (a connection reset, a server busy
-  // restarting); backoff doubles from 100 ms.
-  int max_attempts = 3;
+  // restarting) or RESOURCE_EXHAUSTED (a server shedding load at its memory quota); backoff
+  // doubles from 100 ms, 1.5 s in all.
+  int max_attempts = 5;
 };
 
 class GrpcPsClient : public PsClient {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Nobody in: two jobs on one node (no port clash, no cross-talk: a worker of job A cannot
-# talk to job B's servers), the job token from the environment, and mutual TLS.
+# talk to job B's servers), the job token from the environment, mutual TLS, and a server
+# under attack: 8 concurrent unauthenticated 200 MB requests (its memory stays bounded) and
+# thousands of idle connections (the job finishes).
 source tests/launcher/test_lib.sh
 
 cfg=configs/linear_regression.yaml
@@ -90,5 +92,58 @@ pass "refused: $(tail -1 "$P.txt")"
 wait "$job_tls"
 expect_eq "TLS job exit status" "$?" "0"
 fits_line "$T/run" && pass "the TLS job fits the line" || fail "TLS job's fit"
-echo "SCORECARD security: 2 jobs on one node without clash or cross-talk; wrong-token, plaintext-at-TLS and short-token clients refused; mutual TLS job completed"
+# --- 8 concurrent unauthenticated 200 MB requests -----------------------------------------
+# gRPC reads a whole message before anything can refuse it; the server's memory quota bounds
+# what it buffers (about 70 MiB for this job), and the job's own calls are retried.
+O="$WORK/oversize"
+timeout 120 "$MONSOON" run "$cfg" --run-dir "$O" --set training.epochs=2000 >"$O.txt" 2>&1 &
+job_o=$!
+wait_for_file "$O/rendezvous/server-0"
+server_pid=$(pgrep -f "monsoon server --run-dir $O --index 0")
+before=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
+timeout 120 tests/launcher/oversize_client "$(cat "$O/rendezvous/server-0")" 8 200 >"$O.attack.txt" 2>&1
+after=$(awk '/VmHWM/ {print $2}' "/proc/$server_pid/status")
+echo "attack: $(cut -d: -f2- "$O.attack.txt" | sort | uniq -c | tr '\n' ';')"
+echo "server 0 peak RSS: $((before / 1024)) MiB before the attack, $((after / 1024)) MiB after"
+expect_eq "attack calls refused (of 8)" "$(grep -c ': \(8\|14\) ' "$O.attack.txt")" "8"
+[ "$after" -lt $((300 * 1024)) ] \
+  && pass "server memory bounded under 1.6 GB of requests: $((after / 1024)) MiB" \
+  || fail "server peak RSS $((after / 1024)) MiB after 8 x 200 MB requests"
+wait "$job_o"
+expect_eq "the attacked job exits" "$?" "0"
+fits_line "$O" && pass "the attacked job fits the line" || fail "the attacked job's fit"
+
+# --- thousands of idle connections --------------------------------------------------------
+# The job runs with 1024 descriptors; 3000 connections that never speak fill them. The server
+# closes them after its 5 s handshake timeout, its checkpoints (every second) wait that out,
+# naming the cause, and the job finishes.
+F="$WORK/flood"
+(ulimit -n 1024 && exec timeout 120 "$MONSOON" run "$cfg" --run-dir "$F" \
+  --set training.epochs=2000 --set checkpoint.interval_seconds=1 >"$F.txt" 2>&1) &
+job_f=$!
+wait_for_file "$F/rendezvous/server-0"
+python3 -c '
+import socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+conns = []
+for _ in range(3000):
+    try:
+        conns.append(socket.create_connection((host, int(port)), timeout=2))
+    except OSError:
+        pass
+print(f"opened {len(conns)} idle connections", flush=True)
+time.sleep(15)
+' "$(cat "$F/rendezvous/server-0")" &
+flood=$!
+wait "$job_f"
+expect_eq "the job under a connection flood exits" "$?" "0"
+wait "$flood"
+fits_line "$F" && pass "the flooded job fits the line" || fail "the flooded job's fit"
+if grep -q "file descriptors open: a flood of connections?" "$F/logs/server-0.log"; then
+  pass "the server named the cause: $(grep -o 'Too many open files ([0-9]* of [0-9]*' "$F/logs/server-0.log" | head -1)"
+else
+  echo "the server's checkpoints never ran out of descriptors (the flood came between them)"
+fi
+
+echo "SCORECARD security: 2 jobs on one node without clash or cross-talk; wrong-token, plaintext-at-TLS and short-token clients refused; mutual TLS job completed; 8 unauthenticated 200 MB requests left server 0 at $((after / 1024)) MiB peak RSS and the job finished; 3000 idle connections against 1024 descriptors and the job finished"
 finish
