@@ -67,9 +67,9 @@ inline constexpr char kBenchToken[] = "bench-token";
 // with kBenchToken, prints its address (BenchChild::ReadLine reads it) and runs until its
 // stdin closes. Returns the child's exit status.
 inline int ServeForParent(ParameterServer* logic) {
-  // The quota a job's server would have for the benchmark's one client at the default window.
+  // The limits a job's server would have for the benchmark's one client at the default window.
   auto server = GrpcParameterServer::Start(logic, "127.0.0.1", JobSecrets::TokenOnly(kBenchToken),
-                                           MemoryQuotaBytes(logic->plan(), 1, 16));
+                                           ServerLimits::For(logic->plan(), 1, 16));
   if (!server.ok()) return 1;
   std::cout << (*server)->address() << std::endl;
   char c;

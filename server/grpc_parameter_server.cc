@@ -270,14 +270,18 @@ class ParameterServerService final : public RawService {
   const std::string token_;
 };
 
-size_t MemoryQuotaBytes(const ShardingPlan& plan, int clients, int max_in_flight) {
-  return 2 * static_cast<size_t>(clients) * max_in_flight * LargestMessageBytes(plan) +
-         (size_t{64} << 20);
+ServerLimits ServerLimits::For(const ShardingPlan& plan, int clients, int max_in_flight) {
+  ServerLimits limits;
+  limits.memory_quota_bytes =
+      2 * static_cast<size_t>(clients) * max_in_flight * LargestMessageBytes(plan) +
+      (size_t{64} << 20);
+  limits.max_streams_per_connection = max_in_flight + 16;
+  return limits;
 }
 
 absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
     ParameterServer* logic, const std::string& host, const JobSecrets& secrets,
-    size_t memory_quota_bytes) {
+    const ServerLimits& limits) {
   std::unique_ptr<GrpcParameterServer> server(new GrpcParameterServer());
   server->logic_ = logic;
   server->service_ = std::make_unique<ParameterServerService>(logic, secrets.token);
@@ -289,8 +293,9 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   builder.SetMaxReceiveMessageSize(max_message);
   builder.SetMaxSendMessageSize(max_message);
   grpc::ResourceQuota quota(absl::StrCat("monsoon-server-", logic->index()));
-  quota.Resize(memory_quota_bytes);
+  quota.Resize(limits.memory_quota_bytes);
   builder.SetResourceQuota(quota);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits.max_streams_per_connection);
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 5000);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 5 * 60 * 1000);
   // Accept the clients' keepalive pings (see GrpcPsClient) without calling them abusive.

@@ -19,10 +19,16 @@ namespace monsoon {
 
 class ParameterServerService;
 
-// The memory quota for a server of `plan` with `clients` clients (workers and evaluator), each
-// with up to `max_in_flight` chunk calls in flight: twice what they can legitimately have in
-// flight to it at once (chunks of the largest size), plus 64 MiB for the transport itself.
-size_t MemoryQuotaBytes(const ShardingPlan& plan, int clients, int max_in_flight);
+// What a server lets its connections take, sized for a server of `plan` with `clients` clients
+// (workers and evaluator), each with up to `max_in_flight` chunk calls in flight to it.
+struct ServerLimits {
+  // Twice what the clients can legitimately have in flight at once (chunks of the largest
+  // size), plus 64 MiB for the transport itself.
+  size_t memory_quota_bytes = 0;
+  // A client's window and its heartbeat, with room to spare; a client over it waits.
+  int max_streams_per_connection = 0;
+  static ServerLimits For(const ShardingPlan& plan, int clients, int max_in_flight);
+};
 
 // Serves one ParameterServer (borrowed; must outlive this object) over gRPC.
 class GrpcParameterServer {
@@ -33,14 +39,15 @@ class GrpcParameterServer {
   // without a sequence number with INVALID_ARGUMENT.
   //
   // gRPC reads a whole message before any check can run, the token's included, so what
-  // bounds the memory unauthenticated or oversized requests can take is `memory_quota_bytes`
-  // (a gRPC resource quota on everything its transport buffers; over it, gRPC closes the
-  // connections holding the most). Connections that do not complete their HTTP/2 handshake
-  // within 5 s are closed, and so are connections idle (no call) for 5 minutes.
+  // bounds the memory unauthenticated or oversized requests can take is
+  // limits.memory_quota_bytes (a gRPC resource quota on everything its transport buffers; over
+  // it, gRPC resets the streams holding the most). Connections that do not complete their
+  // HTTP/2 handshake within 5 s are closed, and so are connections idle (no call) for 5
+  // minutes.
   static absl::StatusOr<std::unique_ptr<GrpcParameterServer>> Start(ParameterServer* logic,
                                                                     const std::string& host,
                                                                     const JobSecrets& secrets,
-                                                                    size_t memory_quota_bytes);
+                                                                    const ServerLimits& limits);
   ~GrpcParameterServer();
 
   // "host:port" clients connect to.

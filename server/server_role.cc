@@ -247,7 +247,7 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
       std::unique_ptr<GrpcParameterServer> server,
       GrpcParameterServer::Start(
           &logic, options.bind_host, secrets,
-          MemoryQuotaBytes(plan, Clients(config), config.transport.max_in_flight)));
+          ServerLimits::For(plan, Clients(config), config.transport.max_in_flight)));
   MONSOON_RETURN_IF_ERROR(PublishServerAddress(run_dir, options.index, server->address()));
   LOG(INFO) << "server " << options.index << " serving " << plan.ChunksOf(options.index).size()
             << " chunks (" << plan.FloatsOf(options.index) << " parameters) on "

@@ -39,7 +39,7 @@ struct Cluster {
       logic.push_back(std::make_unique<ParameterServer>(j, plan, spec, 1, rules, 2, false));
       auto started = GrpcParameterServer::Start(logic.back().get(), "127.0.0.1",
                                                 JobSecrets::TokenOnly("secret"),
-                                                MemoryQuotaBytes(plan, 2, 16));
+                                                ServerLimits::For(plan, 2, 16));
       REQUIRE(started.ok());
       addresses.push_back((*started)->address());
       grpc_servers.push_back(std::move(*started));
