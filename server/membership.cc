@@ -102,8 +102,24 @@ void Membership::WorkerLost(const std::string& what) {
   Event(std::string(health_.message()));
 }
 
+void Membership::ExcuseStall(absl::Duration stall) {
+  for (Liveness& client : liveness_) {
+    if (client.last_heard != absl::InfinitePast()) client.last_heard += stall;
+  }
+  if (evaluator_.last_heard != absl::InfinitePast()) evaluator_.last_heard += stall;
+  started_ += stall;
+  Event(absl::StrCat("this server did not run for ",
+                     absl::FormatDuration(absl::Trunc(stall, absl::Milliseconds(100))),
+                     " (stopped, or its machine stalled): that silence does not count against "
+                     "its peers"));
+}
+
 bool Membership::CheckPeers(absl::Time now) {
   absl::MutexLock lock(&mu_);
+  if (last_check_ != absl::InfinitePast() && now - last_check_ > kStallGap) {
+    ExcuseStall(now - last_check_);
+  }
+  last_check_ = now;
   if (evaluator_expected_ && !evaluator_finished_) {
     const std::string what = NewlyLost(&evaluator_, now);
     if (!what.empty()) Event(absl::StrCat(what, "; the job finishes without its evaluations"));
@@ -208,6 +224,7 @@ void Membership::Restore(std::vector<uint64_t> incarnations, absl::Time started)
   absl::MutexLock lock(&mu_);
   incarnation_ = std::move(incarnations);
   started_ = started;
+  last_check_ = started;  // the load is not a stall
 }
 
 }  // namespace monsoon

@@ -43,8 +43,12 @@ class Membership {
   void HeardEvaluator(absl::Time now, const std::string& peer = "");
   // A client will send nothing more. Returns true when a worker left the live set.
   absl::StatusOr<bool> Finish(ClientRole role, int index);
-  // Marks silent clients lost at `now`; returns true when a worker newly was.
+  // Marks silent clients lost at `now`; returns true when a worker newly was. Called every
+  // 250 ms or so: a gap of more than kStallGap since the last call means this server itself
+  // was stalled (SIGSTOP, a frozen VM, swapping), and the silence it caused does not count
+  // against its peers: their silence and the join timeout resume where they stood.
   bool CheckPeers(absl::Time now);
+  static constexpr absl::Duration kStallGap = absl::Seconds(2);
 
   // Finished or lost.
   bool Gone(int worker) const;
@@ -84,6 +88,8 @@ class Membership {
   // "who (address) lost: ..." when `client` has newly been silent too long at `now`, else "".
   std::string NewlyLost(Liveness* client, absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void WorkerLost(const std::string& what) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Moves every client's last hearing, and the join timeout's start, `stall` later.
+  void ExcuseStall(absl::Duration stall) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool GoneLocked(int worker) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   bool AllFinishedLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Event(const std::string& message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -98,6 +104,7 @@ class Membership {
   std::vector<double> epoch_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> incarnation_ ABSL_GUARDED_BY(mu_);
   std::vector<Liveness> liveness_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_check_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool evaluator_finished_ ABSL_GUARDED_BY(mu_) = false;
   Liveness evaluator_ ABSL_GUARDED_BY(mu_){"evaluator"};
   absl::Time started_ ABSL_GUARDED_BY(mu_);

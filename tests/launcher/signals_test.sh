@@ -7,6 +7,7 @@
 #   - the launcher killed by SIGHUP, SIGQUIT or SIGKILL: every role stops gracefully, each
 #     server writes its final checkpoint, no role is left running, the run directory stays
 #     locked until the last role has gone, and `monsoon run --resume` finishes the job;
+#   - a server stopped for 13 s (SIGSTOP) declares nobody lost, and the job finishes;
 #   - a closed output pipe (monsoon run ... | head -2) does not stop training.
 source tests/launcher/test_lib.sh
 
@@ -86,6 +87,21 @@ for signal in HUP QUIT; do
   expect_eq "launcher's exit status after SIG$signal" "$launcher_status" "130"
 done
 kill_launcher KILL "$WORK/launcher-KILL"
+
+# A server stopped for 13 s (SIGSTOP; a VM stall looks the same) wakes without blaming its
+# peers for the silence it caused, and the job finishes with nobody lost.
+run="$WORK/server-stall"
+start_job "$run" --set training.epochs=1500
+pkill -STOP -f "monsoon server --run-dir $run --index 0"
+sleep 13
+pkill -CONT -f "monsoon server --run-dir $run --index 0"
+wait "$job"
+expect_eq "job whose server was stopped 13 s exits" "$?" "0"
+grep -q "this server did not run for 1[3-9]" "$run/logs/server-0.log" \
+  && pass "the server noticed its own stall" || fail "no stall noticed"
+grep "lost:" "$run/logs/server-0.log" && fail "the stalled server declared peers lost" \
+  || pass "no peer declared lost after the stall"
+expect_eq "summary.json workers_lost after the stall" "$(json_get "$run/summary.json" workers_lost)" "0"
 
 # A closed output pipe: the launcher's writes fail, the training does not.
 run="$WORK/pipe"

@@ -103,9 +103,49 @@ TEST_CASE("Membership: silence past the peer timeout loses a worker; hearing it 
   REQUIRE(members.HeardWorker(0, 1, t0 + absl::Seconds(13)).ok());
   CHECK(!members.Gone(0));
   CHECK(absl::IsFailedPrecondition(members.HeardWorker(0, 0, t0 + absl::Seconds(14))));
+  for (int s = 13; s <= 60; ++s) members.CheckPeers(t0 + absl::Seconds(s));  // worker 0 again
+  CHECK(!members.Gone(1));
   CHECK(members.CheckPeers(t0 + absl::Seconds(61)));  // worker 1 never joined
   CHECK(members.LiveWorkers() == 0);
   CHECK(members.AllFinished());
+}
+
+TEST_CASE("Membership: a server that was itself stalled does not blame its peers",
+          "[server][reliability]") {
+  ServerRules rules;
+  rules.peer_timeout = absl::Seconds(10);
+  rules.join_timeout = absl::Seconds(20);
+  const absl::Time t0 = absl::UnixEpoch();
+  Membership members(0, /*workers=*/2, /*evaluator=*/true, rules, t0);
+  REQUIRE(members.HeardWorker(0, 1, t0 + absl::Seconds(1)).ok());
+  members.HeardEvaluator(t0 + absl::Seconds(1));
+  CHECK(!members.CheckPeers(t0 + absl::Seconds(2)));
+  // SIGSTOP for 13 s: worker 0 and the evaluator were silent 1 s before it, worker 1 (never
+  // heard) 2 s into its join timeout.
+  CHECK(!members.CheckPeers(t0 + absl::Seconds(15)));
+  CHECK(members.LiveWorkers() == 2);
+  std::vector<std::string> events = members.TakeEvents();
+  REQUIRE(events.size() == 1);
+  CHECK(events[0] ==
+        "server 0: this server did not run for 13s (stopped, or its machine stalled): that "
+        "silence does not count against its peers");
+  // Silence after the stall counts: worker 0 is lost once 10 s of it have run.
+  absl::Time now = t0 + absl::Seconds(15);
+  while (now < t0 + absl::Seconds(23)) {
+    now += absl::Milliseconds(250);
+    members.HeardEvaluator(now);
+    CHECK(!members.CheckPeers(now));
+  }
+  for (int i = 0; i < 8; ++i) {
+    now += absl::Milliseconds(250);
+    members.HeardEvaluator(now);
+    members.CheckPeers(now);
+  }
+  CHECK(members.Gone(0));
+  events = members.TakeEvents();
+  REQUIRE(!events.empty());
+  CHECK(events[0].find("worker 0 (address unknown) lost: nothing heard for 10") !=
+        std::string::npos);
 }
 
 TEST_CASE("Server checkpoint: one field list saves and loads a chunk", "[server][checkpoint]") {
