@@ -1,5 +1,7 @@
 #include "worker/chunk_call_window.h"
 
+#include <glog/logging.h>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "proto/frame.h"
@@ -99,7 +101,16 @@ absl::Status ChunkCallWindow::Run() {
   for (InFlight* call : first_calls) Launch(call);
   absl::MutexLock lock(&mu_);
   while (true) {
-    mu_.Await(absl::Condition(this, &ChunkCallWindow::Ready));
+    // Every call completes by its deadline. gRPC owns the calls and calls back into this
+    // window, so if it stops completing them (its threads exhausted or wedged), the process
+    // cannot go on: it ends, saying why, rather than hang.
+    if (!mu_.AwaitWithTimeout(absl::Condition(this, &ChunkCallWindow::Ready),
+                              2 * options_.rpc_timeout)) {
+      LOG(FATAL) << what_ << ": no completion from gRPC for "
+                 << absl::FormatDuration(2 * options_.rpc_timeout) << " with " << outstanding_
+                 << " chunk call(s) past their " << absl::FormatDuration(options_.rpc_timeout)
+                 << " deadline: gRPC's threads are exhausted or wedged";
+    }
     if (completed_.empty()) break;  // nothing in flight and nothing left to handle
     InFlight* call = completed_.front();
     completed_.pop_front();

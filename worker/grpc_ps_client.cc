@@ -43,21 +43,37 @@ absl::Status ParseReply(const grpc::ByteBuffer& reply, Header* header) {
   return ReceivedFrame::Parse(reply, header).status();
 }
 
-// One unary call carrying `token`, waited for up to `timeout`.
+// One unary call carrying `token`, with a deadline `timeout` away. gRPC completes it by then,
+// or as good as: when gRPC has not called back `timeout` after its deadline (its threads are
+// exhausted or wedged), the call is abandoned with DeadlineExceeded saying so. Its state lives
+// on the heap, shared with gRPC's callback, so abandoning it is safe.
 absl::Status BlockingCall(grpc::GenericStub& stub, const std::string& token,
                           const std::string& method, const grpc::ByteBuffer& request,
                           grpc::ByteBuffer* reply, absl::Duration timeout) {
-  grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenMetadataKey, token);
-  ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  absl::Notification done;
-  grpc::Status status;
-  stub.UnaryCall(&ctx, method, grpc::StubOptions(), &request, reply, [&](grpc::Status s) {
-    status = std::move(s);
-    done.Notify();
-  });
-  done.WaitForNotification();
-  return FromGrpcStatus(status);
+  struct Call {
+    grpc::ClientContext ctx;
+    grpc::ByteBuffer request, reply;
+    grpc::Status status;
+    absl::Notification done;
+  };
+  auto call = std::make_shared<Call>();
+  call->ctx.AddMetadata(kTokenMetadataKey, token);
+  call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  call->request = request;  // shares the slices
+  stub.UnaryCall(&call->ctx, method, grpc::StubOptions(), &call->request, &call->reply,
+                 [call](grpc::Status s) {
+                   call->status = std::move(s);
+                   call->done.Notify();
+                 });
+  if (!call->done.WaitForNotificationWithTimeout(2 * timeout)) {
+    call->ctx.TryCancel();
+    return absl::DeadlineExceededError(absl::StrCat(
+        "no completion from gRPC ", absl::FormatDuration(timeout),
+        " past the call's deadline: its threads are exhausted or wedged (too many threads or "
+        "processes on this machine?)"));
+  }
+  *reply = std::move(call->reply);
+  return FromGrpcStatus(call->status);
 }
 
 // A Stats call's reply.

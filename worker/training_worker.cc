@@ -1,12 +1,12 @@
 #include "worker/training_worker.h"
 
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <memory>
 #include <utility>
-
-#include <glog/logging.h>
 
 #include "absl/time/clock.h"
 #include "core/compression.h"

@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstring>
@@ -156,6 +157,46 @@ TEST_CASE("gRPC: a pull after a push is refused where pulls wait, before anythin
   CHECK(refused.status().message().find("only Downpour") != std::string::npos);
   CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
   CHECK(cluster.logic[0]->Ledger().front().applied == 0);
+}
+
+TEST_CASE("gRPC: when gRPC's threads are all blocked, a connect fails saying so, not hangs",
+          "[grpc][integration][reliability]") {
+  Cluster cluster(64, 1, 16);
+  // Calls whose completions block every thread gRPC runs callbacks on.
+  auto channel = grpc::CreateChannel(cluster.addresses[0], grpc::InsecureChannelCredentials());
+  grpc::GenericStub stub(channel);
+  absl::Notification release;
+  constexpr int kBlockers = 256;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<grpc::ByteBuffer> requests(kBlockers), replies(kBlockers);
+  std::atomic<int> blocked{0}, finished{0};
+  for (int i = 0; i < kBlockers; ++i) {
+    contexts.push_back(std::make_unique<grpc::ClientContext>());
+    requests[i] = EncodeFrame(wire::StatsRequest());
+    stub.UnaryCall(contexts.back().get(), "/monsoon.wire.ParameterServer/Stats",
+                   grpc::StubOptions(), &requests[i], &replies[i], [&](grpc::Status) {
+                     ++blocked;
+                     release.WaitForNotification();
+                     ++finished;
+                   });
+  }
+  while (blocked.load() == 0) absl::SleepFor(absl::Milliseconds(10));
+  GrpcPsClientOptions options;
+  options.secrets.token = "secret";
+  options.rpc_timeout = absl::Seconds(1);
+  const absl::Time start = absl::Now();
+  auto client =
+      GrpcPsClient::Connect(cluster.addresses, cluster.plan, {ClientRole::kWorker, 0}, options);
+  const absl::Duration took = absl::Now() - start;
+  release.Notify();
+  while (finished.load() < kBlockers) absl::SleepFor(absl::Milliseconds(10));
+  INFO("blocked callbacks: " << blocked.load() << ", connect took " << took);
+  REQUIRE(absl::IsDeadlineExceeded(client.status()));
+  CHECK(std::string(client.status().message()).find("server 0 (") == 0);
+  CHECK(std::string(client.status().message())
+            .find("Hello: no completion from gRPC 1s past the "
+                  "call's deadline") != std::string::npos);
+  CHECK(took < absl::Seconds(5));
 }
 
 TEST_CASE("gRPC: chunks above gRPC's 4 MiB default message size travel", "[grpc][integration]") {
