@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -67,11 +68,16 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
     return absl::InvalidArgumentError(absl::StrCat(labels_path, ": not an IDX label file (",
                                                    MagicFound(*labels), "; expected 0x00000801)"));
   }
-  const size_t count = BigEndian32(*images, 4);
-  const size_t pixels = size_t{BigEndian32(*images, 8)} * BigEndian32(*images, 12);
-  if (images->size() != 16 + count * pixels) {
-    return absl::InvalidArgumentError(absl::StrCat(images_path, ": expected ", 16 + count * pixels,
-                                                   " bytes, found ", images->size()));
+  const uint64_t count = BigEndian32(*images, 4), rows = BigEndian32(*images, 8),
+                 cols = BigEndian32(*images, 12);
+  // Each factor is below 2^32, so rows * cols does not overflow; count * pixels might, so the
+  // header is checked against the file by division.
+  const uint64_t pixels = rows * cols, body = images->size() - 16;
+  if (count == 0 || pixels == 0 || pixels > body / count || count * pixels != body ||
+      pixels > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, ": the header says ", count, " images of ", rows, "x", cols,
+                     " pixels, which do not match the ", body, " bytes after it"));
   }
   if (BigEndian32(*labels, 4) != count || labels->size() != 8 + count) {
     return absl::InvalidArgumentError(

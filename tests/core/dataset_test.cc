@@ -54,6 +54,23 @@ TEST_CASE("ReadIdxDataset: malformed and missing files are named", "[core][data]
   CHECK(absl::IsNotFound(missing.status()));
 }
 
+TEST_CASE("ReadIdxDataset: a header whose sizes overflow is refused, not wrapped around",
+          "[core][data]") {
+  // 16 images of 2^30 x 2^30 pixels: 2^64 bytes, which wraps to 0 and "matches" the 16-byte
+  // file of a header alone.
+  const std::string images = TempPath("overflow.gz"), labels = TempPath("overflow_lbl.gz");
+  WriteGz(images, Be32(0x803) + Be32(16) + Be32(1u << 30) + Be32(1u << 30));
+  WriteGz(labels, Be32(0x801) + Be32(16) + std::string(16, '\1'));
+  auto data = ReadIdxDataset(images, labels);
+  REQUIRE(absl::IsInvalidArgument(data.status()));
+  CHECK(std::string(data.status().message()) ==
+        images + ": the header says 16 images of 1073741824x1073741824 pixels, which do not "
+                 "match the 0 bytes after it");
+  // No images at all is refused too.
+  WriteGz(images, Be32(0x803) + Be32(0) + Be32(28) + Be32(28));
+  CHECK(absl::IsInvalidArgument(ReadIdxDataset(images, labels).status()));
+}
+
 TEST_CASE("ReadIdxDataset: Debian's Fashion-MNIST has 60000 + 10000 28x28 images of 10 classes",
           "[core][data][fmnist]") {
   const std::string dir = "/usr/share/datasets/fashion-mnist/";
