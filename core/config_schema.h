@@ -135,9 +135,11 @@ void VisitJobAndData(JobConfig& c, V& v) {
     v.Field("test_images", &c.data.test_images, Path{},
             "IDX test images; required when the evaluator runs");
     v.Field("test_labels", &c.data.test_labels, Path{}, "IDX test labels, with `test_images`");
-    v.Field(
-        "train", &c.data.train, Path{},
-        Doc("CSV with a header row; the last column is the target").Default("*required for csv*"));
+    v.Field("train", &c.data.train, Path{},
+            Doc("CSV with a header row and decimal numbers. Regression: the last "
+                "`model.output_dim` columns are the targets; classification: the last column is "
+                "the class label (0, 1, ...); the other columns are the features")
+                .Default("*required for csv*"));
     v.Field("test", &c.data.test, Path{}, "CSV test set; required when the evaluator runs");
   });
 }

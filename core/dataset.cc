@@ -112,6 +112,9 @@ bool ParseDecimal(absl::string_view cell, float* value) {
   return !cell.empty() && parsed.ec == std::errc() && parsed.ptr == end && std::isfinite(*value);
 }
 
+// A class label: a whole number from 0 below 2^24 (exact in a float).
+bool IsClassLabel(float v) { return v >= 0 && v < (1 << 24) && v == std::floor(v); }
+
 // A cell as an error message shows it: its first 40 bytes, escaped.
 std::string Shown(absl::string_view cell) {
   return cell.size() <= 40
@@ -121,7 +124,8 @@ std::string Shown(absl::string_view cell) {
 
 }  // namespace
 
-absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
+absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path, const CsvTargets& targets) {
+  const size_t target_columns = targets.class_labels ? 1 : static_cast<size_t>(targets.columns);
   std::ifstream in(path);
   if (!in)
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
@@ -136,9 +140,10 @@ absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
     std::vector<absl::string_view> cells = absl::StrSplit(row, ',');
     if (columns == 0) {  // header
       columns = cells.size();
-      if (columns < 2) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ":", line_no, ": need at least one feature column and a target"));
+      if (columns < target_columns + 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ":", line_no, ": ", columns, " columns; need at least one feature column and ",
+            target_columns, targets.class_labels ? " class label column" : " target column(s)"));
       }
       float v;
       if (std::all_of(cells.begin(), cells.end(), [&](auto c) { return ParseDecimal(c, &v); })) {
@@ -159,11 +164,22 @@ absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path) {
                                                        " is not a finite decimal number: '",
                                                        Shown(cells[c]), "'"));
       }
-      (c + 1 == columns ? data.targets : data.features).push_back(v);
+      const bool target = c + target_columns >= columns;
+      if (target && targets.class_labels && !IsClassLabel(v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_no, ": column ", c + 1, " is the class label, '",
+                         Shown(cells[c]), "'; class labels are integers 0, 1, 2, ..."));
+      }
+      (target ? data.targets : data.features).push_back(v);
     }
   }
   if (data.targets.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no data rows"));
-  data.feature_dim = static_cast<int>(columns - 1);
+  data.feature_dim = static_cast<int>(columns - target_columns);
+  data.target_dim = static_cast<int>(target_columns);
+  if (targets.class_labels) {
+    data.num_classes =
+        static_cast<int>(*std::max_element(data.targets.begin(), data.targets.end())) + 1;
+  }
   return data;
 }
 

@@ -30,9 +30,17 @@ struct Dataset {
 absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
                                        const std::string& labels_path);
 
-// Reads a CSV file with a header row; every column but the last is a feature, the last is the
-// (regression) target. InvalidArgument names the file and line of a malformed row.
-absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path);
+// Which of a CSV's columns are targets: the last `columns` of them (regression), or, with
+// `class_labels`, the last one, holding class labels (integers 0, 1, ...).
+struct CsvTargets {
+  int columns = 1;
+  bool class_labels = false;
+};
+
+// Reads a CSV file with a header row: the target columns `targets` names, every other column a
+// feature. Every cell is a finite decimal number. InvalidArgument names the file, line and
+// column of a malformed row.
+absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path, const CsvTargets& targets = {});
 
 // y = slope * x + intercept + N(0, noise^2), x ~ U(x_min, x_max); deterministic in seed.
 struct LinearDataSpec {

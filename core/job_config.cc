@@ -212,6 +212,10 @@ class YamlSection {
     if (!node_ || !node_.IsMap()) return absl::OkStatus();
     for (const auto& kv : node_) {
       const std::string key = kv.first.Scalar();
+      if (known_.count(key) == 0 && path_.empty() && key == "study") {
+        return absl::InvalidArgumentError(
+            "study: this is a study file, not a job: run it with `monsoon compare`");
+      }
       if (known_.count(key) == 0) {
         return absl::InvalidArgumentError(
             absl::StrCat(Path(key), ": unknown key (allowed: ", absl::StrJoin(known_, ", "), ")"));

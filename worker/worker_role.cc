@@ -55,29 +55,32 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> Backend(const JobConfig& config,
 
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
   const DataConfig& d = config.data;
+  const ModelSpec& m = config.model;
+  const bool classify = m.loss == LossType::kSoftmaxCrossEntropy;
+  const CsvTargets csv_targets{classify ? 1 : m.output_dim, classify};
   absl::StatusOr<Dataset> data = d.format == DataFormat::kIdx
                                      ? ReadIdxDataset(train ? d.train_images : d.test_images,
                                                       train ? d.train_labels : d.test_labels)
-                                     : ReadCsvDataset(train ? d.train : d.test);
+                                     : ReadCsvDataset(train ? d.train : d.test, csv_targets);
   if (!data.ok()) return data.status();
-  const ModelSpec& m = config.model;
+  const std::string name =
+      d.format == DataFormat::kIdx
+          ? absl::StrCat(train ? "data.train_images (" : "data.test_images (",
+                         train ? d.train_images : d.test_images, ")")
+          : absl::StrCat(train ? "data.train (" : "data.test (", train ? d.train : d.test, ")");
   if (data->feature_dim != m.input_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("model.input_dim is ", m.input_dim,
-                                                   " but the data has ", data->feature_dim,
+    return absl::InvalidArgumentError(absl::StrCat("model.input_dim is ", m.input_dim, " but ",
+                                                   name, " has ", data->feature_dim,
                                                    " features per example"));
   }
-  const bool classify = m.loss == LossType::kSoftmaxCrossEntropy;
-  if (classify && data->num_classes == 0) {
-    return absl::InvalidArgumentError(
-        "model.loss: softmax_cross_entropy needs class labels; this data set is regression");
-  }
   if (classify && data->num_classes > m.output_dim) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model.output_dim is ", m.output_dim, " but the data has ", data->num_classes, " classes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.output_dim is ", m.output_dim, " but ", name, " has ",
+                     data->num_classes, " classes (labels 0 to ", data->num_classes - 1, ")"));
   }
   if (!classify && data->target_dim != m.output_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim,
-                                                   " but the data has ", data->target_dim,
+    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim, " but ",
+                                                   name, " has ", data->target_dim,
                                                    " targets per example"));
   }
   return data;

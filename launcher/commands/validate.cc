@@ -2,7 +2,9 @@
 #include <iostream>
 #include <memory>
 
+#include "core/dataset.h"
 #include "launcher/commands/command.h"
+#include "worker/worker_role.h"
 
 namespace monsoon {
 
@@ -13,7 +15,9 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
-      "validate", "check a config and print it fully resolved (every default filled in)");
+      "validate",
+      "check a config, and its data against its model, and print it fully resolved (every "
+      "default filled in)");
   CLI::Option* config = cmd->add_option("CONFIG.yaml", o->config, "the job")->required();
   AddSetOption(cmd, &o->sets, config);
   cmd->callback([o, exit_code] {
@@ -21,6 +25,15 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
     if (!loaded.ok()) {
       *exit_code = Fail(loaded.status(), 2);
       return;
+    }
+    // The data against the model, as every worker and the evaluator will read it.
+    for (const bool train : {true, false}) {
+      if (!train && !loaded->data.HasTestSet()) continue;
+      const absl::StatusOr<Dataset> data = LoadSplit(*loaded, train);
+      if (!data.ok()) {
+        *exit_code = Fail(data.status(), 2);
+        return;
+      }
     }
     std::cout << JobConfigToYaml(*loaded);
     *exit_code = 0;

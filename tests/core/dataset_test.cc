@@ -140,6 +140,29 @@ TEST_CASE("ReadCsvDataset: a bad cell names the file, line and column", "[core][
         std::string::npos);
 }
 
+TEST_CASE("ReadCsvDataset: several targets, or class labels", "[core][data]") {
+  const std::string path = TempPath("targets.csv");
+  std::ofstream(path) << "a,b,y0,y1\n1,2,3,4\n5,6,7,8\n";
+  auto two = ReadCsvDataset(path, {2, false});
+  REQUIRE(two.ok());
+  CHECK(two->feature_dim == 2);
+  CHECK(two->target_dim == 2);
+  CHECK(two->features == std::vector<float>{1, 2, 5, 6});
+  CHECK(two->targets == std::vector<float>{3, 4, 7, 8});
+  CHECK(two->num_classes == 0);
+  auto labels = ReadCsvDataset(path, {1, true});
+  REQUIRE(labels.ok());
+  CHECK(labels->feature_dim == 3);
+  CHECK(labels->targets == std::vector<float>{4, 8});
+  CHECK(labels->num_classes == 9);
+  std::ofstream(path) << "a,label\n1,-1\n";
+  CHECK(std::string(ReadCsvDataset(path, {1, true}).status().message()) ==
+        path + ":2: column 2 is the class label, '-1'; class labels are integers 0, 1, 2, ...");
+  std::ofstream(path) << "a,y\n1,2\n";
+  CHECK(std::string(ReadCsvDataset(path, {2, false}).status().message()) ==
+        path + ":1: 2 columns; need at least one feature column and 2 target column(s)");
+}
+
 TEST_CASE("DataShard: shards are disjoint, cover the data and reshuffle every epoch",
           "[core][data]") {
   Dataset data;

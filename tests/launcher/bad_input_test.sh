@@ -166,9 +166,65 @@ code=$?
 expect_eq "failing worker: exit status" "$code" "1"
 grep -q "worker-[01] exited with status 1; the job was stopped" "$WORK/err.txt" \
   && pass "failing worker is named" || fail "failing worker message: $(cat "$WORK/err.txt")"
-grep -q "model.input_dim is 2 but the data has 1 features" "$WORK/err.txt" \
+grep -q "model.input_dim is 2 but data.train (.*) has 1 features" "$WORK/err.txt" \
   && pass "the worker's own error is shown" || fail "worker error missing: $(cat "$WORK/err.txt")"
 sleep 0.5
 leftover=$(pgrep -f -- "--run-dir $WORK/r3" || true)
 expect_eq "no role left running" "$leftover" ""
+# CSV beyond one regression target: class labels (softmax_regression on 3 classes) and two
+# regression targets; validate reads the data against the model.
+python3 - "$WORK" <<'PY'
+import random, sys
+work = sys.argv[1]
+random.seed(3)
+centres = [(-2, 0), (2, 0), (0, 2.5)]
+for split, n in (("train", 900), ("test", 300)):
+    with open(f"{work}/classes_{split}.csv", "w") as f:
+        f.write("x0,x1,label\n")
+        for i in range(n):
+            c = i % 3
+            f.write(f"{centres[c][0] + random.gauss(0, 0.5):.4f},{centres[c][1] + random.gauss(0, 0.5):.4f},{c}\n")
+    with open(f"{work}/two_{split}.csv", "w") as f:
+        f.write("x,y0,y1\n")
+        for i in range(n):
+            x = random.uniform(-1, 1)
+            f.write(f"{x:.5f},{2 * x + 1:.5f},{-x:.5f}\n")
+PY
+cat >"$WORK/classes.yaml" <<YAML
+job: csv_classes
+cluster: {servers: 1, workers: 2, evaluator: true}
+model: {type: softmax_regression, input_dim: 2, output_dim: 3}
+data: {format: csv, train: classes_train.csv, test: classes_test.csv}
+training: {algorithm: downpour, epochs: 20, batch_size: 30, timeout_seconds: 120}
+optimizer: {type: sgd, learning_rate: 0.1}
+YAML
+timeout 120 "$MONSOON" run "$WORK/classes.yaml" --run-dir "$WORK/classes" >"$WORK/classes.txt" 2>&1
+expect_eq "CSV classification job exits" "$?" "0"
+acc=$(json_get "$WORK/classes/summary.json" final_test_accuracy)
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.95 else 1)" "$acc" \
+  && pass "CSV class labels: test accuracy $acc >= 0.95" || fail "CSV class labels: accuracy $acc"
+sed -e 's/classes_/two_/g' -e 's/softmax_regression, input_dim: 2, output_dim: 3/linear_regression, input_dim: 1, output_dim: 2/' \
+  -e 's/learning_rate: 0.1/learning_rate: 0.05/' "$WORK/classes.yaml" >"$WORK/two.yaml"
+timeout 120 "$MONSOON" run "$WORK/two.yaml" --run-dir "$WORK/two" --set training.epochs=100 >"$WORK/two.txt" 2>&1
+expect_eq "CSV two-target regression exits" "$?" "0"
+python3 - "$WORK/two/summary.json" <<'PY'
+import json, sys
+p = {t["name"]: t["values"] for t in json.load(open(sys.argv[1]))["parameters"]}
+w, b = p["dense0.weight"], p["dense0.bias"]
+print("two targets: weights", [round(v, 3) for v in w], "biases", [round(v, 3) for v in b])
+sys.exit(0 if abs(w[0] - 2) < 0.02 and abs(w[1] + 1) < 0.02 and abs(b[0] - 1) < 0.02 and abs(b[1]) < 0.02 else 1)
+PY
+expect_eq "both targets fit (y0 = 2x + 1, y1 = -x)" "$?" "0"
+sed '3s/,1$/,1.5/' "$WORK/classes_train.csv" >"$WORK/classes_bad.csv"
+expect_config_error "a class label that is not an integer" \
+  "classes_bad.csv:3: column 3 is the class label, '1.5'; class labels are integers 0, 1, 2, ..." \
+  validate "$WORK/classes.yaml" --set data.train=classes_bad.csv
+expect_config_error "validate checks the data against the model" \
+  "model.input_dim is 3 but data.train ($WORK/classes_train.csv) has 2 features per example" \
+  validate "$WORK/classes.yaml" --set model.input_dim=3
+expect_config_error "more classes in the data than the model has" \
+  "model.output_dim is 2 but data.train ($WORK/classes_train.csv) has 3 classes (labels 0 to 2)" \
+  validate "$WORK/classes.yaml" --set model.output_dim=2
+expect_config_error "a study given as a job" "this is a study file, not a job: run it with \`monsoon compare\`" \
+  validate configs/compare_fmnist.yaml
 finish
