@@ -36,6 +36,7 @@ struct IntList {    // a list of ints >= min
   int min;
 };
 struct SbatchOptions {};  // a list of "--option=value" strings
+struct ShellLines {};     // a list of one-line shell commands
 // An enum field or a list of enum values takes EnumNames<E>.
 
 // A field's documentation: its meaning, and where the generated table should not derive the
@@ -359,6 +360,9 @@ void VisitOperations(JobConfig& c, V& v) {
     v.Field("account", &s.account, Word{}, "`--account` when set");
     v.Field("extra", &s.extra, SbatchOptions{},
             "more `#SBATCH` lines, e.g. `[\"--mail-type=END\"]`");
+    v.Field("setup", &s.setup, ShellLines{},
+            "shell lines the batch script runs before anything else, for the site's setup, e.g. "
+            "`[\"module load cuda/12.4\", \"export OMP_NUM_THREADS=1\"]`");
     v.Field("heterogeneous", &s.heterogeneous, Flag{},
             "servers, workers and evaluator as separate job components");
     v.Field("server_nodes", &s.server_nodes, IntRange{1, 100000}, "nodes of the server component");

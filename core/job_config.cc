@@ -431,6 +431,16 @@ class YamlReader {
     }
     return absl::OkStatus();
   }
+  absl::Status Read(const char* key, std::vector<std::string>* v, ShellLines) {
+    MONSOON_RETURN_IF_ERROR(section_->StringList(key, {}, v));
+    for (size_t i = 0; i < v->size(); ++i) {
+      if ((*v)[i].empty() || (*v)[i].find_first_of("\n\r") != std::string::npos) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            section_->Path(key), "[", i, "]: expected one line of shell, got '", (*v)[i], "'"));
+      }
+    }
+    return absl::OkStatus();
+  }
   template <class E>
   absl::Status Read(const char* key, E* v, const EnumNames<E>& names) {
     return section_->Enum(key, names, v);
@@ -488,6 +498,12 @@ class YamlWriter {
     return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
   }
   static std::optional<std::string> Format(const std::vector<std::string>& v, SbatchOptions) {
+    return QuotedList(v);
+  }
+  static std::optional<std::string> Format(const std::vector<std::string>& v, ShellLines) {
+    return QuotedList(v);
+  }
+  static std::string QuotedList(const std::vector<std::string>& v) {
     std::vector<std::string> quoted;
     for (const std::string& s : v) quoted.push_back(Quote(s));
     return absl::StrCat("[", absl::StrJoin(quoted, ", "), "]");
@@ -564,6 +580,9 @@ class MarkdownWriter {
   }
   static std::string TypeOf(const std::vector<std::string>&, SbatchOptions) {
     return "list of `--option=value`";
+  }
+  static std::string TypeOf(const std::vector<std::string>&, ShellLines) {
+    return "list of shell lines";
   }
   template <class E>
   static std::string TypeOf(E, const EnumNames<E>& names) {

@@ -55,6 +55,7 @@ struct SlurmConfig {
   std::string partition;
   std::string account;
   std::vector<std::string> extra;  // more #SBATCH options, e.g. "--mail-type=END"
+  std::vector<std::string> setup;  // shell lines the batch script runs first ("module load ...")
   bool heterogeneous = false;      // servers, workers (and evaluator) as separate components
   int server_nodes = 1;            // heterogeneous: nodes of the server component
   int worker_nodes = 1;            // heterogeneous: nodes of the worker component

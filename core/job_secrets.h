@@ -1,6 +1,6 @@
 // The job's secrets: the token every RPC carries (RUN_DIR/token, mode 0600, or
-// $MONSOON_JOB_TOKEN) and the TLS material security.tls_* names. Random bytes and the
-// constant-time comparison come from OpenSSL.
+// $MONSOON_JOB_TOKEN) and the TLS material security.tls_* names. Random bytes, the
+// constant-time comparison and file digests come from OpenSSL.
 #ifndef MONSOON_CORE_JOB_SECRETS_H_
 #define MONSOON_CORE_JOB_SECRETS_H_
 
@@ -41,6 +41,10 @@ absl::StatusOr<JobSecrets> ReadJobSecrets(const RunDir& dir, const SecurityConfi
 
 // Equality in time that depends only on the lengths (token checks; OpenSSL's CRYPTO_memcmp).
 bool ConstantTimeEquals(const std::string& a, const std::string& b);
+
+// The SHA-256 of a file's contents, as hex (OpenSSL's EVP digest); NotFound when it cannot be
+// read.
+absl::StatusOr<std::string> FileSha256(const std::string& path);
 
 }  // namespace monsoon
 

@@ -1,6 +1,10 @@
 #include "launcher/sbatch_script.h"
 
+#include <numeric>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "launcher/role_assignment.h"
 
 namespace monsoon {
@@ -31,10 +35,17 @@ std::string SbatchArgument(const std::string& s) {
   return out + "\"";
 }
 
+// A job component's #SBATCH lines. With GPUs, each task is bound to one of its node's GPUs in
+// turn (task i of a node to GPU i mod gpus): it sees that one alone.
 std::string Component(int nodes, int tasks, int cpus, int gpus) {
   std::string s = absl::StrCat("#SBATCH --nodes=", nodes, "\n#SBATCH --ntasks=", tasks,
                                "\n#SBATCH --cpus-per-task=", cpus, "\n");
-  if (gpus > 0) absl::StrAppend(&s, "#SBATCH --gpus-per-node=", gpus, "\n");
+  if (gpus > 0) {
+    std::vector<int> ids(gpus);
+    std::iota(ids.begin(), ids.end(), 0);
+    absl::StrAppend(&s, "#SBATCH --gpus-per-node=", gpus,
+                    "\n#SBATCH --gpu-bind=map_gpu:", absl::StrJoin(ids, ","), "\n");
+  }
   return s;
 }
 
@@ -75,6 +86,10 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
   for (const std::string& o : in.overrides) absl::StrAppend(&prepare, " --set ", ShellQuote(o));
   // A lost worker ends the step only when the servers would stop without it anyway.
   const char* kill_on_bad_exit = StopsOnWorkerLoss(config) ? "1" : "0";
+  if (!s.setup.empty()) {
+    absl::StrAppend(&script, "\n# Site setup (slurm.setup), before the strict mode below.\n",
+                    absl::StrJoin(s.setup, "\n"), "\n");
+  }
   absl::StrAppend(
       &script, "\nset -euo pipefail\n", "MONSOON=", ShellQuote(in.monsoon_exe), "\n",
       "RUN_DIR=", ShellQuote(in.runs_dir), "/slurm-\"$SLURM_JOB_ID\"\n\n",
@@ -85,7 +100,9 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       "  # The run directory: resolved config and job token (every task reads them).\n  ", prepare,
       "\n", "  RESUME=\n", "fi\n",
       "# One task per role; each finds its role from SLURM's environment.\n", "status=0\n",
-      "srun --kill-on-bad-exit=", kill_on_bad_exit, het_groups,
+      "# SLURM 22.05 and later do not pass the batch job's --cpus-per-task on to srun.\n",
+      "srun --kill-on-bad-exit=", kill_on_bad_exit, " --cpus-per-task=", s.cpus_per_task,
+      het_groups,
       " --output=\"$RUN_DIR/logs/task-%t.log\" --open-mode=append \"$MONSOON\" launch --run-dir "
       "\"$RUN_DIR\" $RESUME || status=$?\n",
       "# summary.json and trace.json from the metrics, final weights and traces; also after a\n",

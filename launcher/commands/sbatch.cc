@@ -1,11 +1,15 @@
 // `monsoon sbatch CONFIG.yaml [--set ...] [--script FILE] [--submit [--wait]]`.
+#include <unistd.h>
+
 #include <filesystem>
 #include <iostream>
 #include <memory>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "core/job_secrets.h"
 #include "core/process_setup.h"
+#include "core/status_macros.h"
 #include "launcher/commands/command.h"
 #include "launcher/process_group.h"
 #include "launcher/sbatch_script.h"
@@ -34,6 +38,28 @@ absl::StatusOr<std::string> RunsDir(const JobConfig& config) {
   return runs_dir;
 }
 
+// A copy of this monsoon binary, RUNS_ROOT/bin/monsoon-HASH (the first 16 hex digits of its
+// SHA-256): the path batch scripts run. It stays put when the build tree is rebuilt or cleaned,
+// and lies on the file system the run directories share, where every node can reach it.
+absl::StatusOr<std::string> StableCopyOfSelf(const std::string& runs_root) {
+  const std::string self = SelfExePath();
+  MONSOON_ASSIGN_OR_RETURN(const std::string digest, FileSha256(self));
+  const std::string bin = runs_root + "/bin";
+  const std::string path = absl::StrCat(bin, "/monsoon-", digest.substr(0, 16));
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return path;
+  std::filesystem::create_directories(bin, ec);
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  std::filesystem::copy_file(self, tmp, std::filesystem::copy_options::overwrite_existing, ec);
+  if (!ec) std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    std::filesystem::remove(tmp);
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot copy ", self, " to ", path, ": ", ec.message()));
+  }
+  return path;
+}
+
 int Submit(const std::string& path, bool wait) {
   std::vector<std::string> sbatch = {"sbatch"};
   if (wait) sbatch.push_back("--wait");
@@ -50,8 +76,10 @@ int Sbatch(const SbatchOptions& o) {
   auto runs_dir = RunsDir(*config);
   if (!runs_dir.ok())
     return Fail(runs_dir.status(), absl::IsInvalidArgument(runs_dir.status()) ? 2 : 1);
+  auto exe = StableCopyOfSelf(std::filesystem::path(*runs_dir).parent_path().string());
+  if (!exe.ok()) return Fail(exe.status(), 1);
   SbatchInputs inputs;
-  inputs.monsoon_exe = SelfExePath();
+  inputs.monsoon_exe = *exe;
   inputs.config_path = std::filesystem::absolute(o.config).lexically_normal().string();
   inputs.overrides = o.sets;
   inputs.runs_dir = *runs_dir;

@@ -214,14 +214,17 @@ TEST_CASE("SbatchScript: homogeneous and heterogeneous scripts", "[launcher][sba
   config.slurm.partition = "gpu";
   config.slurm.gpus_per_node = 1;
   config.slurm.extra = {"--mail-type=END"};
+  config.slurm.setup = {"module load cuda/12.4", "export OMP_NUM_THREADS=1"};
   SbatchInputs in{"/opt/monsoon", "/jobs/demo.yaml", {"training.epochs=3"}, "/scratch/runs/demo"};
   const std::string homogeneous = SbatchScript(config, in);
   for (const char* line :
        {"#SBATCH --nodes=2\n", "#SBATCH --ntasks=5\n", "#SBATCH --gpus-per-node=1\n",
+        "#SBATCH --gpu-bind=map_gpu:0\n",
+        "module load cuda/12.4\nexport OMP_NUM_THREADS=1\n\nset -euo pipefail\n",
         "#SBATCH --partition=gpu\n", "#SBATCH --mail-type=END\n", "#SBATCH --signal=USR1@60\n",
         "'/jobs/demo.yaml' --run-dir \"$RUN_DIR\" --set 'training.epochs=3'\n",
         "#SBATCH --requeue\n", "  \"$MONSOON\" prepare --resume --run-dir \"$RUN_DIR\"\n",
-        "srun --kill-on-bad-exit=0 --output=",
+        "srun --kill-on-bad-exit=0 --cpus-per-task=1 --output=",
         "launch --run-dir \"$RUN_DIR\" $RESUME || status=$?\n",
         // summarize after a failed srun too; the script keeps srun's status
         "if ! \"$MONSOON\" summarize --run-dir \"$RUN_DIR\" && [ \"$status\" -eq 0 ]; then\n",

@@ -60,12 +60,13 @@ seconds_until_gone() {
 }
 
 # task_process RANK: sets $victims (and $victim, joined) to the process of $job's task RANK,
-# found by the job's SLURM variables. Only processes named monsoon: the batch script's srun
-# has the same command line and, inherited from the batch step, SLURM_PROCID=0 too (CI once
-# killed srun's pid, after the pids wrapped).
+# found by the job's SLURM variables. Only monsoon processes (the batch script runs the copy
+# runs/bin/monsoon-HASH, whose process name the kernel cuts to 15 characters): the batch
+# script's srun has the same command line and, inherited from the batch step, SLURM_PROCID=0
+# too (CI once killed srun's pid, after the pids wrapped).
 task_process() {
   victims=()
-  for p in $(pgrep -x monsoon || true); do
+  for p in $(pgrep '^monsoon' || true); do
     env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
     grep -qx "SLURM_JOB_ID=$job" <<<"$env_of" && grep -qx "SLURM_PROCID=$1" <<<"$env_of" &&
       grep -q "^SLURM_STEP_ID=" <<<"$env_of" && victims+=("$p")
@@ -89,12 +90,30 @@ done
 expect_eq "fmnist: trace.json names the 5 roles" \
   "$(python3 -c "import json, sys; print(sum(e['name'] == 'process_name' for e in json.load(open(sys.argv[1]))['traceEvents']))" "$run/trace.json")" "5"
 
-# 2. Across three nodes: 2 servers, 3 workers and the evaluator as 6 tasks.
-timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" --submit --wait >sbatch2.txt 2>&1
+# 2. Across three nodes: 2 servers, 3 workers and the evaluator as 6 tasks, with a site setup
+# line. The script runs a copy of the binary in runs/bin (not Bazel's cache) and passes
+# --cpus-per-task to srun, which SLURM 22.05 and later no longer inherit from sbatch.
+timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" \
+  --set 'slurm.setup=["touch setup-ran-$SLURM_JOB_ID"]' --submit --wait >sbatch2.txt 2>&1
 expect_eq "3-node job exit status" "$?" "0"
 run=$(ls -d runs/linear_3nodes/slurm-* | grep -v '\.out$' | head -1)
 expect_eq "3-node job: nodes used" "$(grep -h -o 'on node mn[0-9]' "$run"/logs/task-*.log | sort -u | wc -l)" "3"
 grep -h -- '-> ' "$run"/logs/task-*.log
+[ -e "setup-ran-${run##*slurm-}" ] && pass "the slurm.setup line ran in the batch script" \
+  || fail "no trace of the slurm.setup line: $(ls)"
+exe=$(grep -o "^MONSOON='[^']*'" sbatch2.txt | cut -d"'" -f2)
+case "$exe" in
+  "$WORK"/runs/bin/monsoon-*) cmp -s "$exe" "$MONSOON" && pass "MONSOON is a stable copy: $exe" \
+    || fail "$exe differs from the binary" ;;
+  *) fail "MONSOON points at $exe" ;;
+esac
+grep -q "^srun .* --cpus-per-task=1 " sbatch2.txt && pass "srun gets --cpus-per-task" \
+  || fail "srun without --cpus-per-task: $(grep '^srun' sbatch2.txt)"
+"$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" --set slurm.gpus_per_node=2 \
+  --script gpus.sbatch >/dev/null 2>&1
+grep -q "^#SBATCH --gpu-bind=map_gpu:0,1$" gpus.sbatch \
+  && pass "with GPUs, each task is bound to one (--gpu-bind=map_gpu:0,1)" \
+  || fail "no GPU binding: $(grep gpu gpus.sbatch)"
 
 # 3. A heterogeneous job: servers, workers and the evaluator in components 0, 1 and 2.
 timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/het.yaml" --submit --wait >sbatch3.txt 2>&1
