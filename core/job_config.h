@@ -323,6 +323,9 @@ absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config);
 // ParseJobConfig reads back to the same JobConfig.
 std::string JobConfigToYaml(const JobConfig& config);
 
+// Every field JobConfigToYaml writes, as ("section.key", its YAML value), in file order.
+std::vector<std::pair<std::string, std::string>> JobConfigFields(const JobConfig& config);
+
 // README's configuration reference: a Markdown table with a row per field (core/config_schema.h).
 std::string ConfigReferenceMarkdown();
 

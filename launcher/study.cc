@@ -3,11 +3,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <filesystem>
+#include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -36,6 +39,39 @@ absl::StatusOr<std::vector<std::string>> Overrides(const YAML::Node& node,
     sets.push_back(absl::StrCat(kv.first.Scalar(), "=", value.c_str()));
   }
   return sets;
+}
+
+// Whether VariantKnobs shows the field `path` (or the variant's name is all it is).
+bool ShownByKnobs(const std::string& path) {
+  for (const char* prefix : {"downpour.", "sync.", "ssp.", "easgd.", "staleness."}) {
+    if (absl::StartsWith(path, prefix)) return true;
+  }
+  for (const char* field :
+       {"job", "training.algorithm", "optimizer.type", "optimizer.learning_rate",
+        "training.learning_rate_schedule", "cluster.workers"}) {
+    if (path == field) return true;
+  }
+  return false;
+}
+
+// Fills each variant's `differs`: the fields not ShownByKnobs whose values are not the same in
+// every variant.
+void SetDiffers(Study* study) {
+  std::vector<std::vector<std::pair<std::string, std::string>>> fields;
+  for (const StudyVariant& v : study->variants) fields.push_back(JobConfigFields(v.config));
+  std::map<std::string, std::set<std::string>> values;  // path -> the values variants have
+  for (const auto& variant_fields : fields) {
+    for (const auto& [path, value] : variant_fields) values[path].insert(value);
+  }
+  for (size_t i = 0; i < fields.size(); ++i) {
+    std::vector<std::string> words;
+    for (const auto& [path, value] : fields[i]) {
+      if (values[path].size() > 1 && !ShownByKnobs(path)) {
+        words.push_back(absl::StrCat(path, "=", value));
+      }
+    }
+    study->variants[i].differs = absl::StrJoin(words, " ");
+  }
 }
 
 absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir) {
@@ -110,6 +146,7 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     }
     study.variants.push_back(std::move(variant));
   }
+  SetDiffers(&study);
   return study;
 }
 
@@ -158,6 +195,11 @@ std::string VariantKnobs(const JobConfig& c) {
     absl::StrAppend(&knobs, " schedule=", kScheduleNames.Name(c.training.learning_rate_schedule));
   }
   return absl::StrCat(knobs, " workers=", c.cluster.workers);
+}
+
+std::string VariantLabel(const StudyVariant& variant) {
+  const std::string knobs = VariantKnobs(variant.config);
+  return variant.differs.empty() ? knobs : absl::StrCat(knobs, " ", variant.differs);
 }
 
 absl::StatusOr<Study> LoadStudy(const std::string& path) {

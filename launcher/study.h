@@ -25,6 +25,9 @@ struct StudyVariant {
   std::string name;
   std::vector<std::string> sets;  // "key.path=value", after the study's common ones
   JobConfig config;               // the base job with both applied
+  // The fields VariantKnobs does not show in which the study's variants differ, with this
+  // variant's values: "training.batch_size=256 model.hidden=[64]" (empty when none).
+  std::string differs;
 };
 
 struct Study {
@@ -42,6 +45,8 @@ absl::StatusOr<Study> LoadStudy(const std::string& path);
 
 // The settings that distinguish a variant, e.g. "tau=4 alpha=0.45 eta=0.05 workers=2".
 std::string VariantKnobs(const JobConfig& config);
+// VariantKnobs and, after them, what else sets the variant apart (StudyVariant::differs).
+std::string VariantLabel(const StudyVariant& variant);
 
 }  // namespace monsoon
 

@@ -50,12 +50,17 @@ std::string Csv(const Study& study, const std::vector<VariantResult>& results) {
       "variant,algorithm,knobs,status,final_test_accuracy,best_test_accuracy,final_test_loss,"
       "best_test_loss,seconds_to_target,samples_per_second,bytes_sent,mean_staleness,"
       "comm_share,wall_seconds\n";
-  // Regression jobs have no accuracy: empty in the CSV.
+  // Regression jobs have no accuracy: empty in the CSV; a failed variant has no figures.
   const auto accuracy = [&](double v) { return study.classification ? Fmt(v) : ""; };
   for (const VariantResult& r : results) {
     absl::StrAppend(&csv, CsvField(r.name), ",", CsvField(r.algorithm), ",", CsvField(r.knobs), ",",
-                    CsvField(r.status), ",", accuracy(r.final_accuracy), ",",
-                    accuracy(r.best_accuracy), ",", Fmt(r.final_loss), ",", Fmt(r.best_loss), ",",
+                    CsvField(r.status));
+    if (r.failed()) {
+      absl::StrAppend(&csv, ",,,,,,,,,,\n");
+      continue;
+    }
+    absl::StrAppend(&csv, ",", accuracy(r.final_accuracy), ",", accuracy(r.best_accuracy), ",",
+                    Fmt(r.final_loss), ",", Fmt(r.best_loss), ",",
                     r.time_to_target >= 0 ? Fmt(r.time_to_target) : "", ",",
                     Fmt(r.samples_per_second), ",", absl::StrFormat("%.0f", r.bytes_sent), ",",
                     Fmt(r.mean_staleness), ",", Fmt(r.comm_share), ",", Fmt(r.wall_seconds), "\n");
@@ -76,9 +81,13 @@ std::string Markdown(const Study& study, const std::vector<VariantResult>& resul
     return study.classification ? absl::StrFormat("%.4f", v) : "n/a";
   };
   for (const VariantResult& r : results) {
+    absl::StrAppend(&md, "| ", MdCell(r.name), " | ", r.algorithm, " | ", MdCell(r.knobs), " | ");
+    if (r.failed()) {  // no figures, rather than zeros that would read as the best loss
+      absl::StrAppend(&md, "— | — | — | — | — | — | — | — | — | — | ", MdCell(r.status), " |\n");
+      continue;
+    }
     absl::StrAppend(
-        &md, "| ", MdCell(r.name), " | ", r.algorithm, " | ", MdCell(r.knobs), " | ",
-        accuracy(r.final_accuracy), " | ", accuracy(r.best_accuracy), " | ",
+        &md, accuracy(r.final_accuracy), " | ", accuracy(r.best_accuracy), " | ",
         absl::StrFormat("%.4g", r.final_loss), " | ", absl::StrFormat("%.4g", r.best_loss), " | ",
         r.time_to_target >= 0 ? Fmt(r.time_to_target) : "not reached", " | ",
         absl::StrFormat("%.0f", r.samples_per_second), " | ",
@@ -106,9 +115,11 @@ LinePlot ComparisonPlot(const Study& study, const std::vector<VariantResult>& re
   plot.panels = {
       {"wall time (s)", {}}, {"epochs (mean over workers)", {}}, {"GB sent (all workers)", {}}};
   for (const VariantResult& r : results) {
-    plot.legend.push_back(
-        absl::StrCat(r.name, " (", r.knobs, "): final ",
-                     Fmt(study.classification ? r.final_accuracy : r.final_loss)));
+    plot.legend.push_back(absl::StrCat(
+        r.name, " (", r.knobs, "): ",
+        r.failed()
+            ? "failed"
+            : absl::StrCat("final ", Fmt(study.classification ? r.final_accuracy : r.final_loss))));
     std::vector<double> gigabytes;
     for (double bytes : r.curve_bytes) gigabytes.push_back(bytes / 1e9);
     const std::vector<double>& y = Metric(study, r);

@@ -1,7 +1,9 @@
 #include "launcher/study_results.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 
+#include "core/file_util.h"
 #include "core/metrics.h"
 #include "core/status_macros.h"
 #include "worker/worker_metrics.h"
@@ -19,6 +21,7 @@ absl::Status ReadEvaluations(const RunDir& run_dir, double target_accuracy, Vari
   }
   for (const EvaluatorMetricsRow& row : eval) {
     r->curve_seconds.push_back(row.wall_seconds);
+    r->curve_steps.push_back(row.global_step);
     r->curve_epochs.push_back(row.epoch);
     r->curve_accuracy.push_back(row.test_accuracy);
     r->curve_loss.push_back(row.test_loss);
@@ -31,8 +34,18 @@ absl::Status ReadEvaluations(const RunDir& run_dir, double target_accuracy, Vari
   }
   r->final_accuracy = r->curve_accuracy.back();
   r->final_loss = r->curve_loss.back();
-  r->wall_seconds = r->curve_seconds.back();
   return absl::OkStatus();
+}
+
+// The job's wall time, from its summary.json.
+absl::StatusOr<double> JobWallSeconds(const RunDir& run_dir) {
+  MONSOON_ASSIGN_OR_RETURN(const std::string text, ReadFile(run_dir.summary_path()));
+  const nlohmann::json summary = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!summary.is_object() || !summary.contains("wall_seconds") ||
+      !summary["wall_seconds"].is_number()) {
+    return absl::DataLossError(absl::StrCat(run_dir.summary_path(), " has no wall_seconds"));
+  }
+  return summary["wall_seconds"].get<double>();
 }
 
 // Adds worker `i`'s totals, and the bytes it had sent by each evaluation.
@@ -44,13 +57,13 @@ absl::Status AddWorker(const RunDir& run_dir, int i, int workers, VariantResult*
   r->bytes_sent += last.bytes_sent;
   r->samples_per_second += last.samples_per_second;
   r->comm_share += last.comm_seconds / std::max(last.wall_seconds, 1e-9) / workers;
-  // Rows are in time order: walk them along the evaluations. (A restarted worker's clock and
-  // the evaluator's both carry on without the time between their processes, which differs by
-  // up to an evaluation interval; a compare variant runs without restarts.)
+  // Each evaluation scored the servers' weights at some version (global_step); the worker had
+  // sent its bytes of each row that computed on a version up to that one. Versions pair the
+  // roles without their clocks, which start at different moments (after each loads its data).
   size_t row = 0;
   double sent_by_then = 0;
-  for (size_t k = 0; k < r->curve_seconds.size(); ++k) {
-    while (row < rows.size() && rows[row].wall_seconds <= r->curve_seconds[k]) {
+  for (size_t k = 0; k < r->curve_steps.size(); ++k) {
+    while (row < rows.size() && rows[row].version <= r->curve_steps[k]) {
       sent_by_then = rows[row++].bytes_sent;
     }
     r->curve_bytes[k] += sent_by_then;
@@ -66,8 +79,9 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
   VariantResult r;
   r.name = variant.name;
   r.algorithm = kAlgorithmNames.Name(c.training.algorithm);
-  r.knobs = VariantKnobs(c);
+  r.knobs = VariantLabel(variant);
   MONSOON_RETURN_IF_ERROR(ReadEvaluations(run_dir, target_accuracy, &r));
+  MONSOON_ASSIGN_OR_RETURN(r.wall_seconds, JobWallSeconds(run_dir));
   r.curve_bytes.assign(r.curve_seconds.size(), 0);
   for (int i = 0; i < c.cluster.workers; ++i) {
     MONSOON_RETURN_IF_ERROR(AddWorker(run_dir, i, c.cluster.workers, &r));

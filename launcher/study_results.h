@@ -16,8 +16,9 @@ struct VariantResult {
   std::string name;
   std::string algorithm;
   std::string knobs;  // the settings that define the variant, e.g. "tau=4 alpha=0.45 eta=0.05"
-  std::string status = "ok";  // or the error that ended the variant's job
-  double final_accuracy = 0;  // classification only
+  std::string status = "ok";  // or the error that ended the variant's job, on one line
+  bool failed() const { return status != "ok"; }  // then it has no figures
+  double final_accuracy = 0;                      // classification only
   double best_accuracy = 0;
   double final_loss = 0;
   double best_loss = 0;        // the lowest
@@ -25,12 +26,13 @@ struct VariantResult {
   double samples_per_second = 0;
   double bytes_sent = 0;  // by all workers
   double mean_staleness = 0;
-  double comm_share = 0;  // of a worker's training time spent in pulls, pushes, exchanges
-  double wall_seconds = 0;
-  // The evaluator's curves: wall seconds, epochs, test accuracy and loss per evaluation, and
-  // the bytes all workers had sent by then (each worker's last metrics row at or before the
-  // evaluation's wall_seconds; each role's clock starts with the job).
-  std::vector<double> curve_seconds, curve_epochs, curve_accuracy, curve_loss, curve_bytes;
+  double comm_share = 0;    // of a worker's training time spent in pulls, pushes, exchanges
+  double wall_seconds = 0;  // the job's (summary.json)
+  // The evaluator's curves: its wall seconds, epochs, the servers' version it scored
+  // (global_step), test accuracy and loss per evaluation, and the bytes all workers had sent
+  // by then (each worker's rows computed on versions up to that one).
+  std::vector<double> curve_seconds, curve_epochs, curve_steps, curve_accuracy, curve_loss,
+      curve_bytes;
 };
 
 // The figures of one finished variant, read from its run directory.

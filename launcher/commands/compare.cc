@@ -23,7 +23,7 @@ absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std
     std::cerr << "monsoon: warning: variant '" << v.name << "': " << w << std::endl;
   }
   std::cerr << "monsoon: [" << i + 1 << "/" << study.variants.size() << "] " << v.name << ": "
-            << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantKnobs(v.config)
+            << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantLabel(v)
             << std::endl;
   const RunDir run_dir{absl::StrCat(out, "/", v.name)};
   MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<RunDirLock> lock,
@@ -34,12 +34,20 @@ absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std
   return ReadVariantResult(v, run_dir, study.target_accuracy);
 }
 
-VariantResult FailedVariant(const StudyVariant& v, const absl::Status& status) {
+// A variant that failed: its first line of error (the rest, a log excerpt, is in its run
+// directory) and no figures.
+VariantResult FailedVariant(const StudyVariant& v, const absl::Status& status,
+                            const std::string& out) {
   VariantResult failure;
   failure.name = v.name;
   failure.algorithm = kAlgorithmNames.Name(v.config.training.algorithm);
-  failure.knobs = VariantKnobs(v.config);
-  failure.status = std::string(status.message());
+  failure.knobs = VariantLabel(v);
+  const absl::string_view message = status.message();
+  const size_t line_end = message.find('\n');
+  failure.status = std::string(message.substr(0, line_end));
+  if (line_end != absl::string_view::npos) {
+    absl::StrAppend(&failure.status, " (see ", out, "/", v.name, "/logs)");
+  }
   return failure;
 }
 
@@ -65,7 +73,7 @@ int Compare(const std::string& study_path, std::string out) {
       std::cerr << "monsoon: variant '" << v.name << "' failed: " << result.status().message()
                 << std::endl;
       ++failed;
-      results.push_back(FailedVariant(v, result.status()));
+      results.push_back(FailedVariant(v, result.status(), out));
       continue;
     }
     std::cerr << "monsoon: " << v.name << ": final test "

@@ -14,7 +14,7 @@ namespace {
 
 void Write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
-TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its time",
+TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its version",
           "[launcher][compare]") {
   RunDir run_dir{TempPath("variant")};
   std::filesystem::create_directories(run_dir.metrics_dir());
@@ -29,6 +29,7 @@ TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its 
   const auto eval = [](double wall, double epoch, double accuracy, double loss) {
     EvaluatorMetricsRow row;
     row.wall_seconds = wall;
+    row.global_step = 20 * epoch;
     row.epoch = epoch;
     row.test_accuracy = accuracy;
     row.test_loss = loss;
@@ -37,22 +38,27 @@ TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its 
   write_rows(run_dir.evaluator_metrics_path(),
              std::vector<EvaluatorMetricsRow>{eval(0.5, 0, 0.1, 2.3), eval(2.0, 1, 0.7, 0.9),
                                               eval(4.0, 2, 0.8, 0.6)});
-  const auto worker = [](double wall, double sent, double samples, double comm) {
+  const auto worker = [](double wall, double version, double sent, double samples, double comm) {
     WorkerMetricsRow row;
     row.wall_seconds = wall;
+    row.version = version;
     row.bytes_sent = sent;
     row.samples_per_second = samples;
     row.comm_seconds = comm;
     return row;
   };
-  // Worker 0 sends 100 bytes a second from t = 1; worker 1 only at t = 3 and t = 5.
+  // The evaluations scored versions 0, 20 and 40. Worker 0 computed on versions 0, 10, ..., 40;
+  // worker 1 on 15 and 45. Their clocks say nothing about the evaluator's (each role's starts
+  // after it has loaded its data): the versions pair them.
   write_rows(run_dir.worker_metrics_path(0),
-             std::vector<WorkerMetricsRow>{worker(1, 100, 10, 0.1), worker(2, 200, 10, 0.2),
-                                           worker(3, 300, 10, 0.3), worker(4, 400, 10, 0.4),
-                                           worker(5, 500, 10, 0.5)});
-  write_rows(run_dir.worker_metrics_path(1),
-             std::vector<WorkerMetricsRow>{worker(3, 1000, 20, 1), worker(5, 3000, 20, 2.5)});
+             std::vector<WorkerMetricsRow>{worker(1, 0, 100, 10, 0.1), worker(2, 10, 200, 10, 0.2),
+                                           worker(3, 20, 300, 10, 0.3), worker(4, 30, 400, 10, 0.4),
+                                           worker(5, 40, 500, 10, 0.5)});
+  write_rows(
+      run_dir.worker_metrics_path(1),
+      std::vector<WorkerMetricsRow>{worker(3, 15, 1000, 20, 1), worker(5, 45, 3000, 20, 2.5)});
   Write(m + "/staleness-server-0.csv", "staleness,pushes\n0,3\n1,1\n");
+  Write(run_dir.summary_path(), "{\"wall_seconds\": 6.5}\n");
   StudyVariant variant;
   variant.name = "v";
   variant.config.cluster.workers = 2;
@@ -60,7 +66,8 @@ TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its 
   auto r = ReadVariantResult(variant, run_dir, 0.75);
   REQUIRE(r.ok());
   CHECK(r->curve_seconds == std::vector<double>{0.5, 2.0, 4.0});
-  CHECK(r->curve_bytes == std::vector<double>{0, 200, 1400});
+  CHECK(r->curve_bytes == std::vector<double>{100, 1300, 1500});
+  CHECK(r->wall_seconds == 6.5);  // the job's, not the evaluator's last row
   CHECK(r->bytes_sent == 3500);
   CHECK(r->samples_per_second == 30);
   CHECK(r->comm_share == Approx(0.5 * (0.5 / 5 + 2.5 / 5)));
@@ -85,11 +92,17 @@ TEST_CASE("compare: a study's overrides reach each variant's config as written",
         "set: {training.epochs: 5}\n"
         "variants:\n"
         "  - name: deep\n"
-        "    set: {model.hidden: [8, 4], data.test: 'train: one.csv'}\n");
+        "    set: {model.hidden: [8, 4], data.test: 'train: one.csv'}\n"
+        "  - name: wide\n"
+        "    set: {model.hidden: [64], training.algorithm: sync, data.test: 'train: one.csv'}\n");
   auto study = LoadStudy(dir + "/study.yaml");
   INFO(study.status().ToString());
   REQUIRE(study.ok());
-  REQUIRE(study->variants.size() == 1);
+  REQUIRE(study->variants.size() == 2);
+  // The legend names what else differs: the model and the test set, not the algorithm's knobs.
+  CHECK(study->variants[0].differs == "model.hidden=[8, 4]");
+  CHECK(study->variants[1].differs == "model.hidden=[64]");
+  CHECK_THAT(VariantLabel(study->variants[1]), Catch::EndsWith(" workers=1 model.hidden=[64]"));
   const JobConfig& config = study->variants[0].config;
   CHECK(config.training.epochs == 5);
   CHECK(config.model.hidden == std::vector<int>{8, 4});
@@ -112,6 +125,29 @@ TEST_CASE("compare: a study's overrides reach each variant's config as written",
 
 namespace monsoon {
 namespace {
+
+TEST_CASE("compare: a failed variant has no figures, and its status stays on one line",
+          "[launcher][compare]") {
+  Study study;
+  study.name = "s";
+  VariantResult ok, failed;
+  ok.name = "good";
+  ok.status = "ok";
+  ok.final_loss = 0.5;
+  ok.curve_seconds = {1};
+  ok.curve_accuracy = {0.8};
+  failed.name = "bad";
+  failed.status = "worker-1 exited with status 1 | oops";
+  const std::string dir = TempPath("failed_variant");
+  std::filesystem::create_directories(dir);
+  REQUIRE(WriteComparison(study, {ok, failed}, dir).ok());
+  std::ifstream md_in(dir + "/compare.md"), csv_in(dir + "/compare.csv");
+  const std::string md((std::istreambuf_iterator<char>(md_in)), {});
+  const std::string csv((std::istreambuf_iterator<char>(csv_in)), {});
+  CHECK(md.find("| bad |  |  | — | — | — | — | — | — | — | — | — | — | worker-1 exited with "
+                "status 1 \\| oops |\n") != std::string::npos);
+  CHECK(csv.find("\nbad,,,worker-1 exited with status 1 | oops,,,,,,,,,,\n") != std::string::npos);
+}
 
 TEST_CASE("CsvField: a field with a comma, quote or line break is quoted, quotes doubled",
           "[launcher][compare]") {
