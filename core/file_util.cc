@@ -66,31 +66,38 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return s.str();
 }
 
-absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
+absl::StatusOr<uint64_t> CheckRegularFile(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     if (errno == ENOENT || errno == ENOTDIR) {
-      return absl::NotFoundError(absl::StrCat("no such file: ", path));
+      return absl::NotFoundError(absl::StrCat("file not found: ", path));
     }
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+    return ErrnoStatus(errno, absl::StrCat("cannot read ", path));
   }
-  if (S_ISDIR(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, " is a directory"));
+  if (S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is a directory, not a file"));
+  }
   if (!S_ISREG(st.st_mode)) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, " is not a regular file (a FIFO, socket or device)"));
   }
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+  if (access(path.c_str(), R_OK) != 0) {
+    return ErrnoStatus(errno, absl::StrCat("cannot read ", path));
+  }
+  return static_cast<uint64_t>(st.st_size);
+}
+
+absl::StatusOr<std::string> ReadRegularFile(const std::string& path, size_t max_bytes) {
+  const absl::StatusOr<uint64_t> size = CheckRegularFile(path);
+  if (!size.ok()) return size.status();
+  if (*size > max_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, " has ", st.st_size, " bytes; a file of at most ", max_bytes, " is expected here"));
+        path, " has ", *size, " bytes; a file of at most ", max_bytes, " is expected here"));
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
-  }
-  std::string text(static_cast<size_t>(st.st_size), '\0');
-  in.read(text.data(), st.st_size);
+  if (!in) return ErrnoStatus(errno, absl::StrCat("cannot read ", path));
+  std::string text(static_cast<size_t>(*size), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(*size));
   text.resize(static_cast<size_t>(in.gcount()));
   return text;
 }

@@ -20,6 +20,11 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
                                  int mode = 0644);
 // NotFound when `path` cannot be read.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+// The size of `path`, a regular file this process can read. NotFound ("file not found: PATH")
+// when there is none; InvalidArgument for a directory, a FIFO, socket or device;
+// PermissionDenied (with the system's reason) when it cannot be read.
+absl::StatusOr<uint64_t> CheckRegularFile(const std::string& path);
+
 // The contents of the regular file `path`, of at most `max_bytes`: for files a user names
 // (job and study files). NotFound when there is no such file; InvalidArgument for a directory,
 // a FIFO or a device (checked before opening, so a FIFO never blocks) and for a larger file;

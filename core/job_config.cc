@@ -193,8 +193,9 @@ class YamlSection {
     if (p.is_relative()) p = fs::path(base_dir) / p;
     std::error_code ec;
     p = fs::absolute(p, ec).lexically_normal();
-    if (!fs::is_regular_file(p, ec)) {
-      return absl::NotFoundError(absl::StrCat(Path(key), ": file not found: ", p.string()));
+    const absl::Status readable = CheckRegularFile(p.string()).status();
+    if (!readable.ok()) {
+      return absl::Status(readable.code(), absl::StrCat(Path(key), ": ", readable.message()));
     }
     *out = p.string();
     return absl::OkStatus();

@@ -1,7 +1,10 @@
 #include "core/job_secrets.h"
 
 #include <openssl/crypto.h>
+#include <openssl/bio.h>
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
 #include <openssl/rand.h>
 #include <sys/stat.h>
 
@@ -40,6 +43,41 @@ absl::StatusOr<std::string> TokenFromEnvironment() {
   const char* env = std::getenv(kJobTokenEnv);
   if (env == nullptr || *env == '\0') return std::string();
   return CheckedToken(env, kJobTokenEnv);
+}
+
+using Bio = std::unique_ptr<BIO, decltype(&BIO_free)>;
+Bio MemoryBio(const std::string& pem) {
+  return Bio(BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), BIO_free);
+}
+
+// The certificate, key and CA gRPC is about to be given, checked first, so that a wrong file is
+// named here rather than reported by gRPC as a server that "cannot listen".
+absl::Status CheckTlsMaterial(const JobSecrets& secrets, const SecurityConfig& security) {
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      PEM_read_bio_X509(MemoryBio(secrets.tls_cert).get(), nullptr, nullptr, nullptr), X509_free);
+  if (cert == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("security.tls_cert: ", security.tls_cert, " holds no PEM certificate"));
+  }
+  std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> key(
+      PEM_read_bio_PrivateKey(MemoryBio(secrets.tls_key).get(), nullptr, nullptr, nullptr),
+      EVP_PKEY_free);
+  if (key == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "security.tls_key: ", security.tls_key, " holds no PEM private key (or it is encrypted)"));
+  }
+  if (X509_check_private_key(cert.get(), key.get()) != 1) {
+    return absl::InvalidArgumentError(absl::StrCat("security.tls_key: ", security.tls_key,
+                                                   " is not the key of the certificate in ",
+                                                   security.tls_cert));
+  }
+  std::unique_ptr<X509, decltype(&X509_free)> ca(
+      PEM_read_bio_X509(MemoryBio(secrets.tls_ca).get(), nullptr, nullptr, nullptr), X509_free);
+  if (ca == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("security.tls_ca: ", security.tls_ca, " holds no PEM certificate"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -100,6 +138,7 @@ absl::StatusOr<JobSecrets> ReadJobSecrets(const RunDir& dir, const SecurityConfi
     MONSOON_ASSIGN_OR_RETURN(secrets.tls_key, ReadFile(security.tls_key));
     MONSOON_ASSIGN_OR_RETURN(secrets.tls_ca, ReadFile(security.tls_ca));
     secrets.tls_server_name = security.tls_server_name;
+    MONSOON_RETURN_IF_ERROR(CheckTlsMaterial(secrets, security));
   }
   return secrets;
 }

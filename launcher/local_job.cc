@@ -97,12 +97,14 @@ class LocalJob {
         case Action::kAbort:
           std::fprintf(stderr, "%s", newline);
           StopAll();
+          // Only a server lost from outside left checkpoints a resume can carry on from; a
+          // server's own error would meet the resumed job again.
           return absl::AbortedError(absl::StrCat(
               e.Describe(), "; the job was stopped",
-              role.kind == RoleKind::kServer
+              role.kind == RoleKind::kServer && e.kind() == ExitKind::kStopped
                   ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir_.root, ")")
                   : "",
-              ". Last lines of ", e.log_path, ":\n", TailOfFile(e.log_path, 8)));
+              ". ", LogExcerpt(e.log_path)));
       }
     }
     return absl::OkStatus();

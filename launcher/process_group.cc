@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,18 @@
 namespace monsoon {
 
 namespace {
+
+// The last `lines` lines of a text file.
+std::string TailOfFile(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::deque<std::string> tail;
+  std::string line;
+  while (std::getline(in, line)) {
+    tail.push_back(line);
+    if (static_cast<int>(tail.size()) > lines) tail.pop_front();
+  }
+  return absl::StrJoin(tail, "\n");
+}
 
 // Signals a process only gets from outside: a person, the launcher, SLURM or the kernel's OOM
 // killer. SIGALRM ends a process that outlived its deadline after a stop signal.
@@ -54,6 +67,10 @@ std::string ChildExit::Describe() const {
     case ExitKind::kCrashed:
       return absl::StrCat(name, " crashed with signal ", signal, " (", strsignal(signal), ")");
     case ExitKind::kFailed:
+      if (exit_code == kExitServerUnreachable) {
+        return absl::StrCat(name, " stopped because a server did not answer it (exit status ",
+                            exit_code, ")");
+      }
       return absl::StrCat(name, " exited with status ", exit_code);
   }
   return absl::StrCat(name, " finished");
@@ -132,15 +149,14 @@ void ProcessGroup::StopAll(absl::Duration grace) {
   }
 }
 
-std::string TailOfFile(const std::string& path, int lines) {
-  std::ifstream in(path);
-  std::deque<std::string> tail;
-  std::string line;
-  while (std::getline(in, line)) {
-    tail.push_back(line);
-    if (static_cast<int>(tail.size()) > lines) tail.pop_front();
+std::string LogExcerpt(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::StrCat("Its log ", path, " is gone (was the run directory deleted?)");
   }
-  return absl::StrJoin(tail, "\n");
+  const std::string tail = TailOfFile(path, 8);
+  if (tail.empty()) return absl::StrCat("Its log ", path, " is empty");
+  return absl::StrCat("Last lines of ", path, ":\n", tail);
 }
 
 absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv,

@@ -19,6 +19,9 @@ namespace monsoon {
 
 // The exit status of a monsoon process that stopped on a stop signal (SIGINT, SIGTERM, ...).
 inline constexpr int kExitStopped = 130;
+// The exit status of a worker or evaluator that stopped because a server did not answer it
+// (the fault is the server's, or the network's).
+inline constexpr int kExitServerUnreachable = 3;
 // A monsoon process ends at most this long after its first stop signal (then SIGALRM ends it).
 inline constexpr absl::Duration kStopDeadline = absl::Seconds(60);
 
@@ -78,8 +81,9 @@ class ProcessGroup {
 // argv[0] is not on PATH.
 absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv, const std::atomic<bool>* stop);
 
-// The last `lines` lines of a text file (for error reports).
-std::string TailOfFile(const std::string& path, int lines);
+// "Last lines of PATH:\n..." (8 lines) for an error report, or why there are none: the log
+// is empty, or cannot be read (its run directory deleted, say).
+std::string LogExcerpt(const std::string& path);
 
 }  // namespace monsoon
 

@@ -5,6 +5,7 @@
 
 #include <iostream>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/process_setup.h"
@@ -171,6 +172,11 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
         absl::StrCat(role.Describe(), " stopped by signal; after it: ", s.message()));
   }
   if (absl::IsCancelled(s)) return Fail(s, kExitStopped);
+  // A client's calls name the server they went to ("server 1 (HOST:PORT) Pull: ...").
+  const bool server_unreachable = (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) &&
+                                  role.kind != RoleKind::kServer &&
+                                  absl::StartsWith(s.message(), "server ");
+  if (server_unreachable) return Fail(s, kExitServerUnreachable);
   return s.ok() ? 0 : Fail(s, 1);
 }
 

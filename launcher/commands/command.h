@@ -1,7 +1,7 @@
 // What the `monsoon` commands share: the CLI11 subcommands each file adds, the stop flag the
 // signal handlers set, exit statuses (README "Commands": 0 success, 1 the job failed, 2 a bad
-// command line, config or launch environment, 130 interrupted) and the helpers several
-// commands use.
+// command line, config or launch environment, 3 a server did not answer a client role, 130
+// interrupted) and the helpers several commands use.
 #ifndef MONSOON_LAUNCHER_COMMANDS_COMMAND_H_
 #define MONSOON_LAUNCHER_COMMANDS_COMMAND_H_
 

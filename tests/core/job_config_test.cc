@@ -297,7 +297,7 @@ TEST_CASE("JobConfig: only a regular file of sane size is read as a job file", "
   const auto error = [](const std::string& path) {
     return std::string(LoadJobConfig(path).status().message());
   };
-  CHECK(error(dir) == dir + " is a directory");
+  CHECK(error(dir) == dir + " is a directory, not a file");
   CHECK(error("/dev/zero") == "/dev/zero is not a regular file (a FIFO, socket or device)");
   const std::string fifo = TempPath("config.fifo");
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);  // reading it would block until a writer came
@@ -307,6 +307,14 @@ TEST_CASE("JobConfig: only a regular file of sane size is read as a job file", "
   CHECK(error(big) == absl::StrCat(big, " has ", kMaxConfigBytes + 1, " bytes; a file of at most ",
                                    kMaxConfigBytes, " is expected here"));
   CHECK(absl::IsNotFound(LoadJobConfig(TempPath("missing.yaml")).status()));
+  // A data path that is a directory says so, not "file not found".
+  const absl::StatusOr<JobConfig> data_dir = ParseJobConfig(
+      "job: j\nmodel: {type: linear_regression, input_dim: 1, output_dim: 1}\n"
+      "data: {format: csv, train: " +
+          dir + "}\n",
+      "/");
+  CHECK(std::string(data_dir.status().message()) ==
+        "data.train: " + dir + " is a directory, not a file");
 }
 
 }  // namespace

@@ -72,6 +72,18 @@ security:
   tls_key: $T/job.key
   tls_ca: $T/job.crt
 YAML
+# A key that is not the certificate's, or a file that is no certificate, is named as such,
+# not reported as a server that cannot listen.
+openssl genrsa -out "$T/other.key" 2048 2>/dev/null
+timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/wrong-key" --set security.tls_key=other.key \
+  >"$WORK/wrong_key.txt" 2>&1
+expect_eq "a job with the wrong TLS key exits" "$?" "1"
+grep -q "security.tls_key: $T/other.key is not the key of the certificate in $T/job.crt" \
+  "$WORK/wrong_key.txt" && pass "the wrong key is named" || fail "$(tail -3 "$WORK/wrong_key.txt")"
+timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/not-a-cert" \
+  --set security.tls_cert=linear_train.csv >"$WORK/not_cert.txt" 2>&1
+grep -q "security.tls_cert: $T/linear_train.csv holds no PEM certificate" "$WORK/not_cert.txt" \
+  && pass "a file that is no certificate is named" || fail "$(tail -3 "$WORK/not_cert.txt")"
 timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/run" --set training.epochs=400 \
   >"$WORK/tls.txt" 2>&1 &
 job_tls=$!
@@ -87,7 +99,7 @@ P="$WORK/plain-at-tls"
 sed -e '/^security:/,/^[a-z]/{/tls_cert\|tls_key\|tls_ca/d}' \
   -e 's/rpc_timeout_seconds: .*/rpc_timeout_seconds: 5/' "$T/run/config.yaml" >"$WORK/plain.yaml"
 foreign_worker "$P" "$WORK/plain.yaml" "$T/run/token" "$T/run/rendezvous/server-0"
-expect_eq "a plaintext worker at a TLS server exits" "$?" "1"
+expect_eq "a plaintext worker at a TLS server exits (3: the server did not answer it)" "$?" "3"
 pass "refused: $(tail -1 "$P.txt")"
 wait "$job_tls"
 expect_eq "TLS job exit status" "$?" "0"

@@ -104,7 +104,9 @@ TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
         "worker-1 was stopped by a signal");
   CHECK(ChildExit{"server-0", "", 0, SIGSEGV}.Describe() ==
         "server-0 crashed with signal 11 (Segmentation fault)");
-  CHECK(ChildExit{"server-0", "", 3, 0}.Describe() == "server-0 exited with status 3");
+  CHECK(ChildExit{"server-0", "", 4, 0}.Describe() == "server-0 exited with status 4");
+  CHECK(ChildExit{"evaluator", "", kExitServerUnreachable, 0}.Describe() ==
+        "evaluator stopped because a server did not answer it (exit status 3)");
 }
 
 }  // namespace
