@@ -46,6 +46,8 @@ for f in "$run"/checkpoints/server-1/ckpt-*.bin; do
 done
 resume_refused "every checkpoint of server 1 damaged" \
   "server 1 cannot resume: no checkpoint in $run/checkpoints/server-1 verifies"
+grep -q "continue it with" "$run.refused.txt" \
+  && fail "a resume was suggested for a failure it cannot fix" || pass "no resume suggested"
 rm "$run"/checkpoints/server-0/ckpt-*.bin
 cp "$other"/checkpoints/server-0/ckpt-*.bin "$run/checkpoints/server-0/"
 resume_refused "server 0 given another run's checkpoint" \

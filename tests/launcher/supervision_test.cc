@@ -4,6 +4,9 @@
 
 #include <catch2/catch.hpp>
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
 
 namespace monsoon {
 namespace {
@@ -107,6 +110,18 @@ TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
   CHECK(ChildExit{"server-0", "", 4, 0}.Describe() == "server-0 exited with status 4");
   CHECK(ChildExit{"evaluator", "", kExitServerUnreachable, 0}.Describe() ==
         "evaluator stopped because a server did not answer it (exit status 3)");
+}
+
+TEST_CASE("LogExcerpt: the log's last lines, or why there are none", "[launcher][supervision]") {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/logs";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir + "/worker-0.log") << "one\ntwo\n";
+  CHECK(LogExcerpt(dir + "/worker-0.log") == "Last lines of " + dir + "/worker-0.log:\none\ntwo");
+  std::ofstream(dir + "/worker-1.log").flush();
+  CHECK(LogExcerpt(dir + "/worker-1.log") == "Its log " + dir + "/worker-1.log is empty");
+  std::filesystem::remove_all(dir);
+  CHECK(LogExcerpt(dir + "/worker-0.log") ==
+        "Its log " + dir + "/worker-0.log is gone (was the run directory deleted?)");
 }
 
 }  // namespace
