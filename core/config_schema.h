@@ -163,6 +163,10 @@ void VisitTraining(JobConfig& c, V& v) {
             "from its value to 0 over `training.epochs`: a gradient computed at epoch e (its "
             "worker's progress) is applied at rate η · ½ (1 + cos(π e / epochs)). A run cut "
             "short by `training.max_steps` stops before the rate reaches 0");
+    v.Field("warmup_epochs", &c.training.warmup_epochs, RealRange{0, false, 1e5},
+            "linear warm-up: every learning rate (as for the schedule) is scaled by e / "
+            "warmup_epochs for gradients computed at epoch e < warmup_epochs, from 0; fractions "
+            "are fine (0.1 epoch of the default job is 47 steps of each worker)");
   });
   v.Section("downpour", "", [&] {
     v.Field("n_fetch", &c.downpour.n_fetch, IntRange{1, 1 << 20},
@@ -225,6 +229,10 @@ void VisitUpdates(JobConfig& c, V& v) {
             "the server-side update (not used by `easgd`/`eamsgd`)");
     v.Field("learning_rate", &c.optimizer.learning_rate, RealRange{0, true, 1e3},
             "η (SGD, momentum, Adam) or γ (Adagrad)");
+    v.Field("weight_decay", &c.optimizer.weight_decay, RealRange{0, false, 1},
+            "L2 weight decay λ: each gradient g becomes g + λ w before the update, on the "
+            "servers' optimizer and in the workers' local steps (`easgd`, `eamsgd`, "
+            "`downpour.local_learning_rate`)");
     v.Field("momentum", &c.optimizer.momentum, RealRange{0, false, 0.999999}, "μ (momentum only)");
     v.Field("epsilon", &c.optimizer.epsilon, RealRange{0, true, 1}, "ε (Adagrad, Adam)");
     v.Field("initial_accumulator", &c.optimizer.initial_accumulator, RealRange{0, false, 1e6},

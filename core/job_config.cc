@@ -747,6 +747,12 @@ std::vector<std::string> JobConfigWarnings(const JobConfig& config) {
           "; the centre may oscillate"));
     }
   }
+  if (config.training.warmup_epochs >= config.training.epochs) {
+    warnings.push_back(absl::StrCat("training.warmup_epochs (", config.training.warmup_epochs,
+                                    ") is not shorter than training.epochs (",
+                                    config.training.epochs,
+                                    "): the learning rate never reaches its value"));
+  }
   return warnings;
 }
 
@@ -829,6 +835,11 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
   }
   MONSOON_RETURN_IF_ERROR(ValidateReliability(c.reliability, c.transport));
   return ValidateSecurityAndSlurm(c.security, c.slurm);
+}
+
+LearningRatePlan LearningRatePlanOf(const JobConfig& config) {
+  return {config.training.learning_rate_schedule, static_cast<double>(config.training.epochs),
+          config.training.warmup_epochs};
 }
 
 std::string JobConfigToYaml(const JobConfig& config) {

@@ -104,6 +104,7 @@ struct TrainingConfig {
   // servers' optimizer.learning_rate, the workers' easgd.learning_rate and
   // downpour.local_learning_rate.
   LearningRateSchedule learning_rate_schedule = LearningRateSchedule::kConstant;
+  double warmup_epochs = 0;  // linear learning-rate warm-up (LearningRatePlan)
 };
 
 // Downpour-SGD (Dean et al. 2012).
@@ -314,6 +315,9 @@ double ElasticAlphaBound(double eta);
 
 // True when the servers stop the job on losing a worker (reliability.worker_loss resolved).
 bool StopsOnWorkerLoss(const JobConfig& config);
+
+// The job's learning-rate schedule and warm-up, for servers and workers alike.
+LearningRatePlan LearningRatePlanOf(const JobConfig& config);
 
 // The sharding plan of this job's model over its servers. Every role computes it with this
 // function, so they agree on it (the servers check the fingerprint).

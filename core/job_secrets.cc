@@ -1,11 +1,11 @@
 #include "core/job_secrets.h"
 
-#include <openssl/crypto.h>
 #include <openssl/bio.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
-#include <openssl/x509.h>
 #include <openssl/rand.h>
+#include <openssl/x509.h>
 #include <sys/stat.h>
 
 #include <cstdlib>

@@ -99,6 +99,10 @@ void Model::SetParams(const float* host) {
 void Model::GetParams(float* host) { backend_->CopyToHost(params_.data(), host, num_params_); }
 void Model::GetGrads(float* host) { backend_->CopyToHost(grads_.data(), host, num_params_); }
 
+void Model::AddWeightDecay(float weight_decay) {
+  if (weight_decay > 0) backend_->Axpy(weight_decay, params_.data(), grads_.data(), num_params_);
+}
+
 void Model::ApplyLocalSgd(float learning_rate) {
   backend_->Axpy(-learning_rate, grads_.data(), params_.data(), num_params_);
 }

@@ -70,6 +70,8 @@ class Model {
   // layer is done, overlapping the layers still to go (StartCopyToHost); GetGrads then waits
   // for those copies. For workers that fetch their gradients after every step.
   void set_stream_gradients(bool on) { stream_gradients_ = on; }
+  // grads += weight_decay * params, on the backend: L2 weight decay before a local step.
+  void AddWeightDecay(float weight_decay);
   // params -= learning_rate * grads, on the backend (a worker's local SGD step).
   void ApplyLocalSgd(float learning_rate);
   // A local Nesterov momentum step with the model's velocity (zero at first), on the backend.

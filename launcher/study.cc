@@ -48,7 +48,8 @@ bool ShownByKnobs(const std::string& path) {
   }
   for (const char* field :
        {"job", "training.algorithm", "optimizer.type", "optimizer.learning_rate",
-        "training.learning_rate_schedule", "cluster.workers"}) {
+        "optimizer.weight_decay", "training.learning_rate_schedule", "training.warmup_epochs",
+        "cluster.workers"}) {
     if (path == field) return true;
   }
   return false;
@@ -194,6 +195,9 @@ std::string VariantKnobs(const JobConfig& c) {
   if (c.training.learning_rate_schedule != LearningRateSchedule::kConstant) {
     absl::StrAppend(&knobs, " schedule=", kScheduleNames.Name(c.training.learning_rate_schedule));
   }
+  if (c.training.warmup_epochs > 0)
+    absl::StrAppend(&knobs, " warmup=", Fmt(c.training.warmup_epochs));
+  if (c.optimizer.weight_decay > 0) absl::StrAppend(&knobs, " wd=", Fmt(c.optimizer.weight_decay));
   return absl::StrCat(knobs, " workers=", c.cluster.workers);
 }
 

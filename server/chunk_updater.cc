@@ -137,7 +137,7 @@ absl::Status ChunkUpdater::OnExchange(ChunkState*, float, absl::Span<const float
 
 void ChunkUpdater::Apply(ChunkState* chunk, absl::Span<const float> g, double epoch) const {
   optimizer_->Apply(chunk->Writable(), g, absl::MakeSpan(chunk->optimizer_state),
-                    chunk->version + 1, LearningRateScale(rules_.schedule, rules_.epochs, epoch));
+                    chunk->version + 1, rules_.learning_rate.Scale(epoch));
   ++chunk->version;
 }
 

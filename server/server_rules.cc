@@ -9,8 +9,7 @@ ServerRules ServerRules::FromConfig(const JobConfig& config) {
   rules.staleness = config.staleness;
   rules.sync = config.sync;
   rules.easgd = config.easgd;
-  rules.schedule = config.training.learning_rate_schedule;
-  rules.epochs = config.training.epochs;
+  rules.learning_rate = LearningRatePlanOf(config);
   rules.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);
   rules.join_timeout = absl::Seconds(config.reliability.join_timeout_seconds);
   rules.stop_on_worker_loss = StopsOnWorkerLoss(config);

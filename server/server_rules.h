@@ -16,8 +16,7 @@ struct ServerRules {
   SyncConfig sync;            // sync
   EasgdConfig easgd;          // easgd, eamsgd
   // Scales optimizer.learning_rate by the epoch each gradient was computed at.
-  LearningRateSchedule schedule = LearningRateSchedule::kConstant;
-  double epochs = 1;  // the job's training.epochs (the schedule's end)
+  LearningRatePlan learning_rate;
   // A worker unheard (no RPC, no heartbeat) for this long is lost; then the server carries on
   // without it, or fails (Health()) when stop_on_worker_loss.
   absl::Duration peer_timeout = absl::Seconds(10);

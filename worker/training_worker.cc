@@ -97,9 +97,7 @@ auto TrainingWorker::Timed(WorkerReport* report, std::string_view name, Call cal
   return result;
 }
 
-float TrainingWorker::RateScale() const {
-  return LearningRateScale(rules_.schedule, rules_.epochs, shard_->progress());
-}
+float TrainingWorker::RateScale() const { return rules_.learning_rate.Scale(shard_->progress()); }
 
 bool TrainingWorker::Done(const WorkerReport& report) const {
   return shard_->progress() >= rules_.epochs ||
@@ -161,6 +159,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     MONSOON_RETURN_IF_ERROR(
         ComputeGradients(pipeline.accumulator(), since_push > 0, &scratch, &report));
     if (rules_.local_learning_rate > 0) {
+      model_->AddWeightDecay(rules_.weight_decay);
       model_->ApplyLocalSgd(rules_.local_learning_rate * RateScale());
     }
     if (++since_push == rules_.n_push) {
@@ -273,6 +272,7 @@ void TrainingWorker::LocalStep(WorkerReport* report) {
   const TraceScope compute = ComputeSpan(*report);
   ComputeStep(report);
   const float eta = static_cast<float>(rules_.easgd.learning_rate) * RateScale();
+  model_->AddWeightDecay(rules_.weight_decay);
   if (rules_.algorithm == Algorithm::kEamsgd) {
     model_->ApplyLocalNesterov(eta, static_cast<float>(rules_.easgd.momentum));
   } else {

@@ -22,7 +22,8 @@ WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
   rules.epochs = config.training.epochs;
   rules.batch_size = config.training.batch_size;
   rules.max_steps = config.training.max_steps;
-  rules.schedule = config.training.learning_rate_schedule;
+  rules.learning_rate = LearningRatePlanOf(config);
+  rules.weight_decay = config.optimizer.weight_decay;
   rules.trace_steps = config.trace.steps;
   return rules;
 }

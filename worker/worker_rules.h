@@ -21,11 +21,12 @@ struct WorkerRules {
   Overlap overlap = Overlap::kNone;
   Compression compression = Compression::kNone;
   double topk_fraction = 0.01;
-  // The run's length and the learning-rate schedule of the workers' local steps.
+  // The run's length, and the learning-rate plan and weight decay of the workers' local steps.
   int epochs = 1;
   int batch_size = 64;
   int max_steps = 0;  // 0: no limit
-  LearningRateSchedule schedule = LearningRateSchedule::kConstant;
+  LearningRatePlan learning_rate;
+  float weight_decay = 0;
   int trace_steps = 200;
 
   static WorkerRules FromConfig(const JobConfig& config);

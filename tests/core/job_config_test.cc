@@ -141,6 +141,15 @@ TEST_CASE("JobConfig: algorithm knobs are checked against their ranges", "[core]
   const auto warnings = JobConfigWarnings(*config);
   REQUIRE(warnings.size() == 1);
   CHECK(warnings[0].rfind("easgd: alpha = 0.95 exceeds the stability bound", 0) == 0);
+  // A warm-up as long as the run never reaches the learning rate: a warning too.
+  auto long_warmup = ParseJobConfig(
+      CsvJob(""), TempPath(""),
+      {"training.epochs=3", "training.warmup_epochs=3", "optimizer.weight_decay=0.0005"});
+  REQUIRE(long_warmup.ok());
+  CHECK(long_warmup->optimizer.weight_decay == Approx(0.0005));
+  CHECK(JobConfigWarnings(*long_warmup) ==
+        std::vector<std::string>{"training.warmup_epochs (3) is not shorter than "
+                                 "training.epochs (3): the learning rate never reaches its value"});
   // Every knob survives the resolved YAML round trip.
   auto again = ParseJobConfig(JobConfigToYaml(*config), "/", {});
   REQUIRE(again.ok());

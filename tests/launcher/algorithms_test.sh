@@ -33,6 +33,31 @@ PY
 expect_eq "fp16 pushes half the bytes" "$?" "0"
 run_linear warm --set downpour.warm_start_steps=100 --set optimizer.type=adam \
   --set optimizer.learning_rate=0.01
+# A learning-rate warm-up and a light weight decay still fit the line, on the servers'
+# optimizer and in EASGD's local steps.
+run_linear warmup_wd --set training.warmup_epochs=2 --set optimizer.weight_decay=0.0001
+run_linear easgd_wd --set training.algorithm=easgd --set easgd.learning_rate=0.05 \
+  --set optimizer.weight_decay=0.0001 --set training.warmup_epochs=1
+# A strong weight decay shrinks the fit to the ridge-regression solution of the training set:
+# (m, b) minimising mean(½ (m x + b - y)²) + ½ λ (m² + b²).
+timeout 240 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/ridge" \
+  --set optimizer.weight_decay=0.3 --set training.epochs=40 >"$WORK/ridge.txt" 2>&1
+expect_eq "ridge: exit status" "$?" "0"
+python3 -c '
+import csv, json, sys
+p = {t["name"]: t["values"] for t in json.load(open(sys.argv[1]))["parameters"]}
+m, b = p["dense0.weight"][0], p["dense0.bias"][0]
+rows = [tuple(float(v) for v in r) for r in list(csv.reader(open(sys.argv[2])))[1:]]
+n, lam = len(rows), 0.3
+sxx = sum(x * x for x, _ in rows) / n; sx = sum(x for x, _ in rows) / n
+sxy = sum(x * y for x, y in rows) / n; sy = sum(y for _, y in rows) / n
+# Normal equations: (sxx + lam) m + sx b = sxy;  sx m + (1 + lam) b = sy.
+det = (sxx + lam) * (1 + lam) - sx * sx
+m_star, b_star = (sxy * (1 + lam) - sx * sy) / det, ((sxx + lam) * sy - sx * sxy) / det
+print(f"ridge: learned m={m:.4f} b={b:.4f}; solution m={m_star:.4f} b={b_star:.4f}")
+sys.exit(0 if abs(m - m_star) < 0.03 and abs(b - b_star) < 0.03 else 1)
+' "$WORK/ridge/summary.json" configs/data/linear_train.csv
+expect_eq "weight decay 0.3 learns the ridge solution, not the line" "$?" "0"
 
 # Sync with uneven shards: 4000 rows over 3 workers are 1333, 1333 and 1334 rows, so at 31
 # rows a batch worker 2 takes 44 steps per epoch and the others 43: they run out of data

@@ -79,8 +79,7 @@ TEST_CASE("Cosine schedule: a push is applied at the rate of the epoch it was co
   OptimizerSpec sgd;
   sgd.learning_rate = 1.0f;
   ServerRules rules;
-  rules.schedule = LearningRateSchedule::kCosine;
-  rules.epochs = 4;
+  rules.learning_rate = {LearningRateSchedule::kCosine, 4, 0};
   auto downpour = MakeServer(*plan, 0, sgd, rules);
   const auto w0 = Values(*downpour);
   PushOrigin origin;
@@ -508,8 +507,9 @@ TEST_CASE("ParameterServer: a checkpoint restores weights, optimizer state, cloc
   REQUIRE(once_more.ok());
   const absl::Status refused = stranger->LoadCheckpoint(once_more->get());
   CHECK(absl::IsFailedPrecondition(refused));
-  CHECK(std::string(refused.message()).find("belongs to another run (run id 0000000000000000; "
-                                            "this run is 0000000000001234)") != std::string::npos);
+  CHECK(std::string(refused.message())
+            .find("belongs to another run (run id 0000000000000000; "
+                  "this run is 0000000000001234)") != std::string::npos);
 }
 
 TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts again",
