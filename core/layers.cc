@@ -26,6 +26,18 @@ void DenseLayer::Backward(ComputeBackend& backend, const float* x, const float* 
   if (dx != nullptr) backend.Gemm(false, true, batch, in_, out_, 1.0f, dy, w_, 0.0f, dx);
 }
 
+std::string ActivationLayer::name() const {
+  switch (f_) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kSigmoid:
+      break;
+  }
+  return "sigmoid";
+}
+
 void ActivationLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
   backend.ActivationForward(f_, x, y, static_cast<size_t>(batch) * dim_);
 }

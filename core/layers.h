@@ -23,6 +23,8 @@ struct ParamShape {
 class Layer {
  public:
   virtual ~Layer() = default;
+  // What the model summary calls it: "dense0 (dense)", "relu".
+  virtual std::string name() const = 0;
   virtual int input_dim() const = 0;
   virtual int output_dim() const = 0;
   virtual std::vector<ParamShape> param_shapes() const { return {}; }
@@ -41,6 +43,7 @@ class Layer {
 class DenseLayer : public Layer {
  public:
   DenseLayer(std::string name, int in, int out) : name_(std::move(name)), in_(in), out_(out) {}
+  std::string name() const override { return name_ + " (dense)"; }
   int input_dim() const override { return in_; }
   int output_dim() const override { return out_; }
   std::vector<ParamShape> param_shapes() const override;
@@ -63,6 +66,7 @@ class DenseLayer : public Layer {
 class ActivationLayer : public Layer {
  public:
   ActivationLayer(Activation f, int dim) : f_(f), dim_(dim) {}
+  std::string name() const override;
   int input_dim() const override { return dim_; }
   int output_dim() const override { return dim_; }
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;

@@ -1,10 +1,12 @@
 #include "core/model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace monsoon {
 namespace {
@@ -36,6 +38,31 @@ std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
     }
   }
   return tensors;
+}
+
+std::string Model::Summary(const ModelSpec& spec) {
+  std::vector<std::array<std::string, 3>> rows = {{"layer", "output shape", "parameters"}};
+  size_t total = 0;
+  for (const auto& layer : BuildLayers(spec)) {
+    size_t params = 0;
+    for (const ParamShape& shape : layer->param_shapes()) params += shape.size();
+    total += params;
+    rows.push_back(
+        {layer->name(), absl::StrCat("(", layer->output_dim(), ")"), absl::StrCat(params)});
+  }
+  rows.push_back({"total", "", absl::StrCat(total)});
+  size_t width[2] = {0, 0};
+  for (const auto& row : rows) {
+    for (int c = 0; c < 2; ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string table;
+  for (const auto& row : rows) {
+    absl::StrAppend(&table, absl::StrFormat("%-*s  %-*s  %s", static_cast<int>(width[0]), row[0],
+                                            static_cast<int>(width[1]), row[1], row[2]));
+    while (!table.empty() && table.back() == ' ') table.pop_back();
+    table += "\n";
+  }
+  return table;
 }
 
 size_t Model::NumParams(const ModelSpec& spec) {

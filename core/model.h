@@ -53,6 +53,9 @@ class Model {
   static std::vector<ParamTensor> Layout(const ModelSpec& spec);
   // Length of the flat parameter vector.
   static size_t NumParams(const ModelSpec& spec);
+  // The model as a table, as Keras' summary() prints it: a row per layer (its name, its
+  // output's shape and its parameter count), then the total.
+  static std::string Summary(const ModelSpec& spec);
 
   const ModelSpec& spec() const { return spec_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }

@@ -2,7 +2,9 @@
 #include <iostream>
 #include <memory>
 
+#include "absl/strings/str_split.h"
 #include "core/dataset.h"
+#include "core/model.h"
 #include "launcher/commands/command.h"
 #include "worker/worker_role.h"
 
@@ -35,7 +37,10 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
         return;
       }
     }
-    std::cout << JobConfigToYaml(*loaded);
+    std::cout << JobConfigToYaml(*loaded) << "#\n# The model:\n";
+    for (const absl::string_view line : absl::StrSplit(Model::Summary(loaded->model), '\n')) {
+      if (!line.empty()) std::cout << "#   " << line << "\n";
+    }
     *exit_code = 0;
   });
 }

@@ -55,6 +55,24 @@ void CheckGradients(const ModelSpec& spec, uint64_t seed) {
   }
 }
 
+TEST_CASE("Model::Summary: a row per layer with its output shape and parameters, then the total",
+          "[core][model]") {
+  ModelSpec spec;
+  spec.type = ModelType::kMlp;
+  spec.input_dim = 784;
+  spec.output_dim = 10;
+  spec.hidden = {256, 128};
+  spec.activation = Activation::kTanh;
+  CHECK(Model::Summary(spec) ==
+        "layer           output shape  parameters\n"
+        "dense0 (dense)  (256)         200960\n"
+        "tanh            (256)         0\n"
+        "dense1 (dense)  (128)         32896\n"
+        "tanh            (128)         0\n"
+        "dense2 (dense)  (10)          1290\n"
+        "total                         235146\n");
+}
+
 TEST_CASE("Model: MLP gradients match finite differences for every activation", "[core][model]") {
   for (Activation a : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
     ModelSpec spec;

@@ -58,9 +58,14 @@ assert any(e["name"] == "score test set" for e in spans["evaluator", 0])
 PY
 expect_eq "trace.json: every role, each worker's first 200 steps in order" "$?" "0"
 
-# The resolved config has every default and parses again.
-timeout 20 "$MONSOON" validate "$RUN/config.yaml" >/dev/null
+# The resolved config has every default and parses again; so does what validate prints, whose
+# model table is a YAML comment.
+timeout 20 "$MONSOON" validate "$RUN/config.yaml" >"$WORK/validated.yaml"
 expect_eq "resolved config validates" "$?" "0"
+grep -q "^#   total  *2$" "$WORK/validated.yaml" && pass "validate shows the model: 2 parameters" \
+  || fail "no model table: $(tail -4 "$WORK/validated.yaml")"
+timeout 20 "$MONSOON" validate "$WORK/validated.yaml" >/dev/null
+expect_eq "validate's own output validates" "$?" "0"
 
 # Same run directory again: refused, nothing overwritten.
 before=$(md5sum "$RUN/summary.json")
