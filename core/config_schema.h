@@ -37,6 +37,7 @@ struct IntList {    // a list of ints >= min
 };
 struct SbatchOptions {};  // a list of "--option=value" strings
 struct ShellLines {};     // a list of one-line shell commands
+struct LayerList {};      // model.layers: names ("relu") and one-key maps ({dense: {units: 8}})
 // An enum field or a list of enum values takes EnumNames<E>.
 
 // A field's documentation: its meaning, and where the generated table should not derive the
@@ -109,11 +110,29 @@ void VisitJobAndData(JobConfig& c, V& v) {
             "explicit role of each rank; must list exactly the cluster's roles");
   });
   v.Section("model", "", [&] {
-    v.Field("type", &c.model.type, kModelTypeNames, "the model");
-    v.Field("input_dim", &c.model.input_dim, IntRange{1, 1 << 24},
-            Doc("features per example; must match the data").Default("*required*"));
+    v.Field("input_shape", &c.model.input_shape, IntList{1},
+            Doc("the shape of one example, e.g. `[1, 28, 28]` (channels, height, width); "
+                "`[input_dim]` when not given")
+                .Default("—"));
+    v.Derive(&c.model.input_dim,
+             c.model.input_shape.empty() ? c.model.input_dim : ShapeSize(c.model.input_shape));
+    v.Field(
+        "input_dim", &c.model.input_dim, IntRange{1, 1 << 24},
+        Doc("features per example; must match the data").Default("*required* (or input_shape)"));
+    v.Field("layers", &c.model.layers, LayerList{},
+            Doc("the model as a list of layers, each a name or a one-key map: `dense: {units: "
+                "N}`, `relu`, `tanh`, `sigmoid`, `flatten`; shapes are inferred from "
+                "`input_shape`. Replaces `type`")
+                .Default("—"));
+    v.Derive(&c.model.type, c.model.layers.empty() ? ModelType::kMlp : ModelType::kLayers);
+    v.Field("type", &c.model.type, kModelTypeNames,
+            Doc("`layers` (the `layers` list) or a shorthand for one: `mlp`, "
+                "`linear_regression`, `softmax_regression`")
+                .Default("`mlp`; `layers` with `layers`"));
+    v.Derive(&c.model.output_dim, LayersOutputSize(c.model));
     v.Field("output_dim", &c.model.output_dim, IntRange{1, 1 << 24},
-            Doc("classes (classification) or targets (regression)").Default("*required*"));
+            Doc("classes (classification) or targets (regression); a layer list's last output")
+                .Default("*required* (but for `layers`)"));
     v.Field("hidden", &c.model.hidden, IntList{1},
             "MLP hidden-layer widths, e.g. `[256, 128]` (mlp only)");
     v.Field("activation", &c.model.activation, kActivationNames, "MLP hidden activation");

@@ -32,6 +32,51 @@ namespace fs = std::filesystem;
 
 // Reads the fields of one YAML mapping, remembering which keys were read so that any other
 // key is reported as unknown. Every error message starts with the field's dotted path.
+// One item of model.layers, at `where` ("model.layers[2]").
+absl::StatusOr<LayerSpec> OneLayer(const YAML::Node& item, const std::string& where) {
+  std::string name;
+  YAML::Node settings;
+  if (item.IsScalar()) {
+    name = item.Scalar();
+  } else if (item.IsMap() && item.size() == 1) {
+    name = item.begin()->first.Scalar();
+    settings = item.begin()->second;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": expected a layer's name or one `layer: {settings}` pair"));
+  }
+  const absl::StatusOr<LayerKind> kind = kLayerKindNames.Parse(name);
+  if (!kind.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": unknown layer '", name,
+                     "' (layers: ", absl::StrJoin(kLayerKindNames.AllNames(), ", "), ")"));
+  }
+  const std::string at = absl::StrCat(where, ".", name);
+  const bool no_settings =
+      !settings || settings.IsNull() || (settings.IsMap() && settings.size() == 0);
+  if (*kind != LayerKind::kDense) {
+    if (!no_settings) return absl::InvalidArgumentError(absl::StrCat(at, ": takes no settings"));
+    return LayerSpec{*kind, 0};
+  }
+  if (!settings.IsMap() || !settings["units"]) {
+    return absl::InvalidArgumentError(absl::StrCat(at, ": needs {units: N}"));
+  }
+  for (const auto& kv : settings) {
+    if (kv.first.Scalar() != "units") {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ".", kv.first.Scalar(), ": unknown setting (allowed: units)"));
+    }
+  }
+  int units = 0;
+  const YAML::Node n = settings["units"];
+  if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), &units) || units < 1 || units > (1 << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".units: expected an integer in [1, ", 1 << 24, "], got '",
+                     n.IsScalar() ? n.Scalar() : "a list or map", "'"));
+  }
+  return LayerSpec{LayerKind::kDense, units};
+}
+
 class YamlSection {
  public:
   YamlSection(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {}
@@ -171,6 +216,25 @@ class YamlSection {
       values.push_back(v);
     }
     *out = values;
+    return absl::OkStatus();
+  }
+
+  // model.layers: each item a layer's name ("relu", "flatten") or a one-key map of a layer to
+  // its settings ({dense: {units: 128}}).
+  absl::Status Layers(const std::string& key, std::vector<LayerSpec>* out) {
+    MONSOON_ASSIGN_OR_RETURN(const YAML::Node n, Field(key));
+    if (!n) return absl::OkStatus();
+    if (!n.IsSequence()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Path(key), ": expected a list of layers, like [flatten, dense: {units: 10}]"));
+    }
+    std::vector<LayerSpec> layers;
+    for (size_t i = 0; i < n.size(); ++i) {
+      MONSOON_ASSIGN_OR_RETURN(LayerSpec layer,
+                               OneLayer(n[i], absl::StrCat(Path(key), "[", i, "]")));
+      layers.push_back(layer);
+    }
+    *out = layers;
     return absl::OkStatus();
   }
 
@@ -432,6 +496,9 @@ class YamlReader {
     }
     return absl::OkStatus();
   }
+  absl::Status Read(const char* key, std::vector<LayerSpec>* v, LayerList) {
+    return section_->Layers(key, v);
+  }
   absl::Status Read(const char* key, std::vector<std::string>* v, ShellLines) {
     MONSOON_RETURN_IF_ERROR(section_->StringList(key, {}, v));
     for (size_t i = 0; i < v->size(); ++i) {
@@ -509,6 +576,17 @@ class YamlWriter {
   }
   static std::optional<std::string> Format(const std::vector<std::string>& v, ShellLines) {
     return QuotedList(v);
+  }
+  static std::optional<std::string> Format(const std::vector<LayerSpec>& v, LayerList) {
+    if (v.empty()) return std::nullopt;
+    std::vector<std::string> items;
+    for (const LayerSpec& l : v) {
+      const std::string name(kLayerKindNames.Name(l.kind));
+      items.push_back(l.kind == LayerKind::kDense
+                          ? absl::StrCat("{", name, ": {units: ", l.units, "}}")
+                          : name);
+    }
+    return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
   }
   static std::string QuotedList(const std::vector<std::string>& v) {
     std::vector<std::string> quoted;
@@ -593,6 +671,7 @@ class MarkdownWriter {
   static std::string TypeOf(const std::vector<std::string>&, ShellLines) {
     return "list of shell lines";
   }
+  static std::string TypeOf(const std::vector<LayerSpec>&, LayerList) { return "list of layers"; }
   template <class E>
   static std::string TypeOf(E, const EnumNames<E>& names) {
     std::vector<std::string> ticked;
@@ -645,8 +724,30 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
 }
 
 absl::Status ValidateModel(const ModelSpec& m) {
-  if (m.input_dim == 0) return absl::InvalidArgumentError("model.input_dim: required");
+  if (m.input_dim == 0) {
+    return absl::InvalidArgumentError("model.input_dim: required (or model.input_shape)");
+  }
+  if (!m.input_shape.empty() && ShapeSize(m.input_shape) != m.input_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.input_dim is ", m.input_dim, " but model.input_shape ",
+                     ShapeText(m.input_shape), " holds ", ShapeSize(m.input_shape)));
+  }
+  if (m.type == ModelType::kLayers && m.layers.empty()) {
+    return absl::InvalidArgumentError("model.type: layers needs the model.layers list");
+  }
+  if (m.type != ModelType::kLayers && !m.layers.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.layers: a layer list is the whole model; leave out model.type (",
+                     kModelTypeNames.Name(m.type), " is a shorthand for a layer list)"));
+  }
+  const absl::StatusOr<std::vector<Shape>> shapes = LayerShapes(m);
+  if (!shapes.ok()) return shapes.status();
   if (m.output_dim == 0) return absl::InvalidArgumentError("model.output_dim: required");
+  if (m.type == ModelType::kLayers && ShapeSize(shapes->back()) != m.output_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim,
+                                                   " but the last layer's output is ",
+                                                   ShapeText(shapes->back())));
+  }
   if (m.type != ModelType::kMlp && !m.hidden.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("model.hidden: only an mlp has hidden layers (model.type is ",

@@ -11,22 +11,103 @@
 namespace monsoon {
 namespace {
 
+LayerKind ActivationKind(Activation f) {
+  switch (f) {
+    case Activation::kRelu:
+      return LayerKind::kRelu;
+    case Activation::kTanh:
+      return LayerKind::kTanh;
+    case Activation::kSigmoid:
+      break;
+  }
+  return LayerKind::kSigmoid;
+}
+
+// The computing layers of a valid spec (LayerShapes OK): dense layers named dense0, dense1, ...
+// in order; a flatten changes only the shape, so it has none.
 std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec) {
   std::vector<std::unique_ptr<Layer>> layers;
-  int in = spec.input_dim;
-  if (spec.type == ModelType::kMlp) {
-    for (size_t i = 0; i < spec.hidden.size(); ++i) {
-      layers.push_back(std::make_unique<DenseLayer>(absl::StrCat("dense", i), in, spec.hidden[i]));
-      layers.push_back(std::make_unique<ActivationLayer>(spec.activation, spec.hidden[i]));
-      in = spec.hidden[i];
+  int width = spec.input_dim, dense = 0;
+  for (const LayerSpec& l : ModelLayers(spec)) {
+    switch (l.kind) {
+      case LayerKind::kDense:
+        layers.push_back(
+            std::make_unique<DenseLayer>(absl::StrCat("dense", dense++), width, l.units));
+        width = l.units;
+        break;
+      case LayerKind::kRelu:
+        layers.push_back(std::make_unique<ActivationLayer>(Activation::kRelu, width));
+        break;
+      case LayerKind::kTanh:
+        layers.push_back(std::make_unique<ActivationLayer>(Activation::kTanh, width));
+        break;
+      case LayerKind::kSigmoid:
+        layers.push_back(std::make_unique<ActivationLayer>(Activation::kSigmoid, width));
+        break;
+      case LayerKind::kFlatten:
+        break;
     }
   }
-  layers.push_back(
-      std::make_unique<DenseLayer>(absl::StrCat("dense", layers.size() / 2), in, spec.output_dim));
   return layers;
 }
 
 }  // namespace
+
+std::string ShapeText(const Shape& shape) {
+  return absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
+}
+
+int ShapeSize(const Shape& shape) {
+  int n = 1;
+  for (int d : shape) n *= d;
+  return n;
+}
+
+int LayersOutputSize(const ModelSpec& spec) {
+  if (spec.type != ModelType::kLayers) return spec.output_dim;
+  const absl::StatusOr<std::vector<Shape>> shapes = LayerShapes(spec);
+  return shapes.ok() && !shapes->empty() ? ShapeSize(shapes->back()) : spec.output_dim;
+}
+
+std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
+  if (spec.type == ModelType::kLayers) return spec.layers;
+  std::vector<LayerSpec> layers;
+  if (spec.input_shape.size() > 1) layers.push_back({LayerKind::kFlatten, 0});
+  if (spec.type == ModelType::kMlp) {
+    for (int width : spec.hidden) {
+      layers.push_back({LayerKind::kDense, width});
+      layers.push_back({ActivationKind(spec.activation), 0});
+    }
+  }
+  layers.push_back({LayerKind::kDense, spec.output_dim});
+  return layers;
+}
+
+absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
+  const std::vector<LayerSpec> layers = ModelLayers(spec);
+  std::vector<Shape> shapes;
+  Shape shape = spec.input_shape.empty() ? Shape{spec.input_dim} : spec.input_shape;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerSpec& l = layers[i];
+    const std::string where =
+        spec.type == ModelType::kLayers
+            ? absl::StrCat("model.layers[", i, "] (", kLayerKindNames.Name(l.kind), ")")
+            : "model";
+    if (l.kind == LayerKind::kDense && shape.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": takes a flat input, got ", ShapeText(shape), "; put a flatten before it"));
+    }
+    if (l.kind == LayerKind::kDense) shape = {l.units};
+    if (l.kind == LayerKind::kFlatten) shape = {ShapeSize(shape)};
+    shapes.push_back(shape);
+  }
+  if (shape.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.layers: the model's output ", ShapeText(shape),
+        " is not flat; end with a dense layer of as many units as classes or targets"));
+  }
+  return shapes;
+}
 
 std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
   std::vector<ParamTensor> tensors;
@@ -40,17 +121,34 @@ std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
   return tensors;
 }
 
-std::string Model::Summary(const ModelSpec& spec) {
+namespace {
+
+// The summary's rows: header, one per layer, total.
+std::vector<std::array<std::string, 3>> SummaryRows(const ModelSpec& spec) {
   std::vector<std::array<std::string, 3>> rows = {{"layer", "output shape", "parameters"}};
-  size_t total = 0;
-  for (const auto& layer : BuildLayers(spec)) {
+  const std::vector<LayerSpec> specs = ModelLayers(spec);
+  const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
+  const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec);
+  size_t total = 0, computing = 0;
+  for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {
+    if (specs[i].kind == LayerKind::kFlatten) {
+      rows.push_back({"flatten", ShapeText(shapes[i]), "0"});
+      continue;
+    }
+    const Layer& layer = *layers[computing++];
     size_t params = 0;
-    for (const ParamShape& shape : layer->param_shapes()) params += shape.size();
+    for (const ParamShape& shape : layer.param_shapes()) params += shape.size();
     total += params;
-    rows.push_back(
-        {layer->name(), absl::StrCat("(", layer->output_dim(), ")"), absl::StrCat(params)});
+    rows.push_back({layer.name(), ShapeText(shapes[i]), absl::StrCat(params)});
   }
   rows.push_back({"total", "", absl::StrCat(total)});
+  return rows;
+}
+
+}  // namespace
+
+std::string Model::Summary(const ModelSpec& spec) {
+  const std::vector<std::array<std::string, 3>> rows = SummaryRows(spec);
   size_t width[2] = {0, 0};
   for (const auto& row : rows) {
     for (int c = 0; c < 2; ++c) width[c] = std::max(width[c], row[c].size());
@@ -79,6 +177,13 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
   }
   for (int h : spec.hidden) {
     if (h <= 0) return absl::InvalidArgumentError("model hidden widths must be positive");
+  }
+  const absl::StatusOr<std::vector<Shape>> shapes = LayerShapes(spec);
+  if (!shapes.ok()) return shapes.status();
+  if (shapes->back() != Shape{spec.output_dim}) {
+    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", spec.output_dim,
+                                                   " but the last layer's output is ",
+                                                   ShapeText(shapes->back())));
   }
   return std::unique_ptr<Model>(new Model(spec, backend));
 }

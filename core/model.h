@@ -16,18 +16,47 @@
 
 namespace monsoon {
 
-enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp };
+// kLayers: the model is `layers`; the others are shorthands that expand to a layer list.
+enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp, kLayers };
 enum class LossType { kSoftmaxCrossEntropy, kMeanSquaredError };
+
+// One layer of a layer-list model (model.layers).
+enum class LayerKind { kDense, kRelu, kTanh, kSigmoid, kFlatten };
+struct LayerSpec {
+  LayerKind kind = LayerKind::kDense;
+  int units = 0;  // kDense
+  bool operator==(const LayerSpec& o) const { return kind == o.kind && units == o.units; }
+};
+
+// A tensor's shape per example: [C, H, W], or [D] when flat.
+using Shape = std::vector<int>;
+std::string ShapeText(const Shape& shape);  // "(1, 28, 28)", "(256)"
+int ShapeSize(const Shape& shape);          // the product of its dimensions
 
 struct ModelSpec {
   ModelType type = ModelType::kMlp;
-  int input_dim = 0;
-  // Number of classes (classification) or of regression targets.
+  // The input's shape per example; [input_dim] when not given.
+  Shape input_shape;
+  int input_dim = 0;  // the input_shape's product
+  // Number of classes (classification) or of regression targets: the last layer's output.
   int output_dim = 0;
   std::vector<int> hidden;  // MLP only
   Activation activation = Activation::kRelu;
+  std::vector<LayerSpec> layers;  // kLayers only
   LossType loss = LossType::kSoftmaxCrossEntropy;
 };
+
+// The model's layers: `layers` for kLayers, else what the shorthand stands for (linear and
+// softmax regression: one dense layer; mlp: dense and activation per hidden width, then dense;
+// after a flatten when the input is not flat).
+std::vector<LayerSpec> ModelLayers(const ModelSpec& spec);
+// The output shape of each of ModelLayers(spec) in turn. InvalidArgument naming the layer
+// ("model.layers[2] (dense): ..."), its input shape and what it needs when one does not fit
+// its input, or when the last output is not flat.
+absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec);
+// For a layer list whose shapes fit, the size of its output (its classes or targets);
+// otherwise spec.output_dim.
+int LayersOutputSize(const ModelSpec& spec);
 
 // A parameter tensor's place in the flat vector.
 struct ParamTensor {
@@ -125,12 +154,20 @@ class Model {
 inline constexpr NamedValue<ModelType> kModelTypeValues[] = {
     {ModelType::kLinearRegression, "linear_regression"},
     {ModelType::kSoftmaxRegression, "softmax_regression"},
-    {ModelType::kMlp, "mlp"}};
+    {ModelType::kMlp, "mlp"},
+    {ModelType::kLayers, "layers"}};
 inline constexpr EnumNames<ModelType> kModelTypeNames{"model type", kModelTypeValues};
 
 inline constexpr NamedValue<Activation> kActivationValues[] = {
     {Activation::kRelu, "relu"}, {Activation::kTanh, "tanh"}, {Activation::kSigmoid, "sigmoid"}};
 inline constexpr EnumNames<Activation> kActivationNames{"activation", kActivationValues};
+
+inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {{LayerKind::kDense, "dense"},
+                                                             {LayerKind::kRelu, "relu"},
+                                                             {LayerKind::kTanh, "tanh"},
+                                                             {LayerKind::kSigmoid, "sigmoid"},
+                                                             {LayerKind::kFlatten, "flatten"}};
+inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
 
 inline constexpr NamedValue<LossType> kLossValues[] = {
     {LossType::kSoftmaxCrossEntropy, "softmax_cross_entropy"},

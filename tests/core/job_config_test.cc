@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/model.h"
 #include "tests/test_util.h"
 
 namespace monsoon {
@@ -26,6 +27,58 @@ std::string CsvJob(const std::string& extra = "") {
 std::string ErrorOf(const std::string& yaml, const std::vector<std::string>& sets = {}) {
   auto config = ParseJobConfig(yaml, TempPath(""), sets);
   return config.ok() ? "" : std::string(config.status().message());
+}
+
+// A CSV job whose model is `model` (the YAML of the model section's body).
+std::string CsvJobWithModel(const std::string& model) {
+  std::ofstream(TempPath("train4.csv")) << "a,b,c,d,label\n1,2,3,4,0\n5,6,7,8,1\n";
+  return "job: t\nmodel:\n" + model +
+         "data:\n  format: csv\n  train: train4.csv\n  test: train4.csv\n";
+}
+
+TEST_CASE("JobConfig: a model as a list of layers, shapes inferred, misfits named",
+          "[core][config][model]") {
+  const std::string layers =
+      "  input_shape: [1, 2, 2]\n"
+      "  layers:\n    - flatten\n    - dense: {units: 8}\n    - tanh\n    - dense: {units: 2}\n";
+  auto config = ParseJobConfig(CsvJobWithModel(layers), TempPath(""));
+  INFO(config.status().ToString());
+  REQUIRE(config.ok());
+  const ModelSpec& m = config->model;
+  CHECK(m.type == ModelType::kLayers);
+  CHECK(m.input_dim == 4);
+  CHECK(m.output_dim == 2);  // the last layer's
+  CHECK(m.layers == std::vector<LayerSpec>{{LayerKind::kFlatten, 0},
+                                           {LayerKind::kDense, 8},
+                                           {LayerKind::kTanh, 0},
+                                           {LayerKind::kDense, 2}});
+  // The resolved YAML reads back to the same model.
+  auto again = ParseJobConfig(JobConfigToYaml(*config), "/");
+  REQUIRE(again.ok());
+  CHECK(again->model.layers == m.layers);
+  CHECK(Model::NumParams(m) == 4 * 8 + 8 + 8 * 2 + 2);
+  // Each misfit is one line naming the layer.
+  const auto error = [&](const std::string& model) { return ErrorOf(CsvJobWithModel(model)); };
+  CHECK(error("  input_shape: [1, 2, 2]\n  layers: [dense: {units: 2}]\n") ==
+        "model.layers[0] (dense): takes a flat input, got (1, 2, 2); put a flatten before it");
+  CHECK(error("  input_dim: 4\n  layers: [dense: {units: 2, size: 3}]\n") ==
+        "model.layers[0].dense.size: unknown setting (allowed: units)");
+  CHECK(error("  input_dim: 4\n  layers: [dense]\n") == "model.layers[0].dense: needs {units: N}");
+  CHECK(error("  input_dim: 4\n  layers: [flatten, relu: {x: 1}]\n") ==
+        "model.layers[1].relu: takes no settings");
+  CHECK(error("  input_dim: 4\n  layers: [dense: {units: 0}]\n") ==
+        "model.layers[0].dense.units: expected an integer in [1, 16777216], got '0'");
+  CHECK(error("  input_dim: 4\n  layers: [lstm]\n") ==
+        "model.layers[0]: unknown layer 'lstm' (layers: dense, relu, tanh, sigmoid, flatten)");
+  CHECK(error("  input_dim: 4\n  output_dim: 3\n  layers: [dense: {units: 2}]\n") ==
+        "model.output_dim is 3 but the last layer's output is (2)");
+  CHECK(error("  input_shape: [2, 2]\n  input_dim: 5\n  layers: [flatten, dense: {units: 2}]\n") ==
+        "model.input_dim is 5 but model.input_shape (2, 2) holds 4");
+  CHECK(error("  type: mlp\n  input_dim: 4\n  output_dim: 2\n  layers: [dense: {units: 2}]\n") ==
+        "model.layers: a layer list is the whole model; leave out model.type (mlp is a shorthand "
+        "for a layer list)");
+  CHECK(error("  type: layers\n  input_dim: 4\n  output_dim: 2\n") ==
+        "model.type: layers needs the model.layers list");
 }
 
 TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {

@@ -55,6 +55,34 @@ void CheckGradients(const ModelSpec& spec, uint64_t seed) {
   }
 }
 
+TEST_CASE("Model: the mlp shorthand is the layer list it stands for", "[core][model]") {
+  ModelSpec mlp;
+  mlp.type = ModelType::kMlp;
+  mlp.input_shape = {1, 3, 3};
+  mlp.input_dim = 9;
+  mlp.output_dim = 4;
+  mlp.hidden = {5};
+  mlp.activation = Activation::kSigmoid;
+  ModelSpec layers = mlp;
+  layers.type = ModelType::kLayers;
+  layers.hidden.clear();
+  layers.layers = {{LayerKind::kFlatten, 0},
+                   {LayerKind::kDense, 5},
+                   {LayerKind::kSigmoid, 0},
+                   {LayerKind::kDense, 4}};
+  CHECK(ModelLayers(mlp) == layers.layers);
+  CHECK(Model::Summary(mlp) == Model::Summary(layers));
+  const auto a = Model::Layout(mlp), b = Model::Layout(layers);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].shape.name == b[i].shape.name);
+    CHECK(a[i].offset == b[i].offset);
+  }
+  CHECK(Model::Summary(layers).rfind("layer           output shape  parameters\n"
+                                     "flatten         (9)           0\n",
+                                     0) == 0);
+}
+
 TEST_CASE("Model::Summary: a row per layer with its output shape and parameters, then the total",
           "[core][model]") {
   ModelSpec spec;

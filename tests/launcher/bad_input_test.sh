@@ -225,6 +225,18 @@ expect_config_error "validate checks the data against the model" \
 expect_config_error "more classes in the data than the model has" \
   "model.output_dim is 2 but data.train ($WORK/classes_train.csv) has 3 classes (labels 0 to 2)" \
   validate "$WORK/classes.yaml" --set model.output_dim=2
+# The same data through a model written as a list of layers.
+timeout 120 "$MONSOON" run "$WORK/classes.yaml" --run-dir "$WORK/classes_layers" \
+  --set model.type=layers --set 'model.layers=[dense: {units: 16}, tanh, dense: {units: 3}]' \
+  >"$WORK/classes_layers.txt" 2>&1
+expect_eq "a layer-list model's job exits" "$?" "0"
+acc=$(json_get "$WORK/classes_layers/summary.json" final_test_accuracy)
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.95 else 1)" "$acc" \
+  && pass "layer-list model: test accuracy $acc >= 0.95" || fail "layer-list model: accuracy $acc"
+expect_config_error "a layer that does not fit its input" \
+  "model.layers[1] (dense): takes a flat input, got (2, 1); put a flatten before it" \
+  validate "$WORK/classes.yaml" --set model.type=layers --set 'model.input_shape=[2, 1]' \
+  --set 'model.layers=[tanh, dense: {units: 3}]'
 expect_config_error "a study given as a job" "this is a study file, not a job: run it with \`monsoon compare\`" \
   validate configs/compare_fmnist.yaml
 finish

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # README describes what the code does: its configuration reference is the table generated from
 # core/config_schema.h, every field of a fully resolved job config (`monsoon validate` prints
-# every default) is named there, and every command of `monsoon --help` is in "Commands".
+# every default) is named there, every command of `monsoon --help` is in "Commands", and the
+# example of "Models" validates to the table shown there.
 source tests/launcher/test_lib.sh
 README=README.md
 
@@ -42,4 +43,13 @@ for c in $listed; do
   grep -qE "monsoon $c\b|^- \`$c\`" <<<"$commands" || missing+=" $c"
 done
 expect_eq "monsoon commands missing from README's Commands" "${missing:- none}" " none"
+
+# "Models": its example model section, put into the default job, validates to the table shown.
+models=$(section "Models")
+example=$(awk '/^```yaml$/ { on = 1; next } /^```$/ { on = 0 } on' <<<"$models")
+awk -v example="$example" '/^model:$/ { print example; skip = 1; next }
+  skip && /^[a-z]/ { skip = 0 } !skip' configs/fmnist_downpour.yaml >"$WORK/readme_model.yaml"
+shown=$(awk '/^```text$/ { on = 1; next } /^```$/ { on = 0 } on' <<<"$models")
+printed=$("$MONSOON" validate "$WORK/readme_model.yaml" 2>&1 | sed -n '/^# The model:$/,$p' | tail -n +2)
+expect_eq "README's example model validates to the table it shows" "$printed" "$shown"
 finish
