@@ -89,6 +89,47 @@ class ComputeBackend {
                             size_t n) = 0;
 };
 
+// Where a 2-D convolution reads and writes: per example, `channels` x `height` x `width` in,
+// `filters` x `out_height` x `out_width` out (row-major, channels first). The input is padded
+// with zeros: `pad_top` rows above, `pad_left` columns to the left (and as many below and to
+// the right as the output needs).
+struct Conv2dGeometry {
+  int channels = 0, height = 0, width = 0;
+  int filters = 0, kernel = 0, stride = 1;
+  int pad_top = 0, pad_left = 0;
+  int out_height = 0, out_width = 0;
+  // Weights per filter: channels * kernel * kernel, in (channel, row, column) order.
+  int patch() const { return channels * kernel * kernel; }
+};
+
+// A 2-D pooling window: `size` x `size`, moved by `stride`, over each channel, unpadded.
+struct Pool2dGeometry {
+  int channels = 0, height = 0, width = 0;
+  int size = 2, stride = 2;
+  int out_height = 0, out_width = 0;
+};
+enum class PoolKind { kMax, kAverage };
+
+// The kernels of convolutional models, over [batch x C x H x W] activations. A backend that
+// has them implements this interface too; a model with convolution or pooling layers needs a
+// backend that does (Model::Create).
+class ConvolutionBackend {
+ public:
+  virtual ~ConvolutionBackend() = default;
+  // y = conv(x, w) + b, with w [filters x patch] and b [filters].
+  virtual void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
+                             const float* b, int batch, float* y) = 0;
+  // Overwrites dw and db with the batch's gradients; writes dx when not null.
+  virtual void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w,
+                              const float* dy, int batch, float* dw, float* db, float* dx) = 0;
+  virtual void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
+                             float* y) = 0;
+  // dx from dy: a max window's gradient goes to its first largest input, an average window's
+  // is shared equally (overlapping windows add up).
+  virtual void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                              const float* dy, int batch, float* dx) = 0;
+};
+
 }  // namespace monsoon
 
 #endif  // MONSOON_CORE_COMPUTE_BACKEND_H_

@@ -126,3 +126,146 @@ void CpuBackend::NesterovStep(float learning_rate, float momentum, const float* 
 }
 
 }  // namespace monsoon
+
+namespace monsoon {
+namespace {
+
+// Example x's patches as the columns of cols [patch x out pixels]; padding reads as zero.
+void Im2Col(const Conv2dGeometry& g, const float* x, float* cols) {
+  const int pixels = g.out_height * g.out_width;
+  for (int c = 0; c < g.channels; ++c) {
+    for (int kh = 0; kh < g.kernel; ++kh) {
+      for (int kw = 0; kw < g.kernel; ++kw) {
+        float* row = cols + static_cast<size_t>((c * g.kernel + kh) * g.kernel + kw) * pixels;
+        for (int oh = 0; oh < g.out_height; ++oh) {
+          const int ih = oh * g.stride - g.pad_top + kh;
+          for (int ow = 0; ow < g.out_width; ++ow) {
+            const int iw = ow * g.stride - g.pad_left + kw;
+            const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
+            row[oh * g.out_width + ow] =
+                inside ? x[(static_cast<size_t>(c) * g.height + ih) * g.width + iw] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The adjoint of Im2Col: adds each column entry back to the input pixel it was read from
+// (dx is zeroed first).
+void Col2Im(const Conv2dGeometry& g, const float* cols, float* dx) {
+  std::fill(dx, dx + static_cast<size_t>(g.channels) * g.height * g.width, 0.0f);
+  const int pixels = g.out_height * g.out_width;
+  for (int c = 0; c < g.channels; ++c) {
+    for (int kh = 0; kh < g.kernel; ++kh) {
+      for (int kw = 0; kw < g.kernel; ++kw) {
+        const float* row = cols + static_cast<size_t>((c * g.kernel + kh) * g.kernel + kw) * pixels;
+        for (int oh = 0; oh < g.out_height; ++oh) {
+          const int ih = oh * g.stride - g.pad_top + kh;
+          if (ih < 0 || ih >= g.height) continue;
+          for (int ow = 0; ow < g.out_width; ++ow) {
+            const int iw = ow * g.stride - g.pad_left + kw;
+            if (iw < 0 || iw >= g.width) continue;
+            dx[(static_cast<size_t>(c) * g.height + ih) * g.width + iw] +=
+                row[oh * g.out_width + ow];
+          }
+        }
+      }
+    }
+  }
+}
+
+size_t InputSize(const Conv2dGeometry& g) {
+  return static_cast<size_t>(g.channels) * g.height * g.width;
+}
+size_t OutputSize(const Conv2dGeometry& g) {
+  return static_cast<size_t>(g.filters) * g.out_height * g.out_width;
+}
+
+}  // namespace
+
+void CpuBackend::Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
+                               const float* b, int batch, float* y) {
+  const int pixels = g.out_height * g.out_width;
+  columns_.resize(static_cast<size_t>(g.patch()) * pixels);
+  for (int n = 0; n < batch; ++n) {
+    float* out = y + n * OutputSize(g);
+    Im2Col(g, x + n * InputSize(g), columns_.data());
+    Gemm(false, false, g.filters, pixels, g.patch(), 1.0f, w, columns_.data(), 0.0f, out);
+    for (int f = 0; f < g.filters; ++f) {
+      float* plane = out + static_cast<size_t>(f) * pixels;
+      for (int p = 0; p < pixels; ++p) plane[p] += b[f];
+    }
+  }
+}
+
+void CpuBackend::Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w,
+                                const float* dy, int batch, float* dw, float* db, float* dx) {
+  const int pixels = g.out_height * g.out_width;
+  columns_.resize(static_cast<size_t>(g.patch()) * pixels);
+  if (dx != nullptr) column_gradients_.resize(columns_.size());
+  std::fill(db, db + g.filters, 0.0f);
+  for (int n = 0; n < batch; ++n) {
+    const float* grad = dy + n * OutputSize(g);
+    Im2Col(g, x + n * InputSize(g), columns_.data());
+    // dw (+)= dy_n cols^T; db += the rows' sums; dcols = w^T dy_n, back to dx_n.
+    Gemm(false, true, g.filters, g.patch(), pixels, 1.0f, grad, columns_.data(),
+         n == 0 ? 0.0f : 1.0f, dw);
+    for (int f = 0; f < g.filters; ++f) {
+      const float* plane = grad + static_cast<size_t>(f) * pixels;
+      for (int p = 0; p < pixels; ++p) db[f] += plane[p];
+    }
+    if (dx == nullptr) continue;
+    Gemm(true, false, g.patch(), pixels, g.filters, 1.0f, w, grad, 0.0f, column_gradients_.data());
+    Col2Im(g, column_gradients_.data(), dx + n * InputSize(g));
+  }
+}
+
+void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
+                               float* y) {
+  const float inverse_area = 1.0f / static_cast<float>(g.size * g.size);
+  for (int plane = 0; plane < batch * g.channels; ++plane) {
+    const float* in = x + static_cast<size_t>(plane) * g.height * g.width;
+    float* out = y + static_cast<size_t>(plane) * g.out_height * g.out_width;
+    for (int oh = 0; oh < g.out_height; ++oh) {
+      for (int ow = 0; ow < g.out_width; ++ow) {
+        const float* corner = in + (oh * g.stride) * g.width + ow * g.stride;
+        float acc = kind == PoolKind::kMax ? corner[0] : 0.0f;
+        for (int i = 0; i < g.size; ++i) {
+          for (int j = 0; j < g.size; ++j) {
+            const float v = corner[i * g.width + j];
+            acc = kind == PoolKind::kMax ? std::max(acc, v) : acc + v;
+          }
+        }
+        out[oh * g.out_width + ow] = kind == PoolKind::kMax ? acc : acc * inverse_area;
+      }
+    }
+  }
+}
+
+void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                                const float* dy, int batch, float* dx) {
+  const float inverse_area = 1.0f / static_cast<float>(g.size * g.size);
+  std::fill(dx, dx + static_cast<size_t>(batch) * g.channels * g.height * g.width, 0.0f);
+  for (int plane = 0; plane < batch * g.channels; ++plane) {
+    const size_t in_offset = static_cast<size_t>(plane) * g.height * g.width;
+    const float* grad = dy + static_cast<size_t>(plane) * g.out_height * g.out_width;
+    for (int oh = 0; oh < g.out_height; ++oh) {
+      for (int ow = 0; ow < g.out_width; ++ow) {
+        const size_t corner = in_offset + (oh * g.stride) * g.width + ow * g.stride;
+        const float d = grad[oh * g.out_width + ow];
+        size_t best = corner;
+        for (int i = 0; i < g.size; ++i) {
+          for (int j = 0; j < g.size; ++j) {
+            const size_t at = corner + i * g.width + j;
+            if (kind == PoolKind::kAverage) dx[at] += d * inverse_area;
+            if (x[at] > x[best]) best = at;
+          }
+        }
+        if (kind == PoolKind::kMax) dx[best] += d;
+      }
+    }
+  }
+}
+
+}  // namespace monsoon

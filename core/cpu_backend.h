@@ -1,12 +1,15 @@
 // ComputeBackend on the host: OpenBLAS cblas_sgemm for matrix products, plain loops for the rest.
+// Convolutions are im2col and an SGEMM per example.
 #ifndef MONSOON_CORE_CPU_BACKEND_H_
 #define MONSOON_CORE_CPU_BACKEND_H_
+
+#include <vector>
 
 #include "core/compute_backend.h"
 
 namespace monsoon {
 
-class CpuBackend : public ComputeBackend {
+class CpuBackend : public ComputeBackend, public ConvolutionBackend {
  public:
   // `blas_threads` sets OpenBLAS's thread count (process-wide in OpenBLAS).
   explicit CpuBackend(int blas_threads = 1);
@@ -29,6 +32,19 @@ class CpuBackend : public ComputeBackend {
   void Axpy(float alpha, const float* x, float* y, size_t n) override;
   void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
                     size_t n) override;
+
+  void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
+                     int batch, float* y) override;
+  void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy,
+                      int batch, float* dw, float* db, float* dx) override;
+  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
+                     float* y) override;
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* dy,
+                      int batch, float* dx) override;
+
+ private:
+  std::vector<float> columns_;           // one example's im2col matrix [patch x out pixels]
+  std::vector<float> column_gradients_;  // and its gradient
 };
 
 }  // namespace monsoon

@@ -32,6 +32,82 @@ namespace fs = std::filesystem;
 
 // Reads the fields of one YAML mapping, remembering which keys were read so that any other
 // key is reported as unknown. Every error message starts with the field's dotted path.
+// A layer's integer setting `key` from `settings` (at `at`, "model.layers[2].conv2d"): *out
+// keeps its value when the setting is absent, unless it is `required`.
+absl::Status IntSetting(const YAML::Node& settings, const std::string& at, const char* key,
+                        bool required, int* out) {
+  const YAML::Node n = settings.IsMap() ? settings[key] : YAML::Node();
+  if (!n) {
+    if (required) return absl::InvalidArgumentError(absl::StrCat(at, ".", key, ": required"));
+    return absl::OkStatus();
+  }
+  if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), out) || *out < 1 || *out > (1 << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ".", key, ": expected an integer in [1, ", 1 << 24, "], got '",
+                     n.IsScalar() ? n.Scalar() : "a list or map", "'"));
+  }
+  return absl::OkStatus();
+}
+
+// The settings each kind of layer takes.
+std::vector<std::string> SettingsOf(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::kDense:
+      return {"units"};
+    case LayerKind::kConv2d:
+      return {"filters", "kernel", "stride", "padding"};
+    case LayerKind::kMaxPool2d:
+    case LayerKind::kAvgPool2d:
+      return {"size", "stride"};
+    default:
+      return {};
+  }
+}
+
+// Reads `settings` into `layer` (its kind set), at `at` ("model.layers[2].conv2d").
+absl::Status ReadLayerSettings(const YAML::Node& settings, const std::string& at,
+                               LayerSpec* layer) {
+  const std::vector<std::string> allowed = SettingsOf(layer->kind);
+  const bool none = !settings || settings.IsNull() || (settings.IsMap() && settings.size() == 0);
+  if (allowed.empty()) {
+    return none ? absl::OkStatus()
+                : absl::InvalidArgumentError(absl::StrCat(at, ": takes no settings"));
+  }
+  if (none || !settings.IsMap()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(at, ": needs {", absl::StrJoin(allowed, ": ..., "), ": ...}"));
+  }
+  for (const auto& kv : settings) {
+    const std::string key = kv.first.Scalar();
+    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, ".", key, ": unknown setting (allowed: ", absl::StrJoin(allowed, ", "), ")"));
+    }
+  }
+  switch (layer->kind) {
+    case LayerKind::kDense:
+      return IntSetting(settings, at, "units", true, &layer->units);
+    case LayerKind::kConv2d: {
+      MONSOON_RETURN_IF_ERROR(IntSetting(settings, at, "filters", true, &layer->filters));
+      MONSOON_RETURN_IF_ERROR(IntSetting(settings, at, "kernel", true, &layer->kernel));
+      MONSOON_RETURN_IF_ERROR(IntSetting(settings, at, "stride", false, &layer->stride));
+      if (!settings["padding"]) return absl::OkStatus();
+      const absl::StatusOr<Padding> padding = kPaddingNames.Parse(settings["padding"].Scalar());
+      if (!padding.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(at, ".padding: '",
+                                                       settings["padding"].Scalar(),
+                                                       "' is not allowed (allowed: valid, same)"));
+      }
+      layer->padding = *padding;
+      return absl::OkStatus();
+    }
+    default:  // pooling: stride defaults to the window's size
+      MONSOON_RETURN_IF_ERROR(IntSetting(settings, at, "size", true, &layer->size));
+      layer->stride = layer->size;
+      return IntSetting(settings, at, "stride", false, &layer->stride);
+  }
+}
+
 // One item of model.layers, at `where` ("model.layers[2]").
 absl::StatusOr<LayerSpec> OneLayer(const YAML::Node& item, const std::string& where) {
   std::string name;
@@ -51,30 +127,10 @@ absl::StatusOr<LayerSpec> OneLayer(const YAML::Node& item, const std::string& wh
         absl::StrCat(where, ": unknown layer '", name,
                      "' (layers: ", absl::StrJoin(kLayerKindNames.AllNames(), ", "), ")"));
   }
-  const std::string at = absl::StrCat(where, ".", name);
-  const bool no_settings =
-      !settings || settings.IsNull() || (settings.IsMap() && settings.size() == 0);
-  if (*kind != LayerKind::kDense) {
-    if (!no_settings) return absl::InvalidArgumentError(absl::StrCat(at, ": takes no settings"));
-    return LayerSpec{*kind, 0};
-  }
-  if (!settings.IsMap() || !settings["units"]) {
-    return absl::InvalidArgumentError(absl::StrCat(at, ": needs {units: N}"));
-  }
-  for (const auto& kv : settings) {
-    if (kv.first.Scalar() != "units") {
-      return absl::InvalidArgumentError(
-          absl::StrCat(at, ".", kv.first.Scalar(), ": unknown setting (allowed: units)"));
-    }
-  }
-  int units = 0;
-  const YAML::Node n = settings["units"];
-  if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), &units) || units < 1 || units > (1 << 24)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(at, ".units: expected an integer in [1, ", 1 << 24, "], got '",
-                     n.IsScalar() ? n.Scalar() : "a list or map", "'"));
-  }
-  return LayerSpec{LayerKind::kDense, units};
+  LayerSpec layer;
+  layer.kind = *kind;
+  MONSOON_RETURN_IF_ERROR(ReadLayerSettings(settings, absl::StrCat(where, ".", name), &layer));
+  return layer;
 }
 
 class YamlSection {
@@ -580,13 +636,25 @@ class YamlWriter {
   static std::optional<std::string> Format(const std::vector<LayerSpec>& v, LayerList) {
     if (v.empty()) return std::nullopt;
     std::vector<std::string> items;
-    for (const LayerSpec& l : v) {
-      const std::string name(kLayerKindNames.Name(l.kind));
-      items.push_back(l.kind == LayerKind::kDense
-                          ? absl::StrCat("{", name, ": {units: ", l.units, "}}")
-                          : name);
-    }
+    for (const LayerSpec& l : v) items.push_back(LayerText(l));
     return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
+  }
+  // A layer as model.layers writes it: "relu", "{dense: {units: 10}}".
+  static std::string LayerText(const LayerSpec& l) {
+    const std::string name(kLayerKindNames.Name(l.kind));
+    switch (l.kind) {
+      case LayerKind::kDense:
+        return absl::StrCat("{", name, ": {units: ", l.units, "}}");
+      case LayerKind::kConv2d:
+        return absl::StrCat("{", name, ": {filters: ", l.filters, ", kernel: ", l.kernel,
+                            ", stride: ", l.stride, ", padding: ", kPaddingNames.Name(l.padding),
+                            "}}");
+      case LayerKind::kMaxPool2d:
+      case LayerKind::kAvgPool2d:
+        return absl::StrCat("{", name, ": {size: ", l.size, ", stride: ", l.stride, "}}");
+      default:
+        return name;
+    }
   }
   static std::string QuotedList(const std::vector<std::string>& v) {
     std::vector<std::string> quoted;

@@ -47,4 +47,36 @@ void ActivationLayer::Backward(ComputeBackend& backend, const float* x, const fl
   if (dx != nullptr) backend.ActivationBackward(f_, y, dy, dx, static_cast<size_t>(batch) * dim_);
 }
 
+std::vector<ParamShape> Conv2dLayer::param_shapes() const {
+  return {{name_ + ".weight", g_.filters, g_.patch()}, {name_ + ".bias", 1, g_.filters}};
+}
+
+void Conv2dLayer::Bind(float* params, float* grads) {
+  const size_t weights = static_cast<size_t>(g_.filters) * g_.patch();
+  w_ = params;
+  b_ = params + weights;
+  dw_ = grads;
+  db_ = grads + weights;
+}
+
+void Conv2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  dynamic_cast<ConvolutionBackend&>(backend).Conv2dForward(g_, x, w_, b_, batch, y);
+}
+
+void Conv2dLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
+                           const float* dy, int batch, float* dx) {
+  dynamic_cast<ConvolutionBackend&>(backend).Conv2dBackward(g_, x, w_, dy, batch, dw_, db_, dx);
+}
+
+void Pool2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  dynamic_cast<ConvolutionBackend&>(backend).Pool2dForward(g_, kind_, x, batch, y);
+}
+
+void Pool2dLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
+                           const float* dy, int batch, float* dx) {
+  if (dx != nullptr) {
+    dynamic_cast<ConvolutionBackend&>(backend).Pool2dBackward(g_, kind_, x, dy, batch, dx);
+  }
+}
+
 }  // namespace monsoon

@@ -78,6 +78,45 @@ class ActivationLayer : public Layer {
   const int dim_;
 };
 
+// A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters]. Runs on a
+// ConvolutionBackend (Model::Create checks the backend is one).
+class Conv2dLayer : public Layer {
+ public:
+  Conv2dLayer(std::string name, const Conv2dGeometry& g) : name_(std::move(name)), g_(g) {}
+  std::string name() const override { return name_ + " (conv2d)"; }
+  int input_dim() const override { return g_.channels * g_.height * g_.width; }
+  int output_dim() const override { return g_.filters * g_.out_height * g_.out_width; }
+  std::vector<ParamShape> param_shapes() const override;
+  void Bind(float* params, float* grads) override;
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const std::string name_;
+  const Conv2dGeometry g_;
+  float* w_ = nullptr;  // borrowed
+  float* b_ = nullptr;
+  float* dw_ = nullptr;
+  float* db_ = nullptr;
+};
+
+// Max or average pooling over each channel. Runs on a ConvolutionBackend.
+class Pool2dLayer : public Layer {
+ public:
+  Pool2dLayer(PoolKind kind, const Pool2dGeometry& g) : kind_(kind), g_(g) {}
+  std::string name() const override { return kind_ == PoolKind::kMax ? "maxpool2d" : "avgpool2d"; }
+  int input_dim() const override { return g_.channels * g_.height * g_.width; }
+  int output_dim() const override { return g_.channels * g_.out_height * g_.out_width; }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const PoolKind kind_;
+  const Pool2dGeometry g_;
+};
+
 }  // namespace monsoon
 
 #endif  // MONSOON_CORE_LAYERS_H_

@@ -23,30 +23,127 @@ LayerKind ActivationKind(Activation f) {
   return LayerKind::kSigmoid;
 }
 
-// The computing layers of a valid spec (LayerShapes OK): dense layers named dense0, dense1, ...
-// in order; a flatten changes only the shape, so it has none.
-std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec) {
-  std::vector<std::unique_ptr<Layer>> layers;
-  int width = spec.input_dim, dense = 0;
-  for (const LayerSpec& l : ModelLayers(spec)) {
-    switch (l.kind) {
-      case LayerKind::kDense:
-        layers.push_back(
-            std::make_unique<DenseLayer>(absl::StrCat("dense", dense++), width, l.units));
-        width = l.units;
-        break;
-      case LayerKind::kRelu:
-        layers.push_back(std::make_unique<ActivationLayer>(Activation::kRelu, width));
-        break;
-      case LayerKind::kTanh:
-        layers.push_back(std::make_unique<ActivationLayer>(Activation::kTanh, width));
-        break;
-      case LayerKind::kSigmoid:
-        layers.push_back(std::make_unique<ActivationLayer>(Activation::kSigmoid, width));
-        break;
-      case LayerKind::kFlatten:
-        break;
+// A conv2d layer's geometry on input `in` ([C, H, W]); out_height or out_width is 0 or less
+// when the kernel does not fit.
+Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in) {
+  Conv2dGeometry g;
+  g.channels = in[0];
+  g.height = in[1];
+  g.width = in[2];
+  g.filters = l.filters;
+  g.kernel = l.kernel;
+  g.stride = l.stride;
+  if (l.padding == Padding::kSame) {
+    g.out_height = (g.height + l.stride - 1) / l.stride;
+    g.out_width = (g.width + l.stride - 1) / l.stride;
+    g.pad_top = std::max((g.out_height - 1) * l.stride + l.kernel - g.height, 0) / 2;
+    g.pad_left = std::max((g.out_width - 1) * l.stride + l.kernel - g.width, 0) / 2;
+  } else {
+    g.out_height = g.height >= l.kernel ? (g.height - l.kernel) / l.stride + 1 : 0;
+    g.out_width = g.width >= l.kernel ? (g.width - l.kernel) / l.stride + 1 : 0;
+  }
+  return g;
+}
+
+Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in) {
+  Pool2dGeometry g;
+  g.channels = in[0];
+  g.height = in[1];
+  g.width = in[2];
+  g.size = l.size;
+  g.stride = l.stride;
+  g.out_height = g.height >= l.size ? (g.height - l.size) / l.stride + 1 : 0;
+  g.out_width = g.width >= l.size ? (g.width - l.size) / l.stride + 1 : 0;
+  return g;
+}
+
+// Layer `l`'s output shape on input `in`, or why it does not fit.
+absl::StatusOr<Shape> OutputShape(const LayerSpec& l, const Shape& in) {
+  if (l.kind == LayerKind::kDense && in.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("takes a flat input, got ", ShapeText(in), "; put a flatten before it"));
+  }
+  if (NeedsConvolution(l.kind) && in.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat("takes a (channels, height, width) input, got ",
+                                                   ShapeText(in),
+                                                   "; give model.input_shape as [C, H, W]"));
+  }
+  switch (l.kind) {
+    case LayerKind::kDense:
+      return Shape{l.units};
+    case LayerKind::kFlatten:
+      return Shape{ShapeSize(in)};
+    case LayerKind::kConv2d: {
+      const Conv2dGeometry g = ConvGeometryOf(l, in);
+      if (g.out_height < 1 || g.out_width < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("a ", l.kernel, "x", l.kernel,
+                                                       " kernel does not fit its input ",
+                                                       ShapeText(in), " unpadded"));
+      }
+      return Shape{g.filters, g.out_height, g.out_width};
     }
+    case LayerKind::kMaxPool2d:
+    case LayerKind::kAvgPool2d: {
+      const Pool2dGeometry g = PoolGeometryOf(l, in);
+      if (g.out_height < 1 || g.out_width < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a ", l.size, "x", l.size, " window does not fit its input ", ShapeText(in)));
+      }
+      return Shape{g.channels, g.out_height, g.out_width};
+    }
+    case LayerKind::kRelu:
+    case LayerKind::kTanh:
+    case LayerKind::kSigmoid:
+      break;
+  }
+  return in;
+}
+
+Activation ActivationOf(LayerKind kind) {
+  return kind == LayerKind::kRelu   ? Activation::kRelu
+         : kind == LayerKind::kTanh ? Activation::kTanh
+                                    : Activation::kSigmoid;
+}
+
+// Layer i of a valid spec on input `in`, or nullptr for a flatten (it changes only the shape).
+// Dense and conv2d layers are named dense0, dense1, ... and conv0, conv1, ... in order.
+std::unique_ptr<Layer> MakeLayer(const LayerSpec& l, const Shape& in, const Shape& out, int* dense,
+                                 int* conv) {
+  switch (l.kind) {
+    case LayerKind::kDense:
+      return std::make_unique<DenseLayer>(absl::StrCat("dense", (*dense)++), in[0], l.units);
+    case LayerKind::kConv2d:
+      return std::make_unique<Conv2dLayer>(absl::StrCat("conv", (*conv)++), ConvGeometryOf(l, in));
+    case LayerKind::kMaxPool2d:
+      return std::make_unique<Pool2dLayer>(PoolKind::kMax, PoolGeometryOf(l, in));
+    case LayerKind::kAvgPool2d:
+      return std::make_unique<Pool2dLayer>(PoolKind::kAverage, PoolGeometryOf(l, in));
+    case LayerKind::kFlatten:
+      return nullptr;
+    case LayerKind::kRelu:
+    case LayerKind::kTanh:
+    case LayerKind::kSigmoid:
+      break;
+  }
+  return std::make_unique<ActivationLayer>(ActivationOf(l.kind), ShapeSize(out));
+}
+
+Shape InputShape(const ModelSpec& spec) {
+  return spec.input_shape.empty() ? Shape{spec.input_dim} : spec.input_shape;
+}
+
+// The computing layers of a valid spec (LayerShapes OK), in order.
+std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec) {
+  const std::vector<LayerSpec> specs = ModelLayers(spec);
+  const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
+  std::vector<std::unique_ptr<Layer>> layers;
+  Shape in = InputShape(spec);
+  int dense = 0, conv = 0;
+  for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {
+    if (auto layer = MakeLayer(specs[i], in, shapes[i], &dense, &conv)) {
+      layers.push_back(std::move(layer));
+    }
+    in = shapes[i];
   }
   return layers;
 }
@@ -83,22 +180,25 @@ std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
   return layers;
 }
 
+bool NeedsConvolution(LayerKind kind) {
+  return kind == LayerKind::kConv2d || kind == LayerKind::kMaxPool2d ||
+         kind == LayerKind::kAvgPool2d;
+}
+
 absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
   const std::vector<LayerSpec> layers = ModelLayers(spec);
   std::vector<Shape> shapes;
-  Shape shape = spec.input_shape.empty() ? Shape{spec.input_dim} : spec.input_shape;
+  Shape shape = InputShape(spec);
   for (size_t i = 0; i < layers.size(); ++i) {
-    const LayerSpec& l = layers[i];
-    const std::string where =
-        spec.type == ModelType::kLayers
-            ? absl::StrCat("model.layers[", i, "] (", kLayerKindNames.Name(l.kind), ")")
-            : "model";
-    if (l.kind == LayerKind::kDense && shape.size() != 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          where, ": takes a flat input, got ", ShapeText(shape), "; put a flatten before it"));
+    absl::StatusOr<Shape> out = OutputShape(layers[i], shape);
+    if (!out.ok()) {
+      const std::string where =
+          spec.type == ModelType::kLayers
+              ? absl::StrCat("model.layers[", i, "] (", kLayerKindNames.Name(layers[i].kind), ")")
+              : "model";
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", out.status().message()));
     }
-    if (l.kind == LayerKind::kDense) shape = {l.units};
-    if (l.kind == LayerKind::kFlatten) shape = {ShapeSize(shape)};
+    shape = *std::move(out);
     shapes.push_back(shape);
   }
   if (shape.size() != 1) {
@@ -180,6 +280,14 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
   }
   const absl::StatusOr<std::vector<Shape>> shapes = LayerShapes(spec);
   if (!shapes.ok()) return shapes.status();
+  const std::vector<LayerSpec> layers = ModelLayers(spec);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (NeedsConvolution(layers[i].kind) && dynamic_cast<ConvolutionBackend*>(backend) == nullptr) {
+      return absl::UnimplementedError(absl::StrCat(
+          "model.layers[", i, "] (", kLayerKindNames.Name(layers[i].kind), "): the ",
+          backend->name(), " backend has no convolution kernels yet; use compute.device: cpu"));
+    }
+  }
   if (shapes->back() != Shape{spec.output_dim}) {
     return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", spec.output_dim,
                                                    " but the last layer's output is ",

@@ -21,12 +21,25 @@ enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp, kLayers };
 enum class LossType { kSoftmaxCrossEntropy, kMeanSquaredError };
 
 // One layer of a layer-list model (model.layers).
-enum class LayerKind { kDense, kRelu, kTanh, kSigmoid, kFlatten };
+enum class LayerKind { kDense, kRelu, kTanh, kSigmoid, kFlatten, kConv2d, kMaxPool2d, kAvgPool2d };
+// conv2d `same` pads the input with zeros so that the output is ceil(input / stride) wide
+// (any odd padding row or column goes below and to the right); `valid` does not pad.
+enum class Padding { kValid, kSame };
 struct LayerSpec {
   LayerKind kind = LayerKind::kDense;
-  int units = 0;  // kDense
-  bool operator==(const LayerSpec& o) const { return kind == o.kind && units == o.units; }
+  int units = 0;                      // kDense
+  int filters = 0;                    // kConv2d
+  int kernel = 0;                     // kConv2d: kernel x kernel
+  int stride = 1;                     // kConv2d; pooling (defaults to `size`)
+  Padding padding = Padding::kValid;  // kConv2d
+  int size = 0;                       // pooling: size x size windows
+  bool operator==(const LayerSpec& o) const {
+    return kind == o.kind && units == o.units && filters == o.filters && kernel == o.kernel &&
+           stride == o.stride && padding == o.padding && size == o.size;
+  }
 };
+// Whether layers of this kind need a ConvolutionBackend.
+bool NeedsConvolution(LayerKind kind);
 
 // A tensor's shape per example: [C, H, W], or [D] when flat.
 using Shape = std::vector<int>;
@@ -162,12 +175,16 @@ inline constexpr NamedValue<Activation> kActivationValues[] = {
     {Activation::kRelu, "relu"}, {Activation::kTanh, "tanh"}, {Activation::kSigmoid, "sigmoid"}};
 inline constexpr EnumNames<Activation> kActivationNames{"activation", kActivationValues};
 
-inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {{LayerKind::kDense, "dense"},
-                                                             {LayerKind::kRelu, "relu"},
-                                                             {LayerKind::kTanh, "tanh"},
-                                                             {LayerKind::kSigmoid, "sigmoid"},
-                                                             {LayerKind::kFlatten, "flatten"}};
+inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
+    {LayerKind::kDense, "dense"},         {LayerKind::kRelu, "relu"},
+    {LayerKind::kTanh, "tanh"},           {LayerKind::kSigmoid, "sigmoid"},
+    {LayerKind::kFlatten, "flatten"},     {LayerKind::kConv2d, "conv2d"},
+    {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"}};
 inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
+
+inline constexpr NamedValue<Padding> kPaddingValues[] = {{Padding::kValid, "valid"},
+                                                         {Padding::kSame, "same"}};
+inline constexpr EnumNames<Padding> kPaddingNames{"padding", kPaddingValues};
 
 inline constexpr NamedValue<LossType> kLossValues[] = {
     {LossType::kSoftmaxCrossEntropy, "softmax_cross_entropy"},

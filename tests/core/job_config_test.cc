@@ -63,13 +63,15 @@ TEST_CASE("JobConfig: a model as a list of layers, shapes inferred, misfits name
         "model.layers[0] (dense): takes a flat input, got (1, 2, 2); put a flatten before it");
   CHECK(error("  input_dim: 4\n  layers: [dense: {units: 2, size: 3}]\n") ==
         "model.layers[0].dense.size: unknown setting (allowed: units)");
-  CHECK(error("  input_dim: 4\n  layers: [dense]\n") == "model.layers[0].dense: needs {units: N}");
+  CHECK(error("  input_dim: 4\n  layers: [dense]\n") ==
+        "model.layers[0].dense: needs {units: ...}");
   CHECK(error("  input_dim: 4\n  layers: [flatten, relu: {x: 1}]\n") ==
         "model.layers[1].relu: takes no settings");
   CHECK(error("  input_dim: 4\n  layers: [dense: {units: 0}]\n") ==
         "model.layers[0].dense.units: expected an integer in [1, 16777216], got '0'");
   CHECK(error("  input_dim: 4\n  layers: [lstm]\n") ==
-        "model.layers[0]: unknown layer 'lstm' (layers: dense, relu, tanh, sigmoid, flatten)");
+        "model.layers[0]: unknown layer 'lstm' (layers: dense, relu, tanh, sigmoid, flatten, "
+        "conv2d, maxpool2d, avgpool2d)");
   CHECK(error("  input_dim: 4\n  output_dim: 3\n  layers: [dense: {units: 2}]\n") ==
         "model.output_dim is 3 but the last layer's output is (2)");
   CHECK(error("  input_shape: [2, 2]\n  input_dim: 5\n  layers: [flatten, dense: {units: 2}]\n") ==
@@ -79,6 +81,52 @@ TEST_CASE("JobConfig: a model as a list of layers, shapes inferred, misfits name
         "for a layer list)");
   CHECK(error("  type: layers\n  input_dim: 4\n  output_dim: 2\n") ==
         "model.type: layers needs the model.layers list");
+}
+
+TEST_CASE("JobConfig: convolution and pooling layers, their settings and misfits",
+          "[core][config][model]") {
+  std::ofstream(TempPath("image.csv")) << "p0,p1,p2,p3,p4,p5,p6,p7,p8,label\n"
+                                       << "0,1,2,3,4,5,6,7,8,0\n1,1,1,1,1,1,1,1,1,1\n";
+  const auto job = [](const std::string& layers) {
+    return "job: t\nmodel:\n  input_shape: [1, 3, 3]\n  layers: " + layers +
+           "\ndata:\n  format: csv\n  train: image.csv\n  test: image.csv\n";
+  };
+  auto config = ParseJobConfig(
+      job("[conv2d: {filters: 4, kernel: 2, padding: same}, relu, maxpool2d: {size: 2, stride: "
+          "1}, avgpool2d: {size: 2}, flatten, dense: {units: 2}]"),
+      TempPath(""));
+  INFO(config.status().ToString());
+  REQUIRE(config.ok());
+  const std::vector<LayerSpec>& layers = config->model.layers;
+  REQUIRE(layers.size() == 6);
+  CHECK(layers[0].kind == LayerKind::kConv2d);
+  CHECK(layers[0].filters == 4);
+  CHECK(layers[0].kernel == 2);
+  CHECK(layers[0].stride == 1);  // the default
+  CHECK(layers[0].padding == Padding::kSame);
+  CHECK(layers[2].stride == 1);
+  CHECK(layers[3].stride == 2);  // a pool's stride defaults to its size
+  CHECK(LayerShapes(config->model)->at(3) == Shape{4, 1, 1});
+  auto again = ParseJobConfig(JobConfigToYaml(*config), "/");
+  REQUIRE(again.ok());
+  CHECK(again->model.layers == layers);
+  const auto error = [&](const std::string& layers) { return ErrorOf(job(layers)); };
+  CHECK(error("[conv2d: {filters: 4}, flatten, dense: {units: 2}]") ==
+        "model.layers[0].conv2d.kernel: required");
+  CHECK(error("[conv2d: {filters: 4, kernel: 3, padding: full}, flatten, dense: {units: 2}]") ==
+        "model.layers[0].conv2d.padding: 'full' is not allowed (allowed: valid, same)");
+  CHECK(error("[conv2d: {filters: 4, kernel: 5}, flatten, dense: {units: 2}]") ==
+        "model.layers[0] (conv2d): a 5x5 kernel does not fit its input (1, 3, 3) unpadded");
+  CHECK(error("[maxpool2d: {size: 4}, flatten, dense: {units: 2}]") ==
+        "model.layers[0] (maxpool2d): a 4x4 window does not fit its input (1, 3, 3)");
+  CHECK(error("[flatten, conv2d: {filters: 1, kernel: 1}, dense: {units: 2}]") ==
+        "model.layers[1] (conv2d): takes a (channels, height, width) input, got (9); give "
+        "model.input_shape as [C, H, W]");
+  CHECK(error("[conv2d: {filters: 2, kernel: 1}]") ==
+        "model.layers: the model's output (2, 3, 3) is not flat; end with a dense layer of as "
+        "many units as classes or targets");
+  CHECK(error("[avgpool2d: {size: 2, units: 3}, flatten, dense: {units: 2}]") ==
+        "model.layers[0].avgpool2d.units: unknown setting (allowed: size, stride)");
 }
 
 TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {
@@ -93,6 +141,10 @@ TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {
   REQUIRE(linear.ok());
   CHECK(linear->model.loss == LossType::kMeanSquaredError);
   CHECK(linear->data.train.find("configs/data/linear_train.csv") != std::string::npos);
+  auto cnn = LoadJobConfig("configs/fmnist_cnn.yaml");
+  REQUIRE(cnn.ok());
+  CHECK(cnn->model.type == ModelType::kLayers);
+  CHECK(Model::NumParams(cnn->model) == 421642);
 }
 
 TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][config]") {

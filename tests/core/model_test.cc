@@ -113,6 +113,85 @@ TEST_CASE("Model: MLP gradients match finite differences for every activation", 
   }
 }
 
+// A layer-list spec over input `shape` ending in `out` dense units.
+ModelSpec Cnn(const Shape& shape, std::vector<LayerSpec> layers, int out, LossType loss) {
+  ModelSpec spec;
+  spec.type = ModelType::kLayers;
+  spec.input_shape = shape;
+  spec.input_dim = ShapeSize(shape);
+  layers.push_back({LayerKind::kFlatten});
+  layers.push_back({LayerKind::kDense, out});
+  spec.layers = layers;
+  spec.output_dim = out;
+  spec.loss = loss;
+  return spec;
+}
+
+LayerSpec Conv(int filters, int kernel, int stride, Padding padding) {
+  LayerSpec l;
+  l.kind = LayerKind::kConv2d;
+  l.filters = filters;
+  l.kernel = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  return l;
+}
+
+LayerSpec Pool(LayerKind kind, int size, int stride) {
+  LayerSpec l;
+  l.kind = kind;
+  l.size = size;
+  l.stride = stride;
+  return l;
+}
+
+TEST_CASE("Model: convolution and pooling gradients match finite differences, odd shapes",
+          "[core][model][conv]") {
+  // Strided `same` convolution of a 2-channel 7x5 input, overlapping average pooling, a
+  // `valid` 2x2 convolution: every layer's input gradient feeds the first layer's weights.
+  const ModelSpec a = Cnn({2, 7, 5},
+                          {Conv(3, 3, 2, Padding::kSame),
+                           {LayerKind::kRelu},
+                           Pool(LayerKind::kAvgPool2d, 2, 1),
+                           Conv(4, 2, 1, Padding::kValid),
+                           {LayerKind::kTanh}},
+                          3, LossType::kSoftmaxCrossEntropy);
+  REQUIRE(LayerShapes(a).ok());
+  CHECK(LayerShapes(a)->at(0) == Shape{3, 4, 3});
+  CHECK(LayerShapes(a)->at(2) == Shape{3, 3, 2});
+  CHECK(LayerShapes(a)->at(3) == Shape{4, 2, 1});
+  CheckGradients(a, 11);
+  // Max pooling, a 1x1 convolution, regression.
+  const ModelSpec b = Cnn({1, 6, 6},
+                          {Conv(2, 3, 1, Padding::kValid),
+                           {LayerKind::kSigmoid},
+                           Pool(LayerKind::kMaxPool2d, 2, 2),
+                           Conv(3, 1, 1, Padding::kSame)},
+                          2, LossType::kMeanSquaredError);
+  CHECK(LayerShapes(b)->at(2) == Shape{2, 2, 2});
+  CheckGradients(b, 5);
+}
+
+TEST_CASE("Model: a convolution's output is the direct sum over its window",
+          "[core][model][conv]") {
+  // One 3x3 input, one 2x2 filter [[1, 2], [3, 4]], bias 0.5, `same` padding (below and right).
+  ModelSpec spec = Cnn({1, 3, 3}, {Conv(1, 2, 1, Padding::kSame)}, 1, LossType::kMeanSquaredError);
+  CpuBackend backend;
+  auto model = Model::Create(spec, &backend);
+  REQUIRE(model.ok());
+  std::vector<float> params((*model)->num_params(), 0.0f);
+  const std::vector<float> filter = {1, 2, 3, 4};
+  std::copy(filter.begin(), filter.end(), params.begin());
+  params[4] = 0.5f;  // conv bias; the dense layer's weights: pick out pixel (1, 1)
+  params[5 + 4] = 1.0f;
+  (*model)->SetParams(params.data());
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+  const std::vector<float> target = {0};
+  const BatchResult r = (*model)->Evaluate(x.data(), target.data(), 1);
+  // Output (1, 1) = 5*1 + 6*2 + 8*3 + 9*4 + 0.5 = 77.5; the loss is ½ 77.5².
+  CHECK(r.loss_sum == Approx(0.5 * 77.5 * 77.5));
+}
+
 TEST_CASE("Model: softmax and linear regression gradients match finite differences",
           "[core][model]") {
   ModelSpec softmax;
