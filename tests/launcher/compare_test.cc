@@ -126,6 +126,19 @@ TEST_CASE("compare: a study's overrides reach each variant's config as written",
 namespace monsoon {
 namespace {
 
+TEST_CASE("compare: the shipped CNN study loads, every variant a layer-list model",
+          "[launcher][compare]") {
+  auto study = LoadStudy("configs/compare_fmnist_cnn.yaml");
+  INFO(study.status().ToString());
+  REQUIRE(study.ok());
+  REQUIRE(study->variants.size() == 4);
+  for (const StudyVariant& v : study->variants) {
+    INFO(v.name);
+    CHECK(v.config.model.type == ModelType::kLayers);
+    CHECK(v.differs.empty());  // the algorithms' knobs are all that differ
+  }
+}
+
 TEST_CASE("compare: a failed variant has no figures, and its status stays on one line",
           "[launcher][compare]") {
   Study study;
