@@ -4,6 +4,7 @@
 #define MONSOON_CORE_COMPUTE_BACKEND_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -110,9 +111,9 @@ struct Pool2dGeometry {
 };
 enum class PoolKind { kMax, kAverage };
 
-// The kernels of convolutional models, over [batch x C x H x W] activations. A backend that
-// has them implements this interface too; a model with convolution or pooling layers needs a
-// backend that does (Model::Create).
+// The kernels of convolutional models (convolution and pooling over [batch x C x H x W]
+// activations, dropout). A backend that has them implements this interface too; a model with
+// such layers needs a backend that does (Model::Create).
 class ConvolutionBackend {
  public:
   virtual ~ConvolutionBackend() = default;
@@ -128,6 +129,13 @@ class ConvolutionBackend {
   // is shared equally (overlapping windows add up).
   virtual void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
                               const float* dy, int batch, float* dx) = 0;
+  // Inverted dropout over n values: each is kept with probability 1 - rate, and then scaled by
+  // 1 / (1 - rate), deciding by a hash of (seed, its index) alone; mask gets each value's
+  // factor (0 or 1 / (1 - rate)) and y = x * mask.
+  virtual void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
+                              size_t n) = 0;
+  // dx = dy * mask.
+  virtual void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) = 0;
 };
 
 }  // namespace monsoon

@@ -120,8 +120,9 @@ void VisitJobAndData(JobConfig& c, V& v) {
         "input_dim", &c.model.input_dim, IntRange{1, 1 << 24},
         Doc("features per example; must match the data").Default("*required* (or input_shape)"));
     v.Field("layers", &c.model.layers, LayerList{},
-            Doc("the model as a list of layers, each a name or a one-key map: `dense: {units: "
-                "N}`, `relu`, `tanh`, `sigmoid`, `flatten`; shapes are inferred from "
+            Doc("the model as a list of layers, each a name or a one-key map of its settings: "
+                "`dense`, `conv2d`, `maxpool2d`, `avgpool2d`, `dropout`, `relu`, `tanh`, "
+                "`sigmoid`, `flatten` (see [Models](#models)); shapes are inferred from "
                 "`input_shape`. Replaces `type`")
                 .Default("—"));
     v.Derive(&c.model.type, c.model.layers.empty() ? ModelType::kMlp : ModelType::kLayers);

@@ -268,4 +268,17 @@ void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const fl
   }
 }
 
+void CpuBackend::DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
+                                size_t n) {
+  const float keep_scale = 1.0f / (1.0f - rate);
+  for (size_t i = 0; i < n; ++i) {
+    mask[i] = UniformHash(seed, i) >= rate ? keep_scale : 0.0f;
+    y[i] = x[i] * mask[i];
+  }
+}
+
+void CpuBackend::DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) {
+  for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
+}
+
 }  // namespace monsoon

@@ -41,6 +41,9 @@ class CpuBackend : public ComputeBackend, public ConvolutionBackend {
                      float* y) override;
   void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* dy,
                       int batch, float* dx) override;
+  void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
+                      size_t n) override;
+  void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override;
 
  private:
   std::vector<float> columns_;           // one example's im2col matrix [patch x out pixels]

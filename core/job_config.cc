@@ -59,6 +59,8 @@ std::vector<std::string> SettingsOf(LayerKind kind) {
     case LayerKind::kMaxPool2d:
     case LayerKind::kAvgPool2d:
       return {"size", "stride"};
+    case LayerKind::kDropout:
+      return {"rate"};
     default:
       return {};
   }
@@ -99,6 +101,17 @@ absl::Status ReadLayerSettings(const YAML::Node& settings, const std::string& at
                                                        "' is not allowed (allowed: valid, same)"));
       }
       layer->padding = *padding;
+      return absl::OkStatus();
+    }
+    case LayerKind::kDropout: {
+      const YAML::Node n = settings["rate"];
+      if (!n) return absl::InvalidArgumentError(absl::StrCat(at, ".rate: required"));
+      if (!n.IsScalar() || !absl::SimpleAtod(n.Scalar(), &layer->rate) || !(layer->rate >= 0) ||
+          !(layer->rate < 1)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(at, ".rate: expected a number in [0, 1), got '",
+                         n.IsScalar() ? n.Scalar() : "a list or map", "'"));
+      }
       return absl::OkStatus();
     }
     default:  // pooling: stride defaults to the window's size
@@ -652,6 +665,8 @@ class YamlWriter {
       case LayerKind::kMaxPool2d:
       case LayerKind::kAvgPool2d:
         return absl::StrCat("{", name, ": {size: ", l.size, ", stride: ", l.stride, "}}");
+      case LayerKind::kDropout:
+        return absl::StrCat("{", name, ": {rate: ", Num(l.rate), "}}");
       default:
         return name;
     }

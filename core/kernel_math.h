@@ -5,6 +5,7 @@
 #define MONSOON_CORE_LOSS_ROWS_H_
 
 #include <cmath>
+#include <cstdint>
 
 #ifdef __CUDACC__
 #define MONSOON_HOST_DEVICE __host__ __device__
@@ -13,6 +14,20 @@
 #endif
 
 namespace monsoon {
+
+// SplitMix64 of (seed, i): a counter-based generator, so that any element's random number
+// depends on nothing else (initial weights, dropout masks).
+MONSOON_HOST_DEVICE inline uint64_t SplitMix64(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (i + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Uniform in [0, 1) from SplitMix64(seed, i).
+MONSOON_HOST_DEVICE inline double UniformHash(uint64_t seed, uint64_t i) {
+  return static_cast<double>(SplitMix64(seed, i) >> 11) * 0x1.0p-53;
+}
 
 // Softmax cross-entropy of one row of logits z[classes] against `label`. Writes
 // dz = (softmax(z) - onehot(label)) * inv_rows (the gradient of the batch-mean loss), sets

@@ -3,6 +3,7 @@
 #ifndef MONSOON_CORE_LAYERS_H_
 #define MONSOON_CORE_LAYERS_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ class Layer {
   // Borrows this layer's slices of the flat parameter and gradient buffers, laid out in
   // param_shapes() order. Called once, before Forward.
   virtual void Bind(float* params, float* grads) {}
+  // Called before each Forward: whether the batch trains (else it is evaluated), and that
+  // batch's random seed (dropout).
+  virtual void SetMode(bool /*training*/, uint64_t /*seed*/) {}
   // y = layer(x).
   virtual void Forward(ComputeBackend& backend, const float* x, int batch, float* y) = 0;
   // Given x, y = layer(x) and dL/dy, overwrites this layer's gradients with dL/dparams and,
@@ -99,6 +103,31 @@ class Conv2dLayer : public Layer {
   float* b_ = nullptr;
   float* dw_ = nullptr;
   float* db_ = nullptr;
+};
+
+// Inverted dropout: while training, each value is zeroed with probability `rate` and the rest
+// scaled by 1 / (1 - rate), by a mask drawn from the batch's seed; evaluating, y = x. Runs on a
+// ConvolutionBackend.
+class DropoutLayer : public Layer {
+ public:
+  DropoutLayer(float rate, int dim) : rate_(rate), dim_(dim) {}
+  std::string name() const override { return "dropout"; }
+  int input_dim() const override { return dim_; }
+  int output_dim() const override { return dim_; }
+  void SetMode(bool training, uint64_t seed) override {
+    training_ = training;
+    seed_ = seed;
+  }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const float rate_;
+  const int dim_;
+  bool training_ = false;
+  uint64_t seed_ = 0;
+  DeviceBuffer mask_;  // the last training batch's factors
 };
 
 // Max or average pooling over each channel. Runs on a ConvolutionBackend.

@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/kernel_math.h"
 
 namespace monsoon {
 namespace {
@@ -63,7 +64,9 @@ absl::StatusOr<Shape> OutputShape(const LayerSpec& l, const Shape& in) {
     return absl::InvalidArgumentError(
         absl::StrCat("takes a flat input, got ", ShapeText(in), "; put a flatten before it"));
   }
-  if (NeedsConvolution(l.kind) && in.size() != 3) {
+  const bool spatial = l.kind == LayerKind::kConv2d || l.kind == LayerKind::kMaxPool2d ||
+                       l.kind == LayerKind::kAvgPool2d;
+  if (spatial && in.size() != 3) {
     return absl::InvalidArgumentError(absl::StrCat("takes a (channels, height, width) input, got ",
                                                    ShapeText(in),
                                                    "; give model.input_shape as [C, H, W]"));
@@ -91,6 +94,7 @@ absl::StatusOr<Shape> OutputShape(const LayerSpec& l, const Shape& in) {
       }
       return Shape{g.channels, g.out_height, g.out_width};
     }
+    case LayerKind::kDropout:
     case LayerKind::kRelu:
     case LayerKind::kTanh:
     case LayerKind::kSigmoid:
@@ -120,6 +124,8 @@ std::unique_ptr<Layer> MakeLayer(const LayerSpec& l, const Shape& in, const Shap
       return std::make_unique<Pool2dLayer>(PoolKind::kAverage, PoolGeometryOf(l, in));
     case LayerKind::kFlatten:
       return nullptr;
+    case LayerKind::kDropout:
+      return std::make_unique<DropoutLayer>(static_cast<float>(l.rate), ShapeSize(out));
     case LayerKind::kRelu:
     case LayerKind::kTanh:
     case LayerKind::kSigmoid:
@@ -182,7 +188,7 @@ std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
 
 bool NeedsConvolution(LayerKind kind) {
   return kind == LayerKind::kConv2d || kind == LayerKind::kMaxPool2d ||
-         kind == LayerKind::kAvgPool2d;
+         kind == LayerKind::kAvgPool2d || kind == LayerKind::kDropout;
 }
 
 absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
@@ -322,13 +328,8 @@ void Model::InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
     const size_t hi = std::min(end, t.offset + t.shape.size());
     const double limit = std::sqrt(6.0 / (t.shape.rows + t.shape.cols));
     for (size_t i = lo; i < hi; ++i) {
-      // SplitMix64 of (seed, i): a counter-based generator, uniform in [-limit, limit).
-      uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (i + 1);
-      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-      z ^= z >> 31;
-      const double u = static_cast<double>(z >> 11) * 0x1.0p-53;
-      out[i - offset] = static_cast<float>((2.0 * u - 1.0) * limit);
+      // Uniform in [-limit, limit), from (seed, i) alone.
+      out[i - offset] = static_cast<float>((2.0 * UniformHash(seed, i) - 1.0) * limit);
     }
   }
 }
@@ -380,8 +381,12 @@ void Model::EnsureWorkspace(int rows) {
   workspace_rows_ = rows;
 }
 
-BatchResult Model::Forward(const float* x_host, const float* targets_host, int rows) {
+BatchResult Model::Forward(const float* x_host, const float* targets_host, int rows,
+                           bool training) {
   EnsureWorkspace(rows);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->SetMode(training, SplitMix64(batch_seed_, i));
+  }
   backend_->CopyToDevice(x_host, activations_[0].data(),
                          static_cast<size_t>(rows) * spec_.input_dim);
   for (size_t i = 0; i < layers_.size(); ++i) {
@@ -400,7 +405,7 @@ BatchResult Model::Forward(const float* x_host, const float* targets_host, int r
 }
 
 BatchResult Model::ComputeGradients(const float* x_host, const float* targets_host, int rows) {
-  const BatchResult result = Forward(x_host, targets_host, rows);
+  const BatchResult result = Forward(x_host, targets_host, rows, /*training=*/true);
   const float* dy = loss_grad_.data();
   for (size_t i = layers_.size(); i-- > 0;) {
     // The first layer's input gradient is never needed.
@@ -416,7 +421,7 @@ BatchResult Model::ComputeGradients(const float* x_host, const float* targets_ho
 }
 
 BatchResult Model::Evaluate(const float* x_host, const float* targets_host, int rows) {
-  return Forward(x_host, targets_host, rows);
+  return Forward(x_host, targets_host, rows, /*training=*/false);
 }
 
 }  // namespace monsoon

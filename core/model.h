@@ -21,7 +21,17 @@ enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp, kLayers };
 enum class LossType { kSoftmaxCrossEntropy, kMeanSquaredError };
 
 // One layer of a layer-list model (model.layers).
-enum class LayerKind { kDense, kRelu, kTanh, kSigmoid, kFlatten, kConv2d, kMaxPool2d, kAvgPool2d };
+enum class LayerKind {
+  kDense,
+  kRelu,
+  kTanh,
+  kSigmoid,
+  kFlatten,
+  kConv2d,
+  kMaxPool2d,
+  kAvgPool2d,
+  kDropout
+};
 // conv2d `same` pads the input with zeros so that the output is ceil(input / stride) wide
 // (any odd padding row or column goes below and to the right); `valid` does not pad.
 enum class Padding { kValid, kSame };
@@ -33,9 +43,10 @@ struct LayerSpec {
   int stride = 1;                     // kConv2d; pooling (defaults to `size`)
   Padding padding = Padding::kValid;  // kConv2d
   int size = 0;                       // pooling: size x size windows
+  double rate = 0;                    // kDropout: the share of values zeroed while training
   bool operator==(const LayerSpec& o) const {
     return kind == o.kind && units == o.units && filters == o.filters && kernel == o.kernel &&
-           stride == o.stride && padding == o.padding && size == o.size;
+           stride == o.stride && padding == o.padding && size == o.size && rate == o.rate;
   }
 };
 // Whether layers of this kind need a ConvolutionBackend.
@@ -132,13 +143,15 @@ class Model {
   // Forward + backward on x_host [rows x input_dim], targets_host [rows] (class ids) or
   // [rows x output_dim] (regression). Overwrites grads with the batch-mean loss gradient.
   BatchResult ComputeGradients(const float* x_host, const float* targets_host, int rows);
-  // Forward only; loss and accuracy of the batch.
+  // Forward only; loss and accuracy of the batch (dropout off).
   BatchResult Evaluate(const float* x_host, const float* targets_host, int rows);
+  // The random seed of the next ComputeGradients' dropout masks (a worker sets one per step).
+  void set_batch_seed(uint64_t seed) { batch_seed_ = seed; }
 
  private:
   Model(const ModelSpec& spec, ComputeBackend* backend);
   void EnsureWorkspace(int rows);
-  BatchResult Forward(const float* x_host, const float* targets_host, int rows);
+  BatchResult Forward(const float* x_host, const float* targets_host, int rows, bool training);
 
   const ModelSpec spec_;
   ComputeBackend* const backend_;  // borrowed
@@ -151,6 +164,7 @@ class Model {
   };
   std::vector<Range> layer_params_;
   bool stream_gradients_ = false;
+  uint64_t batch_seed_ = 0;
   size_t num_params_ = 0;
   DeviceBuffer params_;
   DeviceBuffer grads_;
@@ -179,7 +193,8 @@ inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
     {LayerKind::kDense, "dense"},         {LayerKind::kRelu, "relu"},
     {LayerKind::kTanh, "tanh"},           {LayerKind::kSigmoid, "sigmoid"},
     {LayerKind::kFlatten, "flatten"},     {LayerKind::kConv2d, "conv2d"},
-    {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"}};
+    {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"},
+    {LayerKind::kDropout, "dropout"}};
 inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
 
 inline constexpr NamedValue<Padding> kPaddingValues[] = {{Padding::kValid, "valid"},

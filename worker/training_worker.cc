@@ -10,6 +10,7 @@
 
 #include "absl/time/clock.h"
 #include "core/compression.h"
+#include "core/kernel_math.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -106,6 +107,8 @@ bool TrainingWorker::Done(const WorkerReport& report) const {
 
 void TrainingWorker::ComputeStep(WorkerReport* report) {
   const int rows = shard_->NextBatch(rules_.batch_size, &x_, &y_);
+  // Dropout masks from (seed, worker, step): a replayed step draws the same ones.
+  model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
   const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
   ++report->steps;
   report->samples += rows;

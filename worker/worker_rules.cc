@@ -25,6 +25,7 @@ WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
   rules.learning_rate = LearningRatePlanOf(config);
   rules.weight_decay = config.optimizer.weight_decay;
   rules.trace_steps = config.trace.steps;
+  rules.seed = config.seed;
   return rules;
 }
 

@@ -71,7 +71,7 @@ TEST_CASE("JobConfig: a model as a list of layers, shapes inferred, misfits name
         "model.layers[0].dense.units: expected an integer in [1, 16777216], got '0'");
   CHECK(error("  input_dim: 4\n  layers: [lstm]\n") ==
         "model.layers[0]: unknown layer 'lstm' (layers: dense, relu, tanh, sigmoid, flatten, "
-        "conv2d, maxpool2d, avgpool2d)");
+        "conv2d, maxpool2d, avgpool2d, dropout)");
   CHECK(error("  input_dim: 4\n  output_dim: 3\n  layers: [dense: {units: 2}]\n") ==
         "model.output_dim is 3 but the last layer's output is (2)");
   CHECK(error("  input_shape: [2, 2]\n  input_dim: 5\n  layers: [flatten, dense: {units: 2}]\n") ==
@@ -127,6 +127,13 @@ TEST_CASE("JobConfig: convolution and pooling layers, their settings and misfits
         "many units as classes or targets");
   CHECK(error("[avgpool2d: {size: 2, units: 3}, flatten, dense: {units: 2}]") ==
         "model.layers[0].avgpool2d.units: unknown setting (allowed: size, stride)");
+  CHECK(error("[flatten, dropout: {rate: 1}, dense: {units: 2}]") ==
+        "model.layers[1].dropout.rate: expected a number in [0, 1), got '1'");
+  auto dropout =
+      ParseJobConfig(job("[flatten, dropout: {rate: 0.25}, dense: {units: 2}]"), TempPath(""));
+  REQUIRE(dropout.ok());
+  CHECK(dropout->model.layers[1].rate == 0.25);
+  CHECK(JobConfigToYaml(*dropout).find("{dropout: {rate: 0.25}}") != std::string::npos);
 }
 
 TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {

@@ -1,6 +1,7 @@
 #include "core/model.h"
 
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -37,9 +38,10 @@ void CheckGradients(const ModelSpec& spec, uint64_t seed) {
   std::vector<float> grads(model.num_params());
   model.GetGrads(grads.data());
 
+  // The training loss (dropout's masks included: the batch seed stays the same).
   auto loss_at = [&](const std::vector<float>& p) {
     model.SetParams(p.data());
-    return model.Evaluate(x.data(), y.data(), rows).loss_sum / rows;
+    return model.ComputeGradients(x.data(), y.data(), rows).loss_sum / rows;
   };
   const double h = 1e-3;
   for (const ParamTensor& t : model.tensors()) {
@@ -170,6 +172,40 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
                           2, LossType::kMeanSquaredError);
   CHECK(LayerShapes(b)->at(2) == Shape{2, 2, 2});
   CheckGradients(b, 5);
+}
+
+TEST_CASE("Model: dropout masks train by the batch seed and are off when evaluating",
+          "[core][model][conv]") {
+  LayerSpec drop;
+  drop.kind = LayerKind::kDropout;
+  drop.rate = 0.5;
+  ModelSpec spec =
+      Cnn({2, 3, 3}, {Conv(3, 2, 1, Padding::kSame), drop}, 2, LossType::kSoftmaxCrossEntropy);
+  CheckGradients(spec, 7);
+  // Evaluating, the model is the same model without its dropout layer.
+  ModelSpec without =
+      Cnn({2, 3, 3}, {Conv(3, 2, 1, Padding::kSame)}, 2, LossType::kSoftmaxCrossEntropy);
+  CpuBackend backend;
+  auto a = Model::Create(spec, &backend), b = Model::Create(without, &backend);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  std::vector<float> params((*a)->num_params());
+  Model::InitialValues(spec, 3, 0, absl::MakeSpan(params));
+  (*a)->SetParams(params.data());
+  (*b)->SetParams(params.data());
+  std::vector<float> x(18 * 4);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i));
+  const std::vector<float> labels = {0, 1, 1, 0};
+  CHECK((*a)->Evaluate(x.data(), labels.data(), 4).loss_sum ==
+        (*b)->Evaluate(x.data(), labels.data(), 4).loss_sum);
+  // Training, the loss depends on the batch seed, and the same seed gives the same loss.
+  (*a)->set_batch_seed(1);
+  const double one = (*a)->ComputeGradients(x.data(), labels.data(), 4).loss_sum;
+  (*a)->set_batch_seed(2);
+  const double two = (*a)->ComputeGradients(x.data(), labels.data(), 4).loss_sum;
+  (*a)->set_batch_seed(1);
+  CHECK((*a)->ComputeGradients(x.data(), labels.data(), 4).loss_sum == one);
+  CHECK(one != two);
 }
 
 TEST_CASE("Model: a convolution's output is the direct sum over its window",
