@@ -1,8 +1,9 @@
-// Compute benchmark: CPU training-step samples/s of the default MLP (784-256-128-10) next to
-// the time of the same-shape SGEMMs alone (forward 3, backward 5), at several batch sizes.
-// Prints one JSON object; ratio = GEMM-only time / full step time (1.0 = no overhead).
+// Compute benchmark: CPU training-step samples/s of the default MLP (784-256-128-10), or of
+// the CNN of configs/fmnist_cnn.yaml, next to the time of the same-shape SGEMMs alone, at
+// several batch sizes. Prints one JSON object; ratio = GEMM-only time / full step time
+// (1.0 = no overhead).
 //
-//   compute_bench [--steps N] [--threads T]
+//   compute_bench [--model mlp|cnn] [--steps N] [--threads T]
 #include <cstdio>
 #include <iostream>
 #include <random>
@@ -19,29 +20,36 @@ namespace {
 
 int Main(int argc, char** argv) {
   int steps = 200, threads = 1;
+  std::string model_name = "mlp";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--steps") {
+    if (flag == "--model" &&
+        (std::string(argv[i + 1]) == "mlp" || std::string(argv[i + 1]) == "cnn")) {
+      model_name = argv[i + 1];
+    } else if (flag == "--steps") {
       steps = std::stoi(argv[i + 1]);
     } else if (flag == "--threads") {
       threads = std::stoi(argv[i + 1]);
     } else {
-      std::cerr << "usage: compute_bench [--steps N] [--threads T]\n";
+      std::cerr << "usage: compute_bench [--model mlp|cnn] [--steps N] [--threads T]\n";
       return 2;
     }
   }
   CpuBackend backend(threads);
-  const ModelSpec spec = BenchmarkMlp();
+  const bool cnn = model_name == "cnn";
+  const ModelSpec spec = cnn ? BenchmarkCnn() : BenchmarkMlp();
   auto model = Model::Create(spec, &backend);
   std::vector<float> params((*model)->num_params());
   Model::InitialValues(spec, 1, 0, absl::MakeSpan(params));
   (*model)->SetParams(params.data());
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(0, 1);
-  std::cout << "{\n  \"benchmark\": \"compute\",\n  \"model\": \"mlp 784-256-128-10\",\n"
+  std::cout << "{\n  \"benchmark\": \"compute\",\n  \"model\": \""
+            << (cnn ? "cnn conv32-pool-conv64-pool-128-10" : "mlp 784-256-128-10") << "\",\n"
             << "  \"backend\": \"" << backend.name() << "\",\n  \"blas_threads\": " << threads
             << ",\n  \"results\": [\n";
-  const std::vector<int> batches = {64, 256, 1024};
+  const std::vector<int> batches =
+      cnn ? std::vector<int>{64, 256} : std::vector<int>{64, 256, 1024};
   for (size_t bi = 0; bi < batches.size(); ++bi) {
     const int batch = batches[bi];
     const int reps = std::max(10, steps * 64 / batch);
@@ -59,7 +67,8 @@ int Main(int argc, char** argv) {
     const double step_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
 
     // Same shapes, GEMMs only, on buffers of the right sizes.
-    const std::vector<GemmShape> shapes = StepGemms(batch, spec);
+    const std::vector<GemmShape> shapes =
+        cnn ? LayerListGemms(batch, spec) : StepGemms(batch, spec);
     std::vector<std::vector<float>> a, b, c;
     for (const GemmShape& s : shapes) {
       a.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);

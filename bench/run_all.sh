@@ -25,9 +25,11 @@ fi
 
 if [ "$quick" = 1 ]; then
   transport=(--sizes 1,4,16 --reps 2); apply=(--mib 8 --reps 2); compute=(--steps 10)
+  compute_cnn=(--model cnn --steps 2)
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
+  compute_cnn=(--model cnn --steps 40)
   worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200
 fi
 
@@ -40,6 +42,7 @@ run() {  # NAME COMMAND...: runs a benchmark, its stdout to OUT/NAME.out
 run transport "$bin/bench/transport_bench" "${transport[@]}"
 run apply "$bin/bench/apply_bench" "${apply[@]}"
 run compute "$bin/bench/compute_bench" "${compute[@]}"
+run compute_cnn "$bin/bench/compute_bench" "${compute_cnn[@]}"
 run worker "$bin/bench/worker_bench" "${worker[@]}"
 
 # Scaling: the default Fashion-MNIST job (Downpour, every step) with W workers and S servers,
@@ -63,6 +66,7 @@ out, quick = sys.argv[1], sys.argv[2] == "1"
 def whole(name): return json.load(open(f"{out}/{name}.out"))
 def last_line(name): return json.loads(open(f"{out}/{name}.out").read().strip().splitlines()[-1])
 transport, apply, compute, worker = whole("transport"), last_line("apply"), whole("compute"), last_line("worker")
+compute_cnn = whole("compute_cnn")
 scaling = []
 for run in sorted(glob.glob(f"{out}/scaling/*")):
     s = json.load(open(f"{run}/summary.json"))
@@ -143,7 +147,11 @@ for what, ok, figures in checks:
 print(f"\n{'scaling (Downpour, fmnist MLP)':<34} {'samples/s':>10} {'comm share':>11}")
 for r in scaling:
     print(f"{r['workers']} worker(s), {r['servers']} server(s){'':<13} {r['samples_per_second']:>10.0f} {r['comm_share']:>11.3f}")
+for r in compute_cnn["results"]:
+    print(f"CNN step (fmnist_cnn) at batch {r['batch']}: {r['step_samples_per_second']} samples/s, "
+          f"{r['ratio']:.3f} of its SGEMMs alone (no target yet)")
 json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": compute,
+           "compute_cnn": compute_cnn,
            "worker": worker, "scaling": scaling,
            "targets": [{"target": what, "met": ok, "figures": figures}
                        for what, ok, figures in checks]},

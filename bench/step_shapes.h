@@ -1,5 +1,5 @@
-// The models the benchmarks use, and the SGEMMs of one training step of the MLP: the
-// reference the compute benchmarks compare a full step against.
+// The models the benchmarks use, and the SGEMMs of one training step of each: the reference
+// the compute benchmark compares a full step against.
 #ifndef MONSOON_BENCH_STEP_SHAPES_H_
 #define MONSOON_BENCH_STEP_SHAPES_H_
 
@@ -29,6 +29,29 @@ inline ModelSpec BenchmarkMlp() {
   return spec;
 }
 
+// configs/fmnist_cnn.yaml's network: conv 3x3x32 same, ReLU, max-pool 2, conv 3x3x64 same,
+// ReLU, max-pool 2, dense 128, ReLU, dense 10 on 1x28x28 images.
+inline ModelSpec BenchmarkCnn() {
+  ModelSpec spec;
+  spec.type = ModelType::kLayers;
+  spec.input_shape = {1, 28, 28};
+  spec.input_dim = 784;
+  spec.output_dim = 10;
+  LayerSpec conv32, conv64, pool, dense128, dense10;
+  conv32.kind = conv64.kind = LayerKind::kConv2d;
+  conv32.filters = 32;
+  conv64.filters = 64;
+  conv32.kernel = conv64.kernel = 3;
+  conv32.padding = conv64.padding = Padding::kSame;
+  pool.kind = LayerKind::kMaxPool2d;
+  pool.size = pool.stride = 2;
+  dense128.units = 128;
+  dense10.units = 10;
+  const LayerSpec relu{LayerKind::kRelu}, flatten{LayerKind::kFlatten};
+  spec.layers = {conv32, relu, pool, conv64, relu, pool, flatten, dense128, relu, dense10};
+  return spec;
+}
+
 struct GemmShape {
   bool trans_a, trans_b;
   int m, n, k;
@@ -48,6 +71,34 @@ inline std::vector<GemmShape> StepGemms(int batch, const ModelSpec& spec) {
     if (l > 0) shapes.push_back({false, true, batch, in, out});
   }
   return shapes;
+}
+
+// The SGEMMs of one training step of a layer-list model at batch B, as the CPU backend runs
+// them: per example and convolution, y = w cols, dw += dy cols^T and (but for the first
+// layer) dcols = w^T dy; per dense layer, as StepGemms.
+inline std::vector<GemmShape> LayerListGemms(int batch, const ModelSpec& spec) {
+  const std::vector<LayerSpec> layers = ModelLayers(spec);
+  const std::vector<Shape> shapes = *LayerShapes(spec);
+  std::vector<GemmShape> gemms;
+  Shape in = spec.input_shape;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const Shape& out = shapes[i];
+    if (layers[i].kind == LayerKind::kConv2d) {
+      const int filters = out[0], pixels = out[1] * out[2];
+      const int patch = in[0] * layers[i].kernel * layers[i].kernel;
+      for (int n = 0; n < batch; ++n) {
+        gemms.push_back({false, false, filters, pixels, patch});
+        gemms.push_back({false, true, filters, patch, pixels});
+        if (i > 0) gemms.push_back({true, false, patch, pixels, filters});
+      }
+    } else if (layers[i].kind == LayerKind::kDense) {
+      gemms.push_back({false, false, batch, out[0], in[0]});
+      gemms.push_back({true, false, in[0], out[0], batch});
+      gemms.push_back({false, true, batch, in[0], out[0]});
+    }
+    in = out;
+  }
+  return gemms;
 }
 
 }  // namespace monsoon
