@@ -45,35 +45,38 @@ absl::Status ParseReply(const grpc::ByteBuffer& reply, Header* header) {
 
 // One unary call carrying `token`, with a deadline `timeout` away. gRPC completes it by then,
 // or as good as: when gRPC has not called back `timeout` after its deadline (its threads are
-// exhausted or wedged), the call is abandoned with DeadlineExceeded saying so. Its state lives
-// on the heap, shared with gRPC's callback, so abandoning it is safe.
+// exhausted or wedged), the call is abandoned with DeadlineExceeded saying so. The buffers
+// live on the heap, shared with gRPC's callback; the context is deleted here once the call
+// has completed (never by the callback: gRPC destroys it while tearing the call down), and an
+// abandoned call's context is left to gRPC, which may still complete it.
 absl::Status BlockingCall(grpc::GenericStub& stub, const std::string& token,
                           const std::string& method, const grpc::ByteBuffer& request,
                           grpc::ByteBuffer* reply, absl::Duration timeout) {
-  struct Call {
-    grpc::ClientContext ctx;
+  struct Completion {
     grpc::ByteBuffer request, reply;
     grpc::Status status;
     absl::Notification done;
   };
-  auto call = std::make_shared<Call>();
-  call->ctx.AddMetadata(kTokenMetadataKey, token);
-  call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + timeout));
-  call->request = request;  // shares the slices
-  stub.UnaryCall(&call->ctx, method, grpc::StubOptions(), &call->request, &call->reply,
-                 [call](grpc::Status s) {
-                   call->status = std::move(s);
-                   call->done.Notify();
+  auto completion = std::make_shared<Completion>();
+  completion->request = request;  // shares the slices
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata(kTokenMetadataKey, token);
+  ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  stub.UnaryCall(ctx.get(), method, grpc::StubOptions(), &completion->request, &completion->reply,
+                 [completion](grpc::Status s) {
+                   completion->status = std::move(s);
+                   completion->done.Notify();
                  });
-  if (!call->done.WaitForNotificationWithTimeout(2 * timeout)) {
-    call->ctx.TryCancel();
+  if (!completion->done.WaitForNotificationWithTimeout(2 * timeout)) {
+    ctx->TryCancel();
+    ctx.release();  // gRPC may still complete the call, which then needs its context
     return absl::DeadlineExceededError(absl::StrCat(
         "no completion from gRPC ", absl::FormatDuration(timeout),
         " past the call's deadline: its threads are exhausted or wedged (too many threads or "
         "processes on this machine?)"));
   }
-  *reply = std::move(call->reply);
-  return FromGrpcStatus(call->status);
+  *reply = std::move(completion->reply);
+  return FromGrpcStatus(completion->status);
 }
 
 // A Stats call's reply.
