@@ -24,8 +24,14 @@ LayerKind ActivationKind(Activation f) {
   return LayerKind::kSigmoid;
 }
 
-// A conv2d layer's geometry on input `in` ([C, H, W]); out_height or out_width is 0 or less
-// when the kernel does not fit.
+// Positions of a `window`-wide window moved by `stride` across `in`, unpadded (0 when it does
+// not fit).
+int UnpaddedPositions(int in, int window, int stride) {
+  return in >= window ? (in - window) / stride + 1 : 0;
+}
+
+// A conv2d layer's geometry on input `in` ([C, H, W]); out_height or out_width is 0 when the
+// kernel does not fit.
 Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in) {
   Conv2dGeometry g;
   g.channels = in[0];
@@ -40,8 +46,8 @@ Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in) {
     g.pad_top = std::max((g.out_height - 1) * l.stride + l.kernel - g.height, 0) / 2;
     g.pad_left = std::max((g.out_width - 1) * l.stride + l.kernel - g.width, 0) / 2;
   } else {
-    g.out_height = g.height >= l.kernel ? (g.height - l.kernel) / l.stride + 1 : 0;
-    g.out_width = g.width >= l.kernel ? (g.width - l.kernel) / l.stride + 1 : 0;
+    g.out_height = UnpaddedPositions(g.height, l.kernel, l.stride);
+    g.out_width = UnpaddedPositions(g.width, l.kernel, l.stride);
   }
   return g;
 }
@@ -53,8 +59,8 @@ Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in) {
   g.width = in[2];
   g.size = l.size;
   g.stride = l.stride;
-  g.out_height = g.height >= l.size ? (g.height - l.size) / l.stride + 1 : 0;
-  g.out_width = g.width >= l.size ? (g.width - l.size) / l.stride + 1 : 0;
+  g.out_height = UnpaddedPositions(g.height, l.size, l.stride);
+  g.out_width = UnpaddedPositions(g.width, l.size, l.stride);
   return g;
 }
 
