@@ -82,7 +82,7 @@ struct Figures {
 Figures Alone(const Dataset& data, int batch, int steps) {
   CpuBackend backend;
   auto model = Model::Create(BenchmarkMlp(), &backend);
-  DataShard shard(&data, 0, 1, 1);
+  DataShard shard(&data, 0, 1);
   std::vector<float> x, y;
   const absl::Time start = absl::Now();
   int64_t samples = 0;
@@ -112,7 +112,7 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
   }
   CpuBackend backend;
   auto model = Model::Create(config.model, &backend);
-  DataShard shard(&data, 0, 1, 1);
+  DataShard shard(&data, 0, 1);
   TrainingWorker worker(config, 0, model->get(), &shard, client->get(), nullptr, nullptr);
   auto report = worker.Run(nullptr);
   if (!report.ok()) {

@@ -27,17 +27,23 @@ struct RealRange {    // double (or float) in [min, max], or (min, max] when min
   bool min_open;
   double max;
 };
-struct Flag {};     // bool
-struct Text {};     // any string
-struct Word {};     // a string `monsoon sbatch` writes into an #SBATCH line: one word
-struct RunName {};  // a name that becomes a directory (CheckRunName)
-struct Path {};     // an existing file; relative to the job file's directory; "" when not given
-struct IntList {    // a list of ints >= min
+struct Flag {};      // bool
+struct Text {};      // any string
+struct Word {};      // a string `monsoon sbatch` writes into an #SBATCH line: one word
+struct RunName {};   // a name that becomes a directory (CheckRunName)
+struct Path {};      // an existing file; relative to the job file's directory; "" when not given
+struct PathList {};  // existing files as Path's; one path is a list of one
+struct IntList {     // a list of ints >= min
   int min;
 };
 struct SbatchOptions {};  // a list of "--option=value" strings
 struct ShellLines {};     // a list of one-line shell commands
 struct LayerList {};      // model.layers: names ("relu") and one-key maps ({dense: {units: 8}})
+// model.input_shape: a list of ints >= 1; when neither it nor input_dim is given, the training
+// data's example shape (read from the files' headers).
+struct ShapeFromData {
+  const DataConfig* data;
+};
 // An enum field or a list of enum values takes EnumNames<E>.
 
 // A field's documentation: its meaning, and where the generated table should not derive the
@@ -73,7 +79,9 @@ class Doc {
 
 // The parts of VisitJobConfig, in the order of the job file.
 template <class V>
-void VisitJobAndData(JobConfig& c, V& v);
+void VisitJobAndModel(JobConfig& c, V& v);
+template <class V>
+void VisitData(JobConfig& c, V& v);
 template <class V>
 void VisitTraining(JobConfig& c, V& v);
 template <class V>
@@ -85,7 +93,7 @@ void VisitOperations(JobConfig& c, V& v);
 
 template <class V>
 void VisitJobConfig(JobConfig& c, V& v) {
-  VisitJobAndData(c, v);
+  VisitJobAndModel(c, v);
   VisitTraining(c, v);
   VisitUpdates(c, v);
   VisitRuntime(c, v);
@@ -93,7 +101,7 @@ void VisitJobConfig(JobConfig& c, V& v) {
 }
 
 template <class V>
-void VisitJobAndData(JobConfig& c, V& v) {
+void VisitJobAndModel(JobConfig& c, V& v) {
   v.Field("job", &c.job, RunName{},
           "the job's name; the default run directory is `runs/JOB/TIMESTAMP`, and the SLURM "
           "job's name");
@@ -109,16 +117,16 @@ void VisitJobAndData(JobConfig& c, V& v) {
     v.Field("ranks", &c.cluster.ranks, kRankRoleNames,
             "explicit role of each rank; must list exactly the cluster's roles");
   });
+  VisitData(c, v);
   v.Section("model", "", [&] {
-    v.Field("input_shape", &c.model.input_shape, IntList{1},
-            Doc("the shape of one example, e.g. `[1, 28, 28]` (channels, height, width); "
-                "`[input_dim]` when not given")
-                .Default("—"));
+    v.Field("input_shape", &c.model.input_shape, ShapeFromData{&c.data},
+            Doc("the shape of one example, e.g. `[1, 28, 28]` (channels, height, width)")
+                .Default("the data's (idx, npy, hdf5); `[input_dim]` with `input_dim`"));
     v.Derive(&c.model.input_dim,
              c.model.input_shape.empty() ? c.model.input_dim : ShapeSize(c.model.input_shape));
-    v.Field(
-        "input_dim", &c.model.input_dim, IntRange{1, 1 << 24},
-        Doc("features per example; must match the data").Default("*required* (or input_shape)"));
+    v.Field("input_dim", &c.model.input_dim, IntRange{1, 1 << 24},
+            Doc("features per example; must match the data")
+                .Default("`input_shape`'s size; *required* for csv"));
     v.Field("layers", &c.model.layers, LayerList{},
             Doc("the model as a list of layers, each a name or a one-key map of its settings: "
                 "`dense`, `conv2d`, `maxpool2d`, `avgpool2d`, `dropout`, `relu`, `tanh`, "
@@ -146,9 +154,15 @@ void VisitJobAndData(JobConfig& c, V& v) {
                 "the usual MSE, as the losses in every log, CSV and summary report it")
                 .Default("by type"));
   });
+}
+
+// Before the model: the model's input shape may be read from the data.
+template <class V>
+void VisitData(JobConfig& c, V& v) {
   v.Section("data", "", [&] {
     v.Field("format", &c.data.format, kDataFormatNames,
-            "IDX (MNIST-family, gzip'd or plain) or CSV");
+            "`idx` (MNIST-family, gzip'd or plain), `csv`, `npy` (NumPy arrays) or `hdf5` (see "
+            "[Data](#data))");
     v.Field("train_images", &c.data.train_images, Path{},
             Doc("IDX training images (uint8, scaled to [0, 1])").Default("*required for idx*"));
     v.Field("train_labels", &c.data.train_labels, Path{},
@@ -162,6 +176,26 @@ void VisitJobAndData(JobConfig& c, V& v) {
                 "the class label (0, 1, ...); the other columns are the features")
                 .Default("*required for csv*"));
     v.Field("test", &c.data.test, Path{}, "CSV test set; required when the evaluator runs");
+    v.Field("train_features", &c.data.train_features, Path{},
+            Doc("`.npy` training features `[rows, ...]`: float32, float64 or uint8 (scaled to "
+                "[0, 1])")
+                .Default("*required for npy*"));
+    v.Field("train_targets", &c.data.train_targets, Path{},
+            Doc("`.npy` training targets `[rows]` (class labels) or `[rows, k]`, any integer "
+                "or float type")
+                .Default("*required for npy*"));
+    v.Field("test_features", &c.data.test_features, Path{},
+            "`.npy` test features; required when the evaluator runs");
+    v.Field("test_targets", &c.data.test_targets, Path{}, "`.npy` test targets");
+    v.Field("train_files", &c.data.train_files, PathList{},
+            Doc("HDF5 files of training data, their rows concatenated in this order")
+                .Default("*required for hdf5*"));
+    v.Field("test_files", &c.data.test_files, PathList{},
+            Doc("HDF5 files of test data; required when the evaluator runs").Default("—"));
+    v.Field("features_dataset", &c.data.features_dataset, Text{},
+            "HDF5: the dataset of features in each file (types as for `npy`)");
+    v.Field("targets_dataset", &c.data.targets_dataset, Text{},
+            "HDF5: the dataset of targets in each file");
   });
 }
 

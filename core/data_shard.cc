@@ -8,21 +8,14 @@
 
 namespace monsoon {
 
-DataShard::DataShard(const Dataset* data, int index, int count, uint64_t seed)
-    : data_(data), index_(index), seed_(seed) {
-  std::vector<size_t> all(data->size());
-  std::iota(all.begin(), all.end(), 0);
-  std::mt19937_64 rng(seed);
-  std::shuffle(all.begin(), all.end(), rng);
-  const size_t n = all.size();
-  const size_t begin = n * index / count;
-  const size_t end = n * (index + 1) / count;
-  members_.assign(all.begin() + begin, all.begin() + end);
+DataShard::DataShard(const Dataset* rows, int index, uint64_t seed)
+    : data_(rows), index_(index), seed_(seed) {
   Shuffle();
 }
 
 void DataShard::Shuffle() {
-  order_ = members_;
+  order_.resize(data_->size());
+  std::iota(order_.begin(), order_.end(), size_t{0});
   std::mt19937_64 rng(seed_ ^ (0x9e3779b97f4a7c15ULL * (index_ + 1)) ^ (uint64_t(epoch_) << 32));
   std::shuffle(order_.begin(), order_.end(), rng);
   cursor_ = 0;

@@ -19,12 +19,11 @@ struct DataPosition {
   uint64_t cursor = 0;
 };
 
-// Worker `index` of `count` owns the examples at positions [index*n/count, (index+1)*n/count)
-// of one seed-wide permutation of the data set, so shards are disjoint and cover every
-// example. Each epoch the shard is reshuffled from (seed, index, epoch). Borrows `data`.
+// Worker `index`'s shard: every row of `rows` (the rows ShardRows gave it, as read), visited in
+// an order reshuffled every epoch from (seed, index, epoch). Borrows `rows`.
 class DataShard {
  public:
-  DataShard(const Dataset* data, int index, int count, uint64_t seed);
+  DataShard(const Dataset* rows, int index, uint64_t seed);
 
   size_t size() const { return order_.size(); }
   // Completed passes over the shard.
@@ -47,8 +46,7 @@ class DataShard {
   const Dataset* const data_;  // borrowed
   const int index_;
   const uint64_t seed_;
-  std::vector<size_t> members_;  // this shard's examples, fixed
-  std::vector<size_t> order_;    // this epoch's visiting order
+  std::vector<size_t> order_;  // this epoch's visiting order
   size_t cursor_ = 0;
   int epoch_ = 0;
 };

@@ -18,20 +18,27 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/status_macros.h"
 
 namespace monsoon {
 namespace {
 
-// Reads a whole file through zlib, which passes plain (non-gzip) files through unchanged.
-absl::StatusOr<std::string> ReadMaybeGzipped(const std::string& path) {
+// Reads a file (its first `max_bytes`) through zlib, which passes plain (non-gzip) files
+// through unchanged.
+absl::StatusOr<std::string> ReadMaybeGzipped(const std::string& path,
+                                             size_t max_bytes = std::string::npos) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) {
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
   std::string out;
   char buf[1 << 16];
-  int n;
-  while ((n = gzread(f, buf, sizeof(buf))) > 0) out.append(buf, n);
+  int n = 0;
+  while (out.size() < max_bytes &&
+         (n = gzread(f, buf,
+                     static_cast<unsigned>(std::min(sizeof(buf), max_bytes - out.size())))) > 0) {
+    out.append(buf, n);
+  }
   int err = Z_OK;
   const char* msg = gzerror(f, &err);
   const bool failed = n < 0 || (err != Z_OK && err != Z_STREAM_END);
@@ -52,7 +59,27 @@ std::string MagicFound(const std::string& bytes) {
   return absl::StrCat("magic 0x", absl::Hex(BigEndian32(bytes, 0), absl::kZeroPad8));
 }
 
+constexpr size_t kIdxImageHeader = 16;
+
+absl::Status CheckIdxImageMagic(const std::string& path, const std::string& bytes) {
+  if (bytes.size() >= kIdxImageHeader && BigEndian32(bytes, 0) == 0x803) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": not an IDX image file (", MagicFound(bytes), "; expected 0x00000803)"));
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_path) {
+  auto header = ReadMaybeGzipped(images_path, kIdxImageHeader);
+  if (!header.ok()) return header.status();
+  MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, *header));
+  const uint32_t rows = BigEndian32(*header, 8), cols = BigEndian32(*header, 12);
+  if (rows == 0 || cols == 0 || uint64_t{rows} * cols > (1u << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, ": the header says images of ", rows, "x", cols, " pixels"));
+  }
+  return std::vector<int>{1, static_cast<int>(rows), static_cast<int>(cols)};
+}
 
 absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
                                        const std::string& labels_path) {
@@ -60,10 +87,7 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
   if (!images.ok()) return images.status();
   auto labels = ReadMaybeGzipped(labels_path);
   if (!labels.ok()) return labels.status();
-  if (images->size() < 16 || BigEndian32(*images, 0) != 0x803) {
-    return absl::InvalidArgumentError(absl::StrCat(images_path, ": not an IDX image file (",
-                                                   MagicFound(*images), "; expected 0x00000803)"));
-  }
+  MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, *images));
   if (labels->size() < 8 || BigEndian32(*labels, 0) != 0x801) {
     return absl::InvalidArgumentError(absl::StrCat(labels_path, ": not an IDX label file (",
                                                    MagicFound(*labels), "; expected 0x00000801)"));
@@ -85,6 +109,7 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
   }
   Dataset data;
   data.feature_dim = static_cast<int>(pixels);
+  data.example_shape = {1, static_cast<int>(rows), static_cast<int>(cols)};
   data.features.resize(count * pixels);
   const auto* px = reinterpret_cast<const unsigned char*>(images->data() + 16);
   for (size_t i = 0; i < count * pixels; ++i) data.features[i] = px[i] * (1.0f / 255.0f);
@@ -112,9 +137,6 @@ bool ParseDecimal(absl::string_view cell, float* value) {
   return !cell.empty() && parsed.ec == std::errc() && parsed.ptr == end && std::isfinite(*value);
 }
 
-// A class label: a whole number from 0 below 2^24 (exact in a float).
-bool IsClassLabel(float v) { return v >= 0 && v < (1 << 24) && v == std::floor(v); }
-
 // A cell as an error message shows it: its first 40 bytes, escaped.
 std::string Shown(absl::string_view cell) {
   return cell.size() <= 40
@@ -124,7 +146,9 @@ std::string Shown(absl::string_view cell) {
 
 }  // namespace
 
-absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path, const CsvTargets& targets) {
+bool IsClassLabel(float v) { return v >= 0 && v < (1 << 24) && v == std::floor(v); }
+
+absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path, const TargetSpec& targets) {
   const size_t target_columns = targets.class_labels ? 1 : static_cast<size_t>(targets.columns);
   std::ifstream in(path);
   if (!in)
@@ -175,6 +199,7 @@ absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path, const CsvTargets
   }
   if (data.targets.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no data rows"));
   data.feature_dim = static_cast<int>(columns - target_columns);
+  data.example_shape = {data.feature_dim};
   data.target_dim = static_cast<int>(target_columns);
   if (targets.class_labels) {
     data.num_classes =
@@ -189,6 +214,7 @@ Dataset GenerateLinearDataset(const LinearDataSpec& spec) {
   std::normal_distribution<double> noise(0.0, spec.noise);
   Dataset data;
   data.feature_dim = 1;
+  data.example_shape = {1};
   for (int i = 0; i < spec.rows; ++i) {
     const double x = x_dist(rng);
     data.features.push_back(static_cast<float>(x));

@@ -19,7 +19,8 @@ struct Dataset {
   std::vector<float> targets;
   int feature_dim = 0;
   int target_dim = 1;
-  int num_classes = 0;  // 0 for regression
+  int num_classes = 0;             // 0 for regression
+  std::vector<int> example_shape;  // one example's features, e.g. {1, 28, 28}
 
   size_t size() const { return feature_dim == 0 ? 0 : features.size() / feature_dim; }
 };
@@ -29,18 +30,24 @@ struct Dataset {
 // InvalidArgument names a malformed one.
 absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
                                        const std::string& labels_path);
+// An IDX image file's example shape, [1, rows, cols], from its header alone.
+absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_path);
 
-// Which of a CSV's columns are targets: the last `columns` of them (regression), or, with
-// `class_labels`, the last one, holding class labels (integers 0, 1, ...).
-struct CsvTargets {
+// What a data set's targets are: `columns` values per example (regression), or, with
+// `class_labels`, one class label (an integer 0, 1, ...). In a CSV file they are the last
+// columns.
+struct TargetSpec {
   int columns = 1;
   bool class_labels = false;
 };
 
+// A class label: a whole number from 0 below 2^24 (exact in a float).
+bool IsClassLabel(float v);
+
 // Reads a CSV file with a header row: the target columns `targets` names, every other column a
 // feature. Every cell is a finite decimal number. InvalidArgument names the file, line and
 // column of a malformed row.
-absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path, const CsvTargets& targets = {});
+absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path, const TargetSpec& targets = {});
 
 // y = slope * x + intercept + N(0, noise^2), x ~ U(x_min, x_max); deterministic in seed.
 struct LinearDataSpec {

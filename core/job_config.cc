@@ -322,15 +322,26 @@ class YamlSection {
     std::string text;
     MONSOON_ASSIGN_OR_RETURN(bool present, Scalar(key, &text));
     if (!present || text.empty()) return absl::OkStatus();
-    fs::path p(text);
-    if (p.is_relative()) p = fs::path(base_dir) / p;
-    std::error_code ec;
-    p = fs::absolute(p, ec).lexically_normal();
-    const absl::Status readable = CheckRegularFile(p.string()).status();
-    if (!readable.ok()) {
-      return absl::Status(readable.code(), absl::StrCat(Path(key), ": ", readable.message()));
+    return ExistingFile(Path(key), text, base_dir, out);
+  }
+
+  // A list of paths to existing files, resolved as File's; a single path is a list of one.
+  absl::Status FileList(const std::string& key, const std::string& base_dir,
+                        std::vector<std::string>* out) {
+    MONSOON_ASSIGN_OR_RETURN(const YAML::Node n, Field(key));
+    if (n && n.IsScalar()) {
+      std::string path;
+      MONSOON_RETURN_IF_ERROR(File(key, base_dir, &path));
+      *out = {path};
+      return absl::OkStatus();
     }
-    *out = p.string();
+    std::vector<std::string> texts;
+    MONSOON_RETURN_IF_ERROR(StringList(key, {}, &texts));
+    out->assign(texts.size(), "");
+    for (size_t i = 0; i < texts.size(); ++i) {
+      MONSOON_RETURN_IF_ERROR(
+          ExistingFile(absl::StrCat(Path(key), "[", i, "]"), texts[i], base_dir, &(*out)[i]));
+    }
     return absl::OkStatus();
   }
 
@@ -339,6 +350,21 @@ class YamlSection {
 
   std::string Path(const std::string& key) const {
     return path_.empty() ? key : absl::StrCat(path_, ".", key);
+  }
+
+  // `text` as an absolute path to a readable regular file, or an error naming `field`.
+  static absl::Status ExistingFile(const std::string& field, const std::string& text,
+                                   const std::string& base_dir, std::string* out) {
+    fs::path p(text);
+    if (p.is_relative()) p = fs::path(base_dir) / p;
+    std::error_code ec;
+    p = fs::absolute(p, ec).lexically_normal();
+    const absl::Status readable = CheckRegularFile(p.string()).status();
+    if (!readable.ok()) {
+      return absl::Status(readable.code(), absl::StrCat(field, ": ", readable.message()));
+    }
+    *out = p.string();
+    return absl::OkStatus();
   }
 
   // InvalidArgument naming the first key that no reader asked for.
@@ -490,6 +516,22 @@ std::string Quote(const std::string& s) {
   return e.c_str();
 }
 
+// Whether `data` names the training features' files (a CSV's columns are features or targets
+// only by the model's output size, so a CSV's shape is not read from it).
+bool NamesTrainingFeatures(const DataConfig& data) {
+  switch (data.format) {
+    case DataFormat::kIdx:
+      return !data.train_images.empty();
+    case DataFormat::kNpy:
+      return !data.train_features.empty();
+    case DataFormat::kHdf5:
+      return !data.train_files.empty();
+    case DataFormat::kCsv:
+      return false;
+  }
+  return false;
+}
+
 // Reads every field VisitJobConfig declares from a YAML tree; keeps the first error.
 class YamlReader {
  public:
@@ -552,6 +594,25 @@ class YamlReader {
   }
   absl::Status Read(const char* key, std::vector<int>* v, IntList list) {
     return section_->IntList(key, list.min, v);
+  }
+  absl::Status Read(const char* key, std::vector<std::string>* v, PathList) {
+    return section_->FileList(key, base_dir_, v);
+  }
+  absl::Status Read(const char* key, std::vector<int>* v, ShapeFromData spec) {
+    MONSOON_RETURN_IF_ERROR(section_->IntList(key, 1, v));
+    if (!v->empty() || section_->Has("input_dim") || !NamesTrainingFeatures(*spec.data)) {
+      return absl::OkStatus();
+    }
+    absl::StatusOr<std::vector<int>> shape = TrainingExampleShape(*spec.data);
+    if (!shape.ok()) {
+      return absl::Status(shape.status().code(),
+                          absl::StrCat(section_->Path(key),
+                                       ": not given, and the training data's "
+                                       "shape cannot be read: ",
+                                       shape.status().message()));
+    }
+    *v = *std::move(shape);
+    return absl::OkStatus();
   }
   absl::Status Read(const char* key, std::vector<std::string>* v, SbatchOptions) {
     MONSOON_RETURN_IF_ERROR(section_->StringList(key, {}, v));
@@ -639,6 +700,14 @@ class YamlWriter {
   }
   static std::optional<std::string> Format(const std::vector<int>& v, IntList) {
     return absl::StrCat("[", absl::StrJoin(v, ", "), "]");
+  }
+  static std::optional<std::string> Format(const std::vector<int>& v, ShapeFromData) {
+    if (v.empty()) return std::nullopt;
+    return Format(v, IntList{1});
+  }
+  static std::optional<std::string> Format(const std::vector<std::string>& v, PathList) {
+    if (v.empty()) return std::nullopt;
+    return QuotedList(v);
   }
   static std::optional<std::string> Format(const std::vector<std::string>& v, SbatchOptions) {
     return QuotedList(v);
@@ -748,6 +817,12 @@ class MarkdownWriter {
   static std::string TypeOf(const std::vector<int>&, IntList list) {
     return absl::StrCat("list of integers ≥ ", list.min);
   }
+  static std::string TypeOf(const std::vector<int>&, ShapeFromData) {
+    return TypeOf(std::vector<int>{}, IntList{1});
+  }
+  static std::string TypeOf(const std::vector<std::string>&, PathList) {
+    return "path or list of paths";
+  }
   static std::string TypeOf(const std::vector<std::string>&, SbatchOptions) {
     return "list of `--option=value`";
   }
@@ -847,27 +922,52 @@ absl::Status ValidateModel(const ModelSpec& m) {
 }
 
 absl::Status ValidateData(const DataConfig& d, bool evaluator) {
-  const bool idx = d.format == DataFormat::kIdx;
-  if (idx && d.train_images.empty()) {
-    return absl::InvalidArgumentError("data.train_images: required");
-  }
-  if (idx && d.train_labels.empty()) {
-    return absl::InvalidArgumentError("data.train_labels: required");
-  }
-  if (!idx && d.train.empty()) return absl::InvalidArgumentError("data.train: required");
-  if (idx && !d.train.empty()) {
-    return absl::InvalidArgumentError("data.train: only for format csv (idx uses train_images)");
-  }
-  if (!idx && !d.train_images.empty()) {
-    return absl::InvalidArgumentError("data.train_images: only for format idx (csv uses train)");
-  }
-  if (idx && d.test_images.empty() != d.test_labels.empty()) {
-    return absl::InvalidArgumentError(
-        "data.test_labels: give test_images and test_labels together");
+  struct FileField {
+    const char* key;
+    bool given;
+    DataFormat format;
+    bool test;
+  };
+  const FileField fields[] = {
+      {"train_images", !d.train_images.empty(), DataFormat::kIdx, false},
+      {"train_labels", !d.train_labels.empty(), DataFormat::kIdx, false},
+      {"test_images", !d.test_images.empty(), DataFormat::kIdx, true},
+      {"test_labels", !d.test_labels.empty(), DataFormat::kIdx, true},
+      {"train", !d.train.empty(), DataFormat::kCsv, false},
+      {"test", !d.test.empty(), DataFormat::kCsv, true},
+      {"train_features", !d.train_features.empty(), DataFormat::kNpy, false},
+      {"train_targets", !d.train_targets.empty(), DataFormat::kNpy, false},
+      {"test_features", !d.test_features.empty(), DataFormat::kNpy, true},
+      {"test_targets", !d.test_targets.empty(), DataFormat::kNpy, true},
+      {"train_files", !d.train_files.empty(), DataFormat::kHdf5, false},
+      {"test_files", !d.test_files.empty(), DataFormat::kHdf5, true},
+  };
+  const FileField* first_test = nullptr;
+  for (const FileField& f : fields) {
+    const std::string field = absl::StrCat("data.", f.key);
+    if (f.format != d.format) {
+      if (!f.given) continue;
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": only for format ", kDataFormatNames.Name(f.format),
+                       " (data.format is ", kDataFormatNames.Name(d.format), ")"));
+    }
+    if (!f.test && !f.given) return absl::InvalidArgumentError(absl::StrCat(field, ": required"));
+    if (!f.test) continue;
+    if (first_test == nullptr) first_test = &f;
+    if (f.given != first_test->given) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("data.", first_test->given ? f.key : first_test->key, ": give data.",
+                       first_test->key, " and data.", f.key, " together"));
+    }
   }
   if (evaluator && !d.HasTestSet()) {
-    return absl::InvalidArgumentError(absl::StrCat("data.", idx ? "test_images" : "test",
-                                                   ": required when cluster.evaluator is true"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.", first_test->key, ": required when cluster.evaluator is true"));
+  }
+  if (d.format == DataFormat::kHdf5 && (d.features_dataset.empty() || d.targets_dataset.empty())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.", d.features_dataset.empty() ? "features_dataset" : "targets_dataset",
+                     ": names an HDF5 dataset; it cannot be empty"));
   }
   return absl::OkStatus();
 }
@@ -1009,8 +1109,8 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
 
 absl::Status ValidateJobConfig(const JobConfig& c) {
   MONSOON_RETURN_IF_ERROR(ValidateCluster(c.cluster));
-  MONSOON_RETURN_IF_ERROR(ValidateModel(c.model));
   MONSOON_RETURN_IF_ERROR(ValidateData(c.data, c.cluster.evaluator));
+  MONSOON_RETURN_IF_ERROR(ValidateModel(c.model));
   if (c.staleness.dc_lambda > 0 && c.training.algorithm != Algorithm::kDownpour &&
       c.training.algorithm != Algorithm::kSsp) {
     return absl::InvalidArgumentError(

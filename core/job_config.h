@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/compression.h"
+#include "core/data_source.h"
 #include "core/enum_names.h"
 #include "core/model.h"
 #include "core/optimizer.h"
@@ -60,24 +61,6 @@ struct SlurmConfig {
   int server_nodes = 1;            // heterogeneous: nodes of the server component
   int worker_nodes = 1;            // heterogeneous: nodes of the worker component
   int signal_seconds = 60;         // SIGUSR1 this long before the time limit
-};
-
-enum class DataFormat { kIdx, kCsv };
-inline constexpr NamedValue<DataFormat> kDataFormatValues[] = {{DataFormat::kIdx, "idx"},
-                                                               {DataFormat::kCsv, "csv"}};
-inline constexpr EnumNames<DataFormat> kDataFormatNames{"data format", kDataFormatValues};
-
-struct DataConfig {
-  DataFormat format = DataFormat::kIdx;
-  // idx
-  std::string train_images, train_labels, test_images, test_labels;
-  // csv
-  std::string train, test;
-
-  // Whether the job names a test set (test_images and test_labels, or test).
-  bool HasTestSet() const {
-    return format == DataFormat::kIdx ? !test_images.empty() : !test.empty();
-  }
 };
 
 // How workers and servers combine their work (the math is in README "Comparing algorithms").

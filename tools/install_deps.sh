@@ -12,6 +12,8 @@ PACKAGES=(
   libcli11-dev nlohmann-json3-dev             # command line, JSON (header-only)
   catch2 libyaml-cpp-dev libopenblas-dev      # tests, config, CPU GEMM
   dataset-fashion-mnist                       # the default job's data
+  libhdf5-dev                                 # HDF5 data (data.format: hdf5)
+  python3-numpy python3-h5py                  # tests convert Fashion-MNIST to .npy and HDF5
   python3 procps                              # test scripts (JSON checks, pgrep)
   slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
   clang libclang-rt-14-dev                    # libFuzzer + sanitizers (request decoder fuzz test)

@@ -2,8 +2,11 @@
 
 #include <glog/logging.h>
 
+#include <numeric>
+
 #include "absl/strings/str_cat.h"
 #include "core/data_shard.h"
+#include "core/data_source.h"
 #include "core/dataset.h"
 #include "core/job_secrets.h"
 #include "core/metrics.h"
@@ -51,39 +54,71 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> Backend(const JobConfig& config,
   return std::move(selection.backend);
 }
 
+// `shape` without its dimensions of size 1: [1, 28, 28] -> [28, 28].
+Shape WithoutUnitDims(const Shape& shape) {
+  Shape out;
+  for (const int d : shape) {
+    if (d != 1) out.push_back(d);
+  }
+  return out;
+}
+
 }  // namespace
 
-absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
-  const DataConfig& d = config.data;
+absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train) {
   const ModelSpec& m = config.model;
   const bool classify = m.loss == LossType::kSoftmaxCrossEntropy;
-  const CsvTargets csv_targets{classify ? 1 : m.output_dim, classify};
-  absl::StatusOr<Dataset> data = d.format == DataFormat::kIdx
-                                     ? ReadIdxDataset(train ? d.train_images : d.test_images,
-                                                      train ? d.train_labels : d.test_labels)
-                                     : ReadCsvDataset(train ? d.train : d.test, csv_targets);
-  if (!data.ok()) return data.status();
-  const std::string name =
-      d.format == DataFormat::kIdx
-          ? absl::StrCat(train ? "data.train_images (" : "data.test_images (",
-                         train ? d.train_images : d.test_images, ")")
-          : absl::StrCat(train ? "data.train (" : "data.test (", train ? d.train : d.test, ")");
-  if (data->feature_dim != m.input_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("model.input_dim is ", m.input_dim, " but ",
-                                                   name, " has ", data->feature_dim,
-                                                   " features per example"));
-  }
-  if (classify && data->num_classes > m.output_dim) {
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<DataSource> source,
+      OpenDataSource(config.data, train, TargetSpec{classify ? 1 : m.output_dim, classify}));
+  const int features = ShapeSize(source->example_shape());
+  if (features != m.input_dim) {
     return absl::InvalidArgumentError(
-        absl::StrCat("model.output_dim is ", m.output_dim, " but ", name, " has ",
-                     data->num_classes, " classes (labels 0 to ", data->num_classes - 1, ")"));
+        absl::StrCat("model.input_dim is ", m.input_dim, " but ", source->name(), " has ", features,
+                     " features per example (shape ", ShapeText(source->example_shape()), ")"));
   }
-  if (!classify && data->target_dim != m.output_dim) {
+  const Shape data_shape = WithoutUnitDims(source->example_shape());
+  const Shape model_shape = WithoutUnitDims(m.input_shape);
+  if (data_shape.size() > 1 && model_shape.size() > 1 && data_shape != model_shape) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.input_shape is ", ShapeText(m.input_shape), " but ", source->name(),
+                     " holds examples of shape ", ShapeText(source->example_shape()),
+                     " (channels first: [C, H, W])"));
+  }
+  return source;
+}
+
+absl::StatusOr<Dataset> ReadSplit(const JobConfig& config, DataSource* source,
+                                  const std::vector<uint64_t>& rows) {
+  MONSOON_ASSIGN_OR_RETURN(Dataset data, source->Read(rows));
+  const ModelSpec& m = config.model;
+  if (m.loss == LossType::kSoftmaxCrossEntropy && data.num_classes > m.output_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.output_dim is ", m.output_dim, " but ", source->name(), " has ",
+                     data.num_classes, " classes (labels 0 to ", data.num_classes - 1, ")"));
+  }
+  if (m.loss != LossType::kSoftmaxCrossEntropy && data.target_dim != m.output_dim) {
     return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim, " but ",
-                                                   name, " has ", data->target_dim,
+                                                   source->name(), " has ", data.target_dim,
                                                    " targets per example"));
   }
   return data;
+}
+
+absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, train));
+  std::vector<uint64_t> all(source->rows());
+  std::iota(all.begin(), all.end(), uint64_t{0});
+  return ReadSplit(config, source.get(), all);
+}
+
+absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, /*train=*/true));
+  const std::vector<uint64_t> rows =
+      ShardRows(source->rows(), index, config.cluster.workers, config.seed);
+  LOG(INFO) << "worker " << index << ": reading " << rows.size() << " of " << source->rows()
+            << " rows of " << source->name();
+  return ReadSplit(config, source.get(), rows);
 }
 
 absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,
@@ -92,15 +127,14 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       std::unique_ptr<TraceWriter> trace,
       OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), absl::StrCat("worker-", index),
                     kTraceWorkerPid + index, absl::StrCat("worker ", index), WorkerTraceThreads()));
-  MONSOON_ASSIGN_OR_RETURN(Dataset train, Traced(trace.get(), kTraceLoop, "load data", [&] {
-                             return LoadSplit(config, /*train=*/true);
-                           }));
-  DataShard shard(&train, index, config.cluster.workers, config.seed);
-  if (shard.size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("worker ", index, " has no data: ", train.size(),
-                                                   " examples for ", config.cluster.workers,
-                                                   " workers"));
+  MONSOON_ASSIGN_OR_RETURN(Dataset train, Traced(trace.get(), kTraceLoop, "load data",
+                                                 [&] { return LoadShard(config, index); }));
+  if (train.size() == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("worker ", index,
+                                                   " has no data: fewer examples than the ",
+                                                   config.cluster.workers, " workers"));
   }
+  DataShard shard(&train, index, config.seed);
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
                            Model::Create(config.model, backend.get()));

@@ -4,17 +4,28 @@
 #define MONSOON_WORKER_WORKER_ROLE_H_
 
 #include <atomic>
+#include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/data_source.h"
 #include "core/dataset.h"
 #include "core/job_config.h"
 #include "core/run_dir.h"
 
 namespace monsoon {
 
-// Reads the training or test split named by the config and checks it fits the model.
+// Opens the training or test split the config names, checking its example shape against the
+// model (the rows are read later).
+absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train);
+// Reads `rows` of an opened split and checks its targets against the model.
+absl::StatusOr<Dataset> ReadSplit(const JobConfig& config, DataSource* source,
+                                  const std::vector<uint64_t>& rows);
+// The whole split, read and checked.
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
+// Worker `index`'s shard of the training split (ShardRows), and only its rows.
+absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index);
 
 // Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv. `gpu` is the CUDA
 // device the launcher gave this task (< 0: none); see compute_backends.h.

@@ -95,8 +95,7 @@ TEST_CASE("Checkpoint files: a damaged newest checkpoint is named and the previo
   CHECK(skipped[0].find("ckpt-00000002.bin is damaged") != std::string::npos);
 }
 
-TEST_CASE("Checkpoint files: when none verifies, each is named and none is used",
-          "[checkpoint]") {
+TEST_CASE("Checkpoint files: when none verifies, each is named and none is used", "[checkpoint]") {
   const std::string dir = FreshDir("all_damaged");
   const std::string older = WriteNumbered(dir, 1, 100);
   const std::string newer = WriteNumbered(dir, 2, 100);

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/data_shard.h"
+#include "core/data_source.h"
 #include "tests/test_util.h"
 
 namespace monsoon {
@@ -64,8 +65,9 @@ TEST_CASE("ReadIdxDataset: a header whose sizes overflow is refused, not wrapped
   auto data = ReadIdxDataset(images, labels);
   REQUIRE(absl::IsInvalidArgument(data.status()));
   CHECK(std::string(data.status().message()) ==
-        images + ": the header says 16 images of 1073741824x1073741824 pixels, which do not "
-                 "match the 0 bytes after it");
+        images +
+            ": the header says 16 images of 1073741824x1073741824 pixels, which do not "
+            "match the 0 bytes after it");
   // No images at all is refused too.
   WriteGz(images, Be32(0x803) + Be32(0) + Be32(28) + Be32(28));
   CHECK(absl::IsInvalidArgument(ReadIdxDataset(images, labels).status()));
@@ -173,7 +175,8 @@ TEST_CASE("DataShard: shards are disjoint, cover the data and reshuffle every ep
   }
   std::vector<int> seen(103, 0);
   for (int w = 0; w < 4; ++w) {
-    DataShard shard(&data, w, 4, 9);
+    const Dataset part = *InMemorySource(data).Read(ShardRows(data.size(), w, 4, 9));
+    DataShard shard(&part, w, 9);
     std::vector<float> x, y;
     std::vector<float> first_epoch;
     while (shard.progress() < 1.0) {

@@ -83,6 +83,37 @@ TEST_CASE("JobConfig: a model as a list of layers, shapes inferred, misfits name
         "model.type: layers needs the model.layers list");
 }
 
+TEST_CASE("JobConfig: the input shape is read from the data when the model does not give it",
+          "[core][config][model]") {
+  const std::string dir = "/usr/share/datasets/fashion-mnist/";
+  const std::string idx =
+      "job: t\ncluster: {evaluator: false}\nmodel:\n  layers: [flatten, dense: {units: 10}]\n"
+      "data:\n  train_images: " +
+      dir +
+      "train-images-idx3-ubyte.gz\n"
+      "  train_labels: " +
+      dir + "train-labels-idx1-ubyte.gz\n";
+  auto config = ParseJobConfig(idx, TempPath(""));
+  INFO(config.status().ToString());
+  REQUIRE(config.ok());
+  CHECK(config->model.input_shape == std::vector<int>{1, 28, 28});
+  CHECK(config->model.input_dim == 784);
+  // A given input_dim is the shape; a CSV file's shape is not guessed.
+  std::string given = idx;
+  given.insert(given.find("  layers"), "  input_dim: 784\n");
+  auto flat = ParseJobConfig(given, "/");
+  REQUIRE(flat.ok());
+  CHECK(flat->model.input_shape.empty());
+  CHECK(ErrorOf(CsvJobWithModel("  layers: [dense: {units: 2}]\n")) ==
+        "model.input_dim: required (or model.input_shape)");
+  std::ofstream(TempPath("bad-images.gz")) << "not idx";
+  CHECK(ErrorOf("job: t\ncluster: {evaluator: false}\nmodel:\n  layers: [dense: {units: 10}]\n"
+                "data:\n  train_images: bad-images.gz\n  train_labels: bad-images.gz\n") ==
+        "model.input_shape: not given, and the training data's shape cannot be read: " +
+            TempPath("bad-images.gz") +
+            ": not an IDX image file (magic 0x6e6f7420; expected 0x00000803)");
+}
+
 TEST_CASE("JobConfig: convolution and pooling layers, their settings and misfits",
           "[core][config][model]") {
   std::ofstream(TempPath("image.csv")) << "p0,p1,p2,p3,p4,p5,p6,p7,p8,label\n"
@@ -322,7 +353,20 @@ TEST_CASE("JobConfig: ValidateJobConfig checks a config built in code", "[core][
   config.data.train_labels = "/data/train-labels";
   CHECK(ValidateJobConfig(config).ok());
   config.data.format = DataFormat::kCsv;
+  CHECK(ValidateJobConfig(config).message() ==
+        "data.train_images: only for format idx (data.format is csv)");
+  config.data.train_images = config.data.train_labels = "";
   CHECK(ValidateJobConfig(config).message() == "data.train: required");
+  config.data.format = DataFormat::kHdf5;
+  CHECK(ValidateJobConfig(config).message() == "data.train_files: required");
+  config.data.format = DataFormat::kNpy;
+  config.data.train_features = config.data.train_targets = "/data/x.npy";
+  config.data.test_features = "/data/tx.npy";
+  CHECK(ValidateJobConfig(config).message() ==
+        "data.test_targets: give data.test_features and data.test_targets together");
+  config.data = DataConfig{};
+  config.data.train_images = "/data/train-images";
+  config.data.train_labels = "/data/train-labels";
   config.data.format = DataFormat::kIdx;
   config.cluster.ranks = {RankRole::kServer, RankRole::kWorker, RankRole::kWorker};
   CHECK(std::string(ValidateJobConfig(config).message())

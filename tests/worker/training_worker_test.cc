@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/cpu_backend.h"
+#include "core/data_source.h"
 #include "tests/worker/fault_injecting_ps_client.h"
 #include "worker/evaluator.h"
 #include "worker/in_process_ps_client.h"
@@ -77,7 +78,8 @@ struct LinearSetup {
       threads.emplace_back([&, i] {
         CpuBackend backend;
         auto model = Model::Create(config.model, &backend);
-        DataShard shard(&data, i, n, 3);
+        const Dataset part = *InMemorySource(data).Read(ShardRows(data.size(), i, n, 3));
+        DataShard shard(&part, i, 3);
         InProcessPsClient client(raw, {ClientRole::kWorker, i});
         std::unique_ptr<CsvMetricsWriter> metrics;
         if (!metrics_dir.empty()) {
@@ -420,7 +422,7 @@ absl::StatusOr<WorkerReport> RunWorkerZero(LinearSetup& setup, PsClient* client,
                                            const std::atomic<bool>* stop = nullptr) {
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
-  DataShard shard(&setup.data, 0, 1, 3);
+  DataShard shard(&setup.data, 0, 3);
   auto metrics = CsvMetricsWriter::Create(absl::StrCat(std::getenv("TEST_TMPDIR"), "/", csv),
                                           ColumnNames<WorkerMetricsRow>());
   REQUIRE(metrics.ok());
@@ -568,7 +570,7 @@ TEST_CASE("TrainingWorker: a stop request ends the loop with Cancelled", "[worke
   setup.Start();
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
-  DataShard shard(&setup.data, 0, 1, 3);
+  DataShard shard(&setup.data, 0, 3);
   InProcessPsClient client(setup.raw, {ClientRole::kWorker, 0});
   TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
   std::atomic<bool> stop{true};
@@ -610,7 +612,7 @@ TEST_CASE("TrainingWorker: an RPC failure is reported as such; a stop between st
   LinearSetup setup(1);
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
-  DataShard shard(&setup.data, 0, 1, 3);
+  DataShard shard(&setup.data, 0, 3);
   GoneClient client;
   TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
   CHECK(absl::IsUnavailable(worker.Run(nullptr).status()));

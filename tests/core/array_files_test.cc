@@ -1,0 +1,168 @@
+#include "core/array_files.h"
+
+#include <hdf5.h>
+
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "tests/test_util.h"
+
+namespace monsoon {
+namespace {
+
+// A .npy file (format 1.0) of `dims` holding `bytes` of dtype `descr`, cut to `keep` bytes of
+// data when keep >= 0.
+std::string WriteNpy(const std::string& name, const std::string& descr,
+                     const std::vector<int>& dims, const std::string& bytes,
+                     const std::string& extra = "", long keep = -1) {
+  const std::string path = TempPath(name);
+  std::string header =
+      absl::StrCat("{'descr': '", descr, "', 'fortran_order': False, 'shape': (",
+                   absl::StrJoin(dims, ", "), dims.size() == 1 ? ",), " : "), ", extra, "}");
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::ofstream out(path, std::ios::binary);
+  out << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(header.size() & 0xff)
+      << static_cast<char>(header.size() >> 8) << header
+      << bytes.substr(0, keep < 0 ? bytes.size() : keep);
+  return path;
+}
+
+template <class T>
+std::string Bytes(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+TEST_CASE("npy: reads only the rows asked for, uint8 scaled to [0, 1]", "[core][data]") {
+  std::vector<uint8_t> pixels(5 * 6);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 8);
+  const std::string x = WriteNpy("x.npy", "|u1", {5, 1, 2, 3}, Bytes(pixels));
+  const std::string y = WriteNpy("y.npy", "<i8", {5}, Bytes(std::vector<int64_t>{4, 0, 2, 1, 3}));
+  auto source = OpenNpySource(x, y, {1, true});
+  REQUIRE(source.ok());
+  CHECK((*source)->rows() == 5);
+  CHECK((*source)->example_shape() == std::vector<int>{1, 2, 3});
+  auto data = (*source)->Read({1, 3, 4});
+  REQUIRE(data.ok());
+  REQUIRE(data->size() == 3);
+  CHECK(data->feature_dim == 6);
+  CHECK(data->features[0] == Approx(48 / 255.0));    // row 1, first pixel
+  CHECK(data->features[17] == Approx(232 / 255.0));  // row 4, last pixel
+  CHECK(data->targets == std::vector<float>{0, 1, 3});
+  CHECK(data->num_classes == 4);
+}
+
+TEST_CASE("npy: float64 features and [rows, k] regression targets", "[core][data]") {
+  const std::string x =
+      WriteNpy("xf.npy", "<f8", {3, 2}, Bytes(std::vector<double>{1, 2, 3, 4, 5, 6}));
+  const std::string y =
+      WriteNpy("yf.npy", "<f4", {3, 2}, Bytes(std::vector<float>{.5, 1, 1.5, 2, 2.5, 3}));
+  auto data = (*OpenNpySource(x, y, {2, false}))->Read({0, 2});
+  REQUIRE(data.ok());
+  CHECK(data->features == std::vector<float>{1, 2, 5, 6});
+  CHECK(data->targets == std::vector<float>{.5, 1, 2.5, 3});
+  CHECK(data->target_dim == 2);
+}
+
+TEST_CASE("npy: truncated, mismatched and unsupported files are named with their shapes",
+          "[core][data]") {
+  const std::string y = WriteNpy("y3.npy", "|u1", {3}, "\x01\x02\x03");
+  const std::string cut = WriteNpy("cut.npy", "<f4", {3, 4}, std::string(48, '\0'), "", 40);
+  CHECK(Message(OpenNpySource(cut, y, {}).status()) ==
+        cut +
+            ": shape [3, 4] of float32 needs 48 bytes of data, but the file holds 40 (truncated)");
+  const std::string four = WriteNpy("four.npy", "<f4", {4, 2}, std::string(32, '\0'));
+  CHECK(Message(OpenNpySource(four, y, {}).status()) ==
+        y + ": 3 rows of targets [3] for 4 rows of features [4, 2] in " + four);
+  const std::string big = WriteNpy("big.npy", ">f4", {3, 1}, std::string(12, '\0'));
+  CHECK(Message(OpenNpySource(big, y, {}).status()).find("big.npy: dtype >f4 is not supported") !=
+        std::string::npos);
+  const std::string fortran =
+      WriteNpy("f.npy", "<f4", {3, 2}, std::string(24, '\0'), "'fortran_order': True, ");
+  CHECK(Message(OpenNpySource(fortran, y, {}).status()).find("Fortran order") != std::string::npos);
+  const std::string ints = WriteNpy("i.npy", "<i4", {3, 1}, std::string(12, '\0'));
+  CHECK(Message(OpenNpySource(ints, y, {}).status()) ==
+        ints + ": features are int32; expected float32, float64 or uint8");
+  const std::string text = TempPath("text.npy");
+  std::ofstream(text) << "x,y\n1,2\n";
+  CHECK(Message(OpenNpySource(text, y, {}).status()).find("not a .npy file") != std::string::npos);
+  const std::string labels = WriteNpy("half.npy", "<f4", {3}, Bytes(std::vector<float>{0, .5, 1}));
+  const std::string x = WriteNpy("x3.npy", "<f4", {3, 1}, std::string(12, '\0'));
+  CHECK(Message((*OpenNpySource(x, labels, {1, true}))->Read({0, 1, 2}).status()) ==
+        labels + ": holds 0.5; class labels are integers 0, 1, 2, ...");
+}
+
+// An HDF5 file with datasets "x" (float32 [rows, 2], row r = {r + first, -(r + first)}) and
+// "y" (int32 [rows], row r = (r + first) % 3).
+std::string WriteHdf5(const std::string& name, int first, int rows) {
+  const std::string path = TempPath(name);
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  for (int r = first; r < first + rows; ++r) {
+    x.insert(x.end(), {float(r), -float(r)});
+    y.push_back(r % 3);
+  }
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t x_dims[] = {hsize_t(rows), 2}, y_dims[] = {hsize_t(rows)};
+  const hid_t x_space = H5Screate_simple(2, x_dims, nullptr),
+              y_space = H5Screate_simple(1, y_dims, nullptr);
+  const hid_t xs =
+      H5Dcreate2(file, "x", H5T_IEEE_F32LE, x_space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const hid_t ys =
+      H5Dcreate2(file, "y", H5T_STD_I32BE, y_space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Dwrite(xs, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, x.data());
+  H5Dwrite(ys, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, y.data());
+  for (hid_t id : {xs, ys}) H5Dclose(id);
+  for (hid_t id : {x_space, y_space}) H5Sclose(id);
+  H5Fclose(file);
+  return path;
+}
+
+TEST_CASE("hdf5: rows of several files, read by hyperslab across the files' boundary",
+          "[core][data]") {
+  const std::string a = WriteHdf5("a.h5", 0, 4), b = WriteHdf5("b.h5", 4, 3);
+  auto source = OpenHdf5Source({a, b}, "x", "y", {1, true});
+  REQUIRE(source.ok());
+  CHECK((*source)->rows() == 7);
+  CHECK((*source)->example_shape() == std::vector<int>{2});
+  auto data = (*source)->Read({1, 2, 3, 4, 6});
+  REQUIRE(data.ok());
+  CHECK(data->features == std::vector<float>{1, -1, 2, -2, 3, -3, 4, -4, 6, -6});
+  CHECK(data->targets == std::vector<float>{1, 2, 0, 1, 0});  // big-endian int32 in the file
+  CHECK(data->num_classes == 3);
+  CHECK(Message((*source)->Read({7}).status()) == "row 7 of 7 asked for");
+}
+
+TEST_CASE("hdf5: a missing dataset, a non-HDF5 file and mismatched files are named",
+          "[core][data]") {
+  const std::string a = WriteHdf5("c.h5", 0, 4);
+  CHECK(Message(OpenHdf5Source({a}, "images", "y", {}).status()) ==
+        a + ": has no dataset 'images'");
+  const std::string text = TempPath("plain.h5");
+  std::ofstream(text) << "not hdf5";
+  CHECK(Message(OpenHdf5Source({a, text}, "x", "y", {}).status()) == text + ": not an HDF5 file");
+  const std::string mixed = TempPath("mixed.h5");
+  {
+    const hid_t file = H5Fcreate(mixed.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    const hsize_t x_dims[] = {2, 3}, y_dims[] = {2};
+    const hid_t xsp = H5Screate_simple(2, x_dims, nullptr),
+                ysp = H5Screate_simple(1, y_dims, nullptr);
+    H5Dclose(H5Dcreate2(file, "x", H5T_IEEE_F32LE, xsp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Dclose(H5Dcreate2(file, "y", H5T_STD_I32LE, ysp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    H5Sclose(xsp);
+    H5Sclose(ysp);
+    H5Fclose(file);
+  }
+  CHECK(Message(OpenHdf5Source({a, mixed}, "x", "y", {}).status()) ==
+        mixed + ":x: features of shape [2, 3] do not match [4, 2] in " + a + ":x");
+}
+
+}  // namespace
+}  // namespace monsoon

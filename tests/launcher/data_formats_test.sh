@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# N-D data a user already has: Fashion-MNIST converted (with Debian's NumPy and h5py) to .npy
+# (uint8 [N, 1, 28, 28] images) and to HDF5 (float32 images in [0, 1], the training set split
+# over two files) trains to the IDX job's accuracy, each worker reading only its shard; a
+# truncated .npy file is named with its shape.
+source tests/launcher/test_lib.sh
+FMNIST=/usr/share/datasets/fashion-mnist
+
+/usr/bin/python3 - "$FMNIST" "$WORK" <<'PY'
+import gzip, sys
+import h5py, numpy as np
+
+src, out = sys.argv[1], sys.argv[2]
+def idx(name, offset):
+    with gzip.open(f"{src}/{name}", "rb") as f:
+        return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
+for split, prefix in (("train", "train"), ("test", "t10k")):
+    labels = idx(f"{prefix}-labels-idx1-ubyte.gz", 8)
+    images = idx(f"{prefix}-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)
+    np.save(f"{out}/{split}_x.npy", images)
+    np.save(f"{out}/{split}_y.npy", labels)
+    parts = (slice(0, 40000), slice(40000, None)) if split == "train" else (slice(None),)
+    for i, rows in enumerate(parts):
+        with h5py.File(f"{out}/{split}_{i}.h5", "w") as f:
+            f["images"] = (images[rows] / 255).astype(np.float32)
+            f["labels"] = labels[rows].astype(np.int64)
+PY
+expect_eq "conversion to .npy and HDF5" "$?" "0"
+
+job_with_data() {  # job_with_data NAME DATA_YAML
+  cat >"$WORK/$1.yaml" <<YAML
+job: $1
+seed: 1
+cluster: {servers: 2, workers: 2, evaluator: true}
+model: {type: mlp, output_dim: 10, hidden: [64]}
+training: {algorithm: sync, epochs: 1, batch_size: 64}
+optimizer: {type: momentum, learning_rate: 0.05, momentum: 0.9}
+data:
+$2
+YAML
+}
+job_with_data idx "  train_images: $FMNIST/train-images-idx3-ubyte.gz
+  train_labels: $FMNIST/train-labels-idx1-ubyte.gz
+  test_images: $FMNIST/t10k-images-idx3-ubyte.gz
+  test_labels: $FMNIST/t10k-labels-idx1-ubyte.gz"
+job_with_data npy "  format: npy
+  train_features: train_x.npy
+  train_targets: train_y.npy
+  test_features: test_x.npy
+  test_targets: test_y.npy"
+job_with_data hdf5 "  format: hdf5
+  train_files: [train_0.h5, train_1.h5]
+  test_files: test_0.h5
+  features_dataset: images
+  targets_dataset: labels"
+
+for format in idx npy hdf5; do
+  timeout 300 "$MONSOON" run "$WORK/$format.yaml" --run-dir "$WORK/run-$format" \
+    >"$WORK/$format.txt" 2>&1
+  expect_eq "$format job: exit status" "$?" "0"
+  tail -1 "$WORK/$format.txt"
+done
+python3 - "$WORK" <<'PY' && pass "npy and hdf5 reach the IDX job's accuracy" || fail "accuracy differs"
+import json, sys
+acc = {f: json.load(open(f"{sys.argv[1]}/run-{f}/summary.json"))["final_test_accuracy"]
+       for f in ("idx", "npy", "hdf5")}
+print("final test accuracy:", acc)
+sys.exit(0 if acc["idx"] > 0.8 and all(abs(a - acc["idx"]) <= 0.01 for a in acc.values()) else 1)
+PY
+grep -h "rows of data.train" "$WORK"/run-hdf5/logs/worker-*.log | sed 's/.*\] //'
+expect_eq "each HDF5 worker reads its 30000 of the 60000 rows" \
+  "$(grep -l "reading 30000 of 60000 rows of data.train_files" "$WORK"/run-hdf5/logs/worker-*.log | wc -l)" "2"
+expect_eq "npy: the model's input shape comes from the file" \
+  "$(grep -A1 "input_shape" "$WORK/run-npy/config.yaml" | head -1 | tr -d ' ')" "input_shape:[1,28,28]"
+
+head -c 1000000 "$WORK/train_x.npy" >"$WORK/cut.npy"
+"$MONSOON" validate "$WORK/npy.yaml" --set data.train_features="$WORK/cut.npy" >"$WORK/cut.txt" 2>&1
+expect_eq "a truncated .npy file: exit status" "$?" "2"
+grep -q "cut.npy: shape \[60000, 1, 28, 28\] of uint8 needs 47040000 bytes of data, but the file holds 999872 (truncated)" "$WORK/cut.txt" \
+  && pass "the truncated file is named with its shape" || { cat "$WORK/cut.txt"; fail "no clear error"; }
+finish
