@@ -1,7 +1,8 @@
 // Compute benchmark: CPU training-step samples/s of the default MLP (784-256-128-10), or of
-// the CNN of configs/fmnist_cnn.yaml, next to the time of the same-shape SGEMMs alone, at
-// several batch sizes. Prints one JSON object; ratio = GEMM-only time / full step time
-// (1.0 = no overhead).
+// the CNN of configs/fmnist_cnn.yaml, next to the time of the same-shape primitives alone (the
+// SGEMMs, and the CNN's oneDNN convolution primitives in their own layouts, without the
+// reorders from and to Monsoon's), at several batch sizes. Prints one JSON object; ratio =
+// primitives-only time / full step time (1.0 = no overhead).
 //
 //   compute_bench [--model mlp|cnn] [--steps N] [--threads T]
 #include <cstdio>
@@ -14,6 +15,7 @@
 #include "bench/step_shapes.h"
 #include "core/cpu_backend.h"
 #include "core/model.h"
+#include "core/onednn_convolution.h"
 
 namespace monsoon {
 namespace {
@@ -66,7 +68,7 @@ int Main(int argc, char** argv) {
     for (int r = 0; r < reps; ++r) step();
     const double step_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
 
-    // Same shapes, GEMMs only, on buffers of the right sizes.
+    // Same shapes, primitives only, on buffers of the right sizes.
     const std::vector<GemmShape> shapes =
         cnn ? LayerListGemms(batch, spec) : StepGemms(batch, spec);
     std::vector<std::vector<float>> a, b, c;
@@ -75,21 +77,28 @@ int Main(int argc, char** argv) {
       b.emplace_back(static_cast<size_t>(s.k) * s.n, 0.25f);
       c.emplace_back(static_cast<size_t>(s.m) * s.n, 0.0f);
     }
-    auto gemms = [&] {
+    const std::vector<ConvolutionStep> convolutions =
+        cnn ? LayerListConvolutions(spec) : std::vector<ConvolutionStep>{};
+    OneDnnConvolution convolution(threads);
+    auto primitives = [&] {
+      for (const ConvolutionStep& c : convolutions) {
+        convolution.RunPrimitives(c.geometry, batch, c.input_gradient);
+      }
       for (size_t i = 0; i < shapes.size(); ++i) {
         const GemmShape& s = shapes[i];
         backend.Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a[i].data(), b[i].data(), 0.0f,
                      c[i].data());
       }
     };
-    gemms();
+    primitives();
     start = absl::Now();
-    for (int r = 0; r < reps; ++r) gemms();
-    const double gemm_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
+    for (int r = 0; r < reps; ++r) primitives();
+    const double primitives_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
     std::printf(
-        "    {\"batch\": %d, \"step_samples_per_second\": %.0f, \"gemm_samples_per_second\": %.0f,"
-        " \"ratio\": %.3f}%s\n",
-        batch, batch / step_s, batch / gemm_s, gemm_s / step_s, bi + 1 < batches.size() ? "," : "");
+        "    {\"batch\": %d, \"step_samples_per_second\": %.0f, "
+        "\"primitives_samples_per_second\": %.0f, \"ratio\": %.3f}%s\n",
+        batch, batch / step_s, batch / primitives_s, primitives_s / step_s,
+        bi + 1 < batches.size() ? "," : "");
     std::fflush(stdout);
   }
   std::cout << "  ]\n}" << std::endl;

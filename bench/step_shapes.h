@@ -73,9 +73,8 @@ inline std::vector<GemmShape> StepGemms(int batch, const ModelSpec& spec) {
   return shapes;
 }
 
-// The SGEMMs of one training step of a layer-list model at batch B, as the CPU backend runs
-// them: per example and convolution, y = w cols, dw += dy cols^T and (but for the first
-// layer) dcols = w^T dy; per dense layer, as StepGemms.
+// The SGEMMs of one training step of a layer-list model's dense layers at batch B: forward,
+// dW and dx, as StepGemms.
 inline std::vector<GemmShape> LayerListGemms(int batch, const ModelSpec& spec) {
   const std::vector<LayerSpec> layers = ModelLayers(spec);
   const std::vector<Shape> shapes = *LayerShapes(spec);
@@ -83,15 +82,7 @@ inline std::vector<GemmShape> LayerListGemms(int batch, const ModelSpec& spec) {
   Shape in = spec.input_shape;
   for (size_t i = 0; i < layers.size(); ++i) {
     const Shape& out = shapes[i];
-    if (layers[i].kind == LayerKind::kConv2d) {
-      const int filters = out[0], pixels = out[1] * out[2];
-      const int patch = in[0] * layers[i].kernel * layers[i].kernel;
-      for (int n = 0; n < batch; ++n) {
-        gemms.push_back({false, false, filters, pixels, patch});
-        gemms.push_back({false, true, filters, patch, pixels});
-        if (i > 0) gemms.push_back({true, false, patch, pixels, filters});
-      }
-    } else if (layers[i].kind == LayerKind::kDense) {
+    if (layers[i].kind == LayerKind::kDense) {
       gemms.push_back({false, false, batch, out[0], in[0]});
       gemms.push_back({true, false, in[0], out[0], batch});
       gemms.push_back({false, true, batch, in[0], out[0]});
@@ -99,6 +90,26 @@ inline std::vector<GemmShape> LayerListGemms(int batch, const ModelSpec& spec) {
     in = out;
   }
   return gemms;
+}
+
+// A layer-list model's convolutions, and whether each computes its input's gradient (all but
+// a first layer).
+struct ConvolutionStep {
+  Conv2dGeometry geometry;
+  bool input_gradient;
+};
+inline std::vector<ConvolutionStep> LayerListConvolutions(const ModelSpec& spec) {
+  const std::vector<LayerSpec> layers = ModelLayers(spec);
+  const std::vector<Shape> shapes = *LayerShapes(spec);
+  std::vector<ConvolutionStep> convolutions;
+  Shape in = spec.input_shape;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    if (layers[i].kind == LayerKind::kConv2d) {
+      convolutions.push_back({ConvGeometryOf(layers[i], in), i > 0});
+    }
+    in = shapes[i];
+  }
+  return convolutions;
 }
 
 }  // namespace monsoon

@@ -12,7 +12,9 @@
 
 namespace monsoon {
 
-CpuBackend::CpuBackend(int blas_threads) { openblas_set_num_threads(blas_threads); }
+CpuBackend::CpuBackend(int blas_threads) : convolution_(blas_threads) {
+  openblas_set_num_threads(blas_threads);
+}
 
 DeviceBuffer CpuBackend::Allocate(size_t n) {
   // 64-byte alignment keeps SIMD loads and BLAS panels aligned.
@@ -128,143 +130,149 @@ void CpuBackend::NesterovStep(float learning_rate, float momentum, const float* 
 }  // namespace monsoon
 
 namespace monsoon {
-namespace {
-
-// Example x's patches as the columns of cols [patch x out pixels]; padding reads as zero.
-void Im2Col(const Conv2dGeometry& g, const float* x, float* cols) {
-  const int pixels = g.out_height * g.out_width;
-  for (int c = 0; c < g.channels; ++c) {
-    for (int kh = 0; kh < g.kernel; ++kh) {
-      for (int kw = 0; kw < g.kernel; ++kw) {
-        float* row = cols + static_cast<size_t>((c * g.kernel + kh) * g.kernel + kw) * pixels;
-        for (int oh = 0; oh < g.out_height; ++oh) {
-          const int ih = oh * g.stride - g.pad_top + kh;
-          for (int ow = 0; ow < g.out_width; ++ow) {
-            const int iw = ow * g.stride - g.pad_left + kw;
-            const bool inside = ih >= 0 && ih < g.height && iw >= 0 && iw < g.width;
-            row[oh * g.out_width + ow] =
-                inside ? x[(static_cast<size_t>(c) * g.height + ih) * g.width + iw] : 0.0f;
-          }
-        }
-      }
-    }
-  }
-}
-
-// The adjoint of Im2Col: adds each column entry back to the input pixel it was read from
-// (dx is zeroed first).
-void Col2Im(const Conv2dGeometry& g, const float* cols, float* dx) {
-  std::fill(dx, dx + static_cast<size_t>(g.channels) * g.height * g.width, 0.0f);
-  const int pixels = g.out_height * g.out_width;
-  for (int c = 0; c < g.channels; ++c) {
-    for (int kh = 0; kh < g.kernel; ++kh) {
-      for (int kw = 0; kw < g.kernel; ++kw) {
-        const float* row = cols + static_cast<size_t>((c * g.kernel + kh) * g.kernel + kw) * pixels;
-        for (int oh = 0; oh < g.out_height; ++oh) {
-          const int ih = oh * g.stride - g.pad_top + kh;
-          if (ih < 0 || ih >= g.height) continue;
-          for (int ow = 0; ow < g.out_width; ++ow) {
-            const int iw = ow * g.stride - g.pad_left + kw;
-            if (iw < 0 || iw >= g.width) continue;
-            dx[(static_cast<size_t>(c) * g.height + ih) * g.width + iw] +=
-                row[oh * g.out_width + ow];
-          }
-        }
-      }
-    }
-  }
-}
-
-size_t InputSize(const Conv2dGeometry& g) {
-  return static_cast<size_t>(g.channels) * g.height * g.width;
-}
-size_t OutputSize(const Conv2dGeometry& g) {
-  return static_cast<size_t>(g.filters) * g.out_height * g.out_width;
-}
-
-}  // namespace
 
 void CpuBackend::Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
                                const float* b, int batch, float* y) {
-  const int pixels = g.out_height * g.out_width;
-  columns_.resize(static_cast<size_t>(g.patch()) * pixels);
-  for (int n = 0; n < batch; ++n) {
-    float* out = y + n * OutputSize(g);
-    Im2Col(g, x + n * InputSize(g), columns_.data());
-    Gemm(false, false, g.filters, pixels, g.patch(), 1.0f, w, columns_.data(), 0.0f, out);
-    for (int f = 0; f < g.filters; ++f) {
-      float* plane = out + static_cast<size_t>(f) * pixels;
-      for (int p = 0; p < pixels; ++p) plane[p] += b[f];
-    }
-  }
+  convolution_.Forward(g, x, w, b, batch, y);
 }
 
 void CpuBackend::Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w,
                                 const float* dy, int batch, float* dw, float* db, float* dx) {
-  const int pixels = g.out_height * g.out_width;
-  columns_.resize(static_cast<size_t>(g.patch()) * pixels);
-  if (dx != nullptr) column_gradients_.resize(columns_.size());
-  std::fill(db, db + g.filters, 0.0f);
-  for (int n = 0; n < batch; ++n) {
-    const float* grad = dy + n * OutputSize(g);
-    Im2Col(g, x + n * InputSize(g), columns_.data());
-    // dw (+)= dy_n cols^T; db += the rows' sums; dcols = w^T dy_n, back to dx_n.
-    Gemm(false, true, g.filters, g.patch(), pixels, 1.0f, grad, columns_.data(),
-         n == 0 ? 0.0f : 1.0f, dw);
-    for (int f = 0; f < g.filters; ++f) {
-      const float* plane = grad + static_cast<size_t>(f) * pixels;
-      for (int p = 0; p < pixels; ++p) db[f] += plane[p];
+  convolution_.Backward(g, x, w, dy, batch, dw, db, dx);
+}
+
+namespace {
+
+// One channel plane of pooling: y[out_height x out_width] from x[height x width].
+template <PoolKind kKind>
+void PoolPlaneForward(const Pool2dGeometry& g, const float* x, float* y) {
+  const float inverse_area = 1.0f / static_cast<float>(g.size * g.size);
+  for (int oh = 0; oh < g.out_height; ++oh) {
+    for (int ow = 0; ow < g.out_width; ++ow) {
+      const float* corner = x + (oh * g.stride) * g.width + ow * g.stride;
+      float acc = kKind == PoolKind::kMax ? corner[0] : 0.0f;
+      for (int i = 0; i < g.size; ++i) {
+        for (int j = 0; j < g.size; ++j) {
+          const float v = corner[i * g.width + j];
+          acc = kKind == PoolKind::kMax ? std::max(acc, v) : acc + v;
+        }
+      }
+      y[oh * g.out_width + ow] = kKind == PoolKind::kMax ? acc : acc * inverse_area;
     }
-    if (dx == nullptr) continue;
-    Gemm(true, false, g.patch(), pixels, g.filters, 1.0f, w, grad, 0.0f, column_gradients_.data());
-    Col2Im(g, column_gradients_.data(), dx + n * InputSize(g));
   }
 }
 
+// PoolPlaneForward<kMax> for 2x2 windows with stride 2, the common case, in straight-line code
+// the compiler vectorises.
+void MaxPool2x2PlaneForward(const Pool2dGeometry& g, const float* x, float* y) {
+  for (int oh = 0; oh < g.out_height; ++oh) {
+    const float* top = x + 2 * oh * g.width;
+    const float* bottom = top + g.width;
+    float* out = y + oh * g.out_width;
+    for (int ow = 0; ow < g.out_width; ++ow) {
+      out[ow] = std::max(std::max(top[2 * ow], top[2 * ow + 1]),
+                         std::max(bottom[2 * ow], bottom[2 * ow + 1]));
+    }
+  }
+}
+
+// One channel plane of the pooling gradient, dx[height x width] += the windows' shares of
+// dy[out_height x out_width]: all of a window's to its (first) largest input under max pooling,
+// an equal share to each input under average pooling. With `assign`, for windows that tile the
+// plane without overlap, each window's inputs are written instead of added to.
+template <PoolKind kKind, bool kAssign>
+void PoolPlaneBackward(const Pool2dGeometry& g, const float* x, const float* dy, float* dx) {
+  const float inverse_area = 1.0f / static_cast<float>(g.size * g.size);
+  for (int oh = 0; oh < g.out_height; ++oh) {
+    for (int ow = 0; ow < g.out_width; ++ow) {
+      const int corner = (oh * g.stride) * g.width + ow * g.stride;
+      const float d = dy[oh * g.out_width + ow];
+      int best = corner;
+      for (int i = 0; i < g.size; ++i) {
+        for (int j = 0; j < g.size; ++j) {
+          const int at = corner + i * g.width + j;
+          if (x[at] > x[best]) best = at;
+        }
+      }
+      for (int i = 0; i < g.size; ++i) {
+        for (int j = 0; j < g.size; ++j) {
+          const int at = corner + i * g.width + j;
+          const float share = kKind == PoolKind::kAverage ? d * inverse_area : at == best ? d : 0;
+          dx[at] = kAssign ? share : dx[at] + share;
+        }
+      }
+    }
+  }
+}
+
+// PoolPlaneBackward<kMax, true> for 2x2 windows with stride 2, the common case, in straight-line
+// code the compiler vectorises.
+void MaxPool2x2PlaneBackward(const Pool2dGeometry& g, const float* x, const float* dy, float* dx) {
+  for (int oh = 0; oh < g.out_height; ++oh) {
+    const float* top = x + 2 * oh * g.width;
+    const float* bottom = top + g.width;
+    float* dtop = dx + 2 * oh * g.width;
+    float* dbottom = dtop + g.width;
+    const float* grad = dy + oh * g.out_width;
+    for (int ow = 0; ow < g.out_width; ++ow) {
+      const float a = top[2 * ow], b = top[2 * ow + 1], c = bottom[2 * ow], e = bottom[2 * ow + 1];
+      const float m = std::max(std::max(a, b), std::max(c, e));
+      // Bitwise, not short-circuit, so that there is no branch to mispredict.
+      const bool in_a = a == m, in_b = (b == m) & !in_a, in_c = (c == m) & !in_a & !in_b;
+      const bool in_e = !in_a & !in_b & !in_c;
+      const float d = grad[ow];
+      dtop[2 * ow] = in_a ? d : 0.0f;
+      dtop[2 * ow + 1] = in_b ? d : 0.0f;
+      dbottom[2 * ow] = in_c ? d : 0.0f;
+      dbottom[2 * ow + 1] = in_e ? d : 0.0f;
+    }
+  }
+}
+
+template <PoolKind kKind>
+void PoolBackward(const Pool2dGeometry& g, const float* x, const float* dy, int batch, float* dx) {
+  const size_t in_plane = static_cast<size_t>(g.height) * g.width;
+  const size_t out_plane = static_cast<size_t>(g.out_height) * g.out_width;
+  // Windows that tile the plane exactly write every input once: nothing to clear or add.
+  const bool tiles =
+      g.stride == g.size && g.out_height * g.size == g.height && g.out_width * g.size == g.width;
+  if (!tiles) std::fill(dx, dx + batch * g.channels * in_plane, 0.0f);
+  for (int plane = 0; plane < batch * g.channels; ++plane) {
+    const float* in = x + plane * in_plane;
+    const float* grad = dy + plane * out_plane;
+    if (tiles && kKind == PoolKind::kMax && g.size == 2) {
+      MaxPool2x2PlaneBackward(g, in, grad, dx + plane * in_plane);
+    } else if (tiles) {
+      PoolPlaneBackward<kKind, true>(g, in, grad, dx + plane * in_plane);
+    } else {
+      PoolPlaneBackward<kKind, false>(g, in, grad, dx + plane * in_plane);
+    }
+  }
+}
+
+}  // namespace
+
 void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
                                float* y) {
-  const float inverse_area = 1.0f / static_cast<float>(g.size * g.size);
+  const size_t in_plane = static_cast<size_t>(g.height) * g.width;
+  const size_t out_plane = static_cast<size_t>(g.out_height) * g.out_width;
   for (int plane = 0; plane < batch * g.channels; ++plane) {
-    const float* in = x + static_cast<size_t>(plane) * g.height * g.width;
-    float* out = y + static_cast<size_t>(plane) * g.out_height * g.out_width;
-    for (int oh = 0; oh < g.out_height; ++oh) {
-      for (int ow = 0; ow < g.out_width; ++ow) {
-        const float* corner = in + (oh * g.stride) * g.width + ow * g.stride;
-        float acc = kind == PoolKind::kMax ? corner[0] : 0.0f;
-        for (int i = 0; i < g.size; ++i) {
-          for (int j = 0; j < g.size; ++j) {
-            const float v = corner[i * g.width + j];
-            acc = kind == PoolKind::kMax ? std::max(acc, v) : acc + v;
-          }
-        }
-        out[oh * g.out_width + ow] = kind == PoolKind::kMax ? acc : acc * inverse_area;
-      }
+    if (kind == PoolKind::kMax && g.size == 2 && g.stride == 2) {
+      MaxPool2x2PlaneForward(g, x + plane * in_plane, y + plane * out_plane);
+    } else if (kind == PoolKind::kMax) {
+      PoolPlaneForward<PoolKind::kMax>(g, x + plane * in_plane, y + plane * out_plane);
+    } else {
+      PoolPlaneForward<PoolKind::kAverage>(g, x + plane * in_plane, y + plane * out_plane);
     }
   }
 }
 
 void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
                                 const float* dy, int batch, float* dx) {
-  const float inverse_area = 1.0f / static_cast<float>(g.size * g.size);
-  std::fill(dx, dx + static_cast<size_t>(batch) * g.channels * g.height * g.width, 0.0f);
-  for (int plane = 0; plane < batch * g.channels; ++plane) {
-    const size_t in_offset = static_cast<size_t>(plane) * g.height * g.width;
-    const float* grad = dy + static_cast<size_t>(plane) * g.out_height * g.out_width;
-    for (int oh = 0; oh < g.out_height; ++oh) {
-      for (int ow = 0; ow < g.out_width; ++ow) {
-        const size_t corner = in_offset + (oh * g.stride) * g.width + ow * g.stride;
-        const float d = grad[oh * g.out_width + ow];
-        size_t best = corner;
-        for (int i = 0; i < g.size; ++i) {
-          for (int j = 0; j < g.size; ++j) {
-            const size_t at = corner + i * g.width + j;
-            if (kind == PoolKind::kAverage) dx[at] += d * inverse_area;
-            if (x[at] > x[best]) best = at;
-          }
-        }
-        if (kind == PoolKind::kMax) dx[best] += d;
-      }
-    }
+  if (kind == PoolKind::kMax) {
+    PoolBackward<PoolKind::kMax>(g, x, dy, batch, dx);
+  } else {
+    PoolBackward<PoolKind::kAverage>(g, x, dy, batch, dx);
   }
 }
 

@@ -1,17 +1,18 @@
-// ComputeBackend on the host: OpenBLAS cblas_sgemm for matrix products, plain loops for the rest.
-// Convolutions are im2col and an SGEMM per example.
+// ComputeBackend on the host: OpenBLAS cblas_sgemm for matrix products, oneDNN for
+// convolutions, plain loops for the rest.
 #ifndef MONSOON_CORE_CPU_BACKEND_H_
 #define MONSOON_CORE_CPU_BACKEND_H_
 
 #include <vector>
 
 #include "core/compute_backend.h"
+#include "core/onednn_convolution.h"
 
 namespace monsoon {
 
 class CpuBackend : public ComputeBackend, public ConvolutionBackend {
  public:
-  // `blas_threads` sets OpenBLAS's thread count (process-wide in OpenBLAS).
+  // `blas_threads` sets OpenBLAS's thread count (process-wide in OpenBLAS) and oneDNN's.
   explicit CpuBackend(int blas_threads = 1);
 
   std::string name() const override { return "cpu"; }
@@ -46,8 +47,7 @@ class CpuBackend : public ComputeBackend, public ConvolutionBackend {
   void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override;
 
  private:
-  std::vector<float> columns_;           // one example's im2col matrix [patch x out pixels]
-  std::vector<float> column_gradients_;  // and its gradient
+  OneDnnConvolution convolution_;
 };
 
 }  // namespace monsoon

@@ -30,8 +30,8 @@ int UnpaddedPositions(int in, int window, int stride) {
   return in >= window ? (in - window) / stride + 1 : 0;
 }
 
-// A conv2d layer's geometry on input `in` ([C, H, W]); out_height or out_width is 0 when the
-// kernel does not fit.
+}  // namespace
+
 Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in) {
   Conv2dGeometry g;
   g.channels = in[0];
@@ -51,6 +51,8 @@ Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in) {
   }
   return g;
 }
+
+namespace {
 
 Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in) {
   Pool2dGeometry g;

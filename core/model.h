@@ -55,7 +55,10 @@ bool NeedsConvolution(LayerKind kind);
 // A tensor's shape per example: [C, H, W], or [D] when flat.
 using Shape = std::vector<int>;
 std::string ShapeText(const Shape& shape);  // "(1, 28, 28)", "(256)"
-int ShapeSize(const Shape& shape);          // the product of its dimensions
+// A conv2d layer's geometry on input `in` ([C, H, W]); out_height or out_width is 0 when the
+// kernel does not fit.
+Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in);
+int ShapeSize(const Shape& shape);  // the product of its dimensions
 
 struct ModelSpec {
   ModelType type = ModelType::kMlp;

@@ -11,6 +11,7 @@ PACKAGES=(
   libabsl-dev libgoogle-glog-dev              # status, strings, mutexes; the roles' logs
   libcli11-dev nlohmann-json3-dev             # command line, JSON (header-only)
   catch2 libyaml-cpp-dev libopenblas-dev      # tests, config, CPU GEMM
+  libdnnl-dev                                 # CPU convolutions (oneDNN)
   dataset-fashion-mnist                       # the default job's data
   libhdf5-dev                                 # HDF5 data (data.format: hdf5)
   python3-numpy python3-h5py                  # tests convert Fashion-MNIST to .npy and HDF5

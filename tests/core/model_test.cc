@@ -172,6 +172,18 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
                           2, LossType::kMeanSquaredError);
   CHECK(LayerShapes(b)->at(2) == Shape{2, 2, 2});
   CheckGradients(b, 5);
+  // Average pooling that tiles its input, overlapping max pooling, max pooling that leaves the
+  // last row and column out.
+  const ModelSpec c = Cnn({2, 9, 9},
+                          {Conv(3, 2, 1, Padding::kValid),
+                           Pool(LayerKind::kAvgPool2d, 2, 2),
+                           Conv(2, 1, 1, Padding::kSame),
+                           Pool(LayerKind::kMaxPool2d, 2, 1),
+                           Pool(LayerKind::kMaxPool2d, 2, 2)},
+                          2, LossType::kSoftmaxCrossEntropy);
+  CHECK(LayerShapes(c)->at(1) == Shape{3, 4, 4});
+  CHECK(LayerShapes(c)->at(4) == Shape{2, 1, 1});
+  CheckGradients(c, 7);
 }
 
 TEST_CASE("Model: dropout masks train by the batch seed and are off when evaluating",

@@ -1,0 +1,50 @@
+// 2-D convolutions on the CPU with oneDNN (Debian's libdnnl): the CPU backend's convolution
+// kernels. Tensors come and go in Monsoon's layouts (activations [batch x C x H x W], weights
+// [filters x C x kernel x kernel]); inside, oneDNN runs its JIT kernels on the blocked layouts
+// it prefers, reordering to and from them. Primitives are built once per (geometry, batch).
+#ifndef MONSOON_CORE_ONEDNN_CONVOLUTION_H_
+#define MONSOON_CORE_ONEDNN_CONVOLUTION_H_
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "core/compute_backend.h"
+
+namespace monsoon {
+
+class OneDnnConvolution {
+ public:
+  // `threads`: oneDNN's (OpenMP) threads for this object's calls.
+  explicit OneDnnConvolution(int threads);
+  ~OneDnnConvolution();
+  OneDnnConvolution(const OneDnnConvolution&) = delete;
+  OneDnnConvolution& operator=(const OneDnnConvolution&) = delete;
+
+  // y = conv(x, w) + b.
+  void Forward(const Conv2dGeometry& g, const float* x, const float* w, const float* b, int batch,
+               float* y);
+  // dw = dL/dw and db = dL/db (overwritten), and dx = dL/dx unless dx is null.
+  void Backward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy, int batch,
+                float* dw, float* db, float* dx);
+  // The primitives of Forward and Backward alone (backward-data with `input_gradient`) on
+  // buffers of their preferred layouts, with no reorders: what those two calls cannot beat,
+  // for benchmarks.
+  void RunPrimitives(const Conv2dGeometry& g, int batch, bool input_gradient);
+
+ private:
+  struct Primitives;  // oneDNN's objects for one (geometry, batch)
+  Primitives& For(const Conv2dGeometry& g, int batch);
+
+  struct Engine;  // oneDNN's engine and stream
+  const std::unique_ptr<Engine> engine_;
+  const int threads_;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int>;
+  std::map<Key, std::unique_ptr<Primitives>> cache_;
+  std::vector<float> bias_scratch_;  // RunPrimitives' bias and bias gradient
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_ONEDNN_CONVOLUTION_H_
