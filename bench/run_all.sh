@@ -25,11 +25,11 @@ fi
 
 if [ "$quick" = 1 ]; then
   transport=(--sizes 1,4,16 --reps 2); apply=(--mib 8 --reps 2); compute=(--steps 10)
-  compute_cnn=(--model cnn --steps 2)
+  compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 2)
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
-  compute_cnn=(--model cnn --steps 40)
+  compute_cnn=(--model cnn --steps 40); pytorch_cnn=(--steps 40)
   worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200
 fi
 
@@ -43,6 +43,8 @@ run transport "$bin/bench/transport_bench" "${transport[@]}"
 run apply "$bin/bench/apply_bench" "${apply[@]}"
 run compute "$bin/bench/compute_bench" "${compute[@]}"
 run compute_cnn "$bin/bench/compute_bench" "${compute_cnn[@]}"
+# The same network's step in PyTorch (Debian's python3-torch), one thread as compute_bench.
+run pytorch_cnn /usr/bin/python3 "$root/bench/pytorch_cnn_bench.py" "${pytorch_cnn[@]}"
 run worker "$bin/bench/worker_bench" "${worker[@]}"
 
 # Scaling: the default Fashion-MNIST job (Downpour, every step) with W workers and S servers,
@@ -66,7 +68,7 @@ out, quick = sys.argv[1], sys.argv[2] == "1"
 def whole(name): return json.load(open(f"{out}/{name}.out"))
 def last_line(name): return json.loads(open(f"{out}/{name}.out").read().strip().splitlines()[-1])
 transport, apply, compute, worker = whole("transport"), last_line("apply"), whole("compute"), last_line("worker")
-compute_cnn = whole("compute_cnn")
+compute_cnn, pytorch_cnn = whole("compute_cnn"), whole("pytorch_cnn")
 scaling = []
 for run in sorted(glob.glob(f"{out}/scaling/*")):
     s = json.load(open(f"{run}/summary.json"))
@@ -147,11 +149,24 @@ for what, ok, figures in checks:
 print(f"\n{'scaling (Downpour, fmnist MLP)':<34} {'samples/s':>10} {'comm share':>11}")
 for r in scaling:
     print(f"{r['workers']} worker(s), {r['servers']} server(s){'':<13} {r['samples_per_second']:>10.0f} {r['comm_share']:>11.3f}")
+torch_at = {r["batch"]: r["step_samples_per_second"] for r in pytorch_cnn["results"]}
+print(f"\n{'CNN step (fmnist_cnn), 1 thread':<34} {'samples/s':>10} {'PyTorch':>8} {'/ PyTorch':>10} "
+      f"{'/ primitives':>13}")
 for r in compute_cnn["results"]:
-    print(f"CNN step (fmnist_cnn) at batch {r['batch']}: {r['step_samples_per_second']} samples/s, "
-          f"{r['ratio']:.3f} of its SGEMMs alone (no target yet)")
+    print(f"batch {r['batch']:<28} {r['step_samples_per_second']:>10} {torch_at[r['batch']]:>8} "
+          f"{r['step_samples_per_second'] / torch_at[r['batch']]:>10.2f} {r['ratio']:>13.3f}")
+cnn_checks = [
+    ("CNN step >= PyTorch 1.13, batch 64 and 256",
+     all(r["step_samples_per_second"] >= torch_at[r["batch"]] for r in compute_cnn["results"]),
+     " / ".join(f"{r['step_samples_per_second'] / torch_at[r['batch']]:.2f}" for r in compute_cnn["results"])),
+    ("CNN step >= 0.8 of its primitives alone", all(r["ratio"] >= 0.8 for r in compute_cnn["results"]),
+     " / ".join(f"{r['ratio']:.3f}" for r in compute_cnn["results"]))]
+print(f"\nissue 23 targets in this run{' (--quick: not for quoting)' if quick else ''}:")
+for what, ok, figures in cnn_checks:
+    print(f"  {what:<50} {verdict(ok):<8} {figures}")
+checks += cnn_checks
 json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": compute,
-           "compute_cnn": compute_cnn,
+           "compute_cnn": compute_cnn, "pytorch_cnn": pytorch_cnn,
            "worker": worker, "scaling": scaling,
            "targets": [{"target": what, "met": ok, "figures": figures}
                        for what, ok, figures in checks]},

@@ -15,6 +15,7 @@ PACKAGES=(
   dataset-fashion-mnist                       # the default job's data
   libhdf5-dev                                 # HDF5 data (data.format: hdf5)
   python3-numpy python3-h5py                  # tests convert Fashion-MNIST to .npy and HDF5
+  python3-torch                               # the PyTorch side of the CNN benchmark
   python3 procps                              # test scripts (JSON checks, pgrep)
   slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
   clang libclang-rt-14-dev                    # libFuzzer + sanitizers (request decoder fuzz test)

@@ -5,7 +5,7 @@ source tests/launcher/test_lib.sh
 
 MONSOON_BENCH_BIN="$PWD" timeout 600 bench/run_all.sh --quick "$WORK/bench" >"$WORK/out.txt" 2>&1
 expect_eq "run_all.sh --quick exit status" "$?" "0"
-tail -32 "$WORK/out.txt"
+tail -42 "$WORK/out.txt"
 python3 - "$WORK/bench/bench.json" <<'PY'
 import json, sys
 b = json.load(open(sys.argv[1]))
@@ -22,7 +22,9 @@ for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd", "easgd_o
 assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["scaling"])
 # --quick has no 64 or 256 MiB figures: the apply and the two worker-loop targets are judged.
 assert [t["target"].split(" >=")[0] for t in b["targets"]] == [
-    "server apply (SGD)", "Downpour every step", "EASGD tau 8"], b["targets"]
+    "server apply (SGD)", "Downpour every step", "EASGD tau 8", "CNN step", "CNN step"], b["targets"]
+assert [r["batch"] for r in b["pytorch_cnn"]["results"]] == [64, 256]
+assert all(r["step_samples_per_second"] > 0 for r in b["pytorch_cnn"]["results"])
 assert all(isinstance(t["met"], bool) for t in b["targets"])
 print("bench.json: every section present")
 PY

@@ -1,0 +1,60 @@
+#!/usr/bin/python3
+"""PyTorch's side of the CNN comparison: the training step of configs/fmnist_cnn.yaml's network
+(conv 3x3x32 same, ReLU, max-pool 2, conv 3x3x64 same, ReLU, max-pool 2, dense 128, ReLU,
+dense 10, softmax cross-entropy) in PyTorch, forward and backward to the gradients, as
+`compute_bench --model cnn` times Monsoon's. Prints one JSON object like compute_bench's.
+
+    bench/pytorch_cnn_bench.py [--steps N] [--threads T]
+
+Uses Debian's python3-torch (run with /usr/bin/python3).
+"""
+import argparse
+import json
+import time
+
+import torch
+from torch import nn
+
+
+def network():
+    return nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(64 * 7 * 7, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def samples_per_second(net, batch, reps):
+    x = torch.rand(batch, 1, 28, 28)
+    y = torch.arange(batch) % 10
+
+    def step():
+        net.zero_grad(set_to_none=False)
+        nn.functional.cross_entropy(net(x), y).backward()
+
+    step()
+    start = time.perf_counter()
+    for _ in range(reps):
+        step()
+    return batch * reps / (time.perf_counter() - start)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=200,
+                        help="steps at batch 64 (fewer at larger batches), as compute_bench")
+    parser.add_argument("--threads", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(1)
+    net = network()
+    results = [{"batch": batch,
+                "step_samples_per_second": round(
+                    samples_per_second(net, batch, max(10, args.steps * 64 // batch)))}
+               for batch in (64, 256)]
+    print(json.dumps({"benchmark": "pytorch_cnn", "torch": torch.__version__,
+                      "mkldnn": torch.backends.mkldnn.is_available(), "threads": args.threads,
+                      "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
