@@ -92,6 +92,9 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
   }
   absl::StrAppend(
       &script, "\nset -euo pipefail\n", "MONSOON=", ShellQuote(in.monsoon_exe), "\n",
+      in.cuda_plugin.empty()
+          ? ""
+          : absl::StrCat("export MONSOON_CUDA_PLUGIN=", ShellQuote(in.cuda_plugin), "\n"),
       "RUN_DIR=", ShellQuote(in.runs_dir), "/slurm-\"$SLURM_JOB_ID\"\n\n",
       "if [ -f \"$RUN_DIR/config.yaml\" ]; then\n",
       "  # Requeued (node failure, preemption, scontrol requeue): continue from the servers'\n",

@@ -43,7 +43,7 @@ def cuda_library(name, cu_src, hdrs, cu_hdrs = [], deps = [], visibility = None)
         visibility = visibility,
     )
 
-def cuda_binary(name, cu_src, cu_hdrs = [], deps = []):
+def cuda_binary(name, cu_src, cu_hdrs = [], deps = [], visibility = None):
     """cc_binary `name` whose main() is in one .cu file; nothing where CUDA is not installed."""
     if not CUDA_AVAILABLE:
         return
@@ -57,6 +57,7 @@ def cuda_binary(name, cu_src, cu_hdrs = [], deps = []):
         name = name,
         srcs = [name + ".o"],
         deps = deps + ["@local_cuda//:cuda_libs"],
+        visibility = visibility,
     )
 
 def if_cuda(then, otherwise = []):

@@ -32,6 +32,19 @@ std::string PluginPath() {
 }
 #endif
 
+}  // namespace
+
+std::string CudaPluginFile() {
+#if MONSOON_WITH_CUDA
+  std::error_code ec;
+  const std::string path = PluginPath();
+  if (std::filesystem::exists(path, ec)) return path;
+#endif
+  return "";
+}
+
+namespace {
+
 // The plugin's functions, loaded once per process; Unavailable says why not.
 // True when NVIDIA's kernel driver is there (its control device, or its /proc entry).
 bool NvidiaDriverPresent() {

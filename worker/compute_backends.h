@@ -25,6 +25,10 @@ struct BackendSelection {
 // `gpu` < 0 means the launcher gave this task no GPU.
 absl::StatusOr<BackendSelection> MakeComputeBackend(const ComputeConfig& compute, int gpu);
 
+// The CUDA plugin this process would load (see PluginPath in compute_backends.cc), when that
+// file exists; empty when it does not or this build has no CUDA support.
+std::string CudaPluginFile();
+
 // One line per usable CUDA device ("cuda:0 (NVIDIA H100 80GB HBM3)"); Unavailable with the
 // reason when there is none.
 absl::StatusOr<std::vector<std::string>> ListCudaDevices();

@@ -13,6 +13,7 @@
 #include "launcher/commands/command.h"
 #include "launcher/process_group.h"
 #include "launcher/sbatch_script.h"
+#include "worker/compute_backends.h"
 
 namespace monsoon {
 namespace {
@@ -38,26 +39,45 @@ absl::StatusOr<std::string> RunsDir(const JobConfig& config) {
   return runs_dir;
 }
 
-// A copy of this monsoon binary, RUNS_ROOT/bin/monsoon-HASH (the first 16 hex digits of its
-// SHA-256): the path batch scripts run. It stays put when the build tree is rebuilt or cleaned,
-// and lies on the file system the run directories share, where every node can reach it.
-absl::StatusOr<std::string> StableCopyOfSelf(const std::string& runs_root) {
-  const std::string self = SelfExePath();
-  MONSOON_ASSIGN_OR_RETURN(const std::string digest, FileSha256(self));
+// A copy of `file`, RUNS_ROOT/bin/STEM-HASH[SUFFIX] (the first 16 hex digits of its SHA-256):
+// the path batch scripts use. It stays put when the build tree is rebuilt or cleaned, and lies
+// on the file system the run directories share, where every node can reach it.
+absl::StatusOr<std::string> StableCopy(const std::string& file, const std::string& runs_root,
+                                       const std::string& stem, const std::string& suffix) {
+  MONSOON_ASSIGN_OR_RETURN(const std::string digest, FileSha256(file));
   const std::string bin = runs_root + "/bin";
-  const std::string path = absl::StrCat(bin, "/monsoon-", digest.substr(0, 16));
+  const std::string path = absl::StrCat(bin, "/", stem, "-", digest.substr(0, 16), suffix);
   std::error_code ec;
   if (std::filesystem::exists(path, ec)) return path;
   std::filesystem::create_directories(bin, ec);
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
-  std::filesystem::copy_file(self, tmp, std::filesystem::copy_options::overwrite_existing, ec);
+  std::filesystem::copy_file(file, tmp, std::filesystem::copy_options::overwrite_existing, ec);
   if (!ec) std::filesystem::rename(tmp, path, ec);
   if (ec) {
     std::filesystem::remove(tmp);
     return absl::PermissionDeniedError(
-        absl::StrCat("cannot copy ", self, " to ", path, ": ", ec.message()));
+        absl::StrCat("cannot copy ", file, " to ", path, ": ", ec.message()));
   }
   return path;
+}
+
+// What the batch script runs. A bundle's binary (tools/bundle.sh: BUNDLE beside its bin/) runs
+// where it is, since its libraries lie beside it and a bundle is unpacked, not rebuilt in place;
+// a build tree's binary and CUDA plugin run as stable copies.
+absl::Status SetProgram(const std::string& runs_root, SbatchInputs* inputs) {
+  const std::filesystem::path self = SelfExePath();
+  std::error_code ec;
+  if (std::filesystem::exists(self.parent_path().parent_path() / "BUNDLE", ec)) {
+    inputs->monsoon_exe = self.string();
+    return absl::OkStatus();
+  }
+  MONSOON_ASSIGN_OR_RETURN(inputs->monsoon_exe, StableCopy(self, runs_root, "monsoon", ""));
+  const std::string plugin = CudaPluginFile();
+  if (plugin.empty()) return absl::OkStatus();
+  MONSOON_ASSIGN_OR_RETURN(
+      inputs->cuda_plugin,
+      StableCopy(std::filesystem::absolute(plugin).string(), runs_root, "libmonsoon_cuda", ".so"));
+  return absl::OkStatus();
 }
 
 int Submit(const std::string& path, bool wait) {
@@ -76,10 +96,10 @@ int Sbatch(const SbatchOptions& o) {
   auto runs_dir = RunsDir(*config);
   if (!runs_dir.ok())
     return Fail(runs_dir.status(), absl::IsInvalidArgument(runs_dir.status()) ? 2 : 1);
-  auto exe = StableCopyOfSelf(std::filesystem::path(*runs_dir).parent_path().string());
-  if (!exe.ok()) return Fail(exe.status(), 1);
   SbatchInputs inputs;
-  inputs.monsoon_exe = *exe;
+  const absl::Status program =
+      SetProgram(std::filesystem::path(*runs_dir).parent_path().string(), &inputs);
+  if (!program.ok()) return Fail(program, 1);
   inputs.config_path = std::filesystem::absolute(o.config).lexically_normal().string();
   inputs.overrides = o.sets;
   inputs.runs_dir = *runs_dir;

@@ -215,8 +215,11 @@ TEST_CASE("SbatchScript: homogeneous and heterogeneous scripts", "[launcher][sba
   config.slurm.gpus_per_node = 1;
   config.slurm.extra = {"--mail-type=END"};
   config.slurm.setup = {"module load cuda/12.4", "export OMP_NUM_THREADS=1"};
-  SbatchInputs in{"/opt/monsoon", "/jobs/demo.yaml", {"training.epochs=3"}, "/scratch/runs/demo"};
+  SbatchInputs in{"/opt/monsoon", "/jobs/demo.yaml", {"training.epochs=3"}, "/scratch/runs/demo",
+                  "/opt/libmonsoon_cuda.so"};
   const std::string homogeneous = SbatchScript(config, in);
+  CHECK(homogeneous.find("MONSOON='/opt/monsoon'\nexport "
+                         "MONSOON_CUDA_PLUGIN='/opt/libmonsoon_cuda.so'\n") != std::string::npos);
   for (const char* line :
        {"#SBATCH --nodes=2\n", "#SBATCH --ntasks=5\n", "#SBATCH --gpus-per-node=1\n",
         "#SBATCH --gpu-bind=map_gpu:0\n",

@@ -1,7 +1,7 @@
 # Shared helpers for Monsoon's shell tests (sourced). Run from Bazel's runfiles root.
 set -uo pipefail
 
-MONSOON="$PWD/launcher/monsoon"
+MONSOON="${MONSOON:-$PWD/launcher/monsoon}"  # a bundle's checks point it at theirs
 WORK="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 

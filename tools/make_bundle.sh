@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Assembles the relocatable bundle (Bazel's //tools:bundle runs this; users run
+# tools/bundle.sh). Layout of the archive, all under monsoon/:
+#   bin/       monsoon, gpu_bench, cublas_parity_test    (run paths: $ORIGIN/../lib)
+#   lib/       every shared library they need but glibc's and CUDA's (run paths: $ORIGIN)
+#   worker/    libmonsoon_cuda.so, the CUDA plugin, where `monsoon` looks for it
+#   configs/   the shipped jobs, their Fashion-MNIST paths pointed at data/
+#   data/      Fashion-MNIST (Debian's dataset-fashion-mnist)
+#   tools/gpu_check.sh, tests/launcher/{gpu_job_test,test_lib}.sh, README.md
+#   BUNDLE     marks the tree as a bundle
+# CUDA's libraries (cuBLAS, the runtime) and the driver come from the GPU machine.
+#   make_bundle.sh OUT.tar.xz MAX_BYTES FILE...   (FILEs: the inputs, by their source paths)
+set -euo pipefail
+out="$1" max_bytes="$2"
+shift 2
+stage="$(mktemp -d)"
+trap 'rm -rf "$stage"' EXIT
+b="$stage/monsoon"
+mkdir -p "$b"/{bin,lib,worker,data/fashion-mnist}
+
+for f in "$@"; do
+  case "$f" in
+    */launcher/monsoon | */bench/gpu_bench | */tests/worker/cublas_parity_test) cp "$f" "$b/bin/" ;;
+    */libmonsoon_cuda.so) cp "$f" "$b/worker/" ;;
+    */fashion-mnist/*) cp "$f" "$b/data/fashion-mnist/" ;;
+    configs/* | tools/gpu_check.sh | tests/launcher/*.sh | README.md) install -D "$f" "$b/$f" ;;
+    *) echo "make_bundle: unexpected input $f" >&2; exit 1 ;;
+  esac
+done
+chmod -R u+w "$b"
+# `monsoon sbatch` runs a binary with this file beside its bin/ in place (sbatch.cc).
+echo "Monsoon, relocatable (tools/bundle.sh); README.md: Installing without root" >"$b/BUNDLE"
+sed -i 's#/usr/share/datasets/fashion-mnist/#../data/fashion-mnist/#' "$b"/configs/*.yaml
+
+# The shared-library closure: what the dynamic linker finds for each binary, but glibc (the
+# target's own) and CUDA (the GPU machine's).
+system='/(ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil)\.so'
+cuda='/(libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink)\.so'
+for elf in "$b"/bin/* "$b"/worker/*.so; do
+  ldd "$elf" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | grep -Ev "$system|$cuda" || true
+done | sort -u | while read -r lib; do
+  cp -L "$lib" "$b/lib/"
+done
+chmod u+w "$b"/lib/*
+for elf in "$b"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$elf"; done
+for lib in "$b"/lib/*; do patchelf --set-rpath '$ORIGIN' "$lib"; done
+for plugin in "$b"/worker/*.so; do
+  patchelf --set-rpath "\$ORIGIN/../lib:$(patchelf --print-rpath "$plugin")" "$plugin"
+done
+
+tar -C "$stage" --owner=0 --group=0 -cf - monsoon | xz -6 -T2 >"$out"
+bytes=$(stat -c %s "$out")
+if [ "$bytes" -gt "$max_bytes" ]; then
+  echo "make_bundle: $out is $bytes bytes, over the limit of $max_bytes" >&2
+  exit 1
+fi
