@@ -20,6 +20,7 @@ PACKAGES=(
   slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
   clang libclang-rt-14-dev                    # libFuzzer + sanitizers (request decoder fuzz test)
   openssl                                     # test certificates for the TLS test
+  patchelf xz-utils                           # the relocatable bundle (tools/bundle.sh)
 )
 
 missing=()
