@@ -20,6 +20,36 @@
 namespace monsoon {
 namespace {
 
+// Seconds per step of `spec`'s primitives alone at `batch` (best layouts, no reorders): its
+// SGEMMs on `backend` and, for the CNN, its oneDNN convolution primitives.
+double PrimitivesSeconds(CpuBackend* backend, const ModelSpec& spec, bool cnn, int batch,
+                         int threads, int reps) {
+  const std::vector<GemmShape> shapes = cnn ? LayerListGemms(batch, spec) : StepGemms(batch, spec);
+  std::vector<std::vector<float>> a, b, c;
+  for (const GemmShape& s : shapes) {
+    a.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);
+    b.emplace_back(static_cast<size_t>(s.k) * s.n, 0.25f);
+    c.emplace_back(static_cast<size_t>(s.m) * s.n, 0.0f);
+  }
+  const std::vector<ConvolutionStep> convolutions =
+      cnn ? LayerListConvolutions(spec) : std::vector<ConvolutionStep>{};
+  OneDnnConvolution convolution(threads);
+  auto primitives = [&] {
+    for (const ConvolutionStep& c : convolutions) {
+      convolution.RunPrimitives(c.geometry, batch, c.input_gradient);
+    }
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      const GemmShape& s = shapes[i];
+      backend->Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a[i].data(), b[i].data(), 0.0f,
+                    c[i].data());
+    }
+  };
+  primitives();
+  const absl::Time start = absl::Now();
+  for (int r = 0; r < reps; ++r) primitives();
+  return absl::ToDoubleSeconds(absl::Now() - start) / reps;
+}
+
 int Main(int argc, char** argv) {
   int steps = 200, threads = 1;
   std::string model_name = "mlp";
@@ -64,36 +94,11 @@ int Main(int argc, char** argv) {
       (*model)->GetGrads(grads.data());
     };
     step();
-    absl::Time start = absl::Now();
+    const absl::Time start = absl::Now();
     for (int r = 0; r < reps; ++r) step();
     const double step_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
 
-    // Same shapes, primitives only, on buffers of the right sizes.
-    const std::vector<GemmShape> shapes =
-        cnn ? LayerListGemms(batch, spec) : StepGemms(batch, spec);
-    std::vector<std::vector<float>> a, b, c;
-    for (const GemmShape& s : shapes) {
-      a.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);
-      b.emplace_back(static_cast<size_t>(s.k) * s.n, 0.25f);
-      c.emplace_back(static_cast<size_t>(s.m) * s.n, 0.0f);
-    }
-    const std::vector<ConvolutionStep> convolutions =
-        cnn ? LayerListConvolutions(spec) : std::vector<ConvolutionStep>{};
-    OneDnnConvolution convolution(threads);
-    auto primitives = [&] {
-      for (const ConvolutionStep& c : convolutions) {
-        convolution.RunPrimitives(c.geometry, batch, c.input_gradient);
-      }
-      for (size_t i = 0; i < shapes.size(); ++i) {
-        const GemmShape& s = shapes[i];
-        backend.Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a[i].data(), b[i].data(), 0.0f,
-                     c[i].data());
-      }
-    };
-    primitives();
-    start = absl::Now();
-    for (int r = 0; r < reps; ++r) primitives();
-    const double primitives_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
+    const double primitives_s = PrimitivesSeconds(&backend, spec, cnn, batch, threads, reps);
     std::printf(
         "    {\"batch\": %d, \"step_samples_per_second\": %.0f, "
         "\"primitives_samples_per_second\": %.0f, \"ratio\": %.3f}%s\n",

@@ -1,5 +1,6 @@
 // GPU benchmark (CUDA backend): worker training-step samples/s of the default MLP
-// (784-256-128-10) at batch 64..4096 next to the same-shape cuBLAS SGEMMs alone, and the
+// (784-256-128-10) at batch 64..4096 and of the CNN of configs/fmnist_cnn.yaml at batch
+// 64..1024, each next to the same-shape cuBLAS SGEMMs alone, and the
 // backend's host->device copy rate next to a plain cudaMemcpy from pinned memory. Prints one
 // JSON object; without a usable GPU it prints {"skipped": reason} and exits 0.
 //
@@ -34,33 +35,23 @@ double TimePerCall(ComputeBackend& backend, int reps, Op op) {
   return Seconds(start) / reps;
 }
 
-int Main(int argc, char** argv) {
-  const bool tf32 = argc > 1 && std::string(argv[1]) == "--tf32";
-  auto created = CreateCublasBackend(0, tf32);
-  if (!created.ok()) {
-    std::printf("{\"benchmark\": \"gpu\", \"skipped\": \"%s\"}\n",
-                std::string(created.status().message()).c_str());
-    return 0;
-  }
-  ComputeBackend& backend = **created;
-  const ModelSpec spec = BenchmarkMlp();
+// Prints `key`: the worker step of `spec` at each batch size next to `gemms(batch)` alone.
+template <typename Gemms>
+void PrintSteps(ComputeBackend& backend, const char* key, const ModelSpec& spec,
+                const std::vector<int>& batches, Gemms gemms_of) {
   auto model = Model::Create(spec, &backend);
   std::vector<float> params((*model)->num_params()), grads(params.size());
   Model::InitialValues(spec, 1, 0, absl::MakeSpan(params));
   (*model)->SetParams(params.data());
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(0, 1);
-
-  std::printf("{\n  \"benchmark\": \"gpu\",\n  \"device\": \"%s\",\n  \"tf32\": %s,\n",
-              backend.name().c_str(), tf32 ? "true" : "false");
-  std::printf("  \"step\": [\n");
-  const std::vector<int> batches = {64, 256, 1024, 4096};
+  std::printf("  \"%s\": [\n", key);
   for (size_t bi = 0; bi < batches.size(); ++bi) {
     const int batch = batches[bi];
     const int reps = std::max(20, 200 * 256 / batch);
-    std::vector<float> x(static_cast<size_t>(batch) * 784), y(batch);
+    std::vector<float> x(static_cast<size_t>(batch) * spec.input_dim), y(batch);
     for (float& v : x) v = u(rng);
-    for (int r = 0; r < batch; ++r) y[r] = static_cast<float>(r % 10);
+    for (int r = 0; r < batch; ++r) y[r] = static_cast<float>(r % spec.output_dim);
     // A worker's step: upload the batch, forward, backward, download the gradients, which
     // a worker streams layer by layer during backward; also timed without that overlap.
     auto step = [&] {
@@ -71,7 +62,7 @@ int Main(int argc, char** argv) {
     const double unstreamed_s = TimePerCall(backend, reps, step);
     (*model)->set_stream_gradients(true);
     const double step_s = TimePerCall(backend, reps, step);
-    const std::vector<GemmShape> shapes = StepGemms(batch, spec);
+    const std::vector<GemmShape> shapes = gemms_of(batch);
     std::vector<DeviceBuffer> a, b, c;
     for (const GemmShape& s : shapes) {
       a.push_back(backend.Allocate(static_cast<size_t>(s.m) * s.k));
@@ -91,27 +82,52 @@ int Main(int argc, char** argv) {
         batch, batch / step_s, batch / gemm_s, gemm_s / step_s, batch / unstreamed_s,
         bi + 1 < batches.size() ? "," : "");
   }
-  std::printf("  ],\n  \"host_to_device\": [\n");
+  std::printf("  ],\n");
+}
+
+int Main(int argc, char** argv) {
+  const bool tf32 = argc > 1 && std::string(argv[1]) == "--tf32";
+  auto created = CreateCublasBackend(0, tf32);
+  if (!created.ok()) {
+    std::printf("{\"benchmark\": \"gpu\", \"skipped\": \"%s\"}\n",
+                std::string(created.status().message()).c_str());
+    return 0;
+  }
+  ComputeBackend& backend = **created;
+  std::printf("{\n  \"benchmark\": \"gpu\",\n  \"device\": \"%s\",\n  \"tf32\": %s,\n",
+              backend.name().c_str(), tf32 ? "true" : "false");
+  const ModelSpec mlp = BenchmarkMlp(), cnn = BenchmarkCnn();
+  PrintSteps(backend, "step", mlp, {64, 256, 1024, 4096},
+             [&](int batch) { return StepGemms(batch, mlp); });
+  PrintSteps(backend, "cnn_step", cnn, {64, 256, 1024},
+             [&](int batch) { return CudaLayerListGemms(batch, cnn); });
+  std::printf("  \"host_to_device\": [\n");
+
   const std::vector<int> mib = {1, 16, 64};
   for (size_t i = 0; i < mib.size(); ++i) {
     const size_t n = static_cast<size_t>(mib[i]) << 18;  // floats
     std::vector<float> host(n, 1.0f);
     DeviceBuffer dest = backend.Allocate(n);
-    const double backend_s = TimePerCall(backend, 20, [&] { backend.CopyToDevice(host.data(), dest.data(), n); });
+    const double backend_s =
+        TimePerCall(backend, 20, [&] { backend.CopyToDevice(host.data(), dest.data(), n); });
     float* pinned = nullptr;
     cudaMallocHost(reinterpret_cast<void**>(&pinned), n * sizeof(float));
     cudaMemcpy(dest.data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice);
     const auto start = std::chrono::steady_clock::now();
-    for (int r = 0; r < 20; ++r) cudaMemcpy(dest.data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice);
+    for (int r = 0; r < 20; ++r)
+      cudaMemcpy(dest.data(), pinned, n * sizeof(float), cudaMemcpyHostToDevice);
     const double pinned_s = Seconds(start) / 20;
     cudaFreeHost(pinned);
     const double bytes = static_cast<double>(n) * sizeof(float);
-    std::printf("    {\"mib\": %d, \"backend_gbps\": %.2f, \"pinned_memcpy_gbps\": %.2f, \"ratio\": %.3f}%s\n",
-                mib[i], bytes / backend_s / 1e9, bytes / pinned_s / 1e9, pinned_s / backend_s,
-                i + 1 < mib.size() ? "," : "");
+    std::printf(
+        "    {\"mib\": %d, \"backend_gbps\": %.2f, \"pinned_memcpy_gbps\": %.2f, \"ratio\": "
+        "%.3f}%s\n",
+        mib[i], bytes / backend_s / 1e9, bytes / pinned_s / 1e9, pinned_s / backend_s,
+        i + 1 < mib.size() ? "," : "");
   }
   const absl::Status health = backend.Synchronize();
-  std::printf("  ],\n  \"status\": \"%s\"\n}\n", health.ok() ? "ok" : std::string(health.message()).c_str());
+  std::printf("  ],\n  \"status\": \"%s\"\n}\n",
+              health.ok() ? "ok" : std::string(health.message()).c_str());
   return health.ok() ? 0 : 1;
 }
 

@@ -112,6 +112,24 @@ inline std::vector<ConvolutionStep> LayerListConvolutions(const ModelSpec& spec)
   return convolutions;
 }
 
+// The SGEMMs of one training step of a layer-list model on the CUDA backend at batch B: per
+// convolution the batch-wide products of core/conv_math.h (y, dw, db and, but for a first
+// layer, dcols), then the dense layers' (LayerListGemms).
+inline std::vector<GemmShape> CudaLayerListGemms(int batch, const ModelSpec& spec) {
+  std::vector<GemmShape> gemms;
+  for (const ConvolutionStep& c : LayerListConvolutions(spec)) {
+    const Conv2dGeometry& g = c.geometry;
+    const int columns = batch * g.out_height * g.out_width;
+    gemms.push_back({false, false, g.filters, columns, g.patch()});
+    gemms.push_back({false, true, g.filters, g.patch(), columns});
+    gemms.push_back({false, false, g.filters, 1, columns});
+    if (c.input_gradient) gemms.push_back({true, false, g.patch(), columns, g.filters});
+  }
+  const std::vector<GemmShape> dense = LayerListGemms(batch, spec);
+  gemms.insert(gemms.end(), dense.begin(), dense.end());
+  return gemms;
+}
+
 }  // namespace monsoon
 
 #endif  // MONSOON_BENCH_STEP_SHAPES_H_

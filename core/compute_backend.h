@@ -38,6 +38,27 @@ struct LossResult {
   int correct = 0;
 };
 
+// Where a 2-D convolution reads and writes: per example, `channels` x `height` x `width` in,
+// `filters` x `out_height` x `out_width` out (row-major, channels first). The input is padded
+// with zeros: `pad_top` rows above, `pad_left` columns to the left (and as many below and to
+// the right as the output needs).
+struct Conv2dGeometry {
+  int channels = 0, height = 0, width = 0;
+  int filters = 0, kernel = 0, stride = 1;
+  int pad_top = 0, pad_left = 0;
+  int out_height = 0, out_width = 0;
+  // Weights per filter: channels * kernel * kernel, in (channel, row, column) order.
+  int patch() const { return channels * kernel * kernel; }
+};
+
+// A 2-D pooling window: `size` x `size`, moved by `stride`, over each channel, unpadded.
+struct Pool2dGeometry {
+  int channels = 0, height = 0, width = 0;
+  int size = 2, stride = 2;
+  int out_height = 0, out_width = 0;
+};
+enum class PoolKind { kMax, kAverage };
+
 // Pointers passed to these methods live in the backend's memory space unless named `host`.
 // A backend is used by one thread at a time. A device backend may queue work asynchronously
 // and records its first error instead of throwing or aborting: after an error every method is
@@ -88,35 +109,9 @@ class ComputeBackend {
   // gradient g, per NesterovElement in core/kernel_math.h.
   virtual void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
                             size_t n) = 0;
-};
 
-// Where a 2-D convolution reads and writes: per example, `channels` x `height` x `width` in,
-// `filters` x `out_height` x `out_width` out (row-major, channels first). The input is padded
-// with zeros: `pad_top` rows above, `pad_left` columns to the left (and as many below and to
-// the right as the output needs).
-struct Conv2dGeometry {
-  int channels = 0, height = 0, width = 0;
-  int filters = 0, kernel = 0, stride = 1;
-  int pad_top = 0, pad_left = 0;
-  int out_height = 0, out_width = 0;
-  // Weights per filter: channels * kernel * kernel, in (channel, row, column) order.
-  int patch() const { return channels * kernel * kernel; }
-};
-
-// A 2-D pooling window: `size` x `size`, moved by `stride`, over each channel, unpadded.
-struct Pool2dGeometry {
-  int channels = 0, height = 0, width = 0;
-  int size = 2, stride = 2;
-  int out_height = 0, out_width = 0;
-};
-enum class PoolKind { kMax, kAverage };
-
-// The kernels of convolutional models (convolution and pooling over [batch x C x H x W]
-// activations, dropout). A backend that has them implements this interface too; a model with
-// such layers needs a backend that does (Model::Create).
-class ConvolutionBackend {
- public:
-  virtual ~ConvolutionBackend() = default;
+  // Convolutional models: convolution and pooling over [batch x C x H x W] activations,
+  // and dropout.
   // y = conv(x, w) + b, with w [filters x patch] and b [filters].
   virtual void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
                              const float* b, int batch, float* y) = 0;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 
+#include "core/conv_math.h"
 #include "core/kernel_math.h"
 
 namespace monsoon {
@@ -278,9 +279,8 @@ void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const fl
 
 void CpuBackend::DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
                                 size_t n) {
-  const float keep_scale = 1.0f / (1.0f - rate);
   for (size_t i = 0; i < n; ++i) {
-    mask[i] = UniformHash(seed, i) >= rate ? keep_scale : 0.0f;
+    mask[i] = DropoutScale(rate, seed, i);
     y[i] = x[i] * mask[i];
   }
 }

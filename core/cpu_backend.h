@@ -10,7 +10,7 @@
 
 namespace monsoon {
 
-class CpuBackend : public ComputeBackend, public ConvolutionBackend {
+class CpuBackend : public ComputeBackend {
  public:
   // `blas_threads` sets OpenBLAS's thread count (process-wide in OpenBLAS) and oneDNN's.
   explicit CpuBackend(int blas_threads = 1);

@@ -60,37 +60,35 @@ void Conv2dLayer::Bind(float* params, float* grads) {
 }
 
 void Conv2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
-  dynamic_cast<ConvolutionBackend&>(backend).Conv2dForward(g_, x, w_, b_, batch, y);
+  backend.Conv2dForward(g_, x, w_, b_, batch, y);
 }
 
 void Conv2dLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
                            const float* dy, int batch, float* dx) {
-  dynamic_cast<ConvolutionBackend&>(backend).Conv2dBackward(g_, x, w_, dy, batch, dw_, db_, dx);
+  backend.Conv2dBackward(g_, x, w_, dy, batch, dw_, db_, dx);
 }
 
 void DropoutLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
   const size_t n = static_cast<size_t>(batch) * dim_;
   if (mask_.size() < n) mask_ = backend.Allocate(n);
   // Evaluating, a rate of 0 keeps every value as it is.
-  dynamic_cast<ConvolutionBackend&>(backend).DropoutForward(training_ ? rate_ : 0.0f, seed_, x,
-                                                            mask_.data(), y, n);
+  backend.DropoutForward(training_ ? rate_ : 0.0f, seed_, x, mask_.data(), y, n);
 }
 
 void DropoutLayer::Backward(ComputeBackend& backend, const float* /*x*/, const float* /*y*/,
                             const float* dy, int batch, float* dx) {
   if (dx == nullptr) return;
-  dynamic_cast<ConvolutionBackend&>(backend).DropoutBackward(mask_.data(), dy, dx,
-                                                             static_cast<size_t>(batch) * dim_);
+  backend.DropoutBackward(mask_.data(), dy, dx, static_cast<size_t>(batch) * dim_);
 }
 
 void Pool2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
-  dynamic_cast<ConvolutionBackend&>(backend).Pool2dForward(g_, kind_, x, batch, y);
+  backend.Pool2dForward(g_, kind_, x, batch, y);
 }
 
 void Pool2dLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
                            const float* dy, int batch, float* dx) {
   if (dx != nullptr) {
-    dynamic_cast<ConvolutionBackend&>(backend).Pool2dBackward(g_, kind_, x, dy, batch, dx);
+    backend.Pool2dBackward(g_, kind_, x, dy, batch, dx);
   }
 }
 

@@ -82,8 +82,7 @@ class ActivationLayer : public Layer {
   const int dim_;
 };
 
-// A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters]. Runs on a
-// ConvolutionBackend (Model::Create checks the backend is one).
+// A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters].
 class Conv2dLayer : public Layer {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g) : name_(std::move(name)), g_(g) {}
@@ -106,8 +105,7 @@ class Conv2dLayer : public Layer {
 };
 
 // Inverted dropout: while training, each value is zeroed with probability `rate` and the rest
-// scaled by 1 / (1 - rate), by a mask drawn from the batch's seed; evaluating, y = x. Runs on a
-// ConvolutionBackend.
+// scaled by 1 / (1 - rate), by a mask drawn from the batch's seed; evaluating, y = x.
 class DropoutLayer : public Layer {
  public:
   DropoutLayer(float rate, int dim) : rate_(rate), dim_(dim) {}
@@ -130,7 +128,7 @@ class DropoutLayer : public Layer {
   DeviceBuffer mask_;  // the last training batch's factors
 };
 
-// Max or average pooling over each channel. Runs on a ConvolutionBackend.
+// Max or average pooling over each channel.
 class Pool2dLayer : public Layer {
  public:
   Pool2dLayer(PoolKind kind, const Pool2dGeometry& g) : kind_(kind), g_(g) {}

@@ -194,11 +194,6 @@ std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
   return layers;
 }
 
-bool NeedsConvolution(LayerKind kind) {
-  return kind == LayerKind::kConv2d || kind == LayerKind::kMaxPool2d ||
-         kind == LayerKind::kAvgPool2d || kind == LayerKind::kDropout;
-}
-
 absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
   const std::vector<LayerSpec> layers = ModelLayers(spec);
   std::vector<Shape> shapes;
@@ -294,14 +289,6 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
   }
   const absl::StatusOr<std::vector<Shape>> shapes = LayerShapes(spec);
   if (!shapes.ok()) return shapes.status();
-  const std::vector<LayerSpec> layers = ModelLayers(spec);
-  for (size_t i = 0; i < layers.size(); ++i) {
-    if (NeedsConvolution(layers[i].kind) && dynamic_cast<ConvolutionBackend*>(backend) == nullptr) {
-      return absl::UnimplementedError(absl::StrCat(
-          "model.layers[", i, "] (", kLayerKindNames.Name(layers[i].kind), "): the ",
-          backend->name(), " backend has no convolution kernels yet; use compute.device: cpu"));
-    }
-  }
   if (shapes->back() != Shape{spec.output_dim}) {
     return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", spec.output_dim,
                                                    " but the last layer's output is ",

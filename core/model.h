@@ -49,9 +49,6 @@ struct LayerSpec {
            stride == o.stride && padding == o.padding && size == o.size && rate == o.rate;
   }
 };
-// Whether layers of this kind need a ConvolutionBackend.
-bool NeedsConvolution(LayerKind kind);
-
 // A tensor's shape per example: [C, H, W], or [D] when flat.
 using Shape = std::vector<int>;
 std::string ShapeText(const Shape& shape);  // "(1, 28, 28)", "(256)"

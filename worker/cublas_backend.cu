@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "core/conv_math.h"
 #include "core/kernel_math.h"
 #include "worker/cublas_backend.h"
 
@@ -73,6 +74,60 @@ __global__ void MeanSquaredErrorKernel(const float* pred, const float* target, s
 __global__ void NesterovKernel(float lr, float mu, const float* g, float* v, float* w, size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
     NesterovElement(lr, mu, g[i], &v[i], &w[i]);
+  }
+}
+
+// Convolution and pooling, one output element per iteration (core/conv_math.h).
+__global__ void Im2ColKernel(Conv2dGeometry g, int batch, const float* x, float* cols, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    cols[i] = Im2ColElement(g, batch, x, i);
+  }
+}
+
+__global__ void ConvOutputKernel(Conv2dGeometry g, int batch, const float* yt, const float* bias,
+                                 float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    y[i] = ConvOutputElement(g, batch, yt, bias, i);
+  }
+}
+
+__global__ void FilterMajorKernel(Conv2dGeometry g, int batch, const float* dy, float* dyt,
+                                  size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    dyt[i] = FilterMajorElement(g, batch, dy, i);
+  }
+}
+
+__global__ void Col2ImKernel(Conv2dGeometry g, int batch, const float* dcols, float* dx, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    dx[i] = Col2ImElement(g, batch, dcols, i);
+  }
+}
+
+__global__ void PoolForwardKernel(Pool2dGeometry g, bool max, const float* x, float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    y[i] = PoolForwardElement(g, max, x, i);
+  }
+}
+
+__global__ void PoolBackwardKernel(Pool2dGeometry g, bool max, const float* x, const float* dy,
+                                   float* dx, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    dx[i] = PoolBackwardElement(g, max, x, dy, i);
+  }
+}
+
+__global__ void DropoutForwardKernel(float rate, uint64_t seed, const float* x, float* mask,
+                                     float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    mask[i] = DropoutScale(rate, seed, i);
+    y[i] = x[i] * mask[i];
+  }
+}
+
+__global__ void MultiplyKernel(const float* a, const float* b, float* out, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    out[i] = a[i] * b[i];
   }
 }
 
@@ -329,6 +384,68 @@ class CublasBackend : public ComputeBackend {
     NesterovKernel<<<Blocks(n), kThreads, 0, compute_>>>(learning_rate, momentum, g, v, w, n);
   }
 
+  // Batch-wide im2col and one SGEMM per product (the scheme in core/conv_math.h).
+  void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
+                     int batch, float* y) override {
+    const size_t columns = static_cast<size_t>(batch) * g.out_height * g.out_width;
+    float* cols = ConvWorkspace((g.patch() + g.filters) * columns);
+    if (cols == nullptr || columns == 0) return;
+    float* yt = cols + g.patch() * columns;
+    Im2ColKernel<<<Blocks(g.patch() * columns), kThreads, 0, compute_>>>(g, batch, x, cols,
+                                                                         g.patch() * columns);
+    Gemm(false, false, g.filters, static_cast<int>(columns), g.patch(), 1.0f, w, cols, 0.0f, yt);
+    ConvOutputKernel<<<Blocks(g.filters * columns), kThreads, 0, compute_>>>(g, batch, yt, b, y,
+                                                                             g.filters * columns);
+  }
+
+  void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy,
+                      int batch, float* dw, float* db, float* dx) override {
+    const size_t columns = static_cast<size_t>(batch) * g.out_height * g.out_width;
+    const size_t patch = g.patch();
+    float* cols = ConvWorkspace((2 * patch + g.filters) * columns);
+    const float* ones = Ones(columns);
+    if (cols == nullptr || ones == nullptr || columns == 0) return;
+    float* dyt = cols + patch * columns;
+    float* dcols = dyt + g.filters * columns;
+    const int n = static_cast<int>(columns);
+    Im2ColKernel<<<Blocks(patch * columns), kThreads, 0, compute_>>>(g, batch, x, cols,
+                                                                     patch * columns);
+    FilterMajorKernel<<<Blocks(g.filters * columns), kThreads, 0, compute_>>>(g, batch, dy, dyt,
+                                                                              g.filters * columns);
+    Gemm(false, true, g.filters, g.patch(), n, 1.0f, dyt, cols, 0.0f, dw);
+    Gemm(false, false, g.filters, 1, n, 1.0f, dyt, ones, 0.0f, db);
+    if (dx == nullptr) return;
+    Gemm(true, false, g.patch(), n, g.filters, 1.0f, w, dyt, 0.0f, dcols);
+    const size_t inputs = static_cast<size_t>(batch) * g.channels * g.height * g.width;
+    Col2ImKernel<<<Blocks(inputs), kThreads, 0, compute_>>>(g, batch, dcols, dx, inputs);
+  }
+
+  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
+                     float* y) override {
+    const size_t n = static_cast<size_t>(batch) * g.channels * g.out_height * g.out_width;
+    if (!status_.ok() || n == 0) return;
+    PoolForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, y, n);
+  }
+
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* dy,
+                      int batch, float* dx) override {
+    const size_t n = static_cast<size_t>(batch) * g.channels * g.height * g.width;
+    if (!status_.ok() || n == 0) return;
+    PoolBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, dy, dx,
+                                                             n);
+  }
+
+  void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
+                      size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    DropoutForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(rate, seed, x, mask, y, n);
+  }
+
+  void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    MultiplyKernel<<<Blocks(n), kThreads, 0, compute_>>>(mask, dy, dx, n);
+  }
+
  private:
   // Records the first failure; true when `error` is success.
   bool Check(cudaError_t error, const std::string& what) {
@@ -363,6 +480,15 @@ class CublasBackend : public ComputeBackend {
     if (!status_.ok()) return nullptr;
     if (scratch_.size() < n) scratch_ = Allocate(n);
     return status_.ok() ? scratch_.data() : nullptr;
+  }
+
+  // Device workspace of at least n floats for convolutions (im2col matrices and their
+  // products); grows, never shrinks. Kernels queued on the compute stream before a regrowth
+  // may still read the old buffer: cudaFree waits for them.
+  float* ConvWorkspace(size_t n) {
+    if (!status_.ok()) return nullptr;
+    if (conv_workspace_.size() < n) conv_workspace_ = Allocate(n);
+    return status_.ok() ? conv_workspace_.data() : nullptr;
   }
 
   // A copy StartCopyToHost queued: into `pinned`, finished when `done` has fired; pending
@@ -406,6 +532,7 @@ class CublasBackend : public ComputeBackend {
   std::map<const float*, StartedCopy> started_;  // by device address
   DeviceBuffer ones_;
   DeviceBuffer scratch_;
+  DeviceBuffer conv_workspace_;
   absl::Status status_;
 };
 

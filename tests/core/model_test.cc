@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/cpu_backend.h"
+#include "tests/layer_specs.h"
 
 namespace monsoon {
 namespace {
@@ -129,24 +130,6 @@ ModelSpec Cnn(const Shape& shape, std::vector<LayerSpec> layers, int out, LossTy
   return spec;
 }
 
-LayerSpec Conv(int filters, int kernel, int stride, Padding padding) {
-  LayerSpec l;
-  l.kind = LayerKind::kConv2d;
-  l.filters = filters;
-  l.kernel = kernel;
-  l.stride = stride;
-  l.padding = padding;
-  return l;
-}
-
-LayerSpec Pool(LayerKind kind, int size, int stride) {
-  LayerSpec l;
-  l.kind = kind;
-  l.size = size;
-  l.stride = stride;
-  return l;
-}
-
 TEST_CASE("Model: convolution and pooling gradients match finite differences, odd shapes",
           "[core][model][conv]") {
   // Strided `same` convolution of a 2-channel 7x5 input, overlapping average pooling, a
@@ -175,10 +158,8 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
   // Average pooling that tiles its input, overlapping max pooling, max pooling that leaves the
   // last row and column out.
   const ModelSpec c = Cnn({2, 9, 9},
-                          {Conv(3, 2, 1, Padding::kValid),
-                           Pool(LayerKind::kAvgPool2d, 2, 2),
-                           Conv(2, 1, 1, Padding::kSame),
-                           Pool(LayerKind::kMaxPool2d, 2, 1),
+                          {Conv(3, 2, 1, Padding::kValid), Pool(LayerKind::kAvgPool2d, 2, 2),
+                           Conv(2, 1, 1, Padding::kSame), Pool(LayerKind::kMaxPool2d, 2, 1),
                            Pool(LayerKind::kMaxPool2d, 2, 2)},
                           2, LossType::kSoftmaxCrossEntropy);
   CHECK(LayerShapes(c)->at(1) == Shape{3, 4, 4});
@@ -188,11 +169,8 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
 
 TEST_CASE("Model: dropout masks train by the batch seed and are off when evaluating",
           "[core][model][conv]") {
-  LayerSpec drop;
-  drop.kind = LayerKind::kDropout;
-  drop.rate = 0.5;
-  ModelSpec spec =
-      Cnn({2, 3, 3}, {Conv(3, 2, 1, Padding::kSame), drop}, 2, LossType::kSoftmaxCrossEntropy);
+  ModelSpec spec = Cnn({2, 3, 3}, {Conv(3, 2, 1, Padding::kSame), Dropout(0.5)}, 2,
+                       LossType::kSoftmaxCrossEntropy);
   CheckGradients(spec, 7);
   // Evaluating, the model is the same model without its dropout layer.
   ModelSpec without =

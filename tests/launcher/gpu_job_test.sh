@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The default Fashion-MNIST job on the GPU (compute.device=cuda): >= 0.85 test accuracy.
+# The default Fashion-MNIST job and the CNN job (one epoch) on the GPU (compute.device=cuda):
+# >= 0.85 test accuracy each.
 # Without a usable GPU it prints "skipped: no GPU" and passes.
 source tests/launcher/test_lib.sh
 
@@ -17,4 +18,13 @@ grep -q "backend cuda:" "$WORK/gpu/logs/worker-0.log" && pass "worker 0 ran on C
 acc=$(json_get "$WORK/gpu/summary.json" final_test_accuracy)
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
   && pass "GPU accuracy $acc >= 0.85" || fail "GPU accuracy $acc < 0.85"
+
+# The CNN job (convolution, pooling) on the GPU, one epoch.
+timeout 240 "$MONSOON" run configs/fmnist_cnn.yaml --run-dir "$WORK/gpu-cnn" \
+  --set compute.device=cuda --set training.epochs=1 >"$WORK/cnn.txt" 2>&1
+expect_eq "GPU CNN job exit status" "$?" "0"
+tail -1 "$WORK/cnn.txt"
+acc=$(json_get "$WORK/gpu-cnn/summary.json" final_test_accuracy)
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
+  && pass "GPU CNN accuracy $acc >= 0.85" || fail "GPU CNN accuracy $acc < 0.85"
 finish

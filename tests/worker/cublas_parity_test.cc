@@ -10,6 +10,7 @@
 
 #include "core/cpu_backend.h"
 #include "core/model.h"
+#include "tests/layer_specs.h"
 #include "worker/compute_backends.h"
 
 namespace monsoon {
@@ -189,6 +190,59 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   (*on_gpu)->GetParams(pg.data());
   REQUIRE((*on_gpu)->Synchronize().ok());
   for (size_t i = 0; i < pc.size(); ++i) REQUIRE(pg[i] == Approx(pc[i]).epsilon(1e-4).margin(1e-5));
+}
+
+TEST_CASE("CublasBackend: a CNN's loss and gradients match the CPU, odd shapes, every layer",
+          "[gpu][parity][conv]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  CpuBackend cpu;
+  ModelSpec spec;
+  spec.type = ModelType::kLayers;
+  spec.input_shape = {2, 9, 7};
+  spec.input_dim = 2 * 9 * 7;
+  // Strided `same` convolution, ReLU (ties for max pooling), 2x2 max pooling that leaves a row
+  // out, a `valid` convolution, overlapping average pooling, dropout, dense.
+  spec.layers = {Conv(3, 3, 2, Padding::kSame),
+                 {LayerKind::kRelu},
+                 Pool(LayerKind::kMaxPool2d, 2, 2),
+                 Conv(4, 2, 1, Padding::kSame),
+                 {LayerKind::kTanh},
+                 Pool(LayerKind::kAvgPool2d, 2, 1),
+                 Dropout(0.3),
+                 {LayerKind::kFlatten},
+                 {LayerKind::kDense, 5}};
+  spec.output_dim = 5;
+  auto on_cpu = Model::Create(spec, &cpu);
+  auto on_gpu = Model::Create(spec, gpu.get());
+  REQUIRE(on_cpu.ok());
+  REQUIRE(on_gpu.ok());
+  std::vector<float> params((*on_cpu)->num_params());
+  Model::InitialValues(spec, 3, 0, absl::MakeSpan(params));
+  (*on_cpu)->SetParams(params.data());
+  (*on_gpu)->SetParams(params.data());
+  for (const int rows : {13, 64}) {
+    const auto x = Random(static_cast<size_t>(rows) * spec.input_dim, rows);
+    std::vector<float> y(rows);
+    for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r % spec.output_dim);
+    (*on_cpu)->set_batch_seed(rows);
+    (*on_gpu)->set_batch_seed(rows);
+    const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), rows);
+    const BatchResult bg = (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
+    REQUIRE((*on_gpu)->Synchronize().ok());
+    CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
+    std::vector<float> gc(params.size()), gg(params.size());
+    (*on_cpu)->GetGrads(gc.data());
+    (*on_gpu)->GetGrads(gg.data());
+    for (size_t i = 0; i < gc.size(); ++i) {
+      INFO("batch " << rows << " gradient " << i);
+      REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
+    }
+    const BatchResult ec = (*on_cpu)->Evaluate(x.data(), y.data(), rows);
+    const BatchResult eg = (*on_gpu)->Evaluate(x.data(), y.data(), rows);
+    CHECK(eg.loss_sum == Approx(ec.loss_sum).epsilon(1e-4));
+    CHECK(eg.correct == ec.correct);
+  }
 }
 
 TEST_CASE("MakeComputeBackend: auto always yields a backend; cpu is the CPU", "[gpu]") {

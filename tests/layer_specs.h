@@ -1,0 +1,37 @@
+// Layer specs for tests, built in one line each.
+#ifndef MONSOON_TESTS_LAYER_SPECS_H_
+#define MONSOON_TESTS_LAYER_SPECS_H_
+
+#include "core/model.h"
+
+namespace monsoon {
+
+inline LayerSpec Conv(int filters, int kernel, int stride, Padding padding) {
+  LayerSpec l;
+  l.kind = LayerKind::kConv2d;
+  l.filters = filters;
+  l.kernel = kernel;
+  l.stride = stride;
+  l.padding = padding;
+  return l;
+}
+
+// kMaxPool2d or kAvgPool2d.
+inline LayerSpec Pool(LayerKind kind, int size, int stride) {
+  LayerSpec l;
+  l.kind = kind;
+  l.size = size;
+  l.stride = stride;
+  return l;
+}
+
+inline LayerSpec Dropout(double rate) {
+  LayerSpec l;
+  l.kind = LayerKind::kDropout;
+  l.rate = rate;
+  return l;
+}
+
+}  // namespace monsoon
+
+#endif  // MONSOON_TESTS_LAYER_SPECS_H_
