@@ -4,15 +4,19 @@
 // reorders from and to Monsoon's), at several batch sizes. Prints one JSON object; ratio =
 // primitives-only time / full step time (1.0 = no overhead).
 //
-//   compute_bench [--model mlp|cnn] [--steps N] [--threads T]
+//   compute_bench [--model mlp|cnn] [--steps N] [--threads T] [--breakdown]
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/step_shapes.h"
+#include "bench/timed_backend.h"
 #include "core/cpu_backend.h"
 #include "core/model.h"
 #include "core/onednn_convolution.h"
@@ -50,24 +54,32 @@ double PrimitivesSeconds(CpuBackend* backend, const ModelSpec& spec, bool cnn, i
   return absl::ToDoubleSeconds(absl::Now() - start) / reps;
 }
 
+// `seconds` (TimedBackend's, over `steps` steps of `batch`) as a JSON object of microseconds
+// per example.
+std::string Breakdown(const std::map<std::string, double>& seconds, int steps, int batch) {
+  std::string json = "{";
+  for (const auto& [kind, s] : seconds) {
+    absl::StrAppendFormat(&json, "%s\"%s\": %.1f", json.size() > 1 ? ", " : "", kind,
+                          s / steps / batch * 1e6);
+  }
+  return json + "}";
+}
+
 int Main(int argc, char** argv) {
+  CLI::App app{"The CPU training step next to its primitives alone; prints JSON."};
   int steps = 200, threads = 1;
   std::string model_name = "mlp";
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--model" &&
-        (std::string(argv[i + 1]) == "mlp" || std::string(argv[i + 1]) == "cnn")) {
-      model_name = argv[i + 1];
-    } else if (flag == "--steps") {
-      steps = std::stoi(argv[i + 1]);
-    } else if (flag == "--threads") {
-      threads = std::stoi(argv[i + 1]);
-    } else {
-      std::cerr << "usage: compute_bench [--model mlp|cnn] [--steps N] [--threads T]\n";
-      return 2;
-    }
-  }
-  CpuBackend backend(threads);
+  bool breakdown = false;
+  app.add_option("--model", model_name, "the default job's MLP or fmnist_cnn's network")
+      ->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--steps", steps, "steps at batch 64 (fewer at larger batches)");
+  app.add_option("--threads", threads, "BLAS and oneDNN threads");
+  app.add_flag("--breakdown", breakdown,
+               "also where the step's time goes, in microseconds per example by kind of call");
+  CLI11_PARSE(app, argc, argv);
+  CpuBackend cpu(threads);
+  TimedBackend timed(&cpu);
+  ComputeBackend& backend = breakdown ? static_cast<ComputeBackend&>(timed) : cpu;
   const bool cnn = model_name == "cnn";
   const ModelSpec spec = cnn ? BenchmarkCnn() : BenchmarkMlp();
   auto model = Model::Create(spec, &backend);
@@ -94,15 +106,19 @@ int Main(int argc, char** argv) {
       (*model)->GetGrads(grads.data());
     };
     step();
+    timed.Reset();
     const absl::Time start = absl::Now();
     for (int r = 0; r < reps; ++r) step();
     const double step_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
 
-    const double primitives_s = PrimitivesSeconds(&backend, spec, cnn, batch, threads, reps);
+    const double primitives_s = PrimitivesSeconds(&cpu, spec, cnn, batch, threads, reps);
     std::printf(
         "    {\"batch\": %d, \"step_samples_per_second\": %.0f, "
-        "\"primitives_samples_per_second\": %.0f, \"ratio\": %.3f}%s\n",
+        "\"primitives_samples_per_second\": %.0f, \"ratio\": %.3f%s}%s\n",
         batch, batch / step_s, batch / primitives_s, primitives_s / step_s,
+        breakdown
+            ? (", \"breakdown_us_per_example\": " + Breakdown(timed.seconds(), reps, batch)).c_str()
+            : "",
         bi + 1 < batches.size() ? "," : "");
     std::fflush(stdout);
   }

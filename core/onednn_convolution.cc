@@ -66,6 +66,25 @@ struct OneDnnConvolution::Engine {
 struct OneDnnConvolution::Primitives {
   Primitives(const Conv2dGeometry& g, int batch, const dnnl::engine& engine);
 
+  // Each primitive on the internal tensors (their data in place) and b / db's handles.
+  void RunForward(dnnl::stream& s) {
+    forward.execute(s, {{DNNL_ARG_SRC, x.internal()},
+                        {DNNL_ARG_WEIGHTS, w.internal()},
+                        {DNNL_ARG_BIAS, b},
+                        {DNNL_ARG_DST, y.internal()}});
+  }
+  void RunBackwardWeights(dnnl::stream& s) {
+    backward_weights.execute(s, {{DNNL_ARG_SRC, weights_x.internal()},
+                                 {DNNL_ARG_DIFF_DST, weights_dy.internal()},
+                                 {DNNL_ARG_DIFF_WEIGHTS, dw.internal()},
+                                 {DNNL_ARG_DIFF_BIAS, db}});
+  }
+  void RunBackwardData(dnnl::stream& s) {
+    backward_data.execute(s, {{DNNL_ARG_DIFF_DST, (own_data_dy ? data_dy : weights_dy).internal()},
+                              {DNNL_ARG_WEIGHTS, data_w.internal()},
+                              {DNNL_ARG_DIFF_SRC, dx.internal()}});
+  }
+
   memory::dims src, weights, bias, dst, strides, left, right;
   dnnl::convolution_forward::primitive_desc forward_pd;
   dnnl::convolution_backward_data::primitive_desc data_pd;
@@ -80,6 +99,9 @@ struct OneDnnConvolution::Primitives {
   // backward-data
   Tensor data_dy, data_w, dx;
   memory b, db;  // [filters]: one layout
+  // Backward-data reads dy in its own copy only when it wants another layout than
+  // backward-weights (oneDNN usually wants the same).
+  bool own_data_dy;
 };
 
 OneDnnConvolution::Primitives::Primitives(const Conv2dGeometry& g, int batch,
@@ -121,7 +143,8 @@ OneDnnConvolution::Primitives::Primitives(const Conv2dGeometry& g, int batch,
       data_w(Desc(weights, Tag::oihw), data_pd.weights_desc(), engine),
       dx(Desc(src, Tag::nchw), data_pd.diff_src_desc(), engine),
       b(Desc(bias, Tag::x), engine, DNNL_MEMORY_NONE),
-      db(Desc(bias, Tag::x), engine, DNNL_MEMORY_NONE) {}
+      db(Desc(bias, Tag::x), engine, DNNL_MEMORY_NONE),
+      own_data_dy(data_pd.diff_dst_desc() != weights_pd.diff_dst_desc()) {}
 
 OneDnnConvolution::OneDnnConvolution(int threads)
     : engine_(std::make_unique<Engine>()), threads_(threads) {}
@@ -144,10 +167,7 @@ void OneDnnConvolution::Forward(const Conv2dGeometry& g, const float* x, const f
   p.x.In(x, s);
   p.w.In(w, s);
   p.b.set_data_handle(const_cast<float*>(b));
-  p.forward.execute(s, {{DNNL_ARG_SRC, p.x.internal()},
-                        {DNNL_ARG_WEIGHTS, p.w.internal()},
-                        {DNNL_ARG_BIAS, p.b},
-                        {DNNL_ARG_DST, p.y.internal()}});
+  p.RunForward(s);
   p.y.Out(y, s);
   s.wait();
 }
@@ -159,21 +179,13 @@ void OneDnnConvolution::Backward(const Conv2dGeometry& g, const float* x, const 
   dnnl::stream& s = engine_->stream;
   p.weights_x.In(x, s);
   p.weights_dy.In(dy, s);
-  // Backward-data reads dy in its own copy only when it wants another layout than
-  // backward-weights (oneDNN usually wants the same).
-  const bool own_dy = p.data_pd.diff_dst_desc() != p.weights_pd.diff_dst_desc();
   p.db.set_data_handle(db);
-  p.backward_weights.execute(s, {{DNNL_ARG_SRC, p.weights_x.internal()},
-                                 {DNNL_ARG_DIFF_DST, p.weights_dy.internal()},
-                                 {DNNL_ARG_DIFF_WEIGHTS, p.dw.internal()},
-                                 {DNNL_ARG_DIFF_BIAS, p.db}});
+  p.RunBackwardWeights(s);
   p.dw.Out(dw, s);
   if (dx != nullptr) {
-    if (own_dy) p.data_dy.In(dy, s);
+    if (p.own_data_dy) p.data_dy.In(dy, s);
     p.data_w.In(w, s);
-    p.backward_data.execute(s, {{DNNL_ARG_DIFF_DST, (own_dy ? p.data_dy : p.weights_dy).internal()},
-                                {DNNL_ARG_WEIGHTS, p.data_w.internal()},
-                                {DNNL_ARG_DIFF_SRC, p.dx.internal()}});
+    p.RunBackwardData(s);
     p.dx.Out(dx, s);
   }
   s.wait();
@@ -190,19 +202,9 @@ void OneDnnConvolution::RunPrimitives(const Conv2dGeometry& g, int batch, bool i
   bias_scratch_.assign(2 * g.filters, 0.0f);
   p.b.set_data_handle(bias_scratch_.data());
   p.db.set_data_handle(bias_scratch_.data() + g.filters);
-  p.forward.execute(s, {{DNNL_ARG_SRC, p.x.internal()},
-                        {DNNL_ARG_WEIGHTS, p.w.internal()},
-                        {DNNL_ARG_BIAS, p.b},
-                        {DNNL_ARG_DST, p.y.internal()}});
-  p.backward_weights.execute(s, {{DNNL_ARG_SRC, p.weights_x.internal()},
-                                 {DNNL_ARG_DIFF_DST, p.weights_dy.internal()},
-                                 {DNNL_ARG_DIFF_WEIGHTS, p.dw.internal()},
-                                 {DNNL_ARG_DIFF_BIAS, p.db}});
-  if (input_gradient) {
-    p.backward_data.execute(s, {{DNNL_ARG_DIFF_DST, p.data_dy.internal()},
-                                {DNNL_ARG_WEIGHTS, p.data_w.internal()},
-                                {DNNL_ARG_DIFF_SRC, p.dx.internal()}});
-  }
+  p.RunForward(s);
+  p.RunBackwardWeights(s);
+  if (input_gradient) p.RunBackwardData(s);
   s.wait();
 }
 
