@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
+#include <zip.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -515,6 +516,59 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenHdf5Source(const std::vector<std
     pairs.push_back(std::move(pair));
   }
   return ArraySource::Create(std::move(pairs), targets);
+}
+
+namespace {
+
+// A .npy file (format 1.0) of float32 `values` shaped `dims`: the magic, the header's length,
+// the header (a Python dict literal, padded so the data starts at a multiple of 64), the data.
+std::string NpyBytes(const std::vector<int>& dims, absl::Span<const float> values) {
+  std::string shape = absl::StrJoin(dims, ", ");
+  if (dims.size() == 1) shape += ",";
+  std::string header =
+      absl::StrCat("{'descr': '<f4', 'fortran_order': False, 'shape': (", shape, "), }");
+  header.append(63 - (10 + header.size()) % 64, ' ');
+  header += '\n';
+  std::string out = absl::StrCat("\x93NUMPY", std::string(1, '\x01'), std::string(1, '\0'));
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  out += header;
+  out.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  return out;
+}
+
+}  // namespace
+
+absl::Status WriteNpz(const std::string& path, const std::vector<NamedArray>& arrays) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  int error = 0;
+  zip_t* archive = zip_open(tmp.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &error);
+  if (archive == nullptr) return ErrnoStatus(errno, absl::StrCat("cannot create ", tmp));
+  std::vector<std::string> files;  // zip_close reads them
+  files.reserve(arrays.size());
+  for (const NamedArray& a : arrays) {
+    files.push_back(NpyBytes(a.dims, a.values));
+    zip_source_t* source = zip_source_buffer(archive, files.back().data(), files.back().size(), 0);
+    if (source == nullptr ||
+        zip_file_add(archive, absl::StrCat(a.name, ".npy").c_str(), source, ZIP_FL_ENC_UTF_8) < 0) {
+      if (source != nullptr) zip_source_free(source);
+      const std::string why = zip_strerror(archive);
+      zip_discard(archive);
+      return absl::InternalError(absl::StrCat("cannot add ", a.name, " to ", path, ": ", why));
+    }
+  }
+  if (zip_close(archive) != 0) {
+    const std::string why = zip_strerror(archive);
+    zip_discard(archive);
+    std::remove(tmp.c_str());
+    return absl::DataLossError(absl::StrCat("cannot write ", path, ": ", why));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const absl::Status status = ErrnoStatus(errno, absl::StrCat("cannot rename ", tmp));
+    std::remove(tmp.c_str());
+    return status;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace monsoon

@@ -1,5 +1,6 @@
 // N-D arrays a user already has: NumPy .npy files and datasets in HDF5 files, read as data
-// sources (core/data_source.h) that load only the rows asked for.
+// sources (core/data_source.h) that load only the rows asked for; and .npz archives written
+// (weights out to NumPy).
 #ifndef MONSOON_CORE_ARRAY_FILES_H_
 #define MONSOON_CORE_ARRAY_FILES_H_
 
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/data_source.h"
 
 namespace monsoon {
@@ -27,6 +29,17 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenHdf5Source(const std::vector<std
                                                            const std::string& features_name,
                                                            const std::string& targets_name,
                                                            const TargetSpec& targets);
+
+// A float32 array and the name it goes by in an .npz archive.
+struct NamedArray {
+  std::string name;
+  std::vector<int> dims;
+  absl::Span<const float> values;  // row-major, the product of dims long
+};
+
+// Writes `arrays` as an .npz archive (what numpy.savez writes: a zip of NAME.npy files, each
+// format 1.0, little-endian float32, C order), atomically (a temporary file renamed).
+absl::Status WriteNpz(const std::string& path, const std::vector<NamedArray>& arrays);
 
 }  // namespace monsoon
 

@@ -3,7 +3,7 @@
 namespace monsoon {
 
 std::vector<ParamShape> DenseLayer::param_shapes() const {
-  return {{name_ + ".weight", in_, out_}, {name_ + ".bias", 1, out_}};
+  return {{name_ + ".weight", {in_, out_}}, {name_ + ".bias", {out_}}};
 }
 
 void DenseLayer::Bind(float* params, float* grads) {
@@ -48,7 +48,8 @@ void ActivationLayer::Backward(ComputeBackend& backend, const float* x, const fl
 }
 
 std::vector<ParamShape> Conv2dLayer::param_shapes() const {
-  return {{name_ + ".weight", g_.filters, g_.patch()}, {name_ + ".bias", 1, g_.filters}};
+  return {{name_ + ".weight", {g_.filters, g_.channels, g_.kernel, g_.kernel}},
+          {name_ + ".bias", {g_.filters}}};
 }
 
 void Conv2dLayer::Bind(float* params, float* grads) {

@@ -13,11 +13,20 @@
 namespace monsoon {
 
 // Shape of one parameter tensor (rows x cols; a vector has rows == 1).
+// A parameter tensor: a dense layer's weight [in, out] (y = x W) or a convolution's
+// [filters, channels, kernel, kernel], row-major; a bias [n].
 struct ParamShape {
   std::string name;
-  int rows = 0;
-  int cols = 0;
-  size_t size() const { return static_cast<size_t>(rows) * cols; }
+  std::vector<int> dims;
+
+  size_t size() const {
+    size_t n = 1;
+    for (const int d : dims) n *= d;
+    return n;
+  }
+  bool is_bias() const { return dims.size() == 1; }
+  // Glorot's fan-in plus fan-out: the first dimension plus the product of the others.
+  int fans() const { return dims[0] + static_cast<int>(size() / dims[0]); }
 };
 
 // Forward and backward over a batch of row-major activations [batch x dim].

@@ -318,10 +318,10 @@ void Model::InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
   if (spec.type == ModelType::kLinearRegression) return;
   const size_t end = offset + out.size();
   for (const ParamTensor& t : Layout(spec)) {
-    if (t.shape.rows == 1) continue;  // biases start at zero
+    if (t.shape.is_bias()) continue;  // biases start at zero
     const size_t lo = std::max(offset, t.offset);
     const size_t hi = std::min(end, t.offset + t.shape.size());
-    const double limit = std::sqrt(6.0 / (t.shape.rows + t.shape.cols));
+    const double limit = std::sqrt(6.0 / t.shape.fans());
     for (size_t i = lo; i < hi; ++i) {
       // Uniform in [-limit, limit), from (seed, i) alone.
       out[i - offset] = static_cast<float>((2.0 * UniformHash(seed, i) - 1.0) * limit);

@@ -38,8 +38,8 @@ int Main(int argc, char** argv) {
   app.set_version_flag("--version", kVersion);
   int exit_code = 0;
   for (auto add : {AddRunCommand, AddValidateCommand, AddCompareCommand, AddSbatchCommand,
-                   AddLaunchCommand, AddPrepareCommand, AddSummarizeCommand, AddStatusCommand,
-                   AddDevicesCommand, AddGenLinearCommand, AddRoleCommands}) {
+                   AddLaunchCommand, AddPrepareCommand, AddSummarizeCommand, AddExportCommand,
+                   AddStatusCommand, AddDevicesCommand, AddGenLinearCommand, AddRoleCommands}) {
     add(app, &exit_code);
   }
   if (argc < 2) {

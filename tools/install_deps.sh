@@ -14,6 +14,7 @@ PACKAGES=(
   libdnnl-dev                                 # CPU convolutions (oneDNN)
   dataset-fashion-mnist                       # the default job's data
   libhdf5-dev                                 # HDF5 data (data.format: hdf5)
+  libzip-dev                                   # .npz archives (monsoon export)
   python3-numpy python3-h5py                  # tests convert Fashion-MNIST to .npy and HDF5
   python3-torch                               # the PyTorch side of the CNN benchmark
   python3 procps                              # test scripts (JSON checks, pgrep)

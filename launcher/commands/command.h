@@ -28,6 +28,7 @@ void AddSbatchCommand(CLI::App& app, int* exit_code);
 void AddLaunchCommand(CLI::App& app, int* exit_code);
 void AddPrepareCommand(CLI::App& app, int* exit_code);
 void AddSummarizeCommand(CLI::App& app, int* exit_code);
+void AddExportCommand(CLI::App& app, int* exit_code);
 void AddStatusCommand(CLI::App& app, int* exit_code);
 void AddDevicesCommand(CLI::App& app, int* exit_code);
 void AddGenLinearCommand(CLI::App& app, int* exit_code);

@@ -239,4 +239,15 @@ expect_config_error "a layer that does not fit its input" \
   --set 'model.layers=[tanh, dense: {units: 3}]'
 expect_config_error "a study given as a job" "this is a study file, not a job: run it with \`monsoon compare\`" \
   validate configs/compare_fmnist.yaml
+# Weights out of a run that has none yet, and of a run whose weights do not fit its model.
+"$MONSOON" prepare "$WORK/classes.yaml" --run-dir "$WORK/unfinished" >/dev/null 2>&1
+"$MONSOON" export --run-dir "$WORK/unfinished" >"$WORK/export.txt" 2>&1
+expect_eq "export of an unfinished run: exit status" "$?" "1"
+grep -q "no final weights in $WORK/unfinished" "$WORK/export.txt" && pass "export says why" \
+  || fail "export: $(cat "$WORK/export.txt")"
+head -c 12 "$WORK/classes_layers/params.bin" >"$WORK/unfinished/params.bin"
+"$MONSOON" export --run-dir "$WORK/unfinished" >"$WORK/export.txt" 2>&1
+grep -q "params.bin holds 12 bytes; the model's .* parameters take" "$WORK/export.txt" \
+  && pass "export refuses weights of the wrong size" || fail "export: $(cat "$WORK/export.txt")"
+test -e "$WORK/unfinished/params.npz" && fail "export wrote a file anyway" || pass "nothing written"
 finish

@@ -13,4 +13,6 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc"
   && pass "one epoch: test accuracy $acc >= 0.85" || fail "one epoch: accuracy $acc < 0.85"
 expect_eq "parameters (conv 320 + 18,496, dense 401,536 + 1,290)" \
   "$(json_get "$WORK/cnn/summary.json" num_parameters)" "421642"
+"$MONSOON" export --run-dir "$WORK/cnn" && tests/launcher/torch_reload.py "$WORK/cnn" cnn
+expect_eq "export, then the weights reloaded into PyTorch's same network" "$?" "0"
 finish
