@@ -9,6 +9,7 @@
 // ratio = gradient bytes applied per second / bytes copied per second by memcpy. A rule that
 // keeps state (momentum, Adagrad, Adam) moves more memory per gradient byte than memcpy does,
 // which the "traffic" column states (bytes read + written per gradient byte; memcpy: 2).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -68,58 +69,86 @@ double Best(int reps, F pass) {
   return best;
 }
 
-int Main(int argc, char** argv) {
-  ApplyProcessSettings();  // as a server process has them
-  int mib = 64, reps = 10, threads = 1;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--mib") {
-      mib = std::stoi(argv[i + 1]);
-    } else if (flag == "--reps") {
-      reps = std::stoi(argv[i + 1]);
-    } else if (flag == "--threads") {
-      threads = std::stoi(argv[i + 1]);
-    } else {
-      std::cerr << "usage: apply_bench [--mib N] [--reps R] [--threads T]\n";
-      return 2;
-    }
-  }
-  const size_t floats = static_cast<size_t>(mib) * 1024 * 1024 / sizeof(float);
-  const double bytes = static_cast<double>(floats) * sizeof(float);
-  // The jobs' default chunk size.
-  auto plan = ShardingPlan::Create(floats, 1, JobConfig().chunk_floats());
-  std::vector<float> src(floats, 1e-3f), dst(floats, 0.0f), other(floats, 2.0f);
-  // Chunks are split across `threads` threads, as gRPC's handler threads would share them.
-  auto parallel = [&](const std::function<void(int chunk)>& body) {
+// The 64 MiB (say) of weights, gradients and a second operand, in the jobs' chunks, and the
+// `threads` threads that share the chunks as gRPC's handler threads would.
+struct Workload {
+  Workload(size_t floats, int threads)
+      : plan(*ShardingPlan::Create(floats, 1, JobConfig().chunk_floats())),
+        threads(threads),
+        src(floats, 1e-3f),
+        dst(floats, 0.0f),
+        other(floats, 2.0f) {}
+
+  void ForEachChunk(const std::function<void(const Chunk& chunk, int index)>& body) const {
     std::vector<std::thread> pool;
     for (int t = 0; t < threads; ++t) {
       pool.emplace_back([&, t] {
-        for (int c = t; c < plan->num_chunks(); c += threads) body(c);
+        for (int c = t; c < plan.num_chunks(); c += threads) body(plan.chunk(c), c);
       });
     }
     for (auto& th : pool) th.join();
-  };
-  // The references are measured again next to every rule (the VM's memory bandwidth drifts
-  // between runs); each rule's ratio uses the memcpy measured just before it.
-  auto memcpy_seconds = [&] {
-    return Best(reps, [&] {
-      parallel([&](int c) {
-        const Chunk& k = plan->chunk(c);
-        std::memcpy(dst.data() + k.offset, src.data() + k.offset, k.size * sizeof(float));
-      });
+  }
+
+  ShardingPlan plan;
+  const int threads;
+  std::vector<float> src, dst, other;
+};
+
+// The references, measured again next to every rule (the VM's memory bandwidth drifts between
+// runs): memcpy of every chunk, and a triad d = a + 0.5 b.
+double MemcpySeconds(Workload& w, int reps) {
+  return Best(reps, [&] {
+    w.ForEachChunk([&](const Chunk& k, int) {
+      std::memcpy(w.dst.data() + k.offset, w.src.data() + k.offset, k.size * sizeof(float));
     });
-  };
-  auto triad_seconds = [&] {
-    return Best(reps, [&] {
-      parallel([&](int c) {
-        const Chunk& k = plan->chunk(c);
-        float* __restrict d = dst.data() + k.offset;
-        const float* __restrict a = src.data() + k.offset;
-        const float* __restrict b = other.data() + k.offset;
-        for (size_t i = 0; i < k.size; ++i) d[i] = a[i] + 0.5f * b[i];
-      });
+  });
+}
+
+double TriadSeconds(Workload& w, int reps) {
+  return Best(reps, [&] {
+    w.ForEachChunk([&](const Chunk& k, int) {
+      float* __restrict d = w.dst.data() + k.offset;
+      const float* __restrict a = w.src.data() + k.offset;
+      const float* __restrict b = w.other.data() + k.offset;
+      for (size_t i = 0; i < k.size; ++i) d[i] = a[i] + 0.5f * b[i];
     });
-  };
+  });
+}
+
+// The best time of a pass that applies `rule.workers` pushes (or exchanges) of every chunk: a
+// complete round for sync.
+double RulePassSeconds(Workload& w, const Rule& rule, int reps) {
+  ParameterServer server(0, w.plan, FlatModel(w.src.size()), 1, rule.rules, rule.workers, false);
+  const bool exchange = !PushesGradients(rule.rules.algorithm);
+  std::vector<uint64_t> version(w.plan.num_chunks(), 0);
+  return Best(reps, [&] {
+    w.ForEachChunk([&](const Chunk& k, int c) {
+      const absl::Span<const float> g(w.src.data() + k.offset, k.size);
+      absl::StatusOr<PushResult> result;
+      for (int worker = 0; worker < rule.workers; ++worker) {
+        result = exchange ? server.Exchange(c, worker, version[c], g,
+                                            absl::MakeSpan(w.dst.data() + k.offset, k.size))
+                          : server.Push(c, worker, version[c], g);
+        if (!result.ok()) {
+          std::cerr << rule.name << ": " << result.status() << std::endl;
+          std::exit(1);
+        }
+      }
+      version[c] = result->version;
+    });
+  });
+}
+
+int Main(int argc, char** argv) {
+  ApplyProcessSettings();  // as a server process has them
+  CLI::App app{"A server applying pushes, per update rule, next to memcpy; prints JSON last."};
+  int mib = 64, reps = 10, threads = 1;
+  app.add_option("--mib", mib, "MiB of weights")->check(CLI::Range(1, 4096));
+  app.add_option("--reps", reps, "passes per figure (the best counts)")->check(CLI::Range(1, 1000));
+  app.add_option("--threads", threads, "threads sharing the chunks")->check(CLI::Range(1, 64));
+  CLI11_PARSE(app, argc, argv);
+  Workload work(static_cast<size_t>(mib) * 1024 * 1024 / sizeof(float), threads);
+  const double bytes = static_cast<double>(work.src.size()) * sizeof(float);
   std::printf("%-26s %10s %11s %8s %8s %8s\n", "rule", "GB/s", "memcpy GB/s", "traffic", "ratio",
               "vs triad");
   std::string json = absl::StrFormat(
@@ -127,29 +156,10 @@ int Main(int argc, char** argv) {
   const std::vector<Rule> rules = Rules();
   for (size_t ri = 0; ri < rules.size(); ++ri) {
     const Rule& rule = rules[ri];
-    ParameterServer server(0, *plan, FlatModel(floats), 1, rule.rules, rule.workers, false);
-    const bool exchange = !PushesGradients(rule.rules.algorithm);
-    std::vector<uint64_t> version(plan->num_chunks(), 0);
-    // One pass applies `rule.workers` pushes of every chunk: a complete round for sync.
-    const double pass_s = Best(reps, [&] {
-      parallel([&](int c) {
-        const Chunk& k = plan->chunk(c);
-        const absl::Span<const float> g(src.data() + k.offset, k.size);
-        absl::StatusOr<PushResult> result;
-        for (int w = 0; w < rule.workers; ++w) {
-          result = exchange ? server.Exchange(c, w, version[c], g,
-                                              absl::MakeSpan(dst.data() + k.offset, k.size))
-                            : server.Push(c, w, version[c], g);
-          if (!result.ok()) {
-            std::cerr << rule.name << ": " << result.status() << std::endl;
-            std::exit(1);
-          }
-        }
-        version[c] = result->version;
-      });
-    });
-    const double memcpy_gbps = bytes / memcpy_seconds() / 1e9;
-    const double triad_s = triad_seconds();
+    const double pass_s = RulePassSeconds(work, rule, reps);
+    // Each rule's ratio uses the memcpy measured just after it.
+    const double memcpy_gbps = bytes / MemcpySeconds(work, reps) / 1e9;
+    const double triad_s = TriadSeconds(work, reps);
     const double gbps = rule.workers * bytes / pass_s / 1e9;
     const double ratio = gbps / memcpy_gbps;
     const double vs_triad = rule.workers * triad_s / pass_s;

@@ -2,8 +2,11 @@
 #ifndef MONSOON_TESTS_TEST_UTIL_H_
 #define MONSOON_TESTS_TEST_UTIL_H_
 
+#include <cstdint>
 #include <cstdlib>
+#include <random>
 #include <string>
+#include <vector>
 
 namespace monsoon {
 
@@ -11,6 +14,15 @@ namespace monsoon {
 inline std::string TempPath(const std::string& name) {
   const char* dir = std::getenv("TEST_TMPDIR");
   return std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
+}
+
+// n floats uniform in [lo, hi), the same for the same seed.
+inline std::vector<float> Random(size_t n, uint64_t seed, float lo = -1, float hi = 1) {
+  std::mt19937 rng(static_cast<uint32_t>(seed));
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
 }
 
 }  // namespace monsoon

@@ -13,17 +13,10 @@
 #include "core/cpu_backend.h"
 #include "core/model.h"
 #include "tests/layer_specs.h"
+#include "tests/test_util.h"
 
 namespace monsoon {
 namespace {
-
-std::vector<float> Random(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 // C [m x n] = op(A) B with A [m x k] (or, transposed, [k x m]) and B [k x n], row-major: the
 // product cuBLAS computes for the backend's Gemm calls.

@@ -5,16 +5,10 @@
 #include <random>
 #include <vector>
 
+#include "tests/test_util.h"
+
 namespace monsoon {
 namespace {
-
-std::vector<float> Random(size_t n, uint64_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> d(-1, 1);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
 
 TEST_CASE("CpuBackend: Gemm matches a naive product for every transpose combination",
           "[core][backend]") {

@@ -11,6 +11,7 @@
 #include "core/cpu_backend.h"
 #include "core/model.h"
 #include "tests/layer_specs.h"
+#include "tests/test_util.h"
 #include "worker/compute_backends.h"
 
 namespace monsoon {
@@ -25,14 +26,6 @@ std::unique_ptr<ComputeBackend> GpuOrSkip() {
     return nullptr;
   }
   return std::move(selection->backend);
-}
-
-std::vector<float> Random(size_t n, uint64_t seed, float lo = -1, float hi = 1) {
-  std::mt19937 rng(static_cast<uint32_t>(seed));
-  std::uniform_real_distribution<float> d(lo, hi);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
 }
 
 // The same host data on both backends; results come back as host vectors.
