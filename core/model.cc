@@ -52,8 +52,6 @@ Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in) {
   return g;
 }
 
-namespace {
-
 Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in) {
   Pool2dGeometry g;
   g.channels = in[0];
@@ -65,6 +63,8 @@ Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in) {
   g.out_width = UnpaddedPositions(g.width, l.size, l.stride);
   return g;
 }
+
+namespace {
 
 // Layer `l`'s output shape on input `in`, or why it does not fit.
 absl::StatusOr<Shape> OutputShape(const LayerSpec& l, const Shape& in) {

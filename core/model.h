@@ -55,6 +55,8 @@ std::string ShapeText(const Shape& shape);  // "(1, 28, 28)", "(256)"
 // A conv2d layer's geometry on input `in` ([C, H, W]); out_height or out_width is 0 when the
 // kernel does not fit.
 Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in);
+// A maxpool2d or avgpool2d layer's geometry on input `in` ([C, H, W]).
+Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in);
 int ShapeSize(const Shape& shape);  // the product of its dimensions
 
 struct ModelSpec {

@@ -105,14 +105,8 @@ TEST_CASE("GPU pooling: forward and backward match the CPU backend's loops",
   // Windows that tile the plane (the CPU's 2x2 fast path), overlap, and leave a row out.
   for (const auto& [size, stride, height, width] :
        std::vector<std::array<int, 4>>{{2, 2, 6, 4}, {3, 1, 5, 6}, {2, 2, 7, 5}, {3, 2, 7, 7}}) {
-    Pool2dGeometry g;
-    g.channels = channels;
-    g.height = height;
-    g.width = width;
-    g.size = size;
-    g.stride = stride;
-    g.out_height = (height - size) / stride + 1;
-    g.out_width = (width - size) / stride + 1;
+    const Pool2dGeometry g =
+        PoolGeometryOf(Pool(LayerKind::kMaxPool2d, size, stride), {channels, height, width});
     INFO("size " << size << " stride " << stride << " input " << height << "x" << width);
     const size_t inputs = static_cast<size_t>(batch) * channels * height * width;
     const size_t outputs = static_cast<size_t>(batch) * channels * g.out_height * g.out_width;
