@@ -2,8 +2,8 @@
 
 #include <fcntl.h>
 #include <hdf5.h>
-#include <zip.h>
 #include <unistd.h>
+#include <zip.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -33,56 +33,41 @@ struct ElementType {
   bool IsUint8() const { return kind == 'u' && bytes == 1; }
 };
 
+// Converts `count` elements of type T at `p` to floats at `out`, times `scale`.
 template <class T>
-float Load(const unsigned char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof(T));
-  return static_cast<float>(v);
-}
-
-// Converts `count` elements at `p` to floats at `out`, times `scale`.
-void Convert(ElementType type, const unsigned char* p, size_t count, float scale, float* out) {
-  using Loader = float (*)(const unsigned char*);
-  Loader load = nullptr;
-  switch (type.kind * 16 + type.bytes) {
-    case 'u' * 16 + 1:
-      load = Load<uint8_t>;
-      break;
-    case 'u' * 16 + 2:
-      load = Load<uint16_t>;
-      break;
-    case 'u' * 16 + 4:
-      load = Load<uint32_t>;
-      break;
-    case 'u' * 16 + 8:
-      load = Load<uint64_t>;
-      break;
-    case 'i' * 16 + 1:
-      load = Load<int8_t>;
-      break;
-    case 'i' * 16 + 2:
-      load = Load<int16_t>;
-      break;
-    case 'i' * 16 + 4:
-      load = Load<int32_t>;
-      break;
-    case 'i' * 16 + 8:
-      load = Load<int64_t>;
-      break;
-    case 'f' * 16 + 4:
-      load = Load<float>;
-      break;
-    default:
-      load = Load<double>;
-      break;  // 'f', 8: the only other type the readers accept
+void ConvertFrom(const unsigned char* p, size_t count, float scale, float* out) {
+  for (size_t i = 0; i < count; ++i) {
+    T v;
+    std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+    out[i] = static_cast<float>(v) * scale;
   }
-  for (size_t i = 0; i < count; ++i) out[i] = load(p + i * type.bytes) * scale;
 }
 
-bool IsSupported(ElementType t) {
-  return ((t.kind == 'u' || t.kind == 'i') &&
-          (t.bytes == 1 || t.bytes == 2 || t.bytes == 4 || t.bytes == 8)) ||
-         (t.kind == 'f' && (t.bytes == 4 || t.bytes == 8));
+// An element type the readers accept: its converter to float, and HDF5's in-memory type for it.
+struct TypeInfo {
+  ElementType type;
+  void (*convert)(const unsigned char* p, size_t count, float scale, float* out);
+  hid_t (*hdf5_native)();
+};
+
+// `t`'s entry, or nullptr for a type the readers do not accept.
+const TypeInfo* Lookup(ElementType t) {
+  static const TypeInfo kTypes[] = {
+      {{'u', 1}, ConvertFrom<uint8_t>, [] { return H5T_NATIVE_UINT8; }},
+      {{'u', 2}, ConvertFrom<uint16_t>, [] { return H5T_NATIVE_UINT16; }},
+      {{'u', 4}, ConvertFrom<uint32_t>, [] { return H5T_NATIVE_UINT32; }},
+      {{'u', 8}, ConvertFrom<uint64_t>, [] { return H5T_NATIVE_UINT64; }},
+      {{'i', 1}, ConvertFrom<int8_t>, [] { return H5T_NATIVE_INT8; }},
+      {{'i', 2}, ConvertFrom<int16_t>, [] { return H5T_NATIVE_INT16; }},
+      {{'i', 4}, ConvertFrom<int32_t>, [] { return H5T_NATIVE_INT32; }},
+      {{'i', 8}, ConvertFrom<int64_t>, [] { return H5T_NATIVE_INT64; }},
+      {{'f', 4}, ConvertFrom<float>, [] { return H5T_NATIVE_FLOAT; }},
+      {{'f', 8}, ConvertFrom<double>, [] { return H5T_NATIVE_DOUBLE; }},
+  };
+  for (const TypeInfo& info : kTypes) {
+    if (info.type.kind == t.kind && info.type.bytes == t.bytes) return &info;
+  }
+  return nullptr;
 }
 
 std::string ShapeString(const std::vector<uint64_t>& dims) {
@@ -154,7 +139,7 @@ absl::Status AppendRows(ArrayReader* reader, const std::vector<uint64_t>& indice
     MONSOON_RETURN_IF_ERROR(reader->ReadRun(indices[i], j - i, buffer.data()));
     const size_t at = out->size();
     out->resize(at + (j - i) * width);
-    Convert(part.type, buffer.data(), (j - i) * width, scale, out->data() + at);
+    Lookup(part.type)->convert(buffer.data(), (j - i) * width, scale, out->data() + at);
     i = j;
   }
   return absl::OkStatus();
@@ -298,7 +283,7 @@ absl::Status NpyReader::ParseHeader(const std::string& header, ArrayPart* part) 
                                                    "; expected a plain integer or float type"));
   }
   part->type = {m[2].str()[0], std::stoi(m[3].str())};
-  if (!IsSupported(part->type) || (m[1] == ">" && part->type.bytes > 1)) {
+  if (Lookup(part->type) == nullptr || (m[1] == ">" && part->type.bytes > 1)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "dtype ", m[1].str(), m[2].str(), m[3].str(),
         " is not supported; expected little-endian (u)int8/16/32/64, float32 or float64"));
@@ -383,32 +368,6 @@ class Hid {
   herr_t (*close_)(hid_t);
 };
 
-// The native HDF5 type of an element type, for reading into memory in that type.
-hid_t NativeType(ElementType t) {
-  switch (t.kind * 16 + t.bytes) {
-    case 'u' * 16 + 1:
-      return H5T_NATIVE_UINT8;
-    case 'u' * 16 + 2:
-      return H5T_NATIVE_UINT16;
-    case 'u' * 16 + 4:
-      return H5T_NATIVE_UINT32;
-    case 'u' * 16 + 8:
-      return H5T_NATIVE_UINT64;
-    case 'i' * 16 + 1:
-      return H5T_NATIVE_INT8;
-    case 'i' * 16 + 2:
-      return H5T_NATIVE_INT16;
-    case 'i' * 16 + 4:
-      return H5T_NATIVE_INT32;
-    case 'i' * 16 + 8:
-      return H5T_NATIVE_INT64;
-    case 'f' * 16 + 4:
-      return H5T_NATIVE_FLOAT;
-    default:
-      return H5T_NATIVE_DOUBLE;
-  }
-}
-
 // A dataset of an HDF5 file, its rows read by hyperslab.
 class Hdf5Reader : public ArrayReader {
  public:
@@ -443,7 +402,7 @@ absl::StatusOr<std::unique_ptr<ArrayReader>> Hdf5Reader::Open(std::shared_ptr<Hi
                    : type_class != H5T_INTEGER               ? '?'
                    : H5Tget_sign(type.get()) == H5T_SGN_NONE ? 'u'
                                                              : 'i';
-  if (!IsSupported(part.type)) {
+  if (Lookup(part.type) == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(part.where, ": is not of an integer or float type of 1 to 8 bytes"));
   }
@@ -469,7 +428,7 @@ absl::Status Hdf5Reader::ReadRun(uint64_t first, uint64_t count, unsigned char* 
   const bool read = file_space.ok() && memory_space.ok() &&
                     H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
                                         extent.data(), nullptr) >= 0 &&
-                    H5Dread(dataset_.get(), NativeType(part_.type), memory_space.get(),
+                    H5Dread(dataset_.get(), Lookup(part_.type)->hdf5_native(), memory_space.get(),
                             file_space.get(), H5P_DEFAULT, out) >= 0;
   if (!read) {
     return absl::DataLossError(
