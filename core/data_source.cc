@@ -25,6 +25,12 @@ bool DataConfig::HasTestSet() const {
   return false;
 }
 
+absl::StatusOr<Dataset> DataSource::ReadAll() {
+  std::vector<uint64_t> all(rows());
+  std::iota(all.begin(), all.end(), uint64_t{0});
+  return Read(all);
+}
+
 absl::StatusOr<Dataset> InMemorySource::Read(const std::vector<uint64_t>& indices) {
   Dataset out;
   out.feature_dim = data_.feature_dim;

@@ -46,6 +46,8 @@ class DataSource {
   virtual const std::vector<int>& example_shape() const = 0;
   // The rows at `indices` (ascending, each below rows()), in that order.
   virtual absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) = 0;
+  // Every row. The source may hand its own rows over and be empty afterwards.
+  virtual absl::StatusOr<Dataset> ReadAll();
   // The split as messages name it: "data.train_images (PATH)".
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -61,6 +63,7 @@ class InMemorySource : public DataSource {
   uint64_t rows() const override { return data_.size(); }
   const std::vector<int>& example_shape() const override { return data_.example_shape; }
   absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) override;
+  absl::StatusOr<Dataset> ReadAll() override { return std::move(data_); }
 
  private:
   Dataset data_;

@@ -2,8 +2,6 @@
 
 #include <glog/logging.h>
 
-#include <numeric>
-
 #include "absl/strings/str_cat.h"
 #include "core/data_shard.h"
 #include "core/data_source.h"
@@ -63,6 +61,23 @@ Shape WithoutUnitDims(const Shape& shape) {
   return out;
 }
 
+// `data`, read from `source`, checked against the model's classes or targets.
+absl::StatusOr<Dataset> CheckTargets(const JobConfig& config, const DataSource& source,
+                                     Dataset data) {
+  const ModelSpec& m = config.model;
+  if (m.loss == LossType::kSoftmaxCrossEntropy && data.num_classes > m.output_dim) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.output_dim is ", m.output_dim, " but ", source.name(), " has ",
+                     data.num_classes, " classes (labels 0 to ", data.num_classes - 1, ")"));
+  }
+  if (m.loss != LossType::kSoftmaxCrossEntropy && data.target_dim != m.output_dim) {
+    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim, " but ",
+                                                   source.name(), " has ", data.target_dim,
+                                                   " targets per example"));
+  }
+  return data;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train) {
@@ -88,28 +103,10 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, b
   return source;
 }
 
-absl::StatusOr<Dataset> ReadSplit(const JobConfig& config, DataSource* source,
-                                  const std::vector<uint64_t>& rows) {
-  MONSOON_ASSIGN_OR_RETURN(Dataset data, source->Read(rows));
-  const ModelSpec& m = config.model;
-  if (m.loss == LossType::kSoftmaxCrossEntropy && data.num_classes > m.output_dim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.output_dim is ", m.output_dim, " but ", source->name(), " has ",
-                     data.num_classes, " classes (labels 0 to ", data.num_classes - 1, ")"));
-  }
-  if (m.loss != LossType::kSoftmaxCrossEntropy && data.target_dim != m.output_dim) {
-    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim, " but ",
-                                                   source->name(), " has ", data.target_dim,
-                                                   " targets per example"));
-  }
-  return data;
-}
-
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, train));
-  std::vector<uint64_t> all(source->rows());
-  std::iota(all.begin(), all.end(), uint64_t{0});
-  return ReadSplit(config, source.get(), all);
+  MONSOON_ASSIGN_OR_RETURN(Dataset data, source->ReadAll());
+  return CheckTargets(config, *source, std::move(data));
 }
 
 absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index) {
@@ -118,7 +115,8 @@ absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index) {
       ShardRows(source->rows(), index, config.cluster.workers, config.seed);
   LOG(INFO) << "worker " << index << ": reading " << rows.size() << " of " << source->rows()
             << " rows of " << source->name();
-  return ReadSplit(config, source.get(), rows);
+  MONSOON_ASSIGN_OR_RETURN(Dataset data, source->Read(rows));
+  return CheckTargets(config, *source, std::move(data));
 }
 
 absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,

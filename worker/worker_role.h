@@ -19,9 +19,6 @@ namespace monsoon {
 // Opens the training or test split the config names, checking its example shape against the
 // model (the rows are read later).
 absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train);
-// Reads `rows` of an opened split and checks its targets against the model.
-absl::StatusOr<Dataset> ReadSplit(const JobConfig& config, DataSource* source,
-                                  const std::vector<uint64_t>& rows);
 // The whole split, read and checked.
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
 // Worker `index`'s shard of the training split (ShardRows), and only its rows.
