@@ -144,27 +144,9 @@ void CpuBackend::Conv2dBackward(const Conv2dGeometry& g, const float* x, const f
 
 namespace {
 
-// One channel plane of pooling: y[out_height x out_width] from x[height x width].
-template <PoolKind kKind>
-void PoolPlaneForward(const Pool2dGeometry& g, const float* x, float* y) {
-  const float inverse_area = 1.0f / static_cast<float>(g.size * g.size);
-  for (int oh = 0; oh < g.out_height; ++oh) {
-    for (int ow = 0; ow < g.out_width; ++ow) {
-      const float* corner = x + (oh * g.stride) * g.width + ow * g.stride;
-      float acc = kKind == PoolKind::kMax ? corner[0] : 0.0f;
-      for (int i = 0; i < g.size; ++i) {
-        for (int j = 0; j < g.size; ++j) {
-          const float v = corner[i * g.width + j];
-          acc = kKind == PoolKind::kMax ? std::max(acc, v) : acc + v;
-        }
-      }
-      y[oh * g.out_width + ow] = kKind == PoolKind::kMax ? acc : acc * inverse_area;
-    }
-  }
-}
-
-// PoolPlaneForward<kMax> for 2x2 windows with stride 2, the common case, in straight-line code
-// the compiler vectorises.
+// Max pooling over 2x2 windows with stride 2, the common case, in straight-line code the
+// compiler vectorises; other windows run core/conv_math.h's per-element functions, as the
+// CUDA kernels do.
 void MaxPool2x2PlaneForward(const Pool2dGeometry& g, const float* x, float* y) {
   for (int oh = 0; oh < g.out_height; ++oh) {
     const float* top = x + 2 * oh * g.width;
@@ -177,37 +159,8 @@ void MaxPool2x2PlaneForward(const Pool2dGeometry& g, const float* x, float* y) {
   }
 }
 
-// One channel plane of the pooling gradient, dx[height x width] += the windows' shares of
-// dy[out_height x out_width]: all of a window's to its (first) largest input under max pooling,
-// an equal share to each input under average pooling. With `assign`, for windows that tile the
-// plane without overlap, each window's inputs are written instead of added to.
-template <PoolKind kKind, bool kAssign>
-void PoolPlaneBackward(const Pool2dGeometry& g, const float* x, const float* dy, float* dx) {
-  const float inverse_area = 1.0f / static_cast<float>(g.size * g.size);
-  for (int oh = 0; oh < g.out_height; ++oh) {
-    for (int ow = 0; ow < g.out_width; ++ow) {
-      const int corner = (oh * g.stride) * g.width + ow * g.stride;
-      const float d = dy[oh * g.out_width + ow];
-      int best = corner;
-      for (int i = 0; i < g.size; ++i) {
-        for (int j = 0; j < g.size; ++j) {
-          const int at = corner + i * g.width + j;
-          if (x[at] > x[best]) best = at;
-        }
-      }
-      for (int i = 0; i < g.size; ++i) {
-        for (int j = 0; j < g.size; ++j) {
-          const int at = corner + i * g.width + j;
-          const float share = kKind == PoolKind::kAverage ? d * inverse_area : at == best ? d : 0;
-          dx[at] = kAssign ? share : dx[at] + share;
-        }
-      }
-    }
-  }
-}
-
-// PoolPlaneBackward<kMax, true> for 2x2 windows with stride 2, the common case, in straight-line
-// code the compiler vectorises.
+// The gradient of MaxPool2x2PlaneForward where the windows tile the plane: each input gets its
+// window's dy if it is the window's first largest value, else 0.
 void MaxPool2x2PlaneBackward(const Pool2dGeometry& g, const float* x, const float* dy, float* dx) {
   for (int oh = 0; oh < g.out_height; ++oh) {
     const float* top = x + 2 * oh * g.width;
@@ -230,50 +183,41 @@ void MaxPool2x2PlaneBackward(const Pool2dGeometry& g, const float* x, const floa
   }
 }
 
-template <PoolKind kKind>
-void PoolBackward(const Pool2dGeometry& g, const float* x, const float* dy, int batch, float* dx) {
-  const size_t in_plane = static_cast<size_t>(g.height) * g.width;
-  const size_t out_plane = static_cast<size_t>(g.out_height) * g.out_width;
-  // Windows that tile the plane exactly write every input once: nothing to clear or add.
-  const bool tiles =
-      g.stride == g.size && g.out_height * g.size == g.height && g.out_width * g.size == g.width;
-  if (!tiles) std::fill(dx, dx + batch * g.channels * in_plane, 0.0f);
-  for (int plane = 0; plane < batch * g.channels; ++plane) {
-    const float* in = x + plane * in_plane;
-    const float* grad = dy + plane * out_plane;
-    if (tiles && kKind == PoolKind::kMax && g.size == 2) {
-      MaxPool2x2PlaneBackward(g, in, grad, dx + plane * in_plane);
-    } else if (tiles) {
-      PoolPlaneBackward<kKind, true>(g, in, grad, dx + plane * in_plane);
-    } else {
-      PoolPlaneBackward<kKind, false>(g, in, grad, dx + plane * in_plane);
-    }
-  }
+bool IsMaxPool2x2(const Pool2dGeometry& g, PoolKind kind) {
+  return kind == PoolKind::kMax && g.size == 2 && g.stride == 2;
 }
 
 }  // namespace
 
 void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
                                float* y) {
+  const size_t planes = static_cast<size_t>(batch) * g.channels;
   const size_t in_plane = static_cast<size_t>(g.height) * g.width;
   const size_t out_plane = static_cast<size_t>(g.out_height) * g.out_width;
-  for (int plane = 0; plane < batch * g.channels; ++plane) {
-    if (kind == PoolKind::kMax && g.size == 2 && g.stride == 2) {
-      MaxPool2x2PlaneForward(g, x + plane * in_plane, y + plane * out_plane);
-    } else if (kind == PoolKind::kMax) {
-      PoolPlaneForward<PoolKind::kMax>(g, x + plane * in_plane, y + plane * out_plane);
-    } else {
-      PoolPlaneForward<PoolKind::kAverage>(g, x + plane * in_plane, y + plane * out_plane);
+  if (IsMaxPool2x2(g, kind)) {
+    for (size_t p = 0; p < planes; ++p) {
+      MaxPool2x2PlaneForward(g, x + p * in_plane, y + p * out_plane);
     }
+    return;
+  }
+  for (size_t i = 0; i < planes * out_plane; ++i) {
+    y[i] = PoolForwardElement(g, kind == PoolKind::kMax, x, i);
   }
 }
 
 void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
                                 const float* dy, int batch, float* dx) {
-  if (kind == PoolKind::kMax) {
-    PoolBackward<PoolKind::kMax>(g, x, dy, batch, dx);
-  } else {
-    PoolBackward<PoolKind::kAverage>(g, x, dy, batch, dx);
+  const size_t planes = static_cast<size_t>(batch) * g.channels;
+  const size_t in_plane = static_cast<size_t>(g.height) * g.width;
+  const size_t out_plane = static_cast<size_t>(g.out_height) * g.out_width;
+  if (IsMaxPool2x2(g, kind) && g.out_height * 2 == g.height && g.out_width * 2 == g.width) {
+    for (size_t p = 0; p < planes; ++p) {
+      MaxPool2x2PlaneBackward(g, x + p * in_plane, dy + p * out_plane, dx + p * in_plane);
+    }
+    return;
+  }
+  for (size_t i = 0; i < planes * in_plane; ++i) {
+    dx[i] = PoolBackwardElement(g, kind == PoolKind::kMax, x, dy, i);
   }
 }
 

@@ -1,7 +1,9 @@
 // The CUDA backend's convolution and pooling, emulated on the host: its scheme (batch-wide
 // im2col, one product per GEMM, regrouping; core/conv_math.h) run with the same per-element
-// functions its kernels call, against the CPU backend (oneDNN, and Monsoon's pooling loops).
-// This checks the GPU path's index math on every CI run, without a GPU.
+// functions its kernels call, against the CPU backend (oneDNN, and its straight-line 2x2 max
+// pooling; the CPU runs other pooling windows through the same functions, whose gradients
+// model_test checks against finite differences). This checks the GPU path's index math on
+// every CI run, without a GPU.
 #include "core/conv_math.h"
 
 #include <array>
@@ -97,7 +99,7 @@ TEST_CASE("GPU convolution scheme: forward and backward match the CPU backend, o
   }
 }
 
-TEST_CASE("GPU pooling: forward and backward match the CPU backend's loops",
+TEST_CASE("GPU pooling: forward and backward match the CPU backend",
           "[core][conv][gpu-emulation]") {
   CpuBackend cpu;
   const int batch = 2, channels = 3;
