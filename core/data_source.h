@@ -21,6 +21,15 @@ inline constexpr NamedValue<DataFormat> kDataFormatValues[] = {{DataFormat::kIdx
                                                                {DataFormat::kHdf5, "hdf5"}};
 inline constexpr EnumNames<DataFormat> kDataFormatNames{"data format", kDataFormatValues};
 
+// One of DataConfig's file fields: its key under data:, whether it is given, the format it
+// belongs to, and whether it names test data.
+struct DataFileField {
+  const char* key;
+  bool given;
+  DataFormat format;
+  bool test;
+};
+
 struct DataConfig {
   DataFormat format = DataFormat::kIdx;
   // idx
@@ -33,8 +42,12 @@ struct DataConfig {
   std::vector<std::string> train_files, test_files;
   std::string features_dataset = "features", targets_dataset = "targets";
 
-  // Whether the job names a test set.
+  // Every file field, of every format.
+  std::vector<DataFileField> FileFields() const;
+  // Whether the job names a test set: a test field of its format.
   bool HasTestSet() const;
+  // Whether every training field of its format is given.
+  bool HasTrainingSet() const;
 };
 
 // A split of a data set on disk.

@@ -516,22 +516,6 @@ std::string Quote(const std::string& s) {
   return e.c_str();
 }
 
-// Whether `data` names the training features' files (a CSV's columns are features or targets
-// only by the model's output size, so a CSV's shape is not read from it).
-bool NamesTrainingFeatures(const DataConfig& data) {
-  switch (data.format) {
-    case DataFormat::kIdx:
-      return !data.train_images.empty();
-    case DataFormat::kNpy:
-      return !data.train_features.empty();
-    case DataFormat::kHdf5:
-      return !data.train_files.empty();
-    case DataFormat::kCsv:
-      return false;
-  }
-  return false;
-}
-
 // Reads every field VisitJobConfig declares from a YAML tree; keeps the first error.
 class YamlReader {
  public:
@@ -600,7 +584,11 @@ class YamlReader {
   }
   absl::Status Read(const char* key, std::vector<int>* v, ShapeFromData spec) {
     MONSOON_RETURN_IF_ERROR(section_->IntList(key, 1, v));
-    if (!v->empty() || section_->Has("input_dim") || !NamesTrainingFeatures(*spec.data)) {
+    // A CSV's columns are features or targets only by the model's output size: its shape is
+    // not read from it.
+    const DataConfig& data = *spec.data;
+    if (!v->empty() || section_->Has("input_dim") || data.format == DataFormat::kCsv ||
+        !data.HasTrainingSet()) {
       return absl::OkStatus();
     }
     absl::StatusOr<std::vector<int>> shape = TrainingExampleShape(*spec.data);
@@ -922,28 +910,9 @@ absl::Status ValidateModel(const ModelSpec& m) {
 }
 
 absl::Status ValidateData(const DataConfig& d, bool evaluator) {
-  struct FileField {
-    const char* key;
-    bool given;
-    DataFormat format;
-    bool test;
-  };
-  const FileField fields[] = {
-      {"train_images", !d.train_images.empty(), DataFormat::kIdx, false},
-      {"train_labels", !d.train_labels.empty(), DataFormat::kIdx, false},
-      {"test_images", !d.test_images.empty(), DataFormat::kIdx, true},
-      {"test_labels", !d.test_labels.empty(), DataFormat::kIdx, true},
-      {"train", !d.train.empty(), DataFormat::kCsv, false},
-      {"test", !d.test.empty(), DataFormat::kCsv, true},
-      {"train_features", !d.train_features.empty(), DataFormat::kNpy, false},
-      {"train_targets", !d.train_targets.empty(), DataFormat::kNpy, false},
-      {"test_features", !d.test_features.empty(), DataFormat::kNpy, true},
-      {"test_targets", !d.test_targets.empty(), DataFormat::kNpy, true},
-      {"train_files", !d.train_files.empty(), DataFormat::kHdf5, false},
-      {"test_files", !d.test_files.empty(), DataFormat::kHdf5, true},
-  };
-  const FileField* first_test = nullptr;
-  for (const FileField& f : fields) {
+  const std::vector<DataFileField> fields = d.FileFields();
+  const DataFileField* first_test = nullptr;
+  for (const DataFileField& f : fields) {
     const std::string field = absl::StrCat("data.", f.key);
     if (f.format != d.format) {
       if (!f.given) continue;
