@@ -13,7 +13,7 @@ out="$(mkdir -p "${1:-gpu_check}" && cd "${1:-gpu_check}" && pwd)" || {
   exit 1
 }
 cd "$root"
-if [ -x bin/monsoon ]; then  # an unpacked bundle
+if [ -f BUNDLE ]; then  # an unpacked bundle (tools/make_bundle.sh marks it)
   monsoon=bin/monsoon parity=bin/cublas_parity_test gpu_bench=bin/gpu_bench
 else
   tools/install_deps.sh >&2 || exit 1
