@@ -118,7 +118,8 @@ double TriadSeconds(Workload& w, int reps) {
 // The best time of a pass that applies `rule.workers` pushes (or exchanges) of every chunk: a
 // complete round for sync.
 double RulePassSeconds(Workload& w, const Rule& rule, int reps) {
-  ParameterServer server(0, w.plan, FlatModel(w.src.size()), 1, rule.rules, rule.workers, false);
+  ParameterServer server(0, w.plan, ModelInitialValues(FlatModel(w.src.size()), 1), rule.rules,
+                         rule.workers, false);
   const bool exchange = !PushesGradients(rule.rules.algorithm);
   std::vector<uint64_t> version(w.plan.num_chunks(), 0);
   return Best(reps, [&] {

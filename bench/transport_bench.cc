@@ -55,7 +55,7 @@ int Serve(size_t floats, size_t chunk_floats) {
   sgd.learning_rate = 1e-6f;
   ServerRules rules;
   rules.optimizer = sgd;
-  ParameterServer logic(0, *plan, FlatModel(floats), 1, rules, 1, false);
+  ParameterServer logic(0, *plan, ModelInitialValues(FlatModel(floats), 1), rules, 1, false);
   return ServeForParent(&logic);
 }
 

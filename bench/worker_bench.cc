@@ -55,7 +55,8 @@ JobConfig BenchJob(Algorithm algorithm, int batch, int steps, int tau,
 int Serve(Algorithm algorithm, int tau) {
   const JobConfig config = BenchJob(algorithm, 64, kStepsPerEpoch, tau);
   auto plan = JobShardingPlan(config);
-  ParameterServer logic(0, *plan, config.model, 1, ServerRules::FromConfig(config), 1, false);
+  ParameterServer logic(0, *plan, ModelInitialValues(config.model, 1),
+                        ServerRules::FromConfig(config), 1, false);
   return ServeForParent(&logic);
 }
 

@@ -38,7 +38,10 @@ struct IntList {     // a list of ints >= min
 };
 struct SbatchOptions {};  // a list of "--option=value" strings
 struct ShellLines {};     // a list of one-line shell commands
-struct LayerList {};      // model.layers: names ("relu") and one-key maps ({dense: {units: 8}})
+// A program and its arguments; an argument naming a file relative to the job file's
+// directory becomes that file's absolute path. Empty when not given.
+struct ProgramArgs {};
+struct LayerList {};  // model.layers: names ("relu") and one-key maps ({dense: {units: 8}})
 // model.input_shape: a list of ints >= 1; when neither it nor input_dim is given, the training
 // data's example shape (read from the files' headers).
 struct ShapeFromData {
@@ -116,6 +119,11 @@ void VisitJobAndModel(JobConfig& c, V& v) {
             "[SLURM](#how-tasks-get-their-roles))");
     v.Field("ranks", &c.cluster.ranks, kRankRoleNames,
             "explicit role of each rank; must list exactly the cluster's roles");
+    v.Field("worker_program", &c.cluster.worker_program, ProgramArgs{},
+            Doc("the program the workers and the evaluator run instead of Monsoon's model, with "
+                "its arguments, e.g. `[python3, train.py]`; needs `model.type: program` (see "
+                "[Bring a PyTorch model](#bring-a-pytorch-model))")
+                .Default("—"));
   });
   VisitData(c, v);
   v.Section("model", "", [&] {
@@ -136,8 +144,14 @@ void VisitJobAndModel(JobConfig& c, V& v) {
     v.Derive(&c.model.type, c.model.layers.empty() ? ModelType::kMlp : ModelType::kLayers);
     v.Field("type", &c.model.type, kModelTypeNames,
             Doc("`layers` (the `layers` list) or a shorthand for one: `mlp`, "
-                "`linear_regression`, `softmax_regression`")
+                "`linear_regression`, `softmax_regression`; or `program`: the model is "
+                "`cluster.worker_program`'s")
                 .Default("`mlp`; `layers` with `layers`"));
+    v.Field("num_params", &c.model.num_params, IntRange{0, 1 << 30},
+            Doc("`program` only: the length of the program's flat parameter vector; the "
+                "launcher sets it from the program's initial weights")
+                .Default("—")
+                .WrittenIf(c.model.type == ModelType::kProgram));
     v.Derive(&c.model.output_dim, LayersOutputSize(c.model));
     v.Field("output_dim", &c.model.output_dim, IntRange{1, 1 << 24},
             Doc("classes (classification) or targets (regression); a layer list's last output")

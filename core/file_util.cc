@@ -66,6 +66,19 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return s.str();
 }
 
+absl::StatusOr<std::vector<float>> ReadFloatFile(const std::string& path, size_t expected) {
+  absl::StatusOr<std::string> bytes = ReadFile(path);
+  if (!bytes.ok()) return bytes.status();
+  if (bytes->size() != expected * sizeof(float)) {
+    return absl::DataLossError(absl::StrCat(path, " holds ", bytes->size(), " bytes, not the ",
+                                            expected * sizeof(float), " of ", expected,
+                                            " float32 parameters"));
+  }
+  std::vector<float> values(expected);
+  bytes->copy(reinterpret_cast<char*>(values.data()), bytes->size());
+  return values;
+}
+
 absl::StatusOr<uint64_t> CheckRegularFile(const std::string& path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {

@@ -3,6 +3,7 @@
 #define MONSOON_CORE_FILE_UTIL_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -20,6 +21,9 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
                                  int mode = 0644);
 // NotFound when `path` cannot be read.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
+// `path` as raw little-endian float32 values (Monsoon's flat weight files), `expected` of them:
+// NotFound when it cannot be read, DataLoss when its size is not expected * 4 bytes.
+absl::StatusOr<std::vector<float>> ReadFloatFile(const std::string& path, size_t expected);
 // The size of `path`, a regular file this process can read. NotFound ("file not found: PATH")
 // when there is none; InvalidArgument for a directory, a FIFO, socket or device;
 // PermissionDenied (with the system's reason) when it cannot be read.

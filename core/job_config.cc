@@ -614,6 +614,22 @@ class YamlReader {
     }
     return absl::OkStatus();
   }
+  absl::Status Read(const char* key, std::vector<std::string>* v, ProgramArgs) {
+    MONSOON_RETURN_IF_ERROR(section_->StringList(key, {}, v));
+    for (size_t i = 0; i < v->size(); ++i) {
+      std::string& arg = (*v)[i];
+      if (arg.empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(section_->Path(key), "[", i, "]: an empty argument"));
+      }
+      const fs::path beside = fs::path(base_dir_) / arg;
+      std::error_code ec;
+      if (fs::path(arg).is_relative() && fs::is_regular_file(beside, ec)) {
+        arg = fs::absolute(beside, ec).lexically_normal().string();
+      }
+    }
+    return absl::OkStatus();
+  }
   absl::Status Read(const char* key, std::vector<LayerSpec>* v, LayerList) {
     return section_->Layers(key, v);
   }
@@ -701,6 +717,10 @@ class YamlWriter {
     return QuotedList(v);
   }
   static std::optional<std::string> Format(const std::vector<std::string>& v, ShellLines) {
+    return QuotedList(v);
+  }
+  static std::optional<std::string> Format(const std::vector<std::string>& v, ProgramArgs) {
+    if (v.empty()) return std::nullopt;
     return QuotedList(v);
   }
   static std::optional<std::string> Format(const std::vector<LayerSpec>& v, LayerList) {
@@ -818,6 +838,9 @@ class MarkdownWriter {
     return "list of shell lines";
   }
   static std::string TypeOf(const std::vector<LayerSpec>&, LayerList) { return "list of layers"; }
+  static std::string TypeOf(const std::vector<std::string>&, ProgramArgs) {
+    return "list of strings";
+  }
   template <class E>
   static std::string TypeOf(E, const EnumNames<E>& names) {
     std::vector<std::string> ticked;
@@ -869,9 +892,28 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
                    c.workers, " and ", c.evaluator ? 1 : 0));
 }
 
+// A program's model: only its input, output and size are Monsoon's to check.
+absl::Status ValidateProgramModel(const ModelSpec& m) {
+  if (!m.layers.empty() || !m.hidden.empty()) {
+    return absl::InvalidArgumentError(
+        "model.type is program: the model is the worker program's; leave out model.layers and "
+        "model.hidden");
+  }
+  if (m.output_dim == 0) {
+    return absl::InvalidArgumentError(
+        "model.output_dim: required (the program's classes or regression targets)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ValidateModel(const ModelSpec& m) {
   if (m.input_dim == 0) {
     return absl::InvalidArgumentError("model.input_dim: required (or model.input_shape)");
+  }
+  if (m.type == ModelType::kProgram) return ValidateProgramModel(m);
+  if (m.num_params != 0) {
+    return absl::InvalidArgumentError(
+        "model.num_params: only a program's model (model.type: program) gives its size");
   }
   if (!m.input_shape.empty() && ShapeSize(m.input_shape) != m.input_dim) {
     return absl::InvalidArgumentError(
@@ -1080,6 +1122,12 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
   MONSOON_RETURN_IF_ERROR(ValidateCluster(c.cluster));
   MONSOON_RETURN_IF_ERROR(ValidateData(c.data, c.cluster.evaluator));
   MONSOON_RETURN_IF_ERROR(ValidateModel(c.model));
+  if ((c.model.type == ModelType::kProgram) != !c.cluster.worker_program.empty()) {
+    return absl::InvalidArgumentError(
+        c.cluster.worker_program.empty()
+            ? "model.type is program: name the program in cluster.worker_program"
+            : "cluster.worker_program: the program's model needs model.type: program");
+  }
   if (c.staleness.dc_lambda > 0 && c.training.algorithm != Algorithm::kDownpour &&
       c.training.algorithm != Algorithm::kSsp) {
     return absl::InvalidArgumentError(

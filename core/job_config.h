@@ -39,6 +39,9 @@ struct ClusterConfig {
   bool evaluator = true;
   Assignment assignment = Assignment::kAuto;
   std::vector<RankRole> ranks;  // explicit rank -> role map, one entry per rank
+  // The program the worker and evaluator roles run instead of Monsoon's model (model.type:
+  // program), and its arguments; relative paths of files beside the job file made absolute.
+  std::vector<std::string> worker_program;
 };
 
 // Where servers listen when started by `monsoon launch` (`monsoon run` always uses loopback).

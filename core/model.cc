@@ -182,6 +182,7 @@ int LayersOutputSize(const ModelSpec& spec) {
 
 std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
   if (spec.type == ModelType::kLayers) return spec.layers;
+  if (spec.type == ModelType::kProgram) return {};
   std::vector<LayerSpec> layers;
   if (spec.input_shape.size() > 1) layers.push_back({LayerKind::kFlatten, 0});
   if (spec.type == ModelType::kMlp) {
@@ -219,6 +220,7 @@ absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
 }
 
 std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
+  if (spec.type == ModelType::kProgram) return {{{"params", {spec.num_params}}, 0}};
   std::vector<ParamTensor> tensors;
   size_t offset = 0;
   for (const auto& layer : BuildLayers(spec)) {
@@ -257,6 +259,10 @@ std::vector<std::array<std::string, 3>> SummaryRows(const ModelSpec& spec) {
 }  // namespace
 
 std::string Model::Summary(const ModelSpec& spec) {
+  if (spec.type == ModelType::kProgram) {
+    return absl::StrCat("the worker program's model (cluster.worker_program): ", spec.num_params,
+                        " parameters\n");
+  }
   const std::vector<std::array<std::string, 3>> rows = SummaryRows(spec);
   size_t width[2] = {0, 0};
   for (const auto& row : rows) {
@@ -280,6 +286,10 @@ size_t Model::NumParams(const ModelSpec& spec) {
 
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
                                                      ComputeBackend* backend) {
+  if (spec.type == ModelType::kProgram) {
+    return absl::InvalidArgumentError(
+        "model.type is program: the model is the worker program's (cluster.worker_program)");
+  }
   if (spec.input_dim <= 0 || spec.output_dim <= 0) {
     return absl::InvalidArgumentError(absl::StrCat("model dimensions must be positive, got input ",
                                                    spec.input_dim, " output ", spec.output_dim));
@@ -295,6 +305,13 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
                                                    ShapeText(shapes->back())));
   }
   return std::unique_ptr<Model>(new Model(spec, backend));
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
+                                                     std::unique_ptr<ComputeBackend> backend) {
+  absl::StatusOr<std::unique_ptr<Model>> model = Create(spec, backend.get());
+  if (model.ok()) (*model)->owned_backend_ = std::move(backend);
+  return model;
 }
 
 Model::Model(const ModelSpec& spec, ComputeBackend* backend)

@@ -13,11 +13,13 @@
 #include "core/compute_backend.h"
 #include "core/enum_names.h"
 #include "core/layers.h"
+#include "core/trainable_model.h"
 
 namespace monsoon {
 
-// kLayers: the model is `layers`; the others are shorthands that expand to a layer list.
-enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp, kLayers };
+// kLayers: the model is `layers`; kProgram: the model is the worker program's
+// (cluster.worker_program); the others are shorthands that expand to a layer list.
+enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp, kLayers, kProgram };
 enum class LossType { kSoftmaxCrossEntropy, kMeanSquaredError };
 
 // One layer of a layer-list model (model.layers).
@@ -70,11 +72,14 @@ struct ModelSpec {
   Activation activation = Activation::kRelu;
   std::vector<LayerSpec> layers;  // kLayers only
   LossType loss = LossType::kSoftmaxCrossEntropy;
+  // kProgram: the length of the program's flat parameter vector, which the launcher learns
+  // from its initial weights (RUN_DIR/initial_params.bin).
+  int num_params = 0;
 };
 
-// The model's layers: `layers` for kLayers, else what the shorthand stands for (linear and
-// softmax regression: one dense layer; mlp: dense and activation per hidden width, then dense;
-// after a flatten when the input is not flat).
+// The model's layers: `layers` for kLayers, none for kProgram, else what the shorthand stands
+// for (linear and softmax regression: one dense layer; mlp: dense and activation per hidden
+// width, then dense; after a flatten when the input is not flat).
 std::vector<LayerSpec> ModelLayers(const ModelSpec& spec);
 // The output shape of each of ModelLayers(spec) in turn. InvalidArgument naming the layer
 // ("model.layers[2] (dense): ..."), its input shape and what it needs when one does not fit
@@ -90,21 +95,18 @@ struct ParamTensor {
   size_t offset = 0;
 };
 
-// Result of one forward (and possibly backward) pass over a batch.
-struct BatchResult {
-  double loss_sum = 0;  // summed over the batch's rows
-  int correct = 0;      // classification only
-  int rows = 0;
-};
-
 // Owns its layers, its flat parameter and gradient buffers and its activation workspace.
-// Not thread-safe; the backend it borrows must outlive it.
-class Model {
+// Not thread-safe; the backend it borrows must outlive it. Its errors are the backend's.
+class Model : public TrainableModel {
  public:
   static absl::StatusOr<std::unique_ptr<Model>> Create(const ModelSpec& spec,
                                                        ComputeBackend* backend);
+  // The same on a backend the model owns.
+  static absl::StatusOr<std::unique_ptr<Model>> Create(const ModelSpec& spec,
+                                                       std::unique_ptr<ComputeBackend> backend);
 
-  // The flat layout, computed from the spec alone (same on every role).
+  // The flat layout, computed from the spec alone (same on every role); a program's model is
+  // one tensor, "params".
   static std::vector<ParamTensor> Layout(const ModelSpec& spec);
   // Length of the flat parameter vector.
   static size_t NumParams(const ModelSpec& spec);
@@ -114,49 +116,40 @@ class Model {
 
   const ModelSpec& spec() const { return spec_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
-  size_t num_params() const { return num_params_; }
+  size_t num_params() const override { return num_params_; }
+  std::string where() const override { return backend_->name(); }
 
   // Initial values of the flat range [offset, offset + out.size()): Glorot-uniform weights
   // and zero biases (all zero for linear regression). Each value depends only on
   // (spec, seed, its index), so a server can initialise just its own chunks.
   static void InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
                             absl::Span<float> out);
-  void SetParams(const float* host);
-  void GetParams(float* host);
-  void GetGrads(float* host);
+  // TrainableModel, on the backend.
+  void SetParams(const float* host) override;
+  void GetParams(float* host) override;
+  void GetGrads(float* host) override;
   // When on, backward starts each layer's gradient on its way to the host as soon as that
   // layer is done, overlapping the layers still to go (StartCopyToHost); GetGrads then waits
-  // for those copies. For workers that fetch their gradients after every step.
-  void set_stream_gradients(bool on) { stream_gradients_ = on; }
-  // grads += weight_decay * params, on the backend: L2 weight decay before a local step.
-  void AddWeightDecay(float weight_decay);
-  // params -= learning_rate * grads, on the backend (a worker's local SGD step).
-  void ApplyLocalSgd(float learning_rate);
-  // A local Nesterov momentum step with the model's velocity (zero at first), on the backend.
-  // params then hold the look-ahead point x + momentum * velocity (see NesterovElement).
-  void ApplyLocalNesterov(float learning_rate, float momentum);
-  // The velocity of ApplyLocalNesterov (zeros before the first step).
-  void GetVelocity(float* host);
-  // params += scale * delta_host.
-  void AddToParams(const float* delta_host, float scale);
-  // Waits for the backend; its first error, if any (see ComputeBackend::Synchronize).
-  absl::Status Synchronize() { return backend_->Synchronize(); }
-
-  // Forward + backward on x_host [rows x input_dim], targets_host [rows] (class ids) or
-  // [rows x output_dim] (regression). Overwrites grads with the batch-mean loss gradient.
-  BatchResult ComputeGradients(const float* x_host, const float* targets_host, int rows);
-  // Forward only; loss and accuracy of the batch (dropout off).
-  BatchResult Evaluate(const float* x_host, const float* targets_host, int rows);
-  // The random seed of the next ComputeGradients' dropout masks (a worker sets one per step).
-  void set_batch_seed(uint64_t seed) { batch_seed_ = seed; }
+  // for those copies.
+  void set_stream_gradients(bool on) override { stream_gradients_ = on; }
+  void AddWeightDecay(float weight_decay) override;
+  void ApplyLocalSgd(float learning_rate) override;
+  void ApplyLocalNesterov(float learning_rate, float momentum) override;
+  void GetVelocity(float* host) override;
+  void AddToParams(const float* delta_host, float scale) override;
+  absl::Status Synchronize() override { return backend_->Synchronize(); }
+  BatchResult ComputeGradients(const float* x_host, const float* targets_host, int rows) override;
+  BatchResult Evaluate(const float* x_host, const float* targets_host, int rows) override;
+  void set_batch_seed(uint64_t seed) override { batch_seed_ = seed; }
 
  private:
   Model(const ModelSpec& spec, ComputeBackend* backend);
   void EnsureWorkspace(int rows);
   BatchResult Forward(const float* x_host, const float* targets_host, int rows, bool training);
 
+  std::unique_ptr<ComputeBackend> owned_backend_;  // first: it outlives the buffers
   const ModelSpec spec_;
-  ComputeBackend* const backend_;  // borrowed
+  ComputeBackend* const backend_;  // owned_backend_ or borrowed
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<ParamTensor> tensors_;
   // layer_params_[i]: where layer i's parameters (and gradients) lie in the flat vector.
@@ -184,7 +177,8 @@ inline constexpr NamedValue<ModelType> kModelTypeValues[] = {
     {ModelType::kLinearRegression, "linear_regression"},
     {ModelType::kSoftmaxRegression, "softmax_regression"},
     {ModelType::kMlp, "mlp"},
-    {ModelType::kLayers, "layers"}};
+    {ModelType::kLayers, "layers"},
+    {ModelType::kProgram, "program"}};
 inline constexpr EnumNames<ModelType> kModelTypeNames{"model type", kModelTypeValues};
 
 inline constexpr NamedValue<Activation> kActivationValues[] = {

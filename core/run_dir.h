@@ -5,6 +5,8 @@
 //   RUN_DIR/token                  per-job secret, mode 0600 (or $MONSOON_JOB_TOKEN)
 //   RUN_DIR/run_id                 the run's random identity (16 hex digits), stamped into
 //                                  its checkpoints so that no other run's are taken
+//   RUN_DIR/initial_params.bin     a worker program's initial weights (model.type: program),
+//                                  raw little-endian float32 in its flat layout
 //   RUN_DIR/checkpoints/server-J/  server J's checkpoints (core/checkpoint_file.h)
 //   RUN_DIR/rendezvous/server-J    "host:port" of server J, published atomically
 //   RUN_DIR/rendezvous/finished-server-J   server J has finished training (cleared on resume)
@@ -49,6 +51,7 @@ struct RunDir {
   std::string trace_path() const { return root + "/trace.json"; }
   std::string summary_path() const { return root + "/summary.json"; }
   std::string params_path() const { return root + "/params.bin"; }
+  std::string initial_params_path() const { return root + "/initial_params.bin"; }
   std::string checkpoint_dir(int server) const {
     return root + "/checkpoints/server-" + std::to_string(server);
   }

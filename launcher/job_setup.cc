@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "core/job_secrets.h"
 #include "core/status_macros.h"
+#include "launcher/worker_program.h"
 
 namespace monsoon {
 namespace {
@@ -45,7 +46,7 @@ absl::StatusOr<std::unique_ptr<RunDirLock>> RunDirLock::Acquire(const RunDir& ru
 
 RunDirLock::~RunDirLock() { close(fd_); }
 
-absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(const JobConfig& config,
+absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config,
                                                           const RunDir& run_dir) {
   std::error_code ec;
   std::filesystem::create_directories(run_dir.root, ec);
@@ -70,7 +71,11 @@ absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(const JobConfig& confi
   MONSOON_RETURN_IF_ERROR(CreateJobToken(run_dir).status());
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(StartedAtPath(run_dir),
                                               absl::StrCat(absl::ToUnixMicros(absl::Now()), "\n")));
-  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.config_path(), JobConfigToYaml(config)));
+  if (config->model.type == ModelType::kProgram) {
+    MONSOON_ASSIGN_OR_RETURN(config->model.num_params,
+                             RunWorkerProgramInit(*config, run_dir, /*stop=*/nullptr));
+  }
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.config_path(), JobConfigToYaml(*config)));
   return lock;
 }
 

@@ -29,11 +29,12 @@ class RunDirLock {
 };
 
 // Creates the run directory (or takes an empty one) and writes its config, token and start
-// time, under its lock, which the caller holds while the job runs. AlreadyExists when the
-// directory is in use by another process, already holds a run (config.yaml, written last,
-// exists) or holds anything else: nothing is ever overwritten.
-absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(const JobConfig& config,
-                                                          const RunDir& run_dir);
+// time, under its lock, which the caller holds while the job runs. For a worker program's
+// model (model.type: program), first runs the program to write its initial weights
+// (RunWorkerProgramInit) and sets config->model.num_params to their count. AlreadyExists when
+// the directory is in use by another process, already holds a run (config.yaml, written
+// last, exists) or holds anything else: nothing is ever overwritten.
+absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config, const RunDir& run_dir);
 
 // Readies a prepared run directory for `--resume`, under its lock: NotFound unless it holds a
 // run, AlreadyExists while another process uses it. The checkpoints stay.

@@ -14,14 +14,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/exit_status.h"
 
 namespace monsoon {
 
-// The exit status of a monsoon process that stopped on a stop signal (SIGINT, SIGTERM, ...).
-inline constexpr int kExitStopped = 130;
-// The exit status of a worker or evaluator that stopped because a server did not answer it
-// (the fault is the server's, or the network's).
-inline constexpr int kExitServerUnreachable = 3;
 // A monsoon process ends at most this long after its first stop signal (then SIGALRM ends it).
 inline constexpr absl::Duration kStopDeadline = absl::Seconds(60);
 

@@ -95,6 +95,9 @@ std::string SbatchScript(const JobConfig& config, const SbatchInputs& in) {
       in.cuda_plugin.empty()
           ? ""
           : absl::StrCat("export MONSOON_CUDA_PLUGIN=", ShellQuote(in.cuda_plugin), "\n"),
+      in.python_path.empty()
+          ? ""
+          : absl::StrCat("export MONSOON_PYTHONPATH=", ShellQuote(in.python_path), "\n"),
       "RUN_DIR=", ShellQuote(in.runs_dir), "/slurm-\"$SLURM_JOB_ID\"\n\n",
       "if [ -f \"$RUN_DIR/config.yaml\" ]; then\n",
       "  # Requeued (node failure, preemption, scontrol requeue): continue from the servers'\n",

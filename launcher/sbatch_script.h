@@ -12,7 +12,7 @@
 namespace monsoon {
 
 struct SbatchInputs {
-  std::string monsoon_exe;  // absolute path of the monsoon binary
+  std::string monsoon_exe;             // absolute path of the monsoon binary
   std::string config_path;             // absolute path of the job YAML
   std::vector<std::string> overrides;  // --set values, passed on to `monsoon prepare`
   // Absolute, without a line break (an #SBATCH line holds it); the run directory is
@@ -21,6 +21,9 @@ struct SbatchInputs {
   // Absolute path of the CUDA plugin the roles load (exported as MONSOON_CUDA_PLUGIN); empty:
   // the binary finds its own.
   std::string cuda_plugin;
+  // Absolute path of the directory holding the `monsoon` Python package for a worker program
+  // (exported as MONSOON_PYTHONPATH); empty: none, or the binary finds its own.
+  std::string python_path;
 };
 
 // Homogeneous: one component of slurm.nodes nodes and TasksNeeded() tasks. Heterogeneous:

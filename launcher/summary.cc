@@ -172,8 +172,7 @@ absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& 
   summary["params_format"] = "raw little-endian float32, flat layout below";
   summary["parameters"] = Json::array();
   for (const ParamTensor& t : layout) {
-    Json tensor = {
-        {"name", t.shape.name}, {"shape", t.shape.dims}, {"offset", t.offset}};
+    Json tensor = {{"name", t.shape.name}, {"shape", t.shape.dims}, {"offset", t.offset}};
     if (num_params <= 64) {
       tensor["values"] =
           std::vector<float>(values.begin() + t.offset, values.begin() + t.offset + t.shape.size());

@@ -33,9 +33,15 @@ constexpr absl::Duration kPeerCheckInterval = absl::Milliseconds(250);
 
 }  // namespace
 
-ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const ModelSpec& spec,
-                                 uint64_t seed, const ServerRules& rules, int workers_expected,
-                                 bool evaluator_expected, ServerClock clock)
+InitialValuesFn ModelInitialValues(const ModelSpec& spec, uint64_t seed) {
+  return [spec, seed](size_t offset, absl::Span<float> out) {
+    Model::InitialValues(spec, seed, offset, out);
+  };
+}
+
+ParameterServer::ParameterServer(int index, const ShardingPlan& plan,
+                                 const InitialValuesFn& initial_values, const ServerRules& rules,
+                                 int workers_expected, bool evaluator_expected, ServerClock clock)
     : index_(index),
       plan_(plan),
       rules_(rules),
@@ -47,7 +53,7 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan, const Mode
     state->meta = c;
     absl::MutexLock lock(&state->mu);
     state->values = std::make_shared<std::vector<float>>(c.size);
-    Model::InitialValues(spec, seed, c.offset, absl::MakeSpan(*state->values));
+    initial_values(c.offset, absl::MakeSpan(*state->values));
     state->ledger = ChunkLedger(workers_expected);
     updater_->Init(state.get());
     state_bytes_ += sizeof(float) * (c.size + state->optimizer_state.size() +

@@ -53,13 +53,19 @@ struct ServerClock {
   static ServerClock Manual(std::function<absl::Time()> now) { return {std::move(now), false}; }
 };
 
+// Fills `out` with the initial values of the flat range [offset, offset + out.size()).
+using InitialValuesFn = std::function<void(size_t offset, absl::Span<float> out)>;
+// Monsoon's model's initial values for `seed` (Model::InitialValues).
+InitialValuesFn ModelInitialValues(const ModelSpec& spec, uint64_t seed);
+
 // Thread-safe: calls on different chunks run in parallel; each chunk has its own lock, held
 // only while its values are read or updated. Push may use per-thread scratch buffers; callers
 // hold no spans into them.
 class ParameterServer {
  public:
-  // Holds plan.ChunksOf(index), initialised to the model's initial values for `seed`.
-  ParameterServer(int index, const ShardingPlan& plan, const ModelSpec& spec, uint64_t seed,
+  // Holds plan.ChunksOf(index), each chunk initialised by initial_values(its offset, its
+  // values).
+  ParameterServer(int index, const ShardingPlan& plan, const InitialValuesFn& initial_values,
                   const ServerRules& rules, int workers_expected, bool evaluator_expected,
                   ServerClock clock = {});
   // Calls CancelWaiters().

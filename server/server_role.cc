@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -224,6 +226,21 @@ absl::Status FinishServing(const ServerRun& run, absl::Status result) {
   return result;
 }
 
+// The weights the job starts from: Monsoon's model's for the job's seed, or the worker
+// program's as the launcher had it write them (RUN_DIR/initial_params.bin).
+absl::StatusOr<InitialValuesFn> JobInitialValues(const JobConfig& config, const RunDir& run_dir,
+                                                 size_t num_params) {
+  if (config.model.type != ModelType::kProgram) {
+    return ModelInitialValues(config.model, config.seed);
+  }
+  MONSOON_ASSIGN_OR_RETURN(std::vector<float> values,
+                           ReadFloatFile(run_dir.initial_params_path(), num_params));
+  auto shared = std::make_shared<const std::vector<float>>(std::move(values));
+  return [shared](size_t offset, absl::Span<float> out) {
+    std::copy_n(shared->begin() + offset, out.size(), out.begin());
+  };
+}
+
 }  // namespace
 
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
@@ -236,8 +253,10 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                     {"server"}));
   ServerRules rules = ServerRules::FromConfig(config);
   MONSOON_ASSIGN_OR_RETURN(rules.run_id, ReadRunId(run_dir));
-  ParameterServer logic(options.index, plan, config.model, config.seed, rules,
-                        config.cluster.workers, config.cluster.evaluator);
+  MONSOON_ASSIGN_OR_RETURN(const InitialValuesFn initial_values,
+                           JobInitialValues(config, run_dir, plan.num_params()));
+  ParameterServer logic(options.index, plan, initial_values, rules, config.cluster.workers,
+                        config.cluster.evaluator);
   if (options.resume) {
     MONSOON_RETURN_IF_ERROR(Traced(trace.get(), 0, "restore checkpoint",
                                    [&] { return Restore(run_dir, options.index, &logic); }));

@@ -26,7 +26,7 @@ double MeanWorkerEpoch(const std::vector<ServerStats>& stats) {
 
 }  // namespace
 
-absl::StatusOr<TestScore> ScoreTestSet(Model* model, const Dataset& test, int batch_size,
+absl::StatusOr<TestScore> ScoreTestSet(TrainableModel* model, const Dataset& test, int batch_size,
                                        const float* params) {
   model->SetParams(params);
   const size_t rows = test.size();

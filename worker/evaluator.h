@@ -10,8 +10,8 @@
 #include "absl/time/time.h"
 #include "core/dataset.h"
 #include "core/metrics.h"
-#include "core/model.h"
 #include "core/trace.h"
+#include "core/trainable_model.h"
 #include "worker/ps_client.h"
 #include "worker/worker_metrics.h"
 
@@ -32,7 +32,7 @@ struct TestScore {
 };
 // Scores `params` (model->num_params() floats) on the whole of `test`, `batch_size` examples
 // at a time.
-absl::StatusOr<TestScore> ScoreTestSet(Model* model, const Dataset& test, int batch_size,
+absl::StatusOr<TestScore> ScoreTestSet(TrainableModel* model, const Dataset& test, int batch_size,
                                        const float* params);
 
 // Borrows everything it is given.
@@ -41,7 +41,7 @@ class Evaluator {
   // `trace` gets every evaluation: its pull and its scoring (thread 0). Results' wall_seconds
   // count from construction, plus `earlier_wall_seconds`: the clock the evaluator's earlier
   // processes in the run left (its metrics CSV's last row; 0 for its first).
-  Evaluator(Model* model, const Dataset* test, PsClient* client, int batch_size,
+  Evaluator(TrainableModel* model, const Dataset* test, PsClient* client, int batch_size,
             CsvMetricsWriter* metrics /* nullable */, TraceWriter* trace /* nullable */,
             double earlier_wall_seconds = 0)
       : model_(model),
@@ -64,7 +64,7 @@ class Evaluator {
                                                    const std::atomic<bool>* stop);
 
  private:
-  Model* const model_;
+  TrainableModel* const model_;
   const Dataset* const test_;
   PsClient* const client_;
   const int batch_size_;

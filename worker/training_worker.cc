@@ -31,9 +31,9 @@ const std::vector<std::string>& WorkerTraceThreads() {
   return *threads;
 }
 
-TrainingWorker::TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
-                               PsClient* client, CsvMetricsWriter* metrics, TraceWriter* trace,
-                               const WorkerTotals& earlier)
+TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableModel* model,
+                               DataShard* shard, PsClient* client, CsvMetricsWriter* metrics,
+                               TraceWriter* trace, const WorkerTotals& earlier)
     : rules_(WorkerRules::FromConfig(config)),
       index_(index),
       model_(model),

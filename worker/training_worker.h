@@ -18,8 +18,8 @@
 #include "core/data_shard.h"
 #include "core/job_config.h"
 #include "core/metrics.h"
-#include "core/model.h"
 #include "core/trace.h"
+#include "core/trainable_model.h"
 #include "worker/elastic_exchanger.h"
 #include "worker/ps_client.h"
 #include "worker/pull_schedule.h"
@@ -62,7 +62,7 @@ class TrainingWorker {
  public:
   // `trace` gets the first config.trace.steps steps: each one's compute and communication.
   // `earlier`: the totals this worker's earlier processes in the run left (none for its first).
-  TrainingWorker(const JobConfig& config, int index, Model* model, DataShard* shard,
+  TrainingWorker(const JobConfig& config, int index, TrainableModel* model, DataShard* shard,
                  PsClient* client, CsvMetricsWriter* metrics /* nullable */,
                  TraceWriter* trace /* nullable */, const WorkerTotals& earlier = {});
 
@@ -130,7 +130,7 @@ class TrainingWorker {
 
   const WorkerRules rules_;
   const int index_;
-  Model* const model_;
+  TrainableModel* const model_;
   DataShard* const shard_;
   PsClient* const client_;
   CsvMetricsWriter* const metrics_;

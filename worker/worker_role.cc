@@ -45,13 +45,6 @@ absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDi
   return Connection{std::move(plan), std::move(client)};
 }
 
-// The backend compute.device asks for, announcing an `auto` fallback on stdout.
-absl::StatusOr<std::unique_ptr<ComputeBackend>> Backend(const JobConfig& config, int gpu) {
-  MONSOON_ASSIGN_OR_RETURN(BackendSelection selection, MakeComputeBackend(config.compute, gpu));
-  if (!selection.note.empty()) LOG(INFO) << selection.note;
-  return std::move(selection.backend);
-}
-
 // `shape` without its dimensions of size 1: [1, 28, 28] -> [28, 28].
 Shape WithoutUnitDims(const Shape& shape) {
   Shape out;
@@ -76,6 +69,19 @@ absl::StatusOr<Dataset> CheckTargets(const JobConfig& config, const DataSource& 
                                                    " targets per example"));
   }
   return data;
+}
+
+// `make_model`'s model for `config`, checked to have the servers' parameter count.
+absl::StatusOr<std::unique_ptr<TrainableModel>> MakeModel(const ModelFactory& make_model,
+                                                          const JobConfig& config, int gpu) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, make_model(config, gpu));
+  const size_t expected = Model::NumParams(config.model);
+  if (model->num_params() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat("the model has ", model->num_params(),
+                                                   " parameters but the job's servers hold ",
+                                                   expected, " (model.num_params)"));
+  }
+  return model;
 }
 
 }  // namespace
@@ -119,8 +125,16 @@ absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index) {
   return CheckTargets(config, *source, std::move(data));
 }
 
+absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu) {
+  MONSOON_ASSIGN_OR_RETURN(BackendSelection selection, MakeComputeBackend(config.compute, gpu));
+  if (!selection.note.empty()) LOG(INFO) << selection.note;
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                           Model::Create(config.model, std::move(selection.backend)));
+  return model;
+}
+
 absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,
-                           const std::atomic<bool>* stop) {
+                           const std::atomic<bool>* stop, const ModelFactory& make_model) {
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<TraceWriter> trace,
       OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), absl::StrCat("worker-", index),
@@ -133,9 +147,8 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                                                    config.cluster.workers, " workers"));
   }
   DataShard shard(&train, index, config.seed);
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                           Model::Create(config.model, backend.get()));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
+                           MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(Connection conn, Traced(trace.get(), kTraceLoop, "connect", [&] {
                              return ConnectToServers(config, run_dir,
                                                      {ClientRole::kWorker, index, NewIncarnation()},
@@ -153,8 +166,8 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       RowFrom<WorkerMetricsRow>(metrics->continued_from(), run_dir.worker_metrics_path(index)));
   const WorkerTotals earlier = WorkerTotals::FromMetricsRow(last.value_or(WorkerMetricsRow{}));
   LOG(INFO) << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
-            << shard.size() << " examples, " << model->num_params() << " parameters, backend "
-            << backend->name();
+            << shard.size() << " examples, " << model->num_params() << " parameters, on "
+            << model->where();
   TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get(),
                         trace.get(), earlier);
   absl::StatusOr<WorkerReport> trained = worker.Run(stop);
@@ -175,16 +188,15 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
 }
 
 absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, int gpu,
-                              const std::atomic<bool>* stop) {
+                              const std::atomic<bool>* stop, const ModelFactory& make_model) {
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> trace,
                            OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), "evaluator",
                                          kTraceEvaluatorPid, "evaluator", {"evaluator"}));
   MONSOON_ASSIGN_OR_RETURN(Dataset test, Traced(trace.get(), 0, "load data", [&] {
                              return LoadSplit(config, /*train=*/false);
                            }));
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<ComputeBackend> backend, Backend(config, gpu));
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
-                           Model::Create(config.model, backend.get()));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
+                           MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(
       Connection conn, Traced(trace.get(), 0, "connect", [&] {
         return ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop);

@@ -4,6 +4,7 @@
 #define MONSOON_WORKER_WORKER_ROLE_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "core/dataset.h"
 #include "core/job_config.h"
 #include "core/run_dir.h"
+#include "core/trainable_model.h"
 
 namespace monsoon {
 
@@ -24,16 +26,25 @@ absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
 // Worker `index`'s shard of the training split (ShardRows), and only its rows.
 absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index);
 
-// Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv. `gpu` is the CUDA
-// device the launcher gave this task (< 0: none); see compute_backends.h.
+// Builds the model a worker or evaluator role trains or scores; `gpu` is the CUDA device the
+// launcher gave the task (< 0: none).
+using ModelFactory =
+    std::function<absl::StatusOr<std::unique_ptr<TrainableModel>>(const JobConfig&, int gpu)>;
+// Monsoon's own model of config.model, on the backend compute.device asks for (see
+// compute_backends.h; an `auto` fallback is logged).
+absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu);
+
+// Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv.
 absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,
-                           const std::atomic<bool>* stop);
+                           const std::atomic<bool>* stop,
+                           const ModelFactory& make_model = NativeModel);
 
 // Scores the server weights on the test set until the workers finish; writes
 // RUN_DIR/metrics/evaluator.csv (its last row is the final result) and RUN_DIR/params.bin
 // (the final weights as raw little-endian float32 in the model's flat layout).
 absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, int gpu,
-                              const std::atomic<bool>* stop);
+                              const std::atomic<bool>* stop,
+                              const ModelFactory& make_model = NativeModel);
 
 }  // namespace monsoon
 

@@ -11,6 +11,7 @@
 #include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/job_setup.h"
+#include "launcher/worker_program.h"
 #include "server/server_role.h"
 #include "worker/worker_role.h"
 
@@ -126,11 +127,11 @@ int ResumeJobHere(const RunDir& run_dir) {
   return RunJobHere(*config, run_dir, /*resume=*/true);
 }
 
-int RunNewJobHere(const JobConfig& config, const std::string& dir) {
+int RunNewJobHere(JobConfig config, const std::string& dir) {
   absl::StatusOr<std::string> root = dir.empty() ? NewDefaultDir(config.job) : dir;
   if (!root.ok()) return Fail(root.status(), 1);
   const RunDir run_dir{*root};
-  auto lock = PrepareRunDir(config, run_dir);  // held while the job runs
+  auto lock = PrepareRunDir(&config, run_dir);  // held while the job runs
   const absl::Status& s = lock.status();
   if (absl::IsAlreadyExists(s) || absl::IsInvalidArgument(s)) return Fail(s, 2);
   if (!s.ok()) return Fail(s, 1);
@@ -155,10 +156,14 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
       break;
     }
     case RoleKind::kWorker:
-      s = RunWorkerRole(config, run_dir, role.index, gpu, StopFlag());
-      break;
     case RoleKind::kEvaluator:
-      s = RunEvaluatorRole(config, run_dir, gpu, StopFlag());
+      if (!config.cluster.worker_program.empty()) {
+        s = ExecWorkerProgram(config, run_dir, role, gpu);  // returns only on failure
+      } else if (role.kind == RoleKind::kWorker) {
+        s = RunWorkerRole(config, run_dir, role.index, gpu, StopFlag());
+      } else {
+        s = RunEvaluatorRole(config, run_dir, gpu, StopFlag());
+      }
       break;
     case RoleKind::kIdle:
       std::cerr << "monsoon: this task has no role in the job; exiting" << std::endl;
@@ -171,13 +176,7 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
     s = absl::CancelledError(
         absl::StrCat(role.Describe(), " stopped by signal; after it: ", s.message()));
   }
-  if (absl::IsCancelled(s)) return Fail(s, kExitStopped);
-  // A client's calls name the server they went to ("server 1 (HOST:PORT) Pull: ...").
-  const bool server_unreachable = (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s)) &&
-                                  role.kind != RoleKind::kServer &&
-                                  absl::StartsWith(s.message(), "server ");
-  if (server_unreachable) return Fail(s, kExitServerUnreachable);
-  return s.ok() ? 0 : Fail(s, 1);
+  return s.ok() ? 0 : Fail(s, RoleExitStatus(s, role.kind != RoleKind::kServer));
 }
 
 }  // namespace monsoon

@@ -78,7 +78,7 @@ int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume);
 // `run --resume RUN_DIR` (also `launch --resume` outside a parallel launcher).
 int ResumeJobHere(const RunDir& run_dir);
 // `run CONFIG.yaml` with a prepared config (also `launch CONFIG.yaml` outside one).
-int RunNewJobHere(const JobConfig& config, const std::string& run_dir);
+int RunNewJobHere(JobConfig config, const std::string& run_dir);
 // The closing line of a finished job: "monsoon: done; final test accuracy ..., summary in ...".
 void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgress& progress);
 // Runs one role of a prepared job; the exit status of the process. `gpu` is the CUDA device

@@ -26,11 +26,11 @@ absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std
             << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantLabel(v)
             << std::endl;
   const RunDir run_dir{absl::StrCat(out, "/", v.name)};
-  MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<RunDirLock> lock,
-                           PrepareRunDir(v.config, run_dir));
+  JobConfig config = v.config;
+  MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<RunDirLock> lock, PrepareRunDir(&config, run_dir));
   LocalJobOptions options;
   options.self_exe = SelfExePath();
-  MONSOON_RETURN_IF_ERROR(RunLocalJob(v.config, run_dir, options, StopFlag()).status());
+  MONSOON_RETURN_IF_ERROR(RunLocalJob(config, run_dir, options, StopFlag()).status());
   return ReadVariantResult(v, run_dir, study.target_accuracy);
 }
 

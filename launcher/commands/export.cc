@@ -21,23 +21,15 @@ struct ExportOptions {
 // RUN_DIR/params.bin, checked against the model's size.
 absl::StatusOr<std::vector<float>> FinalWeights(const PreparedRun& run) {
   const std::string path = run.run_dir.params_path();
-  absl::StatusOr<std::string> bytes = ReadFile(path);
-  if (absl::IsNotFound(bytes.status())) {
+  absl::StatusOr<std::vector<float>> weights =
+      ReadFloatFile(path, Model::NumParams(run.config.model));
+  if (absl::IsNotFound(weights.status())) {
     return absl::NotFoundError(absl::StrCat(
         "no final weights in ", run.run_dir.root, " (", path,
         "): the job has not finished; "
         "after a SLURM job whose summarize step did not run, run `monsoon summarize --run-dir ",
         run.run_dir.root, "` first"));
   }
-  if (!bytes.ok()) return bytes.status();
-  const size_t expected = Model::NumParams(run.config.model);
-  if (bytes->size() != expected * sizeof(float)) {
-    return absl::DataLossError(absl::StrCat(path, " holds ", bytes->size(), " bytes; the model's ",
-                                            expected, " parameters take ",
-                                            expected * sizeof(float)));
-  }
-  std::vector<float> weights(expected);
-  bytes->copy(reinterpret_cast<char*>(weights.data()), bytes->size());
   return weights;
 }
 

@@ -1,6 +1,7 @@
 // `monsoon sbatch CONFIG.yaml [--set ...] [--script FILE] [--submit [--wait]]`.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "launcher/commands/command.h"
 #include "launcher/process_group.h"
 #include "launcher/sbatch_script.h"
+#include "launcher/worker_program.h"
 #include "worker/compute_backends.h"
 
 namespace monsoon {
@@ -61,10 +63,44 @@ absl::StatusOr<std::string> StableCopy(const std::string& file, const std::strin
   return path;
 }
 
+// A copy of the `monsoon` Python package (MonsoonPythonPath()) as stable as StableCopy's:
+// RUNS_ROOT/bin/python-HASH/monsoon/, HASH from its files' digests. Returns
+// RUNS_ROOT/bin/python-HASH.
+absl::StatusOr<std::string> StablePythonPackage(const std::string& runs_root) {
+  namespace fs = std::filesystem;
+  MONSOON_ASSIGN_OR_RETURN(const std::string source, MonsoonPythonPath());
+  std::vector<fs::path> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(fs::path(source) / "monsoon", ec)) {
+    if (entry.is_regular_file(ec)) files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  std::string digests;
+  for (const fs::path& f : files) {
+    MONSOON_ASSIGN_OR_RETURN(const std::string digest, FileSha256(f.string()));
+    absl::StrAppend(&digests, digest.substr(0, 4));
+  }
+  const fs::path dir = fs::path(runs_root) / "bin" / absl::StrCat("python-", digests);
+  if (fs::exists(dir, ec)) return dir.string();
+  const fs::path tmp = absl::StrCat(dir.string(), ".tmp.", getpid());
+  fs::create_directories(tmp / "monsoon", ec);
+  for (const fs::path& f : files) {
+    if (!ec) fs::copy_file(f, tmp / "monsoon" / f.filename(), ec);
+  }
+  if (!ec) fs::rename(tmp, dir, ec);
+  if (ec) {
+    fs::remove_all(tmp, ec);
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot copy the monsoon Python package to ", dir.string()));
+  }
+  return dir.string();
+}
+
 // What the batch script runs. A bundle's binary (tools/bundle.sh: BUNDLE beside its bin/) runs
 // where it is, since its libraries lie beside it and a bundle is unpacked, not rebuilt in place;
 // a build tree's binary and CUDA plugin run as stable copies.
-absl::Status SetProgram(const std::string& runs_root, SbatchInputs* inputs) {
+absl::Status SetProgram(const JobConfig& config, const std::string& runs_root,
+                        SbatchInputs* inputs) {
   const std::filesystem::path self = SelfExePath();
   std::error_code ec;
   if (std::filesystem::exists(self.parent_path().parent_path() / "BUNDLE", ec)) {
@@ -72,6 +108,9 @@ absl::Status SetProgram(const std::string& runs_root, SbatchInputs* inputs) {
     return absl::OkStatus();
   }
   MONSOON_ASSIGN_OR_RETURN(inputs->monsoon_exe, StableCopy(self, runs_root, "monsoon", ""));
+  if (!config.cluster.worker_program.empty()) {
+    MONSOON_ASSIGN_OR_RETURN(inputs->python_path, StablePythonPackage(runs_root));
+  }
   const std::string plugin = CudaPluginFile();
   if (plugin.empty()) return absl::OkStatus();
   MONSOON_ASSIGN_OR_RETURN(
@@ -98,7 +137,7 @@ int Sbatch(const SbatchOptions& o) {
     return Fail(runs_dir.status(), absl::IsInvalidArgument(runs_dir.status()) ? 2 : 1);
   SbatchInputs inputs;
   const absl::Status program =
-      SetProgram(std::filesystem::path(*runs_dir).parent_path().string(), &inputs);
+      SetProgram(*config, std::filesystem::path(*runs_dir).parent_path().string(), &inputs);
   if (!program.ok()) return Fail(program, 1);
   inputs.config_path = std::filesystem::absolute(o.config).lexically_normal().string();
   inputs.overrides = o.sets;

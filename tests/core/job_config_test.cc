@@ -329,6 +329,39 @@ TEST_CASE("JobConfig: --set overrides any key before validation", "[core][config
   }
 }
 
+TEST_CASE("JobConfig: a worker program's model (model.type: program)", "[core][config]") {
+  std::ofstream(TempPath("train.py")) << "pass\n";
+  const std::string model = "  type: program\n  input_dim: 4\n  output_dim: 2\n";
+  const std::string program = "cluster:\n  worker_program: [python3, train.py, --fast]\n";
+  auto config = ParseJobConfig(program + CsvJobWithModel(model), TempPath(""));
+  REQUIRE(config.ok());
+  // A file beside the job file becomes its absolute path; other arguments stay.
+  CHECK(config->cluster.worker_program ==
+        std::vector<std::string>{"python3", TempPath("train.py"), "--fast"});
+  CHECK(Model::Create(config->model, nullptr).status().message() ==
+        "model.type is program: the model is the worker program's (cluster.worker_program)");
+  // The launcher's num_params is written, and read back.
+  config->model.num_params = 1234;
+  const std::string yaml = JobConfigToYaml(*config);
+  CHECK(yaml.find("  num_params: 1234\n") != std::string::npos);
+  auto again = ParseJobConfig(yaml, "/");
+  REQUIRE(again.ok());
+  CHECK(again->model.num_params == 1234);
+  CHECK(Model::NumParams(again->model) == 1234);
+
+  CHECK(ErrorOf(CsvJobWithModel(model)) ==
+        "model.type is program: name the program in cluster.worker_program");
+  CHECK(ErrorOf(program + CsvJobWithModel("  type: mlp\n  input_dim: 4\n  output_dim: 2\n")) ==
+        "cluster.worker_program: the program's model needs model.type: program");
+  CHECK(ErrorOf(program + CsvJobWithModel(model + "  hidden: [8]\n")) ==
+        "model.type is program: the model is the worker program's; leave out model.layers and "
+        "model.hidden");
+  CHECK(ErrorOf(CsvJobWithModel("  input_dim: 4\n  output_dim: 2\n  num_params: 8\n")) ==
+        "model.num_params: only a program's model (model.type: program) gives its size");
+  CHECK(ErrorOf("cluster:\n  worker_program: [python3, '']\n" + CsvJobWithModel(model)) ==
+        "cluster.worker_program[1]: an empty argument");
+}
+
 TEST_CASE("JobConfig: the resolved YAML parses back to the same config", "[core][config]") {
   auto config = LoadJobConfig("configs/fmnist_downpour.yaml", {"optimizer.learning_rate=0.0123"});
   REQUIRE(config.ok());

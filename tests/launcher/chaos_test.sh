@@ -31,36 +31,6 @@ within_a_point() {
   python3 -c "import sys; a = float(sys.argv[1]); sys.exit(0 if any(abs(a - float(r)) <= 0.01 for r in sys.argv[2:]) else 1)" "$@"
 }
 
-# check_ledger RUN_DIR: every server's ledger against every worker's final push count.
-check_ledger() {
-  python3 - "$1" <<'PY'
-import csv, glob, re, sys
-run = sys.argv[1]
-pushes = {}
-for log in glob.glob(f"{run}/logs/worker-*.log"):
-    w = int(re.search(r"worker-(\d+)\.log", log).group(1))
-    done = re.findall(r"worker \d+ done: \d+ steps, \d+ samples, (\d+) pushes", open(log).read())
-    if done:
-        pushes[w] = int(done[-1])
-bad, rows, duplicates = [], 0, 0
-for path in glob.glob(f"{run}/metrics/ledger-server-*.csv"):
-    for r in csv.DictReader(open(path)):
-        w, n = int(r["worker"]), int(float(r["applied"]))
-        rows += 1
-        duplicates += int(float(r["duplicates"]))
-        if int(float(r["processed"])) != n:
-            bad.append(f"{path} chunk {r['chunk']} worker {w}: processed {r['processed']} != applied {n}")
-        if int(float(r["sequence_sum"])) != n * (n + 1) // 2:
-            bad.append(f"{path} chunk {r['chunk']} worker {w}: sequence sum {r['sequence_sum']} != {n * (n + 1) // 2}")
-        if pushes.get(w) != n:
-            bad.append(f"{path} chunk {r['chunk']} worker {w}: applied {n}, the worker made {pushes.get(w)}")
-print(f"ledger: {rows} (chunk, worker) rows, {sum(pushes.values())} pushes, {duplicates} duplicates ignored")
-for b in bad[:10]:
-    print("  " + b)
-sys.exit(1 if bad or rows == 0 else 0)
-PY
-}
-
 references=()
 for k in 1 2; do
   timeout 240 "$MONSOON" run "$config" --run-dir "$WORK/reference-$k" >"$WORK/reference-$k.txt" 2>&1

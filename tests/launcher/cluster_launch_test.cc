@@ -216,7 +216,7 @@ TEST_CASE("SbatchScript: homogeneous and heterogeneous scripts", "[launcher][sba
   config.slurm.extra = {"--mail-type=END"};
   config.slurm.setup = {"module load cuda/12.4", "export OMP_NUM_THREADS=1"};
   SbatchInputs in{"/opt/monsoon", "/jobs/demo.yaml", {"training.epochs=3"}, "/scratch/runs/demo",
-                  "/opt/libmonsoon_cuda.so"};
+                  "/opt/libmonsoon_cuda.so", ""};
   const std::string homogeneous = SbatchScript(config, in);
   CHECK(homogeneous.find("MONSOON='/opt/monsoon'\nexport "
                          "MONSOON_CUDA_PLUGIN='/opt/libmonsoon_cuda.so'\n") != std::string::npos);

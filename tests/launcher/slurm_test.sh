@@ -109,6 +109,18 @@ case "$exe" in
 esac
 grep -q "^srun .* --cpus-per-task=1 " sbatch2.txt && pass "srun gets --cpus-per-task" \
   || fail "srun without --cpus-per-task: $(grep '^srun' sbatch2.txt)"
+# 2b. A PyTorch worker program (examples/pytorch_mlp.py, Debian's python3 first on PATH): the
+# batch script exports a stable copy of the monsoon Python package.
+PATH="/usr/bin:$PATH" timeout 180 "$MONSOON" sbatch "$ROOT/examples/pytorch_mlp.yaml" \
+  --set training.epochs=1 --submit --wait >sbatch_py.txt 2>&1
+expect_eq "PyTorch job exit status" "$?" "0"
+run=$(ls -d runs/pytorch_mlp/slurm-* | grep -v '\.out$' | head -1)
+acc=$(json_get "$run/summary.json" final_test_accuracy)
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.75 else 1)" "$acc" \
+  && pass "PyTorch job under SLURM: test accuracy $acc >= 0.75" || fail "PyTorch job: accuracy $acc"
+grep -q "^export MONSOON_PYTHONPATH='$WORK/runs/bin/python-" sbatch_py.txt \
+  && pass "the batch script exports the package's stable copy" \
+  || fail "no MONSOON_PYTHONPATH: $(grep PYTHON sbatch_py.txt)"
 "$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" --set slurm.gpus_per_node=2 \
   --script gpus.sbatch >/dev/null 2>&1
 grep -q "^#SBATCH --gpu-bind=map_gpu:0,1$" gpus.sbatch \

@@ -4,6 +4,10 @@ into the same network in PyTorch and scores it on the test set: prints the accur
 0 when it is the evaluator's (summary.json's final_test_accuracy) within 0.002.
 
     torch_reload.py RUN_DIR mlp|cnn
+    torch_reload.py RUN_DIR program SCRIPT.py
+
+`program`: the run trained SCRIPT.py's make_model() (a worker program); its final flat weights
+(monsoon.load_params) go into that model with monsoon.torch.load_state.
 
 Monsoon's dense weights are [in, out] (y = x W): nn.Linear takes their transpose.
 Convolution weights [filters, channels, kernel, kernel] and the channels-first flatten order
@@ -46,14 +50,32 @@ def load(net, params):
             p.copy_(value)
 
 
+def program_model(script, run_dir):
+    """SCRIPT.py's make_model() with the run's final weights."""
+    import importlib.util
+
+    import monsoon
+    import monsoon.torch
+
+    spec = importlib.util.spec_from_file_location("worker_program", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    net = module.make_model()
+    monsoon.torch.load_state(net, monsoon.load_params(run_dir))
+    return net
+
+
 def main():
     run_dir, kind = sys.argv[1], sys.argv[2]
-    if kind == "mlp":
+    if kind == "program":
+        net = program_model(sys.argv[3], run_dir)
+    elif kind == "mlp":
         net = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
                             nn.ReLU(), nn.Linear(128, 10))
+        load(net, np.load(f"{run_dir}/params.npz"))
     else:
         net = cnn_network()
-    load(net, np.load(f"{run_dir}/params.npz"))
+        load(net, np.load(f"{run_dir}/params.npz"))
     x, y = test_set()
     with torch.no_grad():
         accuracy = (net.eval()(x).argmax(1) == y).float().mean().item()

@@ -37,7 +37,8 @@ struct Cluster {
     rules.optimizer.learning_rate = 1.0f;
     rules.easgd.alpha = 0.5;
     for (int j = 0; j < servers; ++j) {
-      logic.push_back(std::make_unique<ParameterServer>(j, plan, spec, 1, rules, 2, false));
+      logic.push_back(
+          std::make_unique<ParameterServer>(j, plan, ModelInitialValues(spec, 1), rules, 2, false));
       auto started = GrpcParameterServer::Start(logic.back().get(), "127.0.0.1",
                                                 JobSecrets::TokenOnly("secret"),
                                                 ServerLimits::For(plan, 2, 16));
@@ -360,7 +361,7 @@ TEST_CASE(
   absl::Time now = absl::UnixEpoch() + absl::Hours(1);
   const ServerClock clock = ServerClock::Manual([&] { return now; });
   SECTION("downpour: carries on") {
-    ParameterServer server(0, plan, spec, 1, rules, 2, false, clock);
+    ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2, false, clock);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
     for (int i = 0; i < 8; ++i) {  // worker 0 keeps beating, worker 1 is silent
@@ -381,7 +382,8 @@ TEST_CASE(
     CHECK(!server.AllFinished());
   }
   SECTION("an unheard evaluator is lost: the job finishes without it; it can come back") {
-    ParameterServer server(0, plan, spec, 1, rules, 1, /*evaluator_expected=*/true, clock);
+    ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 1,
+                           /*evaluator_expected=*/true, clock);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kEvaluator, 0, 0, "ipv4:10.0.0.3:7").ok());
     for (int i = 0; i < 4; ++i) {  // both beat
@@ -410,7 +412,8 @@ TEST_CASE(
   SECTION(
       "a worker or evaluator never heard from is lost after the join timeout; it may join late") {
     rules.join_timeout = absl::Milliseconds(500);
-    ParameterServer server(0, plan, spec, 1, rules, 2, /*evaluator_expected=*/true, clock);
+    ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2,
+                           /*evaluator_expected=*/true, clock);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     for (int i = 0; i < 4; ++i) {  // only worker 0 is ever heard: not yet the join timeout
       now += absl::Milliseconds(100);
@@ -441,7 +444,7 @@ TEST_CASE(
   SECTION("sync with every worker in the quorum: stops, naming the worker") {
     rules.algorithm = Algorithm::kSync;
     rules.stop_on_worker_loss = true;
-    ParameterServer server(0, plan, spec, 1, rules, 2, false, clock);
+    ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2, false, clock);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
     now += absl::Milliseconds(800);
     server.Tick(now);

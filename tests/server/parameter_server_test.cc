@@ -25,7 +25,8 @@ std::unique_ptr<ParameterServer> MakeServer(const ShardingPlan& plan, int index,
                                             OptimizerSpec opt = {}, ServerRules rules = {},
                                             int workers = 2) {
   rules.optimizer = opt;
-  return std::make_unique<ParameterServer>(index, plan, TinyModel(), /*seed=*/5, rules, workers,
+  return std::make_unique<ParameterServer>(index, plan, ModelInitialValues(TinyModel(), /*seed=*/5),
+                                           rules, workers,
                                            /*evaluator=*/true);
 }
 
@@ -527,7 +528,8 @@ TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts ag
     MakeServer(*plan, 0, {}, rules)->SaveCheckpoint(out->get());
     REQUIRE((*out)->Commit(1).ok());
   }
-  ParameterServer restored(0, *plan, TinyModel(), /*seed=*/5, rules, /*workers=*/2,
+  ParameterServer restored(0, *plan, ModelInitialValues(TinyModel(), /*seed=*/5), rules,
+                           /*workers=*/2,
                            /*evaluator=*/true, clock);
   now += absl::Milliseconds(1400);  // a slow load, say
   std::vector<std::string> skipped;

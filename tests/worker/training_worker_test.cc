@@ -41,9 +41,9 @@ struct LinearSetup {
   // Builds the servers from `config` (call after adjusting it).
   void Start() {
     for (int j = 0; j < config.cluster.servers; ++j) {
-      servers_.push_back(std::make_unique<ParameterServer>(j, plan, config.model, 1,
-                                                           ServerRules::FromConfig(config),
-                                                           config.cluster.workers, false));
+      servers_.push_back(std::make_unique<ParameterServer>(
+          j, plan, ModelInitialValues(config.model, 1), ServerRules::FromConfig(config),
+          config.cluster.workers, false));
       raw.push_back(servers_.back().get());
     }
   }

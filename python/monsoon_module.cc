@@ -1,0 +1,327 @@
+// monsoon._monsoon: the C++ side of the `monsoon` Python package. A worker program started by
+// the launcher (cluster.worker_program) hands its model to run_role(), which runs the same
+// worker or evaluator role as Monsoon's own binary (data shard, algorithm, gRPC client,
+// metrics, trace, restarts), calling back into the model for every batch. Errors come back as
+// monsoon.Error carrying the C++ status message; an exception the model's own code raised comes
+// back as itself.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/exit_status.h"
+#include "core/file_util.h"
+#include "core/job_config.h"
+#include "core/kernel_math.h"
+#include "core/run_dir.h"
+#include "core/trainable_model.h"
+#include "worker/worker_role.h"
+
+namespace py = pybind11;
+
+namespace monsoon {
+namespace {
+
+// What the launcher tells a worker program through its environment.
+struct ProgramEnvironment {
+  std::string role;  // "worker", "evaluator" or "init"
+  std::string run_dir;
+  int index = 0;
+  int gpu = -1;
+};
+
+// The environment variable `name`, or InvalidArgument saying the program was not started by
+// the launcher.
+absl::StatusOr<std::string> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') {
+    return absl::FailedPreconditionError(absl::StrCat(
+        name,
+        " is not set: this program is a Monsoon worker program; start it with `monsoon run "
+        "JOB.yaml` (cluster.worker_program), not by itself"));
+  }
+  return std::string(value);
+}
+
+absl::StatusOr<ProgramEnvironment> ReadEnvironment() {
+  ProgramEnvironment env;
+  absl::StatusOr<std::string> role = Env("MONSOON_ROLE");
+  if (!role.ok()) return role.status();
+  absl::StatusOr<std::string> run_dir = Env("MONSOON_RUN_DIR");
+  if (!run_dir.ok()) return run_dir.status();
+  env.role = *role;
+  env.run_dir = *run_dir;
+  if (const char* index = std::getenv("MONSOON_INDEX")) env.index = std::atoi(index);
+  if (const char* gpu = std::getenv("MONSOON_GPU")) env.gpu = std::atoi(gpu);
+  return env;
+}
+
+// The Python exception for a failed status: monsoon.Error(message), with `code` (the status
+// code's name) and `exit_status` (what the process should exit with) attributes.
+py::handle g_error_type;  // owned by the module (its `Error` attribute)
+
+[[noreturn]] void Raise(const absl::Status& status, bool client) {
+  py::object error = g_error_type(std::string(status.message()));
+  error.attr("code") = absl::StatusCodeToString(status.code());
+  error.attr("exit_status") = RoleExitStatus(status, client);
+  PyErr_SetObject(g_error_type.ptr(), error.ptr());
+  throw py::error_already_set();
+}
+
+template <class T>
+T ValueOrRaise(absl::StatusOr<T> value) {
+  if (!value.ok()) Raise(value.status(), /*client=*/false);
+  return *std::move(value);
+}
+
+// A writeable, C-contiguous float32 array's data; ValueError naming `what` otherwise.
+float* FloatData(py::handle array, const char* what, size_t* size) {
+  if (!py::isinstance<py::array_t<float>>(array)) {
+    throw py::value_error(absl::StrCat(what, " must be a float32 NumPy array"));
+  }
+  py::array a = py::reinterpret_borrow<py::array>(array);
+  if (a.ndim() != 1 || !(a.flags() & py::array::c_style) || !a.writeable()) {
+    throw py::value_error(absl::StrCat(what, " must be a writeable, contiguous 1-D array"));
+  }
+  *size = static_cast<size_t>(a.shape(0));
+  return static_cast<float*>(a.mutable_data());
+}
+
+// A model written in Python: an object with `params` and `grads` (float32 NumPy arrays of one
+// length, which stay the same arrays) and the methods compute_gradients(x, y, seed) -> the
+// batch's summed loss, after writing the batch-mean loss gradient into `grads`; and
+// evaluate(x, y) -> (summed loss, correct predictions). x is [rows, features] and y [rows] or
+// [rows, targets], both float32 and valid only during the call. Borrows the object, which its
+// caller keeps alive. A Python exception ends the role: it goes to *raised (which the caller
+// owns and clears with the GIL held), and the model's status says what was raised.
+class PythonModel : public TrainableModel {
+ public:
+  PythonModel(py::handle model, std::string where, std::optional<py::error_already_set>* raised)
+      : model_(model), where_(std::move(where)), raised_(raised) {
+    size_t grads_size = 0;
+    params_ = FloatData(model.attr("params"), "model.params", &n_);
+    grads_ = FloatData(model.attr("grads"), "model.grads", &grads_size);
+    if (grads_size != n_) {
+      throw py::value_error(
+          absl::StrCat("model.grads has ", grads_size, " values but model.params ", n_));
+    }
+  }
+
+  size_t num_params() const override { return n_; }
+  std::string where() const override { return where_; }
+  void SetParams(const float* host) override { Copy(host, params_); }
+  void GetParams(float* host) override { Copy(params_, host); }
+  void GetGrads(float* host) override { Copy(grads_, host); }
+  void AddWeightDecay(float weight_decay) override {
+    if (weight_decay > 0) Axpy(weight_decay, params_, grads_);
+  }
+  void ApplyLocalSgd(float learning_rate) override { Axpy(-learning_rate, grads_, params_); }
+  void ApplyLocalNesterov(float learning_rate, float momentum) override {
+    velocity_.resize(n_);
+    for (size_t i = 0; i < n_; ++i) {
+      NesterovElement(learning_rate, momentum, grads_[i], &velocity_[i], &params_[i]);
+    }
+  }
+  void GetVelocity(float* host) override {
+    velocity_.resize(n_);
+    Copy(velocity_.data(), host);
+  }
+  void AddToParams(const float* delta_host, float scale) override {
+    Axpy(scale, delta_host, params_);
+  }
+  absl::Status Synchronize() override { return status_; }
+  void set_batch_seed(uint64_t seed) override { seed_ = seed; }
+
+  BatchResult ComputeGradients(const float* x, const float* y, int rows) override {
+    BatchResult result{0, 0, rows};
+    Call([&] {
+      result.loss_sum =
+          model_.attr("compute_gradients")(View(x, rows, true), View(y, rows, false), seed_)
+              .cast<double>();
+    });
+    return result;
+  }
+  BatchResult Evaluate(const float* x, const float* y, int rows) override {
+    BatchResult result{0, 0, rows};
+    Call([&] {
+      auto [loss_sum, correct] = model_.attr("evaluate")(View(x, rows, true), View(y, rows, false))
+                                     .cast<std::pair<double, int>>();
+      result.loss_sum = loss_sum;
+      result.correct = correct;
+    });
+    return result;
+  }
+
+  // The batch's shape per example: features, and targets (0: one class id per example).
+  void set_widths(int features, int targets) {
+    features_ = features;
+    targets_ = targets;
+  }
+
+ private:
+  void Copy(const float* from, float* to) const {
+    if (status_.ok()) std::memcpy(to, from, n_ * sizeof(float));
+  }
+  void Axpy(float alpha, const float* x, float* y) const {
+    if (!status_.ok()) return;
+    for (size_t i = 0; i < n_; ++i) y[i] += alpha * x[i];
+  }
+  // A NumPy view of the batch's features or targets (no copy).
+  py::array View(const float* data, int rows, bool features) const {
+    std::vector<py::ssize_t> shape = {rows};
+    const int width = features ? features_ : targets_;
+    if (features || width > 0) shape.push_back(width);
+    return py::array(py::dtype::of<float>(), shape, data, py::none());
+  }
+  // Runs `body` with the GIL held, unless an earlier call failed; keeps what it raises.
+  template <class Body>
+  void Call(Body body) {
+    if (!status_.ok()) return;
+    py::gil_scoped_acquire gil;
+    try {
+      body();
+    } catch (py::error_already_set& e) {
+      status_ = absl::InternalError(absl::StrCat("the model raised ", e.what()));
+      *raised_ = std::move(e);
+    } catch (const std::exception& e) {
+      status_ = absl::InternalError(absl::StrCat("the model's result: ", e.what()));
+    }
+  }
+
+  const py::handle model_;  // borrowed
+  const std::string where_;
+  float* params_ = nullptr;  // the model's arrays
+  float* grads_ = nullptr;
+  size_t n_ = 0;
+  std::vector<float> velocity_;
+  uint64_t seed_ = 0;
+  int features_ = 0, targets_ = 0;
+  absl::Status status_;
+  std::optional<py::error_already_set>* const raised_;
+};
+
+std::atomic<bool> g_stop{false};
+
+void OnStopSignal(int) { g_stop.store(true); }
+
+// Stop signals set g_stop while this object lives, as in Monsoon's own roles; then Python's
+// handlers come back.
+class StopSignals {
+ public:
+  StopSignals() {
+    for (const int s : kSignals) previous_.push_back(std::signal(s, OnStopSignal));
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < previous_.size(); ++i) std::signal(kSignals[i], previous_[i]);
+  }
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1};
+  std::vector<void (*)(int)> previous_;
+};
+
+// The job as the program needs it (see monsoon.job()).
+py::dict JobInfo() {
+  const ProgramEnvironment env = ValueOrRaise(ReadEnvironment());
+  py::dict info;
+  info["role"] = env.role;
+  info["index"] = env.index;
+  info["run_dir"] = env.run_dir;
+  if (env.role == "init") {
+    const char* seed = std::getenv("MONSOON_SEED");
+    info["seed"] = seed == nullptr ? 0ull : std::strtoull(seed, nullptr, 10);
+    return info;
+  }
+  const JobConfig config = ValueOrRaise(LoadJobConfig(RunDir{env.run_dir}.config_path()));
+  const ModelSpec& m = config.model;
+  info["job"] = config.job;
+  info["seed"] = config.seed;
+  info["workers"] = config.cluster.workers;
+  info["input_shape"] = m.input_shape.empty() ? std::vector<int>{m.input_dim} : m.input_shape;
+  info["output_dim"] = m.output_dim;
+  info["loss"] = std::string(kLossNames.Name(m.loss));
+  info["num_params"] = m.num_params;
+  info["algorithm"] = std::string(kAlgorithmNames.Name(config.training.algorithm));
+  return info;
+}
+
+// Runs the role the environment names with `model`.
+void RunRole(py::handle model) {
+  const ProgramEnvironment env = ValueOrRaise(ReadEnvironment());
+  const RunDir run_dir{env.run_dir};
+  const JobConfig config = ValueOrRaise(LoadJobConfig(run_dir.config_path()));
+  const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
+  std::optional<py::error_already_set> raised;  // what the model raised
+  const ModelFactory make_model = [&](const JobConfig&,
+                                      int) -> absl::StatusOr<std::unique_ptr<TrainableModel>> {
+    py::gil_scoped_acquire gil;
+    try {
+      auto m = std::make_unique<PythonModel>(model, "python", &raised);
+      m->set_widths(config.model.input_dim, classify ? 0 : config.model.output_dim);
+      return m;
+    } catch (const std::exception& e) {  // the model's arrays are not what run_role needs
+      return absl::InvalidArgumentError(e.what());
+    }
+  };
+  absl::Status status;
+  {
+    const StopSignals signals;
+    py::gil_scoped_release release;
+    if (env.role == "worker") {
+      status = RunWorkerRole(config, run_dir, env.index, env.gpu, &g_stop, make_model);
+    } else if (env.role == "evaluator") {
+      status = RunEvaluatorRole(config, run_dir, env.gpu, &g_stop, make_model);
+    } else {
+      status = absl::InvalidArgumentError(
+          absl::StrCat("MONSOON_ROLE is '", env.role, "': expected worker or evaluator"));
+    }
+  }
+  if (raised.has_value()) {
+    raised->restore();
+    raised.reset();
+    throw py::error_already_set();
+  }
+  if (!status.ok() && g_stop.load() && !absl::IsCancelled(status)) {
+    status = absl::CancelledError(absl::StrCat("stopped by signal; after it: ", status.message()));
+  }
+  if (!status.ok()) Raise(status, /*client=*/true);
+}
+
+// Writes the program's initial weights where the launcher reads them (MONSOON_ROLE=init).
+void WriteInitialParams(py::handle params) {
+  const ProgramEnvironment env = ValueOrRaise(ReadEnvironment());
+  size_t n = 0;
+  const float* data = FloatData(params, "params", &n);
+  const absl::Status written =
+      WriteFileAtomically(RunDir{env.run_dir}.initial_params_path(),
+                          std::string(reinterpret_cast<const char*>(data), n * sizeof(float)));
+  if (!written.ok()) Raise(written, /*client=*/false);
+}
+
+}  // namespace
+}  // namespace monsoon
+
+PYBIND11_MODULE(_monsoon, m) {
+  m.doc() = "Monsoon's C++ worker and evaluator roles for models written in Python";
+  m.attr("Error") = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "monsoon.Error", "A Monsoon call failed; the message is the C++ status's.",
+      PyExc_RuntimeError, nullptr));
+  monsoon::g_error_type = m.attr("Error");
+  m.def("job", &monsoon::JobInfo, "The job this program serves, from the launcher's environment.");
+  m.def("run_role", &monsoon::RunRole, py::arg("model"),
+        "Runs this program's worker or evaluator role with `model` until the job ends.");
+  m.def("write_initial_params", &monsoon::WriteInitialParams, py::arg("params"),
+        "Writes the model's initial flat weights for the servers (the launcher's init run).");
+  m.attr("EXIT_STOPPED") = monsoon::kExitStopped;
+}

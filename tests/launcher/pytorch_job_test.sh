@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# PyTorch models on Monsoon's servers (README "Bring a PyTorch model"): examples/pytorch_mlp.py
+# as the worker program of 2 workers and the evaluator reaches >= 0.85 on Fashion-MNIST under
+# Downpour, and trains under sync and easgd from the same script; its final weights reload
+# into PyTorch with the evaluator's accuracy; the metrics are a C++ worker's; bad use is a
+# Python exception or a job error naming the problem.
+source tests/launcher/test_lib.sh
+export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
+export PYTHONPATH="$PWD/python"
+
+at_least() {  # at_least WHAT VALUE MIN
+  python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$2" "$3" \
+    && pass "$1: $2 >= $3" || fail "$1: $2 < $3"
+}
+
+timeout 300 "$MONSOON" run examples/pytorch_mlp.yaml --run-dir "$WORK/downpour" >"$WORK/out.txt" 2>&1
+expect_eq "PyTorch MLP job exit status" "$?" "0"
+tail -2 "$WORK/out.txt"
+at_least "downpour test accuracy" "$(json_get "$WORK/downpour/summary.json" final_test_accuracy)" 0.85
+tests/launcher/torch_reload.py "$WORK/downpour" program examples/pytorch_mlp.py
+expect_eq "final weights reloaded into the script's model (monsoon.load_params)" "$?" "0"
+expect_eq "a Python worker's metrics columns are a C++ worker's" \
+  "$(head -1 "$WORK/downpour/metrics/worker-1.csv")" \
+  "step,wall_seconds,epoch,loss,samples_per_second,bytes_sent,bytes_received,version,clock,slowest_clock,staleness,comm_seconds"
+"$MONSOON" status --run-dir "$WORK/downpour" >/dev/null
+expect_eq "monsoon status on a PyTorch run" "$?" "0"
+
+for algorithm in sync easgd; do
+  timeout 300 "$MONSOON" run examples/pytorch_mlp.yaml --run-dir "$WORK/$algorithm" \
+    --set training.algorithm=$algorithm --set training.epochs=1 >"$WORK/$algorithm.txt" 2>&1
+  expect_eq "$algorithm job exit status" "$?" "0"
+  at_least "$algorithm test accuracy after 1 epoch" \
+    "$(json_get "$WORK/$algorithm/summary.json" final_test_accuracy)" 0.75
+done
+
+# A killed Python worker is a killed C++ worker: restarted where the servers last heard from
+# it, every push applied exactly once (the servers' ledgers).
+run="$WORK/killed"
+timeout 300 "$MONSOON" run examples/pytorch_mlp.yaml --run-dir "$run" --set training.epochs=2 \
+  --set reliability.worker_restarts=1 >"$WORK/killed.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 600); do [ "$(rows "$run/metrics/worker-0.csv")" -gt 300 ] && break; sleep 0.05; done
+for p in $(pgrep -f "pytorch_mlp.py" || true); do
+  env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
+  grep -qx "MONSOON_RUN_DIR=$run" <<<"$env_of" && grep -qx "MONSOON_ROLE=worker" <<<"$env_of" &&
+    grep -qx "MONSOON_INDEX=0" <<<"$env_of" && kill -9 "$p" && echo "killed python worker 0 ($p)"
+done
+wait "$launcher"
+expect_eq "job with a killed Python worker: exit status" "$?" "0"
+grep -q "worker-0 was killed by signal 9 (Killed); restarting it" "$WORK/killed.txt" \
+  && pass "the killed Python worker was restarted" || fail "no restart: $(cat "$WORK/killed.txt")"
+check_ledger "$run" && pass "every push applied exactly once" || fail "ledger"
+
+timeout 300 "$MONSOON" run examples/pytorch_cnn.yaml --run-dir "$WORK/cnn" \
+  --set training.epochs=1 >"$WORK/cnn.txt" 2>&1
+expect_eq "PyTorch CNN job exit status" "$?" "0"
+at_least "CNN test accuracy after 1 epoch" "$(json_get "$WORK/cnn/summary.json" final_test_accuracy)" 0.8
+
+# Bad use. Each program below is the worker program of a short job.
+job() {  # job NAME SCRIPT: runs SCRIPT as the worker program; output in $WORK/NAME.txt
+  sed -e "s|pytorch_mlp.py|$2|" examples/pytorch_mlp.yaml >"$WORK/$1.yaml"
+  timeout 120 "$MONSOON" run "$WORK/$1.yaml" --run-dir "$WORK/$1" --set training.epochs=1 \
+    --set reliability.worker_restarts=0 >"$WORK/$1.txt" 2>&1
+}
+expect_failure() {  # expect_failure NAME TEXT: the job failed, saying TEXT
+  local status=$?
+  [ "$status" -ne 0 ] && grep -qF "$2" "$WORK/$1.txt" \
+    && pass "$1: exit $status, says '$2'" || { fail "$1: exit $status, output:"; cat "$WORK/$1.txt"; }
+}
+cat >"$WORK/raises.py" <<'PY'
+import torch.nn as nn
+import monsoon.torch
+class Broken(nn.Linear):
+    def forward(self, x):
+        raise ValueError("this model cannot take a batch")
+monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), Broken(784, 10)))
+PY
+job raises raises.py
+expect_failure raises "ValueError: this model cannot take a batch"
+cat >"$WORK/import_error.py" <<'PY'
+import no_such_module
+PY
+job import_error import_error.py
+expect_failure import_error "ModuleNotFoundError: No module named 'no_such_module'"
+cat >"$WORK/resized.py" <<'PY'
+import os
+import torch.nn as nn
+import monsoon.torch
+bias = os.environ["MONSOON_ROLE"] == "init"  # a model that differs between runs
+monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10, bias=bias)))
+PY
+job resized resized.py
+expect_failure resized "the model has 7840 parameters but the job's servers hold 7850"
+cat >"$WORK/nan.py" <<'PY'
+import torch.nn as nn
+import monsoon.torch
+monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10)),
+                  loss=lambda output, target: output.sum() * float("nan"))
+PY
+job nan nan.py
+expect_failure nan "is not finite"
+python3 -c "import monsoon; monsoon.job()" >"$WORK/outside.txt" 2>&1
+expect_failure outside "monsoon.Error: MONSOON_ROLE is not set"
+MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" python3 - >"$WORK/float64.txt" 2>&1 <<'PY'
+import numpy as np
+import monsoon
+class Model:
+    params = np.zeros(235146)  # float64
+    grads = np.zeros(235146, np.float32)
+monsoon.run_role(Model())
+PY
+expect_failure float64 "model.params must be a float32 NumPy array"
+finish
