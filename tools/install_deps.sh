@@ -16,7 +16,8 @@ PACKAGES=(
   libhdf5-dev                                 # HDF5 data (data.format: hdf5)
   libzip-dev                                   # .npz archives (monsoon export)
   python3-numpy python3-h5py                  # tests convert Fashion-MNIST to .npy and HDF5
-  python3-torch                               # the PyTorch side of the CNN benchmark
+  python3-torch                               # PyTorch worker programs; the CNN benchmark
+  pybind11-dev libpython3.11-dev              # the monsoon Python package
   python3 procps                              # test scripts (JSON checks, pgrep)
   slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
   clang libclang-rt-14-dev                    # libFuzzer + sanitizers (request decoder fuzz test)

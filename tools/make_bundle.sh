@@ -3,6 +3,7 @@
 # tools/bundle.sh). Layout of the archive, all under monsoon/:
 #   bin/       monsoon, gpu_bench, cublas_parity_test    (run paths: $ORIGIN/../lib)
 #   lib/       every shared library they need but glibc's and CUDA's (run paths: $ORIGIN)
+#   bin/python/monsoon/   the monsoon Python package, for worker programs  (run path: lib/)
 #   worker/    libmonsoon_cuda.so, the CUDA plugin, where `monsoon` looks for it
 #   configs/   the shipped jobs, their Fashion-MNIST paths pointed at data/
 #   data/      Fashion-MNIST (Debian's dataset-fashion-mnist)
@@ -22,6 +23,7 @@ for f in "$@"; do
   case "$f" in
     */launcher/monsoon | */bench/gpu_bench | */tests/worker/cublas_parity_test) cp "$f" "$b/bin/" ;;
     */libmonsoon_cuda.so) cp "$f" "$b/worker/" ;;
+    python/monsoon/* | */python/monsoon/*) install -D "$f" "$b/bin/python/monsoon/$(basename "$f")" ;;
     */fashion-mnist/*) cp "$f" "$b/data/fashion-mnist/" ;;
     configs/* | tools/gpu_check.sh | tests/launcher/*.sh | README.md) install -D "$f" "$b/$f" ;;
     *) echo "make_bundle: unexpected input $f" >&2; exit 1 ;;
@@ -36,13 +38,16 @@ sed -i 's#/usr/share/datasets/fashion-mnist/#../data/fashion-mnist/#' "$b"/confi
 # target's own) and CUDA (the GPU machine's).
 system='/(ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil)\.so'
 cuda='/(libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink)\.so'
-for elf in "$b"/bin/* "$b"/worker/*.so; do
+package="$b/bin/python/monsoon/_monsoon.so"
+for elf in "$b"/bin/* "$b"/worker/*.so "$package"; do
+  [ -f "$elf" ] || continue
   ldd "$elf" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | grep -Ev "$system|$cuda" || true
 done | sort -u | while read -r lib; do
   cp -L "$lib" "$b/lib/"
 done
 chmod u+w "$b"/lib/*
-for elf in "$b"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$elf"; done
+for elf in "$b"/bin/*; do [ -f "$elf" ] && patchelf --set-rpath '$ORIGIN/../lib' "$elf"; done
+patchelf --set-rpath '$ORIGIN/../../../lib' "$package"
 for lib in "$b"/lib/*; do patchelf --set-rpath '$ORIGIN' "$lib"; done
 for plugin in "$b"/worker/*.so; do
   patchelf --set-rpath "\$ORIGIN/../lib:$(patchelf --print-rpath "$plugin")" "$plugin"

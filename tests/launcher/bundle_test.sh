@@ -29,7 +29,8 @@ as_nobody tar -C "$r/home/user" -xJf "$top/bundle.tar.xz"
 expect_eq "unpacked by an unprivileged user" "$?" "0"
 b="$r/home/user/monsoon"
 
-newest=$(for f in "$b"/bin/* "$b"/lib/* "$b"/worker/*; do objdump -T "$f"; done 2>/dev/null |
+newest=$(for f in "$b"/bin/* "$b"/lib/* "$b"/worker/* "$b"/bin/python/monsoon/*.so; do
+  objdump -T "$f"; done 2>/dev/null |
   grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
 python3 -c "import sys; v = tuple(map(int, sys.argv[1][6:].split('.'))); sys.exit(v > (2, 36))" \
   "$newest" && pass "newest glibc symbol version asked for: $newest" || fail "needs $newest"
@@ -43,6 +44,16 @@ tail -1 "$WORK/job.txt"
 acc=$(json_get "$r/home/user/run/summary.json" final_test_accuracy)
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.8 else 1)" "$acc" \
   && pass "one epoch: test accuracy $acc >= 0.8" || fail "accuracy $acc"
+
+# The bundle's Python package (bin/python, where its monsoon finds it) imports with the
+# bundle's libraries: any other Python 3.11 with numpy can run worker programs.
+package="$b/bin/python/monsoon/_monsoon.so"
+outside=$(ldd "$package" | awk '$2 == "=>" {print $3}' | xargs -r realpath | grep -v "^$b/lib/" |
+  grep -Ev '/(libc|libm|libpthread|libdl|librt|libresolv|libutil)\.so' || true)
+expect_eq "the Python package needs no library outside the bundle but glibc's" "$outside" ""
+as_nobody env PYTHONPATH="$b/bin/python" /usr/bin/python3 -c "import monsoon; print(monsoon.Error)" \
+  >"$WORK/import.txt" 2>&1
+expect_eq "import monsoon from the bundle" "$?:$(cat "$WORK/import.txt")" "0:<class 'monsoon.Error'>"
 
 # monsoon sbatch from the bundle runs the bundle's binary where it is (its libraries beside it).
 (cd "$r/home/user" && as_nobody monsoon/bin/monsoon sbatch monsoon/configs/fmnist_downpour.yaml \
