@@ -25,11 +25,11 @@ fi
 
 if [ "$quick" = 1 ]; then
   transport=(--sizes 1,4,16 --reps 2); apply=(--mib 8 --reps 2); compute=(--steps 10)
-  compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 2)
+  compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 2); python_client=(--mib 4 --reps 2)
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
-  compute_cnn=(--model cnn --steps 40); pytorch_cnn=(--steps 40)
+  compute_cnn=(--model cnn --steps 40); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 10)
   worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200
 fi
 
@@ -46,6 +46,11 @@ run compute_cnn "$bin/bench/compute_bench" "${compute_cnn[@]}"
 # The same network's step in PyTorch (Debian's python3-torch), one thread as compute_bench.
 run pytorch_cnn /usr/bin/python3 "$root/bench/pytorch_cnn_bench.py" "${pytorch_cnn[@]}"
 run worker "$bin/bench/worker_bench" "${worker[@]}"
+# The Python client (monsoon.Client) against the C++ one, both to a transport_bench server.
+package="$bin/python"
+[ -e "$package/monsoon/__init__.py" ] || package="$bin/launcher/monsoon.runfiles/monsoon/python"
+run python_client env PYTHONPATH="$package" /usr/bin/python3 "$root/bench/python_client_bench.py" \
+  "$bin/bench/transport_bench" "${python_client[@]}"
 
 # Scaling: the default Fashion-MNIST job (Downpour, every step) with W workers and S servers,
 # `scale_steps` steps per worker, no evaluator. On 2 cores this shows overheads, not speed-up.
@@ -69,6 +74,7 @@ def whole(name): return json.load(open(f"{out}/{name}.out"))
 def last_line(name): return json.loads(open(f"{out}/{name}.out").read().strip().splitlines()[-1])
 transport, apply, compute, worker = whole("transport"), last_line("apply"), whole("compute"), last_line("worker")
 compute_cnn, pytorch_cnn = whole("compute_cnn"), whole("pytorch_cnn")
+python_client = whole("python_client")
 scaling = []
 for run in sorted(glob.glob(f"{out}/scaling/*")):
     s = json.load(open(f"{run}/summary.json"))
@@ -165,8 +171,17 @@ print(f"\nissue 23 targets in this run{' (--quick: not for quoting)' if quick el
 for what, ok, figures in cnn_checks:
     print(f"  {what:<50} {verdict(ok):<8} {figures}")
 checks += cnn_checks
+pc = python_client
+print(f"\nPython client (monsoon.Client), {pc['mib']} MiB: push {pc['python_push_gbps']:.3f} GB/s "
+      f"(C++ {pc['cpp_push_gbps']:.3f}), pull {pc['python_pull_gbps']:.3f} GB/s (C++ {pc['cpp_pull_gbps']:.3f})")
+client_check = ("Python client push and pull >= 0.9 of C++'s",
+                min(pc["push_ratio"], pc["pull_ratio"]) >= 0.9,
+                f"{pc['push_ratio']:.3f} / {pc['pull_ratio']:.3f} at {pc['mib']} MiB")
+print(f"\nissue 24 target in this run{' (--quick: not for quoting)' if quick else ''}:")
+print(f"  {client_check[0]:<50} {verdict(client_check[1]):<8} {client_check[2]}")
+checks.append(client_check)
 json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": compute,
-           "compute_cnn": compute_cnn, "pytorch_cnn": pytorch_cnn,
+           "compute_cnn": compute_cnn, "pytorch_cnn": pytorch_cnn, "python_client": python_client,
            "worker": worker, "scaling": scaling,
            "targets": [{"target": what, "met": ok, "figures": figures}
                        for what, ok, figures in checks]},

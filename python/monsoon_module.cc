@@ -22,10 +22,13 @@
 #include "absl/strings/str_cat.h"
 #include "core/exit_status.h"
 #include "core/file_util.h"
+#include "core/finite.h"
 #include "core/job_config.h"
 #include "core/kernel_math.h"
+#include "core/process_setup.h"
 #include "core/run_dir.h"
 #include "core/trainable_model.h"
+#include "worker/grpc_ps_client.h"
 #include "worker/worker_role.h"
 
 namespace py = pybind11;
@@ -98,6 +101,14 @@ float* FloatData(py::handle array, const char* what, size_t* size) {
   return static_cast<float*>(a.mutable_data());
 }
 
+// InvalidArgument when `values` holds a NaN or an infinity, naming `what` and the first.
+absl::Status CheckFinite(const char* what, absl::Span<const float> values) {
+  const size_t i = FirstNonFinite(values);
+  if (i == values.size()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(what, " is not finite at element ", i, " (",
+                                                 values[i], "); nothing was pushed"));
+}
+
 // A model written in Python: an object with `params` and `grads` (float32 NumPy arrays of one
 // length, which stay the same arrays) and the methods compute_gradients(x, y, seed) -> the
 // batch's summed loss, after writing the batch-mean loss gradient into `grads`; and
@@ -150,6 +161,7 @@ class PythonModel : public TrainableModel {
           model_.attr("compute_gradients")(View(x, rows, true), View(y, rows, false), seed_)
               .cast<double>();
     });
+    if (status_.ok()) status_ = CheckFinite("the model's gradient", {grads_, n_});
     return result;
   }
   BatchResult Evaluate(const float* x, const float* y, int rows) override {
@@ -298,6 +310,89 @@ void RunRole(py::handle model) {
   if (!status.ok()) Raise(status, /*client=*/true);
 }
 
+// monsoon.Client: Monsoon's gRPC client (GrpcPsClient) for push and pull by hand, speaking for
+// one worker. Arrays cross without copies: a pull writes into the caller's array, a push reads
+// from it. Each push is numbered (exactly-once) and computed on the weights of the last pull.
+class Client {
+ public:
+  Client(const std::vector<std::string>& servers, size_t num_params, const std::string& token,
+         size_t chunk_floats, int max_in_flight, int index) {
+    ShardingPlan plan = ValueOrRaise(
+        ShardingPlan::Create(num_params, static_cast<int>(servers.size()), chunk_floats));
+    GrpcPsClientOptions options;
+    options.secrets = JobSecrets::TokenOnly(token);
+    options.max_in_flight = max_in_flight;
+    py::gil_scoped_release release;
+    absl::StatusOr<std::unique_ptr<GrpcPsClient>> client = GrpcPsClient::Connect(
+        servers, plan, {ClientRole::kWorker, index, NewIncarnation()}, options);
+    py::gil_scoped_acquire gil;
+    if (!client.ok()) Raise(client.status(), /*client=*/true);
+    client_ = *std::move(client);
+  }
+
+  size_t num_params() const { return client_->plan().num_params(); }
+
+  // Overwrites `params` with the servers' weights; returns the smallest chunk version.
+  uint64_t Pull(py::handle params) {
+    float* data = Array(params, "params");
+    const absl::StatusOr<PullResult> pulled = Unlocked(
+        [&] { return client_->PullAll(absl::MakeSpan(data, num_params()), {}, &versions_); });
+    if (!pulled.ok()) Raise(pulled.status(), /*client=*/true);
+    return pulled->min_version;
+  }
+
+  // Pushes `gradient`, computed on the weights of the last pull; returns the mean staleness.
+  double Push(py::handle gradient) {
+    const float* data = Array(gradient, "gradient");
+    const absl::Status finite = CheckFinite("the gradient", {data, num_params()});
+    if (!finite.ok()) Raise(finite, /*client=*/false);
+    if (versions_.empty()) versions_.assign(client_->plan().num_chunks(), 0);
+    ++origin_.sequence;
+    const absl::StatusOr<PushSummary> pushed = Unlocked([&] {
+      return client_->PushAll(absl::MakeConstSpan(data, num_params()), versions_, origin_);
+    });
+    if (!pushed.ok()) Raise(pushed.status(), /*client=*/true);
+    return pushed->mean_staleness;
+  }
+
+  // Tells the servers this worker has finished; the client takes no call after it.
+  void Finish() {
+    CheckLive();
+    const absl::Status finished = Unlocked([&] { return client_->Finish(); });
+    finished_ = true;
+    if (!finished.ok()) Raise(finished, /*client=*/true);
+  }
+
+ private:
+  // `what`, a float32 array of num_params() values; ValueError naming it otherwise, and
+  // monsoon.Error after Finish.
+  void CheckLive() const {
+    if (finished_) {
+      Raise(absl::FailedPreconditionError("the client has finished"), /*client=*/false);
+    }
+  }
+  float* Array(py::handle array, const char* what) {
+    CheckLive();
+    size_t n = 0;
+    float* data = FloatData(array, what, &n);
+    if (n != num_params()) {
+      throw py::value_error(absl::StrCat(what, " has ", n, " values; the servers hold ",
+                                         num_params(), " parameters"));
+    }
+    return data;
+  }
+  template <class Call>
+  auto Unlocked(Call call) -> decltype(call()) {
+    py::gil_scoped_release release;
+    return call();
+  }
+
+  std::unique_ptr<GrpcPsClient> client_;
+  ChunkVersions versions_;  // what the last pull saw
+  PushOrigin origin_;
+  bool finished_ = false;
+};
+
 // Writes the program's initial weights where the launcher reads them (MONSOON_ROLE=init).
 void WriteInitialParams(py::handle params) {
   const ProgramEnvironment env = ValueOrRaise(ReadEnvironment());
@@ -314,6 +409,9 @@ void WriteInitialParams(py::handle params) {
 
 PYBIND11_MODULE(_monsoon, m) {
   m.doc() = "Monsoon's C++ worker and evaluator roles for models written in Python";
+  // What every Monsoon process applies before its first thread (core/process_setup.h): malloc
+  // keeps the client's message buffers, among others.
+  monsoon::ApplyProcessSettings();
   m.attr("Error") = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
       "monsoon.Error", "A Monsoon call failed; the message is the C++ status's.",
       PyExc_RuntimeError, nullptr));
@@ -324,4 +422,21 @@ PYBIND11_MODULE(_monsoon, m) {
   m.def("write_initial_params", &monsoon::WriteInitialParams, py::arg("params"),
         "Writes the model's initial flat weights for the servers (the launcher's init run).");
   m.attr("EXIT_STOPPED") = monsoon::kExitStopped;
+  py::class_<monsoon::Client>(m, "Client",
+                              "Monsoon's gRPC client, for push and pull by hand (one worker).")
+      .def(
+          py::init<const std::vector<std::string>&, size_t, const std::string&, size_t, int, int>(),
+          py::arg("servers"), py::arg("num_params"), py::arg("token"),
+          py::arg("chunk_floats") = size_t{1} << 18, py::arg("max_in_flight") = 16,
+          py::arg("index") = 0,
+          "Connects to the servers (\"host:port\", server j holding the sharding plan's chunks "
+          "of j) as worker `index`, with the job's token.")
+      .def_property_readonly("num_params", &monsoon::Client::num_params)
+      .def("pull", &monsoon::Client::Pull, py::arg("params"),
+           "Overwrites params (float32, num_params) with the servers' weights; returns the "
+           "smallest chunk version.")
+      .def("push", &monsoon::Client::Push, py::arg("gradient"),
+           "Pushes a gradient (float32, num_params) computed on the last pull's weights; returns "
+           "the mean staleness.")
+      .def("finish", &monsoon::Client::Finish, "Tells the servers this worker has finished.");
 }

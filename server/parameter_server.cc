@@ -8,23 +8,11 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
-#include "core/multiversion.h"
+#include "core/finite.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
 namespace {
-
-// True when no value is NaN or +-Inf (exponent bits all ones). Branch-free so that it
-// vectorises: a push is scanned in full before any of it is applied.
-MONSOON_MULTIVERSION bool AllFinite(absl::Span<const float> values) {
-  uint32_t bad = 0;
-  for (float v : values) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof(bits));
-    bad |= static_cast<uint32_t>((bits & 0x7f800000u) == 0x7f800000u);
-  }
-  return bad == 0;
-}
 
 // How often waiting pulls are checked against their deadlines.
 constexpr absl::Duration kExpireInterval = absl::Milliseconds(20);
@@ -246,10 +234,8 @@ absl::StatusOr<ChunkState*> ParameterServer::Validate(int chunk_id, int worker_i
                                                           payload.size(), " floats; the chunk has ",
                                                           chunk->meta.size)));
   }
-  if (!AllFinite(payload)) {
-    const size_t i =
-        std::find_if(payload.begin(), payload.end(), [](float g) { return !std::isfinite(g); }) -
-        payload.begin();
+  // Scanned in full before any of it is applied.
+  if (const size_t i = FirstNonFinite(payload); i < payload.size()) {
     return Reject(absl::InvalidArgumentError(
         absl::StrCat(what, " for chunk ", chunk_id, " from worker ", worker_index,
                      " is not finite at element ", i, " (", payload[i], ")")));

@@ -11,6 +11,7 @@ README "Bring a PyTorch model".
     run_role(model)            runs the role with a model object (see monsoon.torch)
     write_initial_params(a)    the model's initial flat weights, for the servers
     load_params(run_dir)       a finished run's final flat weights
+    Client(servers, num_params, token)   Monsoon's gRPC client, for push and pull by hand
     Error                      raised when a Monsoon call fails
 """
 
@@ -18,9 +19,17 @@ import os
 
 import numpy as np
 
-from monsoon._monsoon import EXIT_STOPPED, Error, job, run_role, write_initial_params
+from monsoon._monsoon import EXIT_STOPPED, Client, Error, job, run_role, write_initial_params
 
-__all__ = ["EXIT_STOPPED", "Error", "job", "load_params", "run_role", "write_initial_params"]
+__all__ = [
+    "EXIT_STOPPED",
+    "Client",
+    "Error",
+    "job",
+    "load_params",
+    "run_role",
+    "write_initial_params",
+]
 
 
 def load_params(run_dir):

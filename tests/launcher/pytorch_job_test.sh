@@ -3,7 +3,8 @@
 # as the worker program of 2 workers and the evaluator reaches >= 0.85 on Fashion-MNIST under
 # Downpour, and trains under sync and easgd from the same script; its final weights reload
 # into PyTorch with the evaluator's accuracy; the metrics are a C++ worker's; bad use is a
-# Python exception or a job error naming the problem.
+# Python exception or a job error naming the problem; a killed Python worker is restarted with
+# every push applied once; monsoon.Client pushes and pulls by hand.
 source tests/launcher/test_lib.sh
 export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
 export PYTHONPATH="$PWD/python"
@@ -56,6 +57,10 @@ timeout 300 "$MONSOON" run examples/pytorch_cnn.yaml --run-dir "$WORK/cnn" \
 expect_eq "PyTorch CNN job exit status" "$?" "0"
 at_least "CNN test accuracy after 1 epoch" "$(json_get "$WORK/cnn/summary.json" final_test_accuracy)" 0.8
 
+# monsoon.Client by hand against a real server process: pushes, pulls, bad use.
+tests/launcher/python_client_test.py bench/transport_bench
+expect_eq "monsoon.Client (python_client_test.py)" "$?" "0"
+
 # Bad use. Each program below is the worker program of a short job.
 job() {  # job NAME SCRIPT: runs SCRIPT as the worker program; output in $WORK/NAME.txt
   sed -e "s|pytorch_mlp.py|$2|" examples/pytorch_mlp.yaml >"$WORK/$1.yaml"
@@ -98,7 +103,7 @@ monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10)),
                   loss=lambda output, target: output.sum() * float("nan"))
 PY
 job nan nan.py
-expect_failure nan "is not finite"
+expect_failure nan "the model's gradient is not finite at element 0 (nan); nothing was pushed"
 python3 -c "import monsoon; monsoon.job()" >"$WORK/outside.txt" 2>&1
 expect_failure outside "monsoon.Error: MONSOON_ROLE is not set"
 MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" python3 - >"$WORK/float64.txt" 2>&1 <<'PY'
