@@ -86,7 +86,7 @@ absl::StatusOr<std::vector<std::string>> WaitForServerAddresses(const RunDir& di
     }
     if (missing.empty()) return addresses;
     if (stop != nullptr && stop->load())
-      return absl::CancelledError("stopped while waiting for servers");
+      return absl::CancelledError("stopped by signal while waiting for servers");
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(
           absl::StrCat("rendezvous: after ", absl::FormatDuration(timeout), " server(s) ",
