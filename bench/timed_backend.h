@@ -62,6 +62,12 @@ class TimedBackend : public ComputeBackend {
   void NesterovStep(float lr, float mu, const float* g, float* v, float* w, size_t n) override {
     Timed("optimizer", [&] { inner_->NesterovStep(lr, mu, g, v, w, n); });
   }
+  int NativeChannelBlock() const override { return inner_->NativeChannelBlock(); }
+  void ConvertLayout(int channels, int height, int width, int batch, bool to_native, const float* x,
+                     float* y) override {
+    Timed("layout conversions",
+          [&] { inner_->ConvertLayout(channels, height, width, batch, to_native, x, y); });
+  }
   void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
                      int batch, float* y) override {
     Timed("conv2d forward", [&] { inner_->Conv2dForward(g, x, w, b, batch, y); });

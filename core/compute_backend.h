@@ -47,6 +47,9 @@ struct Conv2dGeometry {
   int filters = 0, kernel = 0, stride = 1;
   int pad_top = 0, pad_left = 0;
   int out_height = 0, out_width = 0;
+  // Whether the input x (and dx) and the output y (and dy) are in the backend's native layout
+  // (ComputeBackend::NativeChannelBlock) instead of [batch x C x H x W].
+  bool native_in = false, native_out = false;
   // Weights per filter: channels * kernel * kernel, in (channel, row, column) order.
   int patch() const { return channels * kernel * kernel; }
 };
@@ -56,6 +59,7 @@ struct Pool2dGeometry {
   int channels = 0, height = 0, width = 0;
   int size = 2, stride = 2;
   int out_height = 0, out_width = 0;
+  bool native = false;  // x, y, dy and dx in the backend's native layout
 };
 enum class PoolKind { kMax, kAverage };
 
@@ -111,7 +115,16 @@ class ComputeBackend {
                             size_t n) = 0;
 
   // Convolutional models: convolution and pooling over [batch x C x H x W] activations,
-  // and dropout.
+  // or over the backend's native layout where the geometry says so, and dropout.
+  //
+  // The native layout, where a backend has one, is the one its convolutions run in:
+  // [batch x C/B x H x W x B] for a channel block B (oneDNN's nChw16c or nChw8c on the CPU).
+  // Activations of C channels may take it when B divides C (they then hold as many floats as
+  // in [batch x C x H x W]); elementwise methods take either layout. 0: no native layout.
+  virtual int NativeChannelBlock() const { return 0; }
+  // y = x from [batch x C x H x W] into the native layout (to_native) or back.
+  virtual void ConvertLayout(int channels, int height, int width, int batch, bool to_native,
+                             const float* x, float* y) {}
   // y = conv(x, w) + b, with w [filters x patch] and b [filters].
   virtual void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
                              const float* b, int batch, float* y) = 0;

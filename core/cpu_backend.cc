@@ -8,12 +8,17 @@
 #include <cstring>
 #include <new>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "core/conv_math.h"
 #include "core/kernel_math.h"
 
 namespace monsoon {
 
-CpuBackend::CpuBackend(int blas_threads) : convolution_(blas_threads) {
+CpuBackend::CpuBackend(int blas_threads, bool native_layouts)
+    : convolution_(blas_threads), native_layouts_(native_layouts) {
   openblas_set_num_threads(blas_threads);
 }
 
@@ -132,6 +137,39 @@ void CpuBackend::NesterovStep(float learning_rate, float momentum, const float* 
 
 namespace monsoon {
 
+int CpuBackend::NativeChannelBlock() const {
+  return native_layouts_ ? OneDnnConvolution::NativeChannelBlock() : 0;
+}
+
+namespace {
+
+// [groups x B x pixels] to [groups x pixels x B] (to_native) or back.
+template <int B>
+void ConvertBlocks(size_t groups, size_t pixels, bool to_native, const float* x, float* y) {
+  for (size_t n = 0; n < groups; ++n, x += B * pixels, y += B * pixels) {
+    for (size_t p = 0; p < pixels; ++p) {
+      for (int b = 0; b < B; ++b) {
+        if (to_native) {
+          y[p * B + b] = x[b * pixels + p];
+        } else {
+          y[b * pixels + p] = x[p * B + b];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void CpuBackend::ConvertLayout(int channels, int height, int width, int batch, bool to_native,
+                               const float* x, float* y) {
+  const int block = NativeChannelBlock();
+  const size_t groups = static_cast<size_t>(batch) * channels / block;
+  const size_t pixels = static_cast<size_t>(height) * width;
+  return block == 16 ? ConvertBlocks<16>(groups, pixels, to_native, x, y)
+                     : ConvertBlocks<8>(groups, pixels, to_native, x, y);
+}
+
 void CpuBackend::Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
                                const float* b, int batch, float* y) {
   convolution_.Forward(g, x, w, b, batch, y);
@@ -187,10 +225,168 @@ bool IsMaxPool2x2(const Pool2dGeometry& g, PoolKind kind) {
   return kind == PoolKind::kMax && g.size == 2 && g.stride == 2;
 }
 
+// Pooling in the native layout [batch x C/B x H x W x B]: each window's B channels at once,
+// with the results of PoolForwardElement and PoolBackwardElement (the same sums in the same
+// order; a max window's gradient to its first largest input, row by row).
+// 2x2 windows with stride 2 (max pooling's common case), straight-line over the B lanes.
+template <int B>
+void NativeMaxPool2x2Forward(const Pool2dGeometry& g, size_t groups, const float* x, float* y) {
+  const size_t row = static_cast<size_t>(g.width) * B;
+  for (size_t n = 0; n < groups; ++n) {
+    const float* in = x + n * g.height * row;
+    float* out = y + n * g.out_height * g.out_width * B;
+    for (int oh = 0; oh < g.out_height; ++oh) {
+      const float* top = in + 2 * oh * row;
+      for (int ow = 0; ow < g.out_width; ++ow, out += B) {
+        const float* a = top + 2 * ow * B;
+        const float* c = a + row;
+        for (int b = 0; b < B; ++b) {
+          out[b] = std::max(std::max(a[b], a[b + B]), std::max(c[b], c[b + B]));
+        }
+      }
+    }
+  }
+}
+
+// One 2x2 window of NativeMaxPool2x2Backward: its top row a[0, 2B), bottom row c[0, 2B) and
+// their gradients; each lane's dy goes to the first input equal to the window's maximum.
+// Bit masks, never arithmetic on dy (tiny gradients are denormal, and arithmetic on them is
+// slow) nor branches (ties and maxima fall in no pattern): SSE2 four lanes at a time, which
+// GCC does not find by itself here.
+template <int B>
+void MaxPool2x2WindowBackward(const float* a, const float* c, const float* grad, float* da,
+                              float* dc) {
+#if defined(__SSE2__)
+  for (int l = 0; l < B; l += 4) {
+    const __m128 a0 = _mm_loadu_ps(a + l), a1 = _mm_loadu_ps(a + l + B);
+    const __m128 c0 = _mm_loadu_ps(c + l), c1 = _mm_loadu_ps(c + l + B);
+    const __m128 d = _mm_loadu_ps(grad + l);
+    const __m128 m = _mm_max_ps(_mm_max_ps(a0, a1), _mm_max_ps(c0, c1));
+    const __m128 first = _mm_cmpeq_ps(a0, m);
+    const __m128 second = _mm_andnot_ps(first, _mm_cmpeq_ps(a1, m));
+    __m128 taken = _mm_or_ps(first, second);
+    const __m128 third = _mm_andnot_ps(taken, _mm_cmpeq_ps(c0, m));
+    taken = _mm_or_ps(taken, third);
+    _mm_storeu_ps(da + l, _mm_and_ps(first, d));
+    _mm_storeu_ps(da + l + B, _mm_and_ps(second, d));
+    _mm_storeu_ps(dc + l, _mm_and_ps(third, d));
+    _mm_storeu_ps(dc + l + B, _mm_andnot_ps(taken, d));
+  }
+#else
+  for (int l = 0; l < B; ++l) {
+    const float m = std::max(std::max(a[l], a[l + B]), std::max(c[l], c[l + B]));
+    const bool first = a[l] == m, second = !first && a[l + B] == m;
+    const bool third = !first && !second && c[l] == m;
+    da[l] = first ? grad[l] : 0.0f;
+    da[l + B] = second ? grad[l] : 0.0f;
+    dc[l] = third ? grad[l] : 0.0f;
+    dc[l + B] = !first && !second && !third ? grad[l] : 0.0f;
+  }
+#endif
+}
+
+// The gradient of NativeMaxPool2x2Forward where the windows tile the input (each input gets its
+// window's dy if it is the window's first largest value, else 0).
+template <int B>
+void NativeMaxPool2x2Backward(const Pool2dGeometry& g, size_t groups, const float* x,
+                              const float* dy, float* dx) {
+  const size_t row = static_cast<size_t>(g.width) * B;
+  for (size_t n = 0; n < groups; ++n) {
+    const float* in = x + n * g.height * row;
+    float* din = dx + n * g.height * row;
+    const float* grad = dy + n * g.out_height * g.out_width * B;
+    for (int oh = 0; oh < g.out_height; ++oh) {
+      const size_t top = 2 * oh * row;
+      for (int ow = 0; ow < g.out_width; ++ow, grad += B) {
+        const size_t at = top + 2 * ow * B;
+        const float* a = in + at;
+        const float* c = a + row;
+        float* da = din + at;
+        float* dc = da + row;
+        MaxPool2x2WindowBackward<B>(a, c, grad, da, dc);
+      }
+    }
+  }
+}
+
+template <int B>
+void NativePoolForward(const Pool2dGeometry& g, bool max, const float* x, int batch, float* y) {
+  const size_t groups = static_cast<size_t>(batch) * (g.channels / B);
+  if (max && g.size == 2 && g.stride == 2) return NativeMaxPool2x2Forward<B>(g, groups, x, y);
+  const float share = 1.0f / static_cast<float>(g.size * g.size);
+  for (size_t n = 0; n < groups; ++n) {
+    const float* in = x + n * g.height * g.width * B;
+    float* out = y + n * g.out_height * g.out_width * B;
+    for (int oh = 0; oh < g.out_height; ++oh) {
+      for (int ow = 0; ow < g.out_width; ++ow, out += B) {
+        const float* corner =
+            in + (static_cast<size_t>(oh) * g.stride * g.width + ow * g.stride) * B;
+        float acc[B];
+        for (int b = 0; b < B; ++b) acc[b] = max ? corner[b] : 0.0f;
+        for (int i = 0; i < g.size; ++i) {
+          for (int j = 0; j < g.size; ++j) {
+            const float* v = corner + (static_cast<size_t>(i) * g.width + j) * B;
+            for (int b = 0; b < B; ++b) acc[b] = max ? std::max(acc[b], v[b]) : acc[b] + v[b];
+          }
+        }
+        for (int b = 0; b < B; ++b) out[b] = max ? acc[b] : acc[b] * share;
+      }
+    }
+  }
+}
+
+template <int B>
+void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const float* dy,
+                        int batch, float* dx) {
+  const size_t groups = static_cast<size_t>(batch) * (g.channels / B);
+  if (max && g.size == 2 && g.stride == 2 && g.out_height * 2 == g.height &&
+      g.out_width * 2 == g.width) {
+    return NativeMaxPool2x2Backward<B>(g, groups, x, dy, dx);
+  }
+  const size_t in_group = static_cast<size_t>(g.height) * g.width * B;
+  std::fill(dx, dx + groups * in_group, 0.0f);
+  const float share = 1.0f / static_cast<float>(g.size * g.size);
+  for (size_t n = 0; n < groups; ++n) {
+    const float* in = x + n * in_group;
+    float* din = dx + n * in_group;
+    const float* grad = dy + n * g.out_height * g.out_width * B;
+    for (int oh = 0; oh < g.out_height; ++oh) {
+      for (int ow = 0; ow < g.out_width; ++ow, grad += B) {
+        const size_t corner = (static_cast<size_t>(oh) * g.stride * g.width + ow * g.stride) * B;
+        float best[B];
+        size_t at[B];
+        for (int b = 0; b < B; ++b) {
+          best[b] = in[corner + b];
+          at[b] = corner + b;
+        }
+        for (int i = 0; i < g.size; ++i) {
+          for (int j = 0; j < g.size; ++j) {
+            const size_t k = corner + (static_cast<size_t>(i) * g.width + j) * B;
+            for (int b = 0; b < B; ++b) {
+              if (!max) din[k + b] += grad[b] * share;
+              const bool larger = in[k + b] > best[b];
+              best[b] = larger ? in[k + b] : best[b];
+              at[b] = larger ? k + b : at[b];
+            }
+          }
+        }
+        if (max) {
+          for (int b = 0; b < B; ++b) din[at[b]] += grad[b];
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
                                float* y) {
+  if (g.native) {
+    const bool max = kind == PoolKind::kMax;
+    return NativeChannelBlock() == 16 ? NativePoolForward<16>(g, max, x, batch, y)
+                                      : NativePoolForward<8>(g, max, x, batch, y);
+  }
   const size_t planes = static_cast<size_t>(batch) * g.channels;
   const size_t in_plane = static_cast<size_t>(g.height) * g.width;
   const size_t out_plane = static_cast<size_t>(g.out_height) * g.out_width;
@@ -207,6 +403,11 @@ void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const flo
 
 void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
                                 const float* dy, int batch, float* dx) {
+  if (g.native) {
+    const bool max = kind == PoolKind::kMax;
+    return NativeChannelBlock() == 16 ? NativePoolBackward<16>(g, max, x, dy, batch, dx)
+                                      : NativePoolBackward<8>(g, max, x, dy, batch, dx);
+  }
   const size_t planes = static_cast<size_t>(batch) * g.channels;
   const size_t in_plane = static_cast<size_t>(g.height) * g.width;
   const size_t out_plane = static_cast<size_t>(g.out_height) * g.out_width;

@@ -13,7 +13,9 @@ namespace monsoon {
 class CpuBackend : public ComputeBackend {
  public:
   // `blas_threads` sets OpenBLAS's thread count (process-wide in OpenBLAS) and oneDNN's.
-  explicit CpuBackend(int blas_threads = 1);
+  // `native_layouts`: whether convolution and pooling activations may stay in oneDNN's blocked
+  // layout between layers (off: every activation is [batch x C x H x W]; for tests).
+  explicit CpuBackend(int blas_threads = 1, bool native_layouts = true);
 
   std::string name() const override { return "cpu"; }
   DeviceBuffer Allocate(size_t n) override;
@@ -34,6 +36,9 @@ class CpuBackend : public ComputeBackend {
   void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
                     size_t n) override;
 
+  int NativeChannelBlock() const override;
+  void ConvertLayout(int channels, int height, int width, int batch, bool to_native, const float* x,
+                     float* y) override;
   void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
                      int batch, float* y) override;
   void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy,
@@ -48,6 +53,7 @@ class CpuBackend : public ComputeBackend {
 
  private:
   OneDnnConvolution convolution_;
+  const bool native_layouts_;
 };
 
 }  // namespace monsoon

@@ -82,6 +82,15 @@ void DropoutLayer::Backward(ComputeBackend& backend, const float* /*x*/, const f
   backend.DropoutBackward(mask_.data(), dy, dx, static_cast<size_t>(batch) * dim_);
 }
 
+void FlattenLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  backend.ConvertLayout(channels_, height_, width_, batch, /*to_native=*/false, x, y);
+}
+
+void FlattenLayer::Backward(ComputeBackend& backend, const float* /*x*/, const float* /*y*/,
+                            const float* dy, int batch, float* dx) {
+  if (dx != nullptr) backend.ConvertLayout(channels_, height_, width_, batch, true, dy, dx);
+}
+
 void Pool2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
   backend.Pool2dForward(g_, kind_, x, batch, y);
 }

@@ -137,6 +137,23 @@ class DropoutLayer : public Layer {
   DeviceBuffer mask_;  // the last training batch's factors
 };
 
+// A flatten whose input is in the backend's native layout: y = x as [batch x C*H*W] (channels
+// first). A flatten of a plain input is no layer: it changes only the shape.
+class FlattenLayer : public Layer {
+ public:
+  FlattenLayer(int channels, int height, int width)
+      : channels_(channels), height_(height), width_(width) {}
+  std::string name() const override { return "flatten"; }
+  int input_dim() const override { return channels_ * height_ * width_; }
+  int output_dim() const override { return input_dim(); }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const int channels_, height_, width_;
+};
+
 // Max or average pooling over each channel.
 class Pool2dLayer : public Layer {
  public:

@@ -117,21 +117,35 @@ Activation ActivationOf(LayerKind kind) {
                                     : Activation::kSigmoid;
 }
 
-// Layer i of a valid spec on input `in`, or nullptr for a flatten (it changes only the shape).
-// Dense and conv2d layers are named dense0, dense1, ... and conv0, conv1, ... in order.
-std::unique_ptr<Layer> MakeLayer(const LayerSpec& l, const Shape& in, const Shape& out, int* dense,
-                                 int* conv) {
+// Where layer i's input and output lie: in the backend's native layout or not.
+struct Layouts {
+  bool native_in = false, native_out = false;
+};
+
+// Layer i of a valid spec on input `in`, or nullptr for a flatten of a plain input (it changes
+// only the shape). Dense and conv2d layers are named dense0, dense1, ... and conv0, conv1, ...
+// in order.
+std::unique_ptr<Layer> MakeLayer(const LayerSpec& l, const Shape& in, const Shape& out,
+                                 Layouts layouts, int* dense, int* conv) {
   switch (l.kind) {
     case LayerKind::kDense:
       return std::make_unique<DenseLayer>(absl::StrCat("dense", (*dense)++), in[0], l.units);
-    case LayerKind::kConv2d:
-      return std::make_unique<Conv2dLayer>(absl::StrCat("conv", (*conv)++), ConvGeometryOf(l, in));
+    case LayerKind::kConv2d: {
+      Conv2dGeometry g = ConvGeometryOf(l, in);
+      g.native_in = layouts.native_in;
+      g.native_out = layouts.native_out;
+      return std::make_unique<Conv2dLayer>(absl::StrCat("conv", (*conv)++), g);
+    }
     case LayerKind::kMaxPool2d:
-      return std::make_unique<Pool2dLayer>(PoolKind::kMax, PoolGeometryOf(l, in));
-    case LayerKind::kAvgPool2d:
-      return std::make_unique<Pool2dLayer>(PoolKind::kAverage, PoolGeometryOf(l, in));
+    case LayerKind::kAvgPool2d: {
+      Pool2dGeometry g = PoolGeometryOf(l, in);
+      g.native = layouts.native_in;
+      return std::make_unique<Pool2dLayer>(
+          l.kind == LayerKind::kMaxPool2d ? PoolKind::kMax : PoolKind::kAverage, g);
+    }
     case LayerKind::kFlatten:
-      return nullptr;
+      if (!layouts.native_in) return nullptr;
+      return std::make_unique<FlattenLayer>(in[0], in[1], in[2]);
     case LayerKind::kDropout:
       return std::make_unique<DropoutLayer>(static_cast<float>(l.rate), ShapeSize(out));
     case LayerKind::kRelu:
@@ -146,15 +160,44 @@ Shape InputShape(const ModelSpec& spec) {
   return spec.input_shape.empty() ? Shape{spec.input_dim} : spec.input_shape;
 }
 
-// The computing layers of a valid spec (LayerShapes OK), in order.
-std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec) {
+// Whether each layer's output stays in the native layout of channel block `block` (0: none):
+// a convolution's whose filters the block divides, when every layer after it up to the next
+// convolution or flatten takes that layout (activations and pooling, which then pass it on).
+std::vector<bool> NativeOutputs(const std::vector<LayerSpec>& specs, int block) {
+  std::vector<bool> native(specs.size(), false);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const LayerKind kind = specs[i].kind;
+    if (kind != LayerKind::kConv2d) {
+      const bool passes = kind == LayerKind::kRelu || kind == LayerKind::kTanh ||
+                          kind == LayerKind::kSigmoid || kind == LayerKind::kMaxPool2d ||
+                          kind == LayerKind::kAvgPool2d;
+      native[i] = passes && i > 0 && native[i - 1];
+      continue;
+    }
+    bool takes = block > 0 && specs[i].filters % block == 0;
+    for (size_t j = i + 1; takes && j < specs.size(); ++j) {
+      const LayerKind next = specs[j].kind;
+      if (next == LayerKind::kConv2d || next == LayerKind::kFlatten) break;
+      takes = next == LayerKind::kRelu || next == LayerKind::kTanh || next == LayerKind::kSigmoid ||
+              next == LayerKind::kMaxPool2d || next == LayerKind::kAvgPool2d;
+    }
+    native[i] = takes;
+  }
+  return native;
+}
+
+// The computing layers of a valid spec (LayerShapes OK), in order, with activations in the
+// native layout of channel block `native_block` where they can be (0: none).
+std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec, int native_block = 0) {
   const std::vector<LayerSpec> specs = ModelLayers(spec);
   const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
+  const std::vector<bool> native = NativeOutputs(specs, native_block);
   std::vector<std::unique_ptr<Layer>> layers;
   Shape in = InputShape(spec);
   int dense = 0, conv = 0;
   for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {
-    if (auto layer = MakeLayer(specs[i], in, shapes[i], &dense, &conv)) {
+    const Layouts layouts{i > 0 && native[i - 1], native[i]};
+    if (auto layer = MakeLayer(specs[i], in, shapes[i], layouts, &dense, &conv)) {
       layers.push_back(std::move(layer));
     }
     in = shapes[i];
@@ -315,7 +358,10 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
 }
 
 Model::Model(const ModelSpec& spec, ComputeBackend* backend)
-    : spec_(spec), backend_(backend), layers_(BuildLayers(spec)), tensors_(Layout(spec)) {
+    : spec_(spec),
+      backend_(backend),
+      layers_(BuildLayers(spec, backend->NativeChannelBlock())),
+      tensors_(Layout(spec)) {
   for (const ParamTensor& t : tensors_) num_params_ += t.shape.size();
   params_ = backend_->Allocate(num_params_);
   grads_ = backend_->Allocate(num_params_);

@@ -38,9 +38,11 @@ class Tensor {
     if (!scratch_) scratch_ = memory(user_.get_desc(), engine_);
     user_.set_data_handle(scratch_.get_data_handle());
   }
-  // Points at `data` and copies the internal layout (which a primitive wrote) out to it.
-  void Out(float* data, dnnl::stream& stream) {
-    user_.set_data_handle(data);
+  // Points at `data`, where a primitive's output goes (directly when the layouts agree):
+  // called before the primitive runs, Out after.
+  void Target(float* data) { user_.set_data_handle(data); }
+  // Copies the internal layout (which a primitive wrote) out to the target.
+  void Out(dnnl::stream& stream) {
     if (to_user_) to_user_.execute(stream, internal_, user_);
   }
 
@@ -54,6 +56,21 @@ class Tensor {
 
 memory::desc Desc(const memory::dims& dims, Tag tag) {
   return memory::desc(dims, memory::data_type::f32, tag);
+}
+
+// The native activation layout's tag.
+Tag NativeTag() {
+  return OneDnnConvolution::NativeChannelBlock() == 16 ? Tag::nChw16c : Tag::nChw8c;
+}
+
+// An activation's layout for a primitive: the native one, or the primitive's choice.
+memory::desc ActivationDesc(const memory::dims& dims, bool native) {
+  return Desc(dims, native ? NativeTag() : Tag::any);
+}
+
+// An activation's layout as Monsoon holds it: native, or [batch x C x H x W].
+memory::desc HeldDesc(const memory::dims& dims, bool native) {
+  return Desc(dims, native ? NativeTag() : Tag::nchw);
 }
 
 }  // namespace
@@ -118,30 +135,30 @@ OneDnnConvolution::Primitives::Primitives(const Conv2dGeometry& g, int batch,
             std::max(0, (g.out_width - 1) * g.stride + g.kernel - g.width - g.pad_left)},
       forward_pd(dnnl::convolution_forward::desc(
                      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                     Desc(src, Tag::any), Desc(weights, Tag::any), Desc(bias, Tag::x),
-                     Desc(dst, Tag::any), strides, left, right),
+                     ActivationDesc(src, g.native_in), Desc(weights, Tag::any), Desc(bias, Tag::x),
+                     ActivationDesc(dst, g.native_out), strides, left, right),
                  engine),
-      data_pd(dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct,
-                                                    Desc(src, Tag::any), Desc(weights, Tag::any),
-                                                    Desc(dst, Tag::any), strides, left, right),
+      data_pd(dnnl::convolution_backward_data::desc(
+                  dnnl::algorithm::convolution_direct, ActivationDesc(src, g.native_in),
+                  Desc(weights, Tag::any), ActivationDesc(dst, g.native_out), strides, left, right),
               engine, forward_pd),
-      weights_pd(
-          dnnl::convolution_backward_weights::desc(
-              dnnl::algorithm::convolution_direct, Desc(src, Tag::any), Desc(weights, Tag::any),
-              Desc(bias, Tag::x), Desc(dst, Tag::any), strides, left, right),
-          engine, forward_pd),
+      weights_pd(dnnl::convolution_backward_weights::desc(
+                     dnnl::algorithm::convolution_direct, ActivationDesc(src, g.native_in),
+                     Desc(weights, Tag::any), Desc(bias, Tag::x), ActivationDesc(dst, g.native_out),
+                     strides, left, right),
+                 engine, forward_pd),
       forward(forward_pd),
       backward_data(data_pd),
       backward_weights(weights_pd),
-      x(Desc(src, Tag::nchw), forward_pd.src_desc(), engine),
+      x(HeldDesc(src, g.native_in), forward_pd.src_desc(), engine),
       w(Desc(weights, Tag::oihw), forward_pd.weights_desc(), engine),
-      y(Desc(dst, Tag::nchw), forward_pd.dst_desc(), engine),
-      weights_x(Desc(src, Tag::nchw), weights_pd.src_desc(), engine),
-      weights_dy(Desc(dst, Tag::nchw), weights_pd.diff_dst_desc(), engine),
+      y(HeldDesc(dst, g.native_out), forward_pd.dst_desc(), engine),
+      weights_x(HeldDesc(src, g.native_in), weights_pd.src_desc(), engine),
+      weights_dy(HeldDesc(dst, g.native_out), weights_pd.diff_dst_desc(), engine),
       dw(Desc(weights, Tag::oihw), weights_pd.diff_weights_desc(), engine),
-      data_dy(Desc(dst, Tag::nchw), data_pd.diff_dst_desc(), engine),
+      data_dy(HeldDesc(dst, g.native_out), data_pd.diff_dst_desc(), engine),
       data_w(Desc(weights, Tag::oihw), data_pd.weights_desc(), engine),
-      dx(Desc(src, Tag::nchw), data_pd.diff_src_desc(), engine),
+      dx(HeldDesc(src, g.native_in), data_pd.diff_src_desc(), engine),
       b(Desc(bias, Tag::x), engine, DNNL_MEMORY_NONE),
       db(Desc(bias, Tag::x), engine, DNNL_MEMORY_NONE),
       own_data_dy(data_pd.diff_dst_desc() != weights_pd.diff_dst_desc()) {}
@@ -149,11 +166,16 @@ OneDnnConvolution::Primitives::Primitives(const Conv2dGeometry& g, int batch,
 OneDnnConvolution::OneDnnConvolution(int threads)
     : engine_(std::make_unique<Engine>()), threads_(threads) {}
 
+int OneDnnConvolution::NativeChannelBlock() {
+  static const int block = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;
+  return block;
+}
+
 OneDnnConvolution::~OneDnnConvolution() = default;
 
 OneDnnConvolution::Primitives& OneDnnConvolution::For(const Conv2dGeometry& g, int batch) {
-  const Key key{g.channels, g.height,  g.width,    g.filters, g.kernel,
-                g.stride,   g.pad_top, g.pad_left, batch};
+  const Key key{g.channels, g.height,   g.width, g.filters,   g.kernel,    g.stride,
+                g.pad_top,  g.pad_left, batch,   g.native_in, g.native_out};
   std::unique_ptr<Primitives>& p = cache_[key];
   if (p == nullptr) p = std::make_unique<Primitives>(g, batch, engine_->engine);
   return *p;
@@ -167,8 +189,9 @@ void OneDnnConvolution::Forward(const Conv2dGeometry& g, const float* x, const f
   p.x.In(x, s);
   p.w.In(w, s);
   p.b.set_data_handle(const_cast<float*>(b));
+  p.y.Target(y);
   p.RunForward(s);
-  p.y.Out(y, s);
+  p.y.Out(s);
   s.wait();
 }
 
@@ -180,13 +203,15 @@ void OneDnnConvolution::Backward(const Conv2dGeometry& g, const float* x, const 
   p.weights_x.In(x, s);
   p.weights_dy.In(dy, s);
   p.db.set_data_handle(db);
+  p.dw.Target(dw);
   p.RunBackwardWeights(s);
-  p.dw.Out(dw, s);
+  p.dw.Out(s);
   if (dx != nullptr) {
     if (p.own_data_dy) p.data_dy.In(dy, s);
     p.data_w.In(w, s);
+    p.dx.Target(dx);
     p.RunBackwardData(s);
-    p.dx.Out(dx, s);
+    p.dx.Out(s);
   }
   s.wait();
 }

@@ -167,6 +167,68 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
   CheckGradients(c, 7);
 }
 
+// A CNN whose convolution activations stay in the CPU's native (blocked) layout: 16 filters
+// and 32, so that a channel block of 8 or 16 divides them.
+ModelSpec NativeCnn() {
+  return Cnn({3, 13, 12},
+             {Conv(16, 3, 1, Padding::kSame),
+              {LayerKind::kRelu},
+              Pool(LayerKind::kMaxPool2d, 2, 2),
+              Conv(32, 3, 2, Padding::kSame),
+              {LayerKind::kTanh},
+              Pool(LayerKind::kAvgPool2d, 2, 1),
+              Pool(LayerKind::kMaxPool2d, 2, 1)},
+             5, LossType::kSoftmaxCrossEntropy);
+}
+
+TEST_CASE("Model: gradients match finite differences with activations in the native layout",
+          "[core][model][conv]") {
+  REQUIRE(CpuBackend().NativeChannelBlock() > 0);
+  CheckGradients(NativeCnn(), 3);
+}
+
+// Counts layout conversions.
+class ConvertCountingBackend : public CpuBackend {
+ public:
+  using CpuBackend::CpuBackend;
+  void ConvertLayout(int channels, int height, int width, int batch, bool to_native, const float* x,
+                     float* y) override {
+    ++conversions;
+    CpuBackend::ConvertLayout(channels, height, width, batch, to_native, x, y);
+  }
+  int conversions = 0;
+};
+
+TEST_CASE("Model: native and plain layouts compute the same loss and gradients",
+          "[core][model][conv]") {
+  const ModelSpec spec = NativeCnn();
+  const int rows = 7;
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> x(rows * spec.input_dim), y(rows), params(Model::NumParams(spec));
+  for (float& v : x) v = u(rng);
+  for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r % 5);
+  Model::InitialValues(spec, 9, 0, absl::MakeSpan(params));
+  std::vector<std::vector<float>> grads;
+  std::vector<double> losses;
+  for (const bool native : {true, false}) {
+    ConvertCountingBackend backend(1, native);
+    auto model = Model::Create(spec, &backend);
+    REQUIRE(model.ok());
+    (*model)->SetParams(params.data());
+    losses.push_back((*model)->ComputeGradients(x.data(), y.data(), rows).loss_sum);
+    grads.emplace_back((*model)->num_params());
+    (*model)->GetGrads(grads.back().data());
+    // Native: the flatten converts forward and back; plain: nothing converts.
+    CHECK(backend.conversions == (native ? 2 : 0));
+  }
+  CHECK(losses[0] == Approx(losses[1]).epsilon(1e-5));
+  for (size_t i = 0; i < grads[0].size(); ++i) {
+    INFO("gradient " << i);
+    CHECK(grads[0][i] == Approx(grads[1][i]).margin(1e-5).epsilon(1e-4));
+  }
+}
+
 TEST_CASE("Model: dropout masks train by the batch seed and are off when evaluating",
           "[core][model][conv]") {
   ModelSpec spec = Cnn({2, 3, 3}, {Conv(3, 2, 1, Padding::kSame), Dropout(0.5)}, 2,
