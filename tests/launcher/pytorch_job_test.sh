@@ -26,12 +26,20 @@ expect_eq "a Python worker's metrics columns are a C++ worker's" \
 "$MONSOON" status --run-dir "$WORK/downpour" >/dev/null
 expect_eq "monsoon status on a PyTorch run" "$?" "0"
 
+# The same script under sync and easgd, as a `monsoon compare` study (one epoch each).
+cat >"$WORK/study.yaml" <<EOF
+study: pytorch_algorithms
+base: $PWD/examples/pytorch_mlp.yaml
+target_accuracy: 0.7
+variants:
+  - {name: sync, set: {training.algorithm: sync, training.epochs: 1}}
+  - {name: easgd, set: {training.algorithm: easgd, training.epochs: 1}}
+EOF
+timeout 300 "$MONSOON" compare "$WORK/study.yaml" --out "$WORK/study" >"$WORK/study.txt" 2>&1
+expect_eq "monsoon compare of the PyTorch script: exit status" "$?" "0"
 for algorithm in sync easgd; do
-  timeout 300 "$MONSOON" run examples/pytorch_mlp.yaml --run-dir "$WORK/$algorithm" \
-    --set training.algorithm=$algorithm --set training.epochs=1 >"$WORK/$algorithm.txt" 2>&1
-  expect_eq "$algorithm job exit status" "$?" "0"
   at_least "$algorithm test accuracy after 1 epoch" \
-    "$(json_get "$WORK/$algorithm/summary.json" final_test_accuracy)" 0.75
+    "$(json_get "$WORK/study/$algorithm/summary.json" final_test_accuracy)" 0.75
 done
 
 # A killed Python worker is a killed C++ worker: restarted where the servers last heard from
