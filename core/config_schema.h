@@ -236,6 +236,20 @@ void VisitTraining(JobConfig& c, V& v) {
             "warmup_epochs for gradients computed at epoch e < warmup_epochs, from 0; fractions "
             "are fine (0.1 epoch of the default job is 47 steps of each worker)");
   });
+  v.Section("stragglers", "(emulated: see [Stragglers](#stragglers))", [&] {
+    v.Field("slow_workers", &c.stragglers.slow_workers, IntList{0},
+            "workers whose every step's compute is made `slow_factor` times as long");
+    v.Field("slow_factor", &c.stragglers.slow_factor, RealRange{1, false, 1000},
+            "how many times as long a slow worker's compute takes (a sleep of `slow_factor - "
+            "1` times each step's measured compute)");
+    v.Field("probability", &c.stragglers.probability, RealRange{0, false, 1},
+            "each step of every worker is delayed with this probability, drawn from (`seed`, "
+            "worker, step)");
+    v.Field("delay_ms", &c.stragglers.delay_ms, RealRange{0, false, 600000},
+            "a delayed step's delay: fixed, or the mean of an exponential draw");
+    v.Field("distribution", &c.stragglers.distribution, kDelayDistributionNames,
+            "`fixed` or `exponential` delays");
+  });
   v.Section("downpour", "", [&] {
     v.Field("n_fetch", &c.downpour.n_fetch, IntRange{1, 1 << 20},
             "pull the weights every `n_fetch` steps");

@@ -1120,6 +1120,13 @@ absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
 
 absl::Status ValidateJobConfig(const JobConfig& c) {
   MONSOON_RETURN_IF_ERROR(ValidateCluster(c.cluster));
+  for (const int w : c.stragglers.slow_workers) {
+    if (w >= c.cluster.workers) {
+      return absl::InvalidArgumentError(absl::StrCat("stragglers.slow_workers: worker ", w,
+                                                     " does not exist (cluster.workers is ",
+                                                     c.cluster.workers, ")"));
+    }
+  }
   MONSOON_RETURN_IF_ERROR(ValidateData(c.data, c.cluster.evaluator));
   MONSOON_RETURN_IF_ERROR(ValidateModel(c.model));
   if ((c.model.type == ModelType::kProgram) != !c.cluster.worker_program.empty()) {

@@ -93,6 +93,23 @@ struct TrainingConfig {
   double warmup_epochs = 0;  // linear learning-rate warm-up (LearningRatePlan)
 };
 
+// Emulated heterogeneity: workers made slower on purpose, to study the algorithms under
+// stragglers. Applied in the worker loop after each step's compute, as a sleep.
+enum class DelayDistribution { kFixed, kExponential };
+struct StragglersConfig {
+  std::vector<int> slow_workers;  // these workers' compute takes slow_factor times as long
+  double slow_factor = 1;
+  // Each step of every worker is delayed with this probability, by delay_ms (fixed) or a
+  // draw with that mean (exponential); decided by (seed, worker, step).
+  double probability = 0;
+  double delay_ms = 100;
+  DelayDistribution distribution = DelayDistribution::kExponential;
+};
+inline constexpr NamedValue<DelayDistribution> kDelayDistributionValues[] = {
+    {DelayDistribution::kFixed, "fixed"}, {DelayDistribution::kExponential, "exponential"}};
+inline constexpr EnumNames<DelayDistribution> kDelayDistributionNames{"distribution",
+                                                                      kDelayDistributionValues};
+
 // Downpour-SGD (Dean et al. 2012).
 struct DownpourConfig {
   int n_fetch = 1;  // pull the server weights every n_fetch steps
@@ -244,6 +261,7 @@ struct JobConfig {
   ModelSpec model;
   DataConfig data;
   TrainingConfig training;
+  StragglersConfig stragglers;
   DownpourConfig downpour;
   SyncConfig sync;
   SspConfig ssp;

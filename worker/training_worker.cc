@@ -22,6 +22,7 @@ WorkerTotals WorkerTotals::FromMetricsRow(const WorkerMetricsRow& row) {
   t.bytes_sent = row.bytes_sent;
   t.bytes_received = row.bytes_received;
   t.comm_seconds = row.comm_seconds;
+  t.emulated_delay_seconds = row.emulated_delay_seconds;
   return t;
 }
 
@@ -58,6 +59,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) 
 absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport* report) {
   report->samples = earlier_.samples;
   report->comm_seconds = earlier_.comm_seconds;
+  report->emulated_delay_seconds = earlier_.emulated_delay_seconds;
   if (resume.sequence == 0) return absl::OkStatus();
   MONSOON_RETURN_IF_ERROR(shard_->Seek(resume.position));
   report->steps = resume.position.step;
@@ -105,11 +107,38 @@ bool TrainingWorker::Done(const WorkerReport& report) const {
          (rules_.max_steps > 0 && report.steps >= rules_.max_steps);
 }
 
+double TrainingWorker::EmulatedDelay(double compute_seconds, int64_t step) const {
+  const StragglersConfig& s = rules_.stragglers;
+  double delay = 0;
+  if (std::find(s.slow_workers.begin(), s.slow_workers.end(), index_) != s.slow_workers.end()) {
+    delay += (s.slow_factor - 1) * compute_seconds;
+  }
+  // A stream of its own, apart from the dropout masks' (seed, worker, step).
+  const uint64_t draw = SplitMix64(SplitMix64(~rules_.seed, index_), static_cast<uint64_t>(step));
+  if (s.probability > 0 && UniformHash(draw, 0) < s.probability) {
+    const double mean = s.delay_ms / 1e3;
+    delay += s.distribution == DelayDistribution::kFixed
+                 ? mean
+                 : -mean * std::log(1.0 - UniformHash(draw, 1));
+  }
+  return delay;
+}
+
 void TrainingWorker::ComputeStep(WorkerReport* report) {
   const int rows = shard_->NextBatch(rules_.batch_size, &x_, &y_);
   // Dropout masks from (seed, worker, step): a replayed step draws the same ones.
   model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
+  const absl::Time start = absl::Now();
   const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
+  const bool slow = rules_.stragglers.slow_factor > 1;
+  // A slow worker's factor applies to the compute itself, not to its launch on a GPU.
+  if (slow) model_->Synchronize().IgnoreError();  // a device error comes back at the next sync
+  const double delay = EmulatedDelay(absl::ToDoubleSeconds(absl::Now() - start), report->steps);
+  if (delay > 0) {
+    const TraceScope span(step_trace_, kTraceLoop, "emulated delay");
+    absl::SleepFor(absl::Seconds(delay));
+    report->emulated_delay_seconds += delay;
+  }
   ++report->steps;
   report->samples += rows;
   report->last_loss = batch.loss_sum / rows;
@@ -132,6 +161,7 @@ absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const Pul
   row.slowest_clock = static_cast<double>(pull.slowest_clock);
   row.staleness = staleness;
   row.comm_seconds = report.comm_seconds;
+  row.emulated_delay_seconds = report.emulated_delay_seconds;
   return metrics_->Append(RowValues(row));
 }
 

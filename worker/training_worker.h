@@ -36,6 +36,8 @@ struct WorkerReport {
   double wall_seconds = 0;
   double comm_seconds = 0;  // spent in pulls, pushes and exchanges (waiting included)
   double last_loss = 0;     // mean loss of the last batch
+  // Slept on purpose after steps' compute (stragglers emulation); within wall_seconds.
+  double emulated_delay_seconds = 0;
 };
 
 // What this worker's earlier processes in the run had spent by their last metrics row. A
@@ -48,6 +50,7 @@ struct WorkerTotals {
   double bytes_sent = 0;
   double bytes_received = 0;
   double comm_seconds = 0;
+  double emulated_delay_seconds = 0;
   // From the last row of the worker's metrics CSV.
   static WorkerTotals FromMetricsRow(const WorkerMetricsRow& row);
 };
@@ -114,8 +117,13 @@ class TrainingWorker {
   bool Done(const WorkerReport& report) const;
   // The learning-rate schedule's factor for a local step at the shard's current progress.
   float RateScale() const;
-  // Computes one batch's gradient into the model; updates the report.
+  // Computes one batch's gradient into the model, then sleeps what the stragglers emulation
+  // adds to the step (EmulatedDelay); updates the report.
   void ComputeStep(WorkerReport* report);
+  // The emulated delay of step `step` whose compute took `compute_seconds`: a slow worker's
+  // (slow_factor - 1) * compute_seconds, plus a random straggler's delay with the
+  // configured probability, drawn from (seed, worker, step).
+  double EmulatedDelay(double compute_seconds, int64_t step) const;
   // Called as each step begins: its pull, compute and push are traced while it is among the
   // first trace_steps of this process.
   void TraceStep(const WorkerReport& report);

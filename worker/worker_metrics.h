@@ -25,6 +25,7 @@ struct WorkerMetricsRow {
   double slowest_clock = 0;
   double staleness = 0;
   double comm_seconds = 0;
+  double emulated_delay_seconds = 0;  // slept on purpose (stragglers emulation), cumulative
 };
 
 template <>
@@ -43,6 +44,7 @@ struct MetricsSchema<WorkerMetricsRow> {
       {"slowest_clock", &R::slowest_clock},
       {"staleness", &R::staleness},
       {"comm_seconds", &R::comm_seconds},
+      {"emulated_delay_seconds", &R::emulated_delay_seconds},
   };
 };
 

@@ -26,6 +26,7 @@ WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
   rules.weight_decay = config.optimizer.weight_decay;
   rules.trace_steps = config.trace.steps;
   rules.seed = config.seed;
+  rules.stragglers = config.stragglers;
   return rules;
 }
 

@@ -29,6 +29,7 @@ struct WorkerRules {
   float weight_decay = 0;
   int trace_steps = 200;
   uint64_t seed = 1;  // the job's: with the worker's index and step, each batch's dropout masks
+  StragglersConfig stragglers;  // emulated slowness
 
   static WorkerRules FromConfig(const JobConfig& config);
 };

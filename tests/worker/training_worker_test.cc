@@ -250,6 +250,41 @@ TEST_CASE("TrainingWorker: a restarted worker's metrics and report carry on its 
   CHECK(none.samples == 0);
 }
 
+TEST_CASE("TrainingWorker: emulated stragglers sleep as configured, recorded in the metrics",
+          "[worker]") {
+  // Fixed 20 ms delays with probability 0.25 over 40 steps of each of 2 workers; worker 1 is
+  // also 3x slow. The draws depend on (seed, worker, step) alone: the same in every run.
+  LinearSetup setup(1, 0.1f, 2);
+  setup.config.training.epochs = 2;
+  setup.config.training.batch_size = 10;  // 20 steps an epoch on 200 rows
+  setup.config.stragglers.probability = 0.25;
+  setup.config.stragglers.delay_ms = 20;
+  setup.config.stragglers.distribution = DelayDistribution::kFixed;
+  setup.config.stragglers.slow_workers = {1};
+  setup.config.stragglers.slow_factor = 3;
+  setup.Start();
+  const std::vector<CsvTable> tables = setup.RunWorkersReadingMetrics("stragglers");
+  std::vector<double> delays;
+  for (const CsvTable& t : tables) {
+    REQUIRE(t.rows.size() == 40);
+    delays.push_back(t.rows.back()[t.Column("emulated_delay_seconds")]);
+    // Cumulative, within the wall time.
+    CHECK(delays.back() <= t.rows.back()[t.Column("wall_seconds")]);
+  }
+  // Worker 0: a whole number of 20 ms delays, about a quarter of its 40 steps.
+  const double delayed = delays[0] / 0.020;
+  CHECK(std::abs(delayed - std::round(delayed)) < 1e-6);
+  CHECK(delayed >= 4);
+  CHECK(delayed <= 18);
+  // Worker 1 adds twice its compute time to its own share of delays.
+  CHECK(delays[1] > 0);
+  LinearSetup again(1, 0.1f, 2);
+  again.config = setup.config;
+  again.Start();
+  const std::vector<CsvTable> rerun = again.RunWorkersReadingMetrics("stragglers_again");
+  CHECK(rerun[0].rows.back()[rerun[0].Column("emulated_delay_seconds")] == delays[0]);
+}
+
 TEST_CASE("TrainingWorker (sync): uneven shards and backup workers train, and all exit",
           "[worker][sync]") {
   // 400 examples over 3 workers: shards of 133, 133 and 134; over 7 workers, batches of 19
