@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -85,22 +87,36 @@ absl::StatusOr<std::unique_ptr<CsvMetricsWriter>> CsvMetricsWriter::Create(
   }
   if (!resume) std::fputs(header.c_str(), f);
   std::fflush(f);
-  return std::unique_ptr<CsvMetricsWriter>(
-      new CsvMetricsWriter(f, columns.size(), std::move(last)));
+  return std::unique_ptr<CsvMetricsWriter>(new CsvMetricsWriter(f, columns, std::move(last)));
 }
 
 CsvMetricsWriter::~CsvMetricsWriter() { std::fclose(file_); }
 
+void CsvMetricsWriter::MirrorTo(std::unique_ptr<EventFileWriter> events,
+                                const std::string& step_column) {
+  events_ = std::move(events);
+  const auto found = std::find(columns_.begin(), columns_.end(), step_column);
+  step_column_ = found == columns_.end() ? -1 : static_cast<int>(found - columns_.begin());
+}
+
 absl::Status CsvMetricsWriter::Append(const std::vector<double>& values) {
-  if (values.size() != columns_) {
-    return absl::InternalError(
-        absl::StrCat("metrics row has ", values.size(), " values for ", columns_, " columns"));
+  if (values.size() != columns_.size()) {
+    return absl::InternalError(absl::StrCat("metrics row has ", values.size(), " values for ",
+                                            columns_.size(), " columns"));
   }
   const std::string line = CsvRow(values);
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
     return absl::DataLossError(absl::StrCat("cannot write metrics: ", std::strerror(errno)));
   }
-  return absl::OkStatus();
+  ++rows_;
+  if (events_ == nullptr) return absl::OkStatus();
+  std::vector<std::pair<std::string, double>> scalars;
+  for (size_t i = 0; i < columns_.size(); ++i) {
+    if (static_cast<int>(i) != step_column_) scalars.emplace_back(columns_[i], values[i]);
+  }
+  const int64_t step =
+      step_column_ < 0 ? rows_ : static_cast<int64_t>(std::llround(values[step_column_]));
+  return events_->AddScalars(step, scalars);
 }
 
 std::optional<double> MetricsRow::Find(std::string_view column) const {

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "core/event_file.h"
 
 namespace monsoon {
 
@@ -87,16 +88,23 @@ class CsvMetricsWriter {
   // One row; values.size() must equal the number of columns.
   absl::Status Append(const std::vector<double>& values);
 
+  // From now on every row also goes to `events` as a TensorBoard scalar per column, named by
+  // the column, at the step in column `step_column` (at the row's number when there is none).
+  void MirrorTo(std::unique_ptr<EventFileWriter> events, const std::string& step_column);
+
   // The last complete row of the file this writer continues (empty when it started the
   // file, or the file held only its header).
   const MetricsRow& continued_from() const { return continued_from_; }
 
  private:
-  CsvMetricsWriter(std::FILE* file, size_t columns, MetricsRow continued_from)
-      : file_(file), columns_(columns), continued_from_(std::move(continued_from)) {}
+  CsvMetricsWriter(std::FILE* file, std::vector<std::string> columns, MetricsRow continued_from)
+      : file_(file), columns_(std::move(columns)), continued_from_(std::move(continued_from)) {}
   std::FILE* const file_;  // owned
-  const size_t columns_;
+  const std::vector<std::string> columns_;
   const MetricsRow continued_from_;
+  std::unique_ptr<EventFileWriter> events_;  // MirrorTo's
+  int step_column_ = -1;                     // its index in columns_; -1: the row's number
+  int64_t rows_ = 0;                         // rows appended by this writer
 };
 
 // The last complete row of a metrics CSV (empty when there is none yet).

@@ -13,6 +13,8 @@
 //   RUN_DIR/metrics/*.csv          per-role metrics (worker-I, server-J, evaluator) and each
 //                                  server's staleness-server-J and ledger-server-J tables
 //   RUN_DIR/logs/*.log             per-role logs
+//   RUN_DIR/tensorboard/ROLE/      per-role TensorBoard event files (worker-I, server-J,
+//                                  evaluator): the metrics CSVs' rows as scalars
 //   RUN_DIR/trace/*.jsonl          per-role trace events, merged into RUN_DIR/trace.json
 #ifndef MONSOON_CORE_RUN_DIR_H_
 #define MONSOON_CORE_RUN_DIR_H_
@@ -51,6 +53,10 @@ struct RunDir {
   std::string trace_path() const { return root + "/trace.json"; }
   std::string summary_path() const { return root + "/summary.json"; }
   std::string params_path() const { return root + "/params.bin"; }
+  // Where role `role` ("worker-0", "server-1", "evaluator") writes its event files.
+  std::string tensorboard_dir(const std::string& role) const {
+    return root + "/tensorboard/" + role;
+  }
   std::string initial_params_path() const { return root + "/initial_params.bin"; }
   std::string checkpoint_dir(int server) const {
     return root + "/checkpoints/server-" + std::to_string(server);

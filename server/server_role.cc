@@ -274,6 +274,10 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
                            CsvMetricsWriter::Create(run_dir.server_metrics_path(options.index),
                                                     ColumnNames<ServerMetricsRow>()));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<EventFileWriter> events,
+      EventFileWriter::Create(run_dir.tensorboard_dir(absl::StrCat("server-", options.index))));
+  metrics->MirrorTo(std::move(events), "");
   const ServerRun run{config, run_dir, options.index, logic, trace.get(), metrics.get()};
   MONSOON_ASSIGN_OR_RETURN(const absl::Status result, Serve(run, stop));
   server->Shutdown();

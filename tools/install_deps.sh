@@ -18,6 +18,8 @@ PACKAGES=(
   python3-numpy python3-h5py                  # tests convert Fashion-MNIST to .npy and HDF5
   python3-torch                               # PyTorch worker programs; the CNN benchmark
   pybind11-dev libpython3.11-dev              # the monsoon Python package
+  libisal-dev                                 # CRC-32C of TensorBoard event files
+  python3-protobuf python3-crc32c             # tests decode the event files
   python3 procps                              # test scripts (JSON checks, pgrep)
   slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
   clang libclang-rt-14-dev                    # libFuzzer + sanitizers (request decoder fuzz test)

@@ -162,6 +162,10 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       CsvMetricsWriter::Create(run_dir.worker_metrics_path(index), ColumnNames<WorkerMetricsRow>(),
                                static_cast<double>(resume.position.step)));
   MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<EventFileWriter> events,
+      EventFileWriter::Create(run_dir.tensorboard_dir(absl::StrCat("worker-", index))));
+  metrics->MirrorTo(std::move(events), "step");
+  MONSOON_ASSIGN_OR_RETURN(
       const std::optional<WorkerMetricsRow> last,
       RowFrom<WorkerMetricsRow>(metrics->continued_from(), run_dir.worker_metrics_path(index)));
   const WorkerTotals earlier = WorkerTotals::FromMetricsRow(last.value_or(WorkerMetricsRow{}));
@@ -204,6 +208,9 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
                            CsvMetricsWriter::Create(run_dir.evaluator_metrics_path(),
                                                     ColumnNames<EvaluatorMetricsRow>()));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<EventFileWriter> events,
+                           EventFileWriter::Create(run_dir.tensorboard_dir("evaluator")));
+  metrics->MirrorTo(std::move(events), "global_step");
   // A restarted evaluator's clock carries on from the last row its earlier processes wrote.
   MONSOON_ASSIGN_OR_RETURN(
       const std::optional<EvaluatorMetricsRow> last,

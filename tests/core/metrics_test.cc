@@ -3,7 +3,9 @@
 #include "core/metrics.h"
 
 #include <catch2/catch.hpp>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 
 #include "tests/test_util.h"
 
@@ -78,4 +80,40 @@ TEST_CASE("Metrics rows: a missing column is NotFound naming it", "[core][metric
 }
 
 }  // namespace
+TEST_CASE("Event files: TFRecord checksums, and a file per writer mirroring the CSV rows",
+          "[core][metrics]") {
+  // CRC-32C("123456789") is 0xe3069283 (RFC 3720's check value); masked as TFRecord does.
+  CHECK(MaskedCrc32c("123456789", 9) == 0xc78ab0e5u);
+  const std::string dir = TempPath("events");
+  auto metrics = CsvMetricsWriter::Create(TempPath("mirrored.csv"), {"step", "loss"});
+  REQUIRE(metrics.ok());
+  auto events = EventFileWriter::Create(dir);
+  REQUIRE(events.ok());
+  const std::string path = (*events)->path();
+  (*metrics)->MirrorTo(*std::move(events), "step");
+  REQUIRE((*metrics)->Append({1, 0.5}).ok());
+  REQUIRE((*metrics)->Append({2, 0.25}).ok());
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // Three records (the version event, two rows), each framed by its length and checksums.
+  size_t at = 0, records = 0;
+  while (at + 12 <= bytes.size()) {
+    uint64_t length = 0;
+    std::memcpy(&length, bytes.data() + at, 8);
+    uint32_t length_crc = 0, data_crc = 0;
+    std::memcpy(&length_crc, bytes.data() + at + 8, 4);
+    CHECK(length_crc == MaskedCrc32c(bytes.data() + at, 8));
+    REQUIRE(at + 16 + length <= bytes.size());
+    std::memcpy(&data_crc, bytes.data() + at + 12 + length, 4);
+    CHECK(data_crc == MaskedCrc32c(bytes.data() + at + 12, length));
+    if (records == 0)
+      CHECK(bytes.substr(at + 12, length).find("brain.Event:2") != std::string::npos);
+    if (records > 0) CHECK(bytes.substr(at + 12, length).find("loss") != std::string::npos);
+    at += 16 + length;
+    ++records;
+  }
+  CHECK(at == bytes.size());
+  CHECK(records == 3);
+}
+
 }  // namespace monsoon

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `monsoon compare configs/compare_fmnist.yaml` on Debian's Fashion-MNIST: all seven variants
 # (sync, sync with a backup worker, Downpour tau 1 and 4, SSP, EASGD, EAMSGD) run, each reaches
-# >= 0.84 test accuracy, the whole study takes under 15 minutes, and the plot has every curve.
+# >= 0.84 test accuracy, the whole study takes under 15 minutes, the plot has every curve,
+# and every variant's TensorBoard event files decode and match its CSVs (one
+# `tensorboard --logdir STUDY` overlays the variants as runs).
 source tests/launcher/test_lib.sh
 
 start=$(date +%s)
@@ -12,6 +14,9 @@ elapsed=$(($(date +%s) - start))
 grep -v '^\[' "$WORK/out.txt" | tail -9
 cat "$WORK/study/compare.md"
 [ "$elapsed" -lt 900 ] && pass "study took ${elapsed} s (< 15 min)" || fail "study took ${elapsed} s"
+/usr/bin/python3 tests/launcher/tensorboard_check.py proto/tensorboard_event.proto \
+  "$WORK"/study/*/
+expect_eq "every variant's event files match its CSVs" "$?" "0"
 python3 - "$WORK/study" <<'PY'
 import csv, sys, xml.dom.minidom
 rows = {r["variant"]: r for r in csv.DictReader(open(f"{sys.argv[1]}/compare.csv"))}

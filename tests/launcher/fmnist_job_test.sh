@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The default job (configs/fmnist_downpour.yaml) on Debian's Fashion-MNIST: >= 0.85 test
-# accuracy within 3 minutes of wall time, as summary.json reports; its exported weights
-# (monsoon export) give PyTorch the same accuracy.
+# accuracy within 3 minutes of wall time, as summary.json reports; its TensorBoard event files
+# match its CSVs; its exported weights (monsoon export) give PyTorch the same accuracy.
 source tests/launcher/test_lib.sh
 
 timeout 240 "$MONSOON" run configs/fmnist_downpour.yaml --run-dir "$WORK/fmnist" >"$WORK/out.txt" 2>&1
@@ -16,6 +16,8 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 180 else 1)" "$wall"
   && pass "wall time ${wall}s <= 180" || fail "wall time ${wall}s > 180"
 grep -q "chance level" "$WORK/out.txt" && fail "the default job warned of a collapse" \
   || pass "no collapse warning"
+/usr/bin/python3 tests/launcher/tensorboard_check.py proto/tensorboard_event.proto "$WORK/fmnist"
+expect_eq "TensorBoard event files decode and match the CSVs" "$?" "0"
 # Weights out: the exported arrays give PyTorch the evaluator's accuracy.
 "$MONSOON" export --run-dir "$WORK/fmnist" && tests/launcher/torch_reload.py "$WORK/fmnist" mlp
 expect_eq "export, then the weights reloaded into PyTorch" "$?" "0"
