@@ -127,7 +127,8 @@ absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& 
         std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float))));
     p.global_step = static_cast<double>(final_weights.global_step);
     p.has_eval = false;
-    if (config.data.HasTestSet()) {
+    // A worker program's model (model.type: program) is scored only by its own evaluator.
+    if (config.data.HasTestSet() && config.model.type != ModelType::kProgram) {
       MONSOON_ASSIGN_OR_RETURN(Dataset test, LoadSplit(config, /*train=*/false));
       CpuBackend backend;
       MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));

@@ -312,33 +312,81 @@ void RunRole(py::handle model) {
 
 // monsoon.Client: Monsoon's gRPC client (GrpcPsClient) for push and pull by hand, speaking for
 // one worker. Arrays cross without copies: a pull writes into the caller's array, a push reads
-// from it. Each push is numbered (exactly-once) and computed on the weights of the last pull.
+// from it. Pushes and exchanges are numbered (exactly-once), continuing after the last one the
+// servers have from this worker; a push is computed on the weights of the last pull.
 class Client {
  public:
-  Client(const std::vector<std::string>& servers, size_t num_params, const std::string& token,
-         size_t chunk_floats, int max_in_flight, int index) {
+  explicit Client(std::unique_ptr<GrpcPsClient> client) : client_(std::move(client)) {
+    const absl::StatusOr<ResumePoint> resume = client_->Resume();
+    if (resume.ok()) origin_.sequence = resume->sequence;
+  }
+
+  // To the servers at `servers` ("host:port", server j holding the plan's chunks of j).
+  static std::unique_ptr<Client> Connect(const std::vector<std::string>& servers, size_t num_params,
+                                         const std::string& token, size_t chunk_floats,
+                                         int max_in_flight, int index) {
     ShardingPlan plan = ValueOrRaise(
         ShardingPlan::Create(num_params, static_cast<int>(servers.size()), chunk_floats));
     GrpcPsClientOptions options;
     options.secrets = JobSecrets::TokenOnly(token);
     options.max_in_flight = max_in_flight;
-    py::gil_scoped_release release;
-    absl::StatusOr<std::unique_ptr<GrpcPsClient>> client = GrpcPsClient::Connect(
-        servers, plan, {ClientRole::kWorker, index, NewIncarnation()}, options);
-    py::gil_scoped_acquire gil;
+    absl::StatusOr<std::unique_ptr<GrpcPsClient>> client;
+    {
+      py::gil_scoped_release release;
+      client = GrpcPsClient::Connect(servers, plan, {ClientRole::kWorker, index, NewIncarnation()},
+                                     options);
+    }
     if (!client.ok()) Raise(client.status(), /*client=*/true);
-    client_ = *std::move(client);
+    return std::make_unique<Client>(*std::move(client));
+  }
+
+  // To the servers of the job that started this program, as its worker (MONSOON_INDEX), with
+  // the job's secrets and transport settings.
+  static std::unique_ptr<Client> FromJob() {
+    const ProgramEnvironment env = ValueOrRaise(ReadEnvironment());
+    const RunDir run_dir{env.run_dir};
+    const JobConfig config = ValueOrRaise(LoadJobConfig(run_dir.config_path()));
+    absl::StatusOr<std::unique_ptr<GrpcPsClient>> client;
+    {
+      py::gil_scoped_release release;
+      client = ConnectToServers(config, run_dir, {ClientRole::kWorker, env.index, NewIncarnation()},
+                                &g_stop);
+    }
+    if (!client.ok()) Raise(client.status(), /*client=*/true);
+    return std::make_unique<Client>(*std::move(client));
   }
 
   size_t num_params() const { return client_->plan().num_params(); }
 
-  // Overwrites `params` with the servers' weights; returns the smallest chunk version.
-  uint64_t Pull(py::handle params) {
+  // Overwrites `params` with the servers' weights, each chunk once its version reaches
+  // min_version and every live worker has pushed it min_clock times (sync and SSP wait so);
+  // returns the smallest chunk version.
+  uint64_t Pull(py::handle params, uint64_t min_version, uint64_t min_clock) {
     float* data = Array(params, "params");
+    PullWait wait;
+    if (min_version > 0) wait.min_versions.assign(client_->plan().num_chunks(), min_version);
+    wait.min_clock = min_clock;
     const absl::StatusOr<PullResult> pulled = Unlocked(
-        [&] { return client_->PullAll(absl::MakeSpan(data, num_params()), {}, &versions_); });
+        [&] { return client_->PullAll(absl::MakeSpan(data, num_params()), wait, &versions_); });
     if (!pulled.ok()) Raise(pulled.status(), /*client=*/true);
     return pulled->min_version;
+  }
+
+  // The elastic exchange (easgd, eamsgd): sends `weights`, writes the elastic differences
+  // alpha (x - centre) into `difference`; returns the mean staleness.
+  double Exchange(py::handle weights, py::handle difference) {
+    const float* x = Array(weights, "weights");
+    float* d = Array(difference, "difference");
+    const absl::Status finite = CheckFinite("the weights", {x, num_params()});
+    if (!finite.ok()) Raise(finite, /*client=*/false);
+    if (exchange_versions_.empty()) exchange_versions_.assign(client_->plan().num_chunks(), 0);
+    ++origin_.sequence;
+    const absl::StatusOr<PushSummary> exchanged = Unlocked([&] {
+      return client_->ExchangeAll(absl::MakeConstSpan(x, num_params()),
+                                  absl::MakeSpan(d, num_params()), &exchange_versions_, origin_);
+    });
+    if (!exchanged.ok()) Raise(exchanged.status(), /*client=*/true);
+    return exchanged->mean_staleness;
   }
 
   // Pushes `gradient`, computed on the weights of the last pull; returns the mean staleness.
@@ -388,7 +436,8 @@ class Client {
   }
 
   std::unique_ptr<GrpcPsClient> client_;
-  ChunkVersions versions_;  // what the last pull saw
+  ChunkVersions versions_;           // what the last pull saw
+  ChunkVersions exchange_versions_;  // each chunk's version at the last exchange
   PushOrigin origin_;
   bool finished_ = false;
 };
@@ -424,17 +473,22 @@ PYBIND11_MODULE(_monsoon, m) {
   m.attr("EXIT_STOPPED") = monsoon::kExitStopped;
   py::class_<monsoon::Client>(m, "Client",
                               "Monsoon's gRPC client, for push and pull by hand (one worker).")
-      .def(
-          py::init<const std::vector<std::string>&, size_t, const std::string&, size_t, int, int>(),
-          py::arg("servers"), py::arg("num_params"), py::arg("token"),
-          py::arg("chunk_floats") = size_t{1} << 18, py::arg("max_in_flight") = 16,
-          py::arg("index") = 0,
-          "Connects to the servers (\"host:port\", server j holding the sharding plan's chunks "
-          "of j) as worker `index`, with the job's token.")
+      .def(py::init(&monsoon::Client::Connect), py::arg("servers"), py::arg("num_params"),
+           py::arg("token"), py::arg("chunk_floats") = size_t{1} << 18,
+           py::arg("max_in_flight") = 16, py::arg("index") = 0,
+           "Connects to the servers (\"host:port\", server j holding the sharding plan's chunks "
+           "of j) as worker `index`, with the job's token.")
+      .def_static("from_job", &monsoon::Client::FromJob,
+                  "Connects to the servers of the job that started this program, as its worker.")
       .def_property_readonly("num_params", &monsoon::Client::num_params)
-      .def("pull", &monsoon::Client::Pull, py::arg("params"),
-           "Overwrites params (float32, num_params) with the servers' weights; returns the "
-           "smallest chunk version.")
+      .def("pull", &monsoon::Client::Pull, py::arg("params"), py::arg("min_version") = 0,
+           py::arg("min_clock") = 0,
+           "Overwrites params (float32, num_params) with the servers' weights, each chunk once "
+           "its version reaches min_version and every live worker has pushed it min_clock "
+           "times; returns the smallest chunk version.")
+      .def("exchange", &monsoon::Client::Exchange, py::arg("weights"), py::arg("difference"),
+           "The elastic exchange: sends weights, writes alpha (weights - centre) into "
+           "difference (both float32, num_params); returns the mean staleness.")
       .def("push", &monsoon::Client::Push, py::arg("gradient"),
            "Pushes a gradient (float32, num_params) computed on the last pull's weights; returns "
            "the mean staleness.")

@@ -18,16 +18,12 @@
 #include "worker/training_worker.h"
 
 namespace monsoon {
-namespace {
+namespace {}  // namespace
 
-struct Connection {
-  ShardingPlan plan;
-  std::unique_ptr<GrpcPsClient> client;
-};
-
-absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDir& run_dir,
-                                            ClientIdentity identity,
-                                            const std::atomic<bool>* stop) {
+absl::StatusOr<std::unique_ptr<GrpcPsClient>> ConnectToServers(const JobConfig& config,
+                                                               const RunDir& run_dir,
+                                                               ClientIdentity identity,
+                                                               const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
   MONSOON_ASSIGN_OR_RETURN(
       std::vector<std::string> addresses,
@@ -40,10 +36,10 @@ absl::StatusOr<Connection> ConnectToServers(const JobConfig& config, const RunDi
   options.channels_per_server = config.transport.channels_per_server;
   options.rpc_timeout = absl::Seconds(config.transport.rpc_timeout_seconds);
   options.compression = config.transport.compression;
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcPsClient> client,
-                           GrpcPsClient::Connect(addresses, plan, identity, options));
-  return Connection{std::move(plan), std::move(client)};
+  return GrpcPsClient::Connect(addresses, plan, identity, options);
 }
+
+namespace {
 
 // `shape` without its dimensions of size 1: [1, 28, 28] -> [28, 28].
 Shape WithoutUnitDims(const Shape& shape) {
@@ -149,14 +145,14 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   DataShard shard(&train, index, config.seed);
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
                            MakeModel(make_model, config, gpu));
-  MONSOON_ASSIGN_OR_RETURN(Connection conn, Traced(trace.get(), kTraceLoop, "connect", [&] {
-                             return ConnectToServers(config, run_dir,
-                                                     {ClientRole::kWorker, index, NewIncarnation()},
-                                                     stop);
-                           }));
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<GrpcPsClient> client, Traced(trace.get(), kTraceLoop, "connect", [&] {
+        return ConnectToServers(config, run_dir, {ClientRole::kWorker, index, NewIncarnation()},
+                                stop);
+      }));
   // A restarted worker replays the steps after its resume point: their rows go, and it carries
   // on from the last row its earlier processes wrote before them.
-  MONSOON_ASSIGN_OR_RETURN(const ResumePoint resume, conn.client->Resume());
+  MONSOON_ASSIGN_OR_RETURN(const ResumePoint resume, client->Resume());
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> metrics,
       CsvMetricsWriter::Create(run_dir.worker_metrics_path(index), ColumnNames<WorkerMetricsRow>(),
@@ -172,7 +168,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   LOG(INFO) << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, on "
             << model->where();
-  TrainingWorker worker(config, index, model.get(), &shard, conn.client.get(), metrics.get(),
+  TrainingWorker worker(config, index, model.get(), &shard, client.get(), metrics.get(),
                         trace.get(), earlier);
   absl::StatusOr<WorkerReport> trained = worker.Run(stop);
   if (!trained.ok() && ServersFinished(run_dir, config.cluster.servers)) {
@@ -202,7 +198,7 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
                            MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(
-      Connection conn, Traced(trace.get(), 0, "connect", [&] {
+      std::unique_ptr<GrpcPsClient> client, Traced(trace.get(), 0, "connect", [&] {
         return ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop);
       }));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
@@ -215,8 +211,8 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
   MONSOON_ASSIGN_OR_RETURN(
       const std::optional<EvaluatorMetricsRow> last,
       RowFrom<EvaluatorMetricsRow>(metrics->continued_from(), run_dir.evaluator_metrics_path()));
-  Evaluator evaluator(model.get(), &test, conn.client.get(), config.evaluation.batch_size,
-                      metrics.get(), trace.get(), last.has_value() ? last->wall_seconds : 0);
+  Evaluator evaluator(model.get(), &test, client.get(), config.evaluation.batch_size, metrics.get(),
+                      trace.get(), last.has_value() ? last->wall_seconds : 0);
   MONSOON_ASSIGN_OR_RETURN(
       EvalResult final_result,
       evaluator.RunUntilWorkersFinish(absl::Seconds(config.evaluation.interval_seconds), stop));

@@ -15,6 +15,7 @@
 #include "core/job_config.h"
 #include "core/run_dir.h"
 #include "core/trainable_model.h"
+#include "worker/grpc_ps_client.h"
 
 namespace monsoon {
 
@@ -33,6 +34,14 @@ using ModelFactory =
 // Monsoon's own model of config.model, on the backend compute.device asks for (see
 // compute_backends.h; an `auto` fallback is logged).
 absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu);
+
+// The job's gRPC client for `identity`: waits for the servers' addresses in the run directory
+// (within transport.rendezvous_timeout_seconds; Cancelled when *stop becomes true) and connects
+// with the job's secrets and transport settings.
+absl::StatusOr<std::unique_ptr<GrpcPsClient>> ConnectToServers(const JobConfig& config,
+                                                               const RunDir& run_dir,
+                                                               ClientIdentity identity,
+                                                               const std::atomic<bool>* stop);
 
 // Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv.
 absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,

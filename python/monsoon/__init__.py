@@ -11,7 +11,7 @@ README "Bring a PyTorch model".
     run_role(model)            runs the role with a model object (see monsoon.torch)
     write_initial_params(a)    the model's initial flat weights, for the servers
     load_params(run_dir)       a finished run's final flat weights
-    Client(servers, num_params, token)   Monsoon's gRPC client, for push and pull by hand
+    Client.from_job()          Monsoon's gRPC client, for pull, push and exchange by hand
     Error                      raised when a Monsoon call fails
 """
 

@@ -65,6 +65,18 @@ timeout 300 "$MONSOON" run examples/pytorch_cnn.yaml --run-dir "$WORK/cnn" \
 expect_eq "PyTorch CNN job exit status" "$?" "0"
 at_least "CNN test accuracy after 1 epoch" "$(json_get "$WORK/cnn/summary.json" final_test_accuracy)" 0.8
 
+# monsoon.Client by hand in a worker program (Client.from_job): pulls that wait for every
+# worker's clock, numbered pushes; elastic exchanges under easgd.
+sed -e "s|pytorch_mlp.py|$PWD/tests/launcher/handmade_worker.py|" -e "s|  evaluator: true|  evaluator: false|" \
+  examples/pytorch_mlp.yaml >"$WORK/handmade.yaml"
+for algorithm in downpour easgd; do
+  timeout 120 "$MONSOON" run "$WORK/handmade.yaml" --run-dir "$WORK/handmade-$algorithm" \
+    --set training.algorithm=$algorithm >"$WORK/handmade-$algorithm.txt" 2>&1
+  expect_eq "a worker program using monsoon.Client ($algorithm): exit status" "$?" "0"
+done
+expect_eq "both handmade workers' 5 pushes applied once (global step)" \
+  "$(json_get "$WORK/handmade-downpour/summary.json" global_step)" "10.0"
+
 # monsoon.Client by hand against a real server process: pushes, pulls, bad use.
 tests/launcher/python_client_test.py bench/transport_bench
 expect_eq "monsoon.Client (python_client_test.py)" "$?" "0"
