@@ -29,6 +29,7 @@
 #include "core/run_dir.h"
 #include "core/trainable_model.h"
 #include "worker/grpc_ps_client.h"
+#include "worker/worker_metrics.h"
 #include "worker/worker_role.h"
 
 namespace py = pybind11;
@@ -353,7 +354,41 @@ class Client {
                                 &g_stop);
     }
     if (!client.ok()) Raise(client.status(), /*client=*/true);
-    return std::make_unique<Client>(*std::move(client));
+    auto by_hand = std::make_unique<Client>(*std::move(client));
+    by_hand->metrics_ = ValueOrRaise(CsvMetricsWriter::Create(
+        run_dir.worker_metrics_path(env.index), ColumnNames<WorkerMetricsRow>()));
+    by_hand->metrics_->MirrorTo(ValueOrRaise(EventFileWriter::Create(
+                                    run_dir.tensorboard_dir(absl::StrCat("worker-", env.index)))),
+                                "step");
+    return by_hand;
+  }
+
+  // A row of the worker's metrics CSV (and TensorBoard scalars), as Monsoon's own workers
+  // write after every step: the caller's step, loss, samples in this step and epoch, with the
+  // client's counters (bytes, pushes, the last pull's versions, time in calls).
+  void Report(int64_t step, double loss, int64_t samples, double epoch) {
+    if (metrics_ == nullptr) {
+      Raise(absl::FailedPreconditionError(
+                "report needs a client from Client.from_job(): it writes the job's metrics"),
+            /*client=*/false);
+    }
+    samples_ += samples;
+    WorkerMetricsRow row;
+    row.step = static_cast<double>(step);
+    row.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+    row.epoch = epoch;
+    row.loss = loss;
+    row.samples_per_second = static_cast<double>(samples_) / std::max(row.wall_seconds, 1e-9);
+    const TransferCounters io = client_->counters();
+    row.bytes_sent = static_cast<double>(io.bytes_sent);
+    row.bytes_received = static_cast<double>(io.bytes_received);
+    row.version = static_cast<double>(last_pull_.min_version);
+    row.clock = static_cast<double>(origin_.sequence);
+    row.slowest_clock = static_cast<double>(last_pull_.slowest_clock);
+    row.staleness = last_staleness_;
+    row.comm_seconds = comm_seconds_;
+    const absl::Status appended = metrics_->Append(RowValues(row));
+    if (!appended.ok()) Raise(appended, /*client=*/false);
   }
 
   size_t num_params() const { return client_->plan().num_params(); }
@@ -369,6 +404,7 @@ class Client {
     const absl::StatusOr<PullResult> pulled = Unlocked(
         [&] { return client_->PullAll(absl::MakeSpan(data, num_params()), wait, &versions_); });
     if (!pulled.ok()) Raise(pulled.status(), /*client=*/true);
+    last_pull_ = *pulled;
     return pulled->min_version;
   }
 
@@ -386,6 +422,11 @@ class Client {
                                   absl::MakeSpan(d, num_params()), &exchange_versions_, origin_);
     });
     if (!exchanged.ok()) Raise(exchanged.status(), /*client=*/true);
+    last_pull_.min_version =
+        exchange_versions_.empty()
+            ? 0
+            : *std::min_element(exchange_versions_.begin(), exchange_versions_.end());
+    last_staleness_ = exchanged->mean_staleness;
     return exchanged->mean_staleness;
   }
 
@@ -400,6 +441,7 @@ class Client {
       return client_->PushAll(absl::MakeConstSpan(data, num_params()), versions_, origin_);
     });
     if (!pushed.ok()) Raise(pushed.status(), /*client=*/true);
+    last_staleness_ = pushed->mean_staleness;
     return pushed->mean_staleness;
   }
 
@@ -429,13 +471,23 @@ class Client {
     }
     return data;
   }
+  // Runs a call to the servers without the GIL, counting its time.
   template <class Call>
   auto Unlocked(Call call) -> decltype(call()) {
     py::gil_scoped_release release;
-    return call();
+    const absl::Time start = absl::Now();
+    auto result = call();
+    comm_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
+    return result;
   }
 
   std::unique_ptr<GrpcPsClient> client_;
+  std::unique_ptr<CsvMetricsWriter> metrics_;  // from_job's: the worker's metrics CSV
+  const absl::Time start_ = absl::Now();
+  double comm_seconds_ = 0;  // in calls to the servers
+  PullResult last_pull_;
+  double last_staleness_ = 0;
+  int64_t samples_ = 0;
   ChunkVersions versions_;           // what the last pull saw
   ChunkVersions exchange_versions_;  // each chunk's version at the last exchange
   PushOrigin origin_;
@@ -492,5 +544,9 @@ PYBIND11_MODULE(_monsoon, m) {
       .def("push", &monsoon::Client::Push, py::arg("gradient"),
            "Pushes a gradient (float32, num_params) computed on the last pull's weights; returns "
            "the mean staleness.")
+      .def("report", &monsoon::Client::Report, py::arg("step"), py::arg("loss"), py::arg("samples"),
+           py::arg("epoch") = 0.0,
+           "Appends a row to this worker's metrics CSV (and TensorBoard), as Monsoon's workers do "
+           "after every step (Client.from_job only).")
       .def("finish", &monsoon::Client::Finish, "Tells the servers this worker has finished.");
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A worker program that uses monsoon.Client by hand (pytorch_job_test.sh): five pulls (each
 waiting until every worker has pushed `step` times) and pushes of ones, or five elastic
-exchanges under easgd; its initial weights are ten zeros."""
+exchanges under easgd, each followed by a metrics row; its initial weights are ten zeros."""
 import sys
 import numpy as np
 import monsoon
@@ -20,5 +20,6 @@ for step in range(5):
     else:
         client.pull(w, min_clock=step)
         client.push(np.ones_like(w))
+    client.report(step + 1, loss=float(np.abs(w).sum()), samples=64, epoch=(step + 1) / 5)
 client.finish()
 print("handmade worker", job["index"], "done:", w[:3])
