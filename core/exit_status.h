@@ -5,6 +5,7 @@
 #define MONSOON_CORE_EXIT_STATUS_H_
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace monsoon {
 
@@ -19,6 +20,11 @@ inline constexpr int kExitServerUnreachable = 3;
 // no answer (Unavailable or DeadlineExceeded from a call naming it: "server J (HOST:PORT)
 // ..."), else 1.
 int RoleExitStatus(const absl::Status& s, bool client);
+
+// A role's result once a stop signal has come (`stopped`): a failure it ran into after the
+// stop (its peers shut down on the same signal) is reported as the stop, Cancelled "WHO
+// stopped by signal; after it: ...". Anything else is returned as it is.
+absl::Status AfterStop(absl::Status s, bool stopped, absl::string_view who);
 
 }  // namespace monsoon
 

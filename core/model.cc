@@ -163,23 +163,25 @@ Shape InputShape(const ModelSpec& spec) {
 // Whether each layer's output stays in the native layout of channel block `block` (0: none):
 // a convolution's whose filters the block divides, when every layer after it up to the next
 // convolution or flatten takes that layout (activations and pooling, which then pass it on).
+// Whether a layer of this kind takes the native layout and passes it on (elementwise
+// activations and pooling).
+bool PassesNativeLayout(LayerKind kind) {
+  return kind == LayerKind::kRelu || kind == LayerKind::kTanh || kind == LayerKind::kSigmoid ||
+         kind == LayerKind::kMaxPool2d || kind == LayerKind::kAvgPool2d;
+}
+
 std::vector<bool> NativeOutputs(const std::vector<LayerSpec>& specs, int block) {
   std::vector<bool> native(specs.size(), false);
   for (size_t i = 0; i < specs.size(); ++i) {
-    const LayerKind kind = specs[i].kind;
-    if (kind != LayerKind::kConv2d) {
-      const bool passes = kind == LayerKind::kRelu || kind == LayerKind::kTanh ||
-                          kind == LayerKind::kSigmoid || kind == LayerKind::kMaxPool2d ||
-                          kind == LayerKind::kAvgPool2d;
-      native[i] = passes && i > 0 && native[i - 1];
+    if (specs[i].kind != LayerKind::kConv2d) {
+      native[i] = PassesNativeLayout(specs[i].kind) && i > 0 && native[i - 1];
       continue;
     }
     bool takes = block > 0 && specs[i].filters % block == 0;
     for (size_t j = i + 1; takes && j < specs.size(); ++j) {
       const LayerKind next = specs[j].kind;
       if (next == LayerKind::kConv2d || next == LayerKind::kFlatten) break;
-      takes = next == LayerKind::kRelu || next == LayerKind::kTanh || next == LayerKind::kSigmoid ||
-              next == LayerKind::kMaxPool2d || next == LayerKind::kAvgPool2d;
+      takes = PassesNativeLayout(next);
     }
     native[i] = takes;
   }

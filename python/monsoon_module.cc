@@ -27,6 +27,7 @@
 #include "core/kernel_math.h"
 #include "core/process_setup.h"
 #include "core/run_dir.h"
+#include "core/status_macros.h"
 #include "core/trainable_model.h"
 #include "worker/grpc_ps_client.h"
 #include "worker/worker_metrics.h"
@@ -264,6 +265,7 @@ py::dict JobInfo() {
   info["input_shape"] = m.input_shape.empty() ? std::vector<int>{m.input_dim} : m.input_shape;
   info["output_dim"] = m.output_dim;
   info["loss"] = std::string(kLossNames.Name(m.loss));
+  info["classification"] = m.loss == LossType::kSoftmaxCrossEntropy;
   info["num_params"] = m.num_params;
   info["algorithm"] = std::string(kAlgorithmNames.Name(config.training.algorithm));
   return info;
@@ -305,9 +307,7 @@ void RunRole(py::handle model) {
     raised.reset();
     throw py::error_already_set();
   }
-  if (!status.ok() && g_stop.load() && !absl::IsCancelled(status)) {
-    status = absl::CancelledError(absl::StrCat("stopped by signal; after it: ", status.message()));
-  }
+  status = AfterStop(std::move(status), g_stop.load(), absl::StrCat(env.role, " ", env.index));
   if (!status.ok()) Raise(status, /*client=*/true);
 }
 

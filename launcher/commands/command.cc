@@ -172,10 +172,7 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
   // After a stop signal (SIGTERM, SLURM's SIGUSR1, Ctrl-C) every role shuts down, so a role's
   // calls to its peers (connecting, pulling, pushing, evaluating) fail: report the stop, with
   // what the role ran into. The roles themselves only return Cancelled for a stop they saw.
-  if (!s.ok() && !absl::IsCancelled(s) && StopFlag()->load()) {
-    s = absl::CancelledError(
-        absl::StrCat(role.Describe(), " stopped by signal; after it: ", s.message()));
-  }
+  s = AfterStop(std::move(s), StopFlag()->load(), role.Describe());
   return s.ok() ? 0 : Fail(s, RoleExitStatus(s, role.kind != RoleKind::kServer));
 }
 

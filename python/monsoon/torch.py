@@ -30,7 +30,7 @@ import monsoon
 def default_loss(job):
     """The loss of the job's ``model.loss``, as a function (output, target) -> batch mean:
     cross-entropy of logits against class ids, or half the squared error per example."""
-    if job["loss"] == "softmax_cross_entropy":
+    if job["classification"]:
         return lambda output, target: F.cross_entropy(output, target.long())
     return lambda output, target: 0.5 * ((output - target) ** 2).sum(dim=1).mean()
 
@@ -42,7 +42,7 @@ class _FlatModule:
     def __init__(self, module, job, loss):
         self.module = module
         self.input_shape = tuple(job["input_shape"])
-        self.classify = job["loss"] == "softmax_cross_entropy"
+        self.classify = job["classification"]
         self.loss = loss or default_loss(job)
         tensors = [p for p in module.parameters() if p.requires_grad]
         size = sum(p.numel() for p in tensors)
