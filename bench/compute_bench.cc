@@ -1,8 +1,9 @@
 // Compute benchmark: CPU training-step samples/s of the default MLP (784-256-128-10), or of
 // the CNN of configs/fmnist_cnn.yaml, next to the time of the same-shape primitives alone (the
 // SGEMMs, and the CNN's oneDNN convolution primitives in their own layouts, without the
-// reorders from and to Monsoon's), at several batch sizes. Prints one JSON object; ratio =
-// primitives-only time / full step time (1.0 = no overhead).
+// reorders from and to Monsoon's), at several batch sizes. Steps and primitives alternate,
+// one of each a round. Prints one JSON object: medians over the rounds, and ratio = the median
+// of the rounds' primitives-only time / full step time (1.0 = no overhead).
 //
 //   compute_bench [--model mlp|cnn] [--steps N] [--threads T] [--breakdown]
 #include <CLI/CLI.hpp>
@@ -15,6 +16,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "bench/median.h"
 #include "bench/step_shapes.h"
 #include "bench/timed_backend.h"
 #include "core/cpu_backend.h"
@@ -24,34 +26,49 @@
 namespace monsoon {
 namespace {
 
-// Seconds per step of `spec`'s primitives alone at `batch` (best layouts, no reorders): its
-// SGEMMs on `backend` and, for the CNN, its oneDNN convolution primitives.
-double PrimitivesSeconds(CpuBackend* backend, const ModelSpec& spec, bool cnn, int batch,
-                         int threads, int reps) {
-  const std::vector<GemmShape> shapes = cnn ? LayerListGemms(batch, spec) : StepGemms(batch, spec);
-  std::vector<std::vector<float>> a, b, c;
-  for (const GemmShape& s : shapes) {
-    a.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);
-    b.emplace_back(static_cast<size_t>(s.k) * s.n, 0.25f);
-    c.emplace_back(static_cast<size_t>(s.m) * s.n, 0.0f);
+// `spec`'s primitives alone at `batch` (best layouts, no reorders): its SGEMMs on `backend`
+// and, for the CNN, its oneDNN convolution primitives. Run() runs each once.
+class Primitives {
+ public:
+  Primitives(CpuBackend* backend, const ModelSpec& spec, bool cnn, int batch, int threads)
+      : backend_(backend),
+        batch_(batch),
+        shapes_(cnn ? LayerListGemms(batch, spec) : StepGemms(batch, spec)),
+        convolutions_(cnn ? LayerListConvolutions(spec) : std::vector<ConvolutionStep>{}),
+        convolution_(threads) {
+    for (const GemmShape& s : shapes_) {
+      a_.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);
+      b_.emplace_back(static_cast<size_t>(s.k) * s.n, 0.25f);
+      c_.emplace_back(static_cast<size_t>(s.m) * s.n, 0.0f);
+    }
   }
-  const std::vector<ConvolutionStep> convolutions =
-      cnn ? LayerListConvolutions(spec) : std::vector<ConvolutionStep>{};
-  OneDnnConvolution convolution(threads);
-  auto primitives = [&] {
-    for (const ConvolutionStep& c : convolutions) {
-      convolution.RunPrimitives(c.geometry, batch, c.input_gradient);
+
+  void Run() {
+    for (const ConvolutionStep& c : convolutions_) {
+      convolution_.RunPrimitives(c.geometry, batch_, c.input_gradient);
     }
-    for (size_t i = 0; i < shapes.size(); ++i) {
-      const GemmShape& s = shapes[i];
-      backend->Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a[i].data(), b[i].data(), 0.0f,
-                    c[i].data());
+    for (size_t i = 0; i < shapes_.size(); ++i) {
+      const GemmShape& s = shapes_[i];
+      backend_->Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a_[i].data(), b_[i].data(), 0.0f,
+                     c_[i].data());
     }
-  };
-  primitives();
+  }
+
+ private:
+  CpuBackend* const backend_;
+  const int batch_;
+  const std::vector<GemmShape> shapes_;
+  const std::vector<ConvolutionStep> convolutions_;
+  OneDnnConvolution convolution_;
+  std::vector<std::vector<float>> a_, b_, c_;
+};
+
+// Seconds `f` takes once.
+template <typename F>
+double Seconds(F&& f) {
   const absl::Time start = absl::Now();
-  for (int r = 0; r < reps; ++r) primitives();
-  return absl::ToDoubleSeconds(absl::Now() - start) / reps;
+  f();
+  return absl::ToDoubleSeconds(absl::Now() - start);
 }
 
 // `seconds` (TimedBackend's, over `steps` steps of `batch`) as a JSON object of microseconds
@@ -105,17 +122,21 @@ int Main(int argc, char** argv) {
       (*model)->ComputeGradients(x.data(), y.data(), batch);
       (*model)->GetGrads(grads.data());
     };
+    Primitives primitives(&cpu, spec, cnn, batch, threads);
     step();
+    primitives.Run();
     timed.Reset();
-    const absl::Time start = absl::Now();
-    for (int r = 0; r < reps; ++r) step();
-    const double step_s = absl::ToDoubleSeconds(absl::Now() - start) / reps;
-
-    const double primitives_s = PrimitivesSeconds(&cpu, spec, cnn, batch, threads, reps);
+    std::vector<double> step_times, primitives_times, ratios;
+    for (int r = 0; r < reps; ++r) {
+      step_times.push_back(Seconds(step));
+      primitives_times.push_back(Seconds([&] { primitives.Run(); }));
+      ratios.push_back(primitives_times.back() / step_times.back());
+    }
+    const double step_s = Median(step_times), primitives_s = Median(primitives_times);
     std::printf(
         "    {\"batch\": %d, \"step_samples_per_second\": %.0f, "
         "\"primitives_samples_per_second\": %.0f, \"ratio\": %.3f%s}%s\n",
-        batch, batch / step_s, batch / primitives_s, primitives_s / step_s,
+        batch, batch / step_s, batch / primitives_s, Median(ratios),
         breakdown
             ? (", \"breakdown_us_per_example\": " + Breakdown(timed.seconds(), reps, batch)).c_str()
             : "",

@@ -29,7 +29,7 @@ if [ "$quick" = 1 ]; then
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
-  compute_cnn=(--model cnn --steps 40); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 10)
+  compute_cnn=(--model cnn --steps 80); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 10)
   worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200
 fi
 

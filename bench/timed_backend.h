@@ -76,13 +76,16 @@ class TimedBackend : public ComputeBackend {
                       int batch, float* dw, float* db, float* dx) override {
     Timed("conv2d backward", [&] { inner_->Conv2dBackward(g, x, w, dy, batch, dw, db, dx); });
   }
-  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
-                     float* y) override {
-    Timed("pool forward", [&] { inner_->Pool2dForward(g, kind, x, batch, y); });
+  size_t PoolWorkspaceBytes(const Pool2dGeometry& g, PoolKind kind, int batch) const override {
+    return inner_->PoolWorkspaceBytes(g, kind, batch);
   }
-  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* dy,
-                      int batch, float* dx) override {
-    Timed("pool backward", [&] { inner_->Pool2dBackward(g, kind, x, dy, batch, dx); });
+  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch, float* y,
+                     uint8_t* workspace) override {
+    Timed("pool forward", [&] { inner_->Pool2dForward(g, kind, x, batch, y, workspace); });
+  }
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                      const uint8_t* workspace, const float* dy, int batch, float* dx) override {
+    Timed("pool backward", [&] { inner_->Pool2dBackward(g, kind, x, workspace, dy, batch, dx); });
   }
   void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
                       size_t n) override {

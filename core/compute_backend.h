@@ -50,6 +50,10 @@ struct Conv2dGeometry {
   // Whether the input x (and dx) and the output y (and dy) are in the backend's native layout
   // (ComputeBackend::NativeChannelBlock) instead of [batch x C x H x W].
   bool native_in = false, native_out = false;
+  // Whether a ReLU follows in the same call: y = max(0, conv(x, w) + b). Backends with a native
+  // layout take it where native_out is set; Conv2dBackward's dy is still the gradient with
+  // respect to conv(x, w) + b, before the ReLU.
+  bool relu = false;
   // Weights per filter: channels * kernel * kernel, in (channel, row, column) order.
   int patch() const { return channels * kernel * kernel; }
 };
@@ -60,6 +64,9 @@ struct Pool2dGeometry {
   int size = 2, stride = 2;
   int out_height = 0, out_width = 0;
   bool native = false;  // x, y, dy and dx in the backend's native layout
+  // Whether x is a ReLU's output and Pool2dBackward's dx the gradient with respect to that
+  // ReLU's input: zero where x is 0. Backends with a native layout take it where native is set.
+  bool relu_input = false;
 };
 enum class PoolKind { kMax, kAverage };
 
@@ -131,12 +138,19 @@ class ComputeBackend {
   // Overwrites dw and db with the batch's gradients; writes dx when not null.
   virtual void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w,
                               const float* dy, int batch, float* dw, float* db, float* dx) = 0;
+  // Bytes of workspace that Pool2dForward fills for the Pool2dBackward of the same batch (0:
+  // none; `workspace` may then be null).
+  virtual size_t PoolWorkspaceBytes(const Pool2dGeometry& /*g*/, PoolKind /*kind*/,
+                                    int /*batch*/) const {
+    return 0;
+  }
   virtual void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
-                             float* y) = 0;
+                             float* y, uint8_t* workspace) = 0;
   // dx from dy: a max window's gradient goes to its first largest input, an average window's
-  // is shared equally (overlapping windows add up).
+  // is shared equally (overlapping windows add up). x and workspace are the forward pass's.
+  // dx is 16-byte aligned.
   virtual void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
-                              const float* dy, int batch, float* dx) = 0;
+                              const uint8_t* workspace, const float* dy, int batch, float* dx) = 0;
   // Inverted dropout over n values: each is kept with probability 1 - rate, and then scaled by
   // 1 / (1 - rate), deciding by a hash of (seed, its index) alone; mask gets each value's
   // factor (0 or 1 / (1 - rate)) and y = x * mask.

@@ -143,19 +143,29 @@ int CpuBackend::NativeChannelBlock() const {
 
 namespace {
 
-// [groups x B x pixels] to [groups x pixels x B] (to_native) or back.
-template <int B>
-void ConvertBlocks(size_t groups, size_t pixels, bool to_native, const float* x, float* y) {
-  for (size_t n = 0; n < groups; ++n, x += B * pixels, y += B * pixels) {
-    for (size_t p = 0; p < pixels; ++p) {
-      for (int b = 0; b < B; ++b) {
-        if (to_native) {
-          y[p * B + b] = x[b * pixels + p];
-        } else {
-          y[b * pixels + p] = x[p * B + b];
-        }
-      }
+// out[c][r] = in[r][c] for a rows x cols matrix `in` (row stride cols) into `out` (row stride
+// rows): SSE2 4x4 blocks, the edges one by one.
+void Transpose(const float* in, size_t rows, size_t cols, float* out) {
+  size_t r = 0;
+#if defined(__SSE2__)
+  for (; r + 4 <= rows; r += 4) {
+    size_t c = 0;
+    for (; c + 4 <= cols; c += 4) {
+      __m128 a = _mm_loadu_ps(in + r * cols + c), b = _mm_loadu_ps(in + (r + 1) * cols + c);
+      __m128 e = _mm_loadu_ps(in + (r + 2) * cols + c), d = _mm_loadu_ps(in + (r + 3) * cols + c);
+      _MM_TRANSPOSE4_PS(a, b, e, d);
+      _mm_storeu_ps(out + c * rows + r, a);
+      _mm_storeu_ps(out + (c + 1) * rows + r, b);
+      _mm_storeu_ps(out + (c + 2) * rows + r, e);
+      _mm_storeu_ps(out + (c + 3) * rows + r, d);
     }
+    for (; c < cols; ++c) {
+      for (size_t i = r; i < r + 4; ++i) out[c * rows + i] = in[i * cols + c];
+    }
+  }
+#endif
+  for (; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) out[c * rows + r] = in[r * cols + c];
   }
 }
 
@@ -163,11 +173,17 @@ void ConvertBlocks(size_t groups, size_t pixels, bool to_native, const float* x,
 
 void CpuBackend::ConvertLayout(int channels, int height, int width, int batch, bool to_native,
                                const float* x, float* y) {
-  const int block = NativeChannelBlock();
+  // Each group of `block` channels: [block x pixels] to [pixels x block] (to_native) or back.
+  const size_t block = NativeChannelBlock();
   const size_t groups = static_cast<size_t>(batch) * channels / block;
   const size_t pixels = static_cast<size_t>(height) * width;
-  return block == 16 ? ConvertBlocks<16>(groups, pixels, to_native, x, y)
-                     : ConvertBlocks<8>(groups, pixels, to_native, x, y);
+  for (size_t n = 0; n < groups; ++n, x += block * pixels, y += block * pixels) {
+    if (to_native) {
+      Transpose(x, block, pixels, y);
+    } else {
+      Transpose(x, pixels, block, y);
+    }
+  }
 }
 
 void CpuBackend::Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
@@ -225,94 +241,132 @@ bool IsMaxPool2x2(const Pool2dGeometry& g, PoolKind kind) {
   return kind == PoolKind::kMax && g.size == 2 && g.stride == 2;
 }
 
+// Whether g is 2x2 max pooling with stride 2 whose windows tile the input.
+bool TilesMaxPool2x2(const Pool2dGeometry& g, PoolKind kind) {
+  return IsMaxPool2x2(g, kind) && g.out_height * 2 == g.height && g.out_width * 2 == g.width;
+}
+
 // Pooling in the native layout [batch x C/B x H x W x B]: each window's B channels at once,
 // with the results of PoolForwardElement and PoolBackwardElement (the same sums in the same
 // order; a max window's gradient to its first largest input, row by row).
-// 2x2 windows with stride 2 (max pooling's common case), straight-line over the B lanes.
-template <int B>
-void NativeMaxPool2x2Forward(const Pool2dGeometry& g, size_t groups, const float* x, float* y) {
-  const size_t row = static_cast<size_t>(g.width) * B;
-  for (size_t n = 0; n < groups; ++n) {
-    const float* in = x + n * g.height * row;
-    float* out = y + n * g.out_height * g.out_width * B;
-    for (int oh = 0; oh < g.out_height; ++oh) {
-      const float* top = in + 2 * oh * row;
-      for (int ow = 0; ow < g.out_width; ++ow, out += B) {
-        const float* a = top + 2 * ow * B;
-        const float* c = a + row;
-        for (int b = 0; b < B; ++b) {
-          out[b] = std::max(std::max(a[b], a[b + B]), std::max(c[b], c[b + B]));
-        }
-      }
-    }
-  }
-}
+//
+// 2x2 max windows with stride 2 that tile the input (the common case) record each lane's
+// winner in the forward pass, one byte per output: 0 to 3 for the first largest of the top
+// row's two inputs then the bottom row's, 4 to 7 for none (a ReLU's input whose window's
+// maximum is 0, with relu_input). The backward pass reads those bytes instead of x, and streams dx
+// past the caches. SSE2 four lanes at a time, in bit masks: no branches (ties and maxima fall in no
+// pattern) and no arithmetic on dy (tiny gradients are denormal, and arithmetic on them is slow).
 
-// One 2x2 window of NativeMaxPool2x2Backward: its top row a[0, 2B), bottom row c[0, 2B) and
-// their gradients; each lane's dy goes to the first input equal to the window's maximum.
-// Bit masks, never arithmetic on dy (tiny gradients are denormal, and arithmetic on them is
-// slow) nor branches (ties and maxima fall in no pattern): SSE2 four lanes at a time, which
-// GCC does not find by itself here.
+// One 2x2 window's B lanes: top row a[0, 2B), bottom row c[0, 2B); out[0, B) its maxima,
+// winner[0, B) their positions.
 template <int B>
-void MaxPool2x2WindowBackward(const float* a, const float* c, const float* grad, float* da,
-                              float* dc) {
+void MaxPool2x2WindowForward(bool relu_input, const float* a, const float* c, float* out,
+                             uint8_t* winner) {
 #if defined(__SSE2__)
-  for (int l = 0; l < B; l += 4) {
+  __m128i at[B / 4];
+  for (int q = 0; q < B / 4; ++q) {
+    const int l = 4 * q;
     const __m128 a0 = _mm_loadu_ps(a + l), a1 = _mm_loadu_ps(a + l + B);
     const __m128 c0 = _mm_loadu_ps(c + l), c1 = _mm_loadu_ps(c + l + B);
-    const __m128 d = _mm_loadu_ps(grad + l);
     const __m128 m = _mm_max_ps(_mm_max_ps(a0, a1), _mm_max_ps(c0, c1));
-    const __m128 first = _mm_cmpeq_ps(a0, m);
-    const __m128 second = _mm_andnot_ps(first, _mm_cmpeq_ps(a1, m));
-    __m128 taken = _mm_or_ps(first, second);
-    const __m128 third = _mm_andnot_ps(taken, _mm_cmpeq_ps(c0, m));
-    taken = _mm_or_ps(taken, third);
-    _mm_storeu_ps(da + l, _mm_and_ps(first, d));
-    _mm_storeu_ps(da + l + B, _mm_and_ps(second, d));
-    _mm_storeu_ps(dc + l, _mm_and_ps(third, d));
-    _mm_storeu_ps(dc + l + B, _mm_andnot_ps(taken, d));
+    _mm_storeu_ps(out + l, m);
+    // All ones where a0, then a0 and a1, then a0, a1 and c0 all miss the maximum: as integers,
+    // -1 for each input before the winner.
+    const __m128 miss0 = _mm_cmpneq_ps(a0, m);
+    const __m128 miss1 = _mm_andnot_ps(_mm_cmpeq_ps(a1, m), miss0);
+    const __m128 miss2 = _mm_andnot_ps(_mm_cmpeq_ps(c0, m), miss1);
+    const __m128i misses = _mm_add_epi32(
+        _mm_add_epi32(_mm_castps_si128(miss0), _mm_castps_si128(miss1)), _mm_castps_si128(miss2));
+    at[q] = _mm_sub_epi32(_mm_setzero_si128(), misses);
+    if (relu_input) {
+      const __m128i none = _mm_castps_si128(_mm_cmple_ps(m, _mm_setzero_ps()));
+      at[q] = _mm_or_si128(at[q], _mm_and_si128(none, _mm_set1_epi32(4)));
+    }
+  }
+  if constexpr (B == 16) {
+    const __m128i low = _mm_packs_epi32(at[0], at[1]), high = _mm_packs_epi32(at[2], at[3]);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(winner), _mm_packus_epi16(low, high));
+  } else {
+    const __m128i words = _mm_packs_epi32(at[0], at[1]);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(winner), _mm_packus_epi16(words, words));
   }
 #else
   for (int l = 0; l < B; ++l) {
     const float m = std::max(std::max(a[l], a[l + B]), std::max(c[l], c[l + B]));
-    const bool first = a[l] == m, second = !first && a[l + B] == m;
-    const bool third = !first && !second && c[l] == m;
-    da[l] = first ? grad[l] : 0.0f;
-    da[l + B] = second ? grad[l] : 0.0f;
-    dc[l] = third ? grad[l] : 0.0f;
-    dc[l + B] = !first && !second && !third ? grad[l] : 0.0f;
+    out[l] = m;
+    winner[l] = relu_input && m <= 0.0f ? 4 : a[l] == m ? 0 : a[l + B] == m ? 1 : c[l] == m ? 2 : 3;
   }
 #endif
 }
 
-// The gradient of NativeMaxPool2x2Forward where the windows tile the input (each input gets its
-// window's dy if it is the window's first largest value, else 0).
+// The gradient of one window of MaxPool2x2WindowForward: dy's lanes grad[0, B) to the winners.
 template <int B>
-void NativeMaxPool2x2Backward(const Pool2dGeometry& g, size_t groups, const float* x,
-                              const float* dy, float* dx) {
+void MaxPool2x2WindowBackward(const uint8_t* winner, const float* grad, float* da, float* dc) {
+#if defined(__SSE2__)
+  for (int l = 0; l < B; l += 4) {
+    int32_t bytes;
+    std::memcpy(&bytes, winner + l, sizeof(bytes));
+    const __m128i zero = _mm_setzero_si128();
+    const __m128i at = _mm_unpacklo_epi16(_mm_unpacklo_epi8(_mm_cvtsi32_si128(bytes), zero), zero);
+    const __m128 d = _mm_loadu_ps(grad + l);
+    const auto to = [&](int position) {
+      return _mm_and_ps(_mm_castsi128_ps(_mm_cmpeq_epi32(at, _mm_set1_epi32(position))), d);
+    };
+    _mm_stream_ps(da + l, to(0));
+    _mm_stream_ps(da + l + B, to(1));
+    _mm_stream_ps(dc + l, to(2));
+    _mm_stream_ps(dc + l + B, to(3));
+  }
+#else
+  for (int l = 0; l < B; ++l) {
+    da[l] = winner[l] == 0 ? grad[l] : 0.0f;
+    da[l + B] = winner[l] == 1 ? grad[l] : 0.0f;
+    dc[l] = winner[l] == 2 ? grad[l] : 0.0f;
+    dc[l + B] = winner[l] == 3 ? grad[l] : 0.0f;
+  }
+#endif
+}
+
+// Calls window(a, c, o) for each 2x2 window of a tiling 2x2 max pooling over `groups` channel
+// groups of x: its top row a, bottom row c (B lanes each), and its index o among the outputs.
+template <int B, typename T, typename Window>
+void ForEachMaxPool2x2Window(const Pool2dGeometry& g, size_t groups, T* x, Window&& window) {
   const size_t row = static_cast<size_t>(g.width) * B;
+  size_t o = 0;
   for (size_t n = 0; n < groups; ++n) {
-    const float* in = x + n * g.height * row;
-    float* din = dx + n * g.height * row;
-    const float* grad = dy + n * g.out_height * g.out_width * B;
+    T* in = x + n * g.height * row;
     for (int oh = 0; oh < g.out_height; ++oh) {
-      const size_t top = 2 * oh * row;
-      for (int ow = 0; ow < g.out_width; ++ow, grad += B) {
-        const size_t at = top + 2 * ow * B;
-        const float* a = in + at;
-        const float* c = a + row;
-        float* da = din + at;
-        float* dc = da + row;
-        MaxPool2x2WindowBackward<B>(a, c, grad, da, dc);
-      }
+      T* top = in + 2 * oh * row;
+      for (int ow = 0; ow < g.out_width; ++ow, o += B) window(top + 2 * ow * B, row, o);
     }
   }
 }
 
 template <int B>
-void NativePoolForward(const Pool2dGeometry& g, bool max, const float* x, int batch, float* y) {
+void NativeMaxPool2x2Forward(const Pool2dGeometry& g, size_t groups, const float* x, float* y,
+                             uint8_t* winners) {
+  ForEachMaxPool2x2Window<B>(g, groups, x, [&](const float* a, size_t row, size_t o) {
+    MaxPool2x2WindowForward<B>(g.relu_input, a, a + row, y + o, winners + o);
+  });
+}
+
+// dx must be 16-byte aligned (it is streamed).
+template <int B>
+void NativeMaxPool2x2Backward(const Pool2dGeometry& g, size_t groups, const uint8_t* winners,
+                              const float* dy, float* dx) {
+  ForEachMaxPool2x2Window<B>(g, groups, dx, [&](float* da, size_t row, size_t o) {
+    MaxPool2x2WindowBackward<B>(winners + o, dy + o, da, da + row);
+  });
+#if defined(__SSE2__)
+  _mm_sfence();  // the streamed stores are seen before later loads
+#endif
+}
+
+template <int B>
+void NativePoolForward(const Pool2dGeometry& g, bool max, const float* x, int batch, float* y,
+                       uint8_t* winners) {
   const size_t groups = static_cast<size_t>(batch) * (g.channels / B);
-  if (max && g.size == 2 && g.stride == 2) return NativeMaxPool2x2Forward<B>(g, groups, x, y);
+  if (winners != nullptr) return NativeMaxPool2x2Forward<B>(g, groups, x, y, winners);
   const float share = 1.0f / static_cast<float>(g.size * g.size);
   for (size_t n = 0; n < groups; ++n) {
     const float* in = x + n * g.height * g.width * B;
@@ -336,13 +390,10 @@ void NativePoolForward(const Pool2dGeometry& g, bool max, const float* x, int ba
 }
 
 template <int B>
-void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const float* dy,
-                        int batch, float* dx) {
+void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const uint8_t* winners,
+                        const float* dy, int batch, float* dx) {
   const size_t groups = static_cast<size_t>(batch) * (g.channels / B);
-  if (max && g.size == 2 && g.stride == 2 && g.out_height * 2 == g.height &&
-      g.out_width * 2 == g.width) {
-    return NativeMaxPool2x2Backward<B>(g, groups, x, dy, dx);
-  }
+  if (winners != nullptr) return NativeMaxPool2x2Backward<B>(g, groups, winners, dy, dx);
   const size_t in_group = static_cast<size_t>(g.height) * g.width * B;
   std::fill(dx, dx + groups * in_group, 0.0f);
   const float share = 1.0f / static_cast<float>(g.size * g.size);
@@ -363,7 +414,7 @@ void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const
           for (int j = 0; j < g.size; ++j) {
             const size_t k = corner + (static_cast<size_t>(i) * g.width + j) * B;
             for (int b = 0; b < B; ++b) {
-              if (!max) din[k + b] += grad[b] * share;
+              if (!max && (!g.relu_input || in[k + b] > 0.0f)) din[k + b] += grad[b] * share;
               const bool larger = in[k + b] > best[b];
               best[b] = larger ? in[k + b] : best[b];
               at[b] = larger ? k + b : at[b];
@@ -371,7 +422,9 @@ void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const
           }
         }
         if (max) {
-          for (int b = 0; b < B; ++b) din[at[b]] += grad[b];
+          for (int b = 0; b < B; ++b) {
+            if (!g.relu_input || best[b] > 0.0f) din[at[b]] += grad[b];
+          }
         }
       }
     }
@@ -380,12 +433,18 @@ void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const
 
 }  // namespace
 
+size_t CpuBackend::PoolWorkspaceBytes(const Pool2dGeometry& g, PoolKind kind, int batch) const {
+  if (!g.native || !TilesMaxPool2x2(g, kind)) return 0;
+  return static_cast<size_t>(batch) * g.channels * g.out_height * g.out_width;
+}
+
 void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
-                               float* y) {
+                               float* y, uint8_t* workspace) {
   if (g.native) {
     const bool max = kind == PoolKind::kMax;
-    return NativeChannelBlock() == 16 ? NativePoolForward<16>(g, max, x, batch, y)
-                                      : NativePoolForward<8>(g, max, x, batch, y);
+    uint8_t* winners = PoolWorkspaceBytes(g, kind, batch) > 0 ? workspace : nullptr;
+    return NativeChannelBlock() == 16 ? NativePoolForward<16>(g, max, x, batch, y, winners)
+                                      : NativePoolForward<8>(g, max, x, batch, y, winners);
   }
   const size_t planes = static_cast<size_t>(batch) * g.channels;
   const size_t in_plane = static_cast<size_t>(g.height) * g.width;
@@ -402,16 +461,17 @@ void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const flo
 }
 
 void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
-                                const float* dy, int batch, float* dx) {
+                                const uint8_t* workspace, const float* dy, int batch, float* dx) {
   if (g.native) {
     const bool max = kind == PoolKind::kMax;
-    return NativeChannelBlock() == 16 ? NativePoolBackward<16>(g, max, x, dy, batch, dx)
-                                      : NativePoolBackward<8>(g, max, x, dy, batch, dx);
+    const uint8_t* winners = PoolWorkspaceBytes(g, kind, batch) > 0 ? workspace : nullptr;
+    return NativeChannelBlock() == 16 ? NativePoolBackward<16>(g, max, x, winners, dy, batch, dx)
+                                      : NativePoolBackward<8>(g, max, x, winners, dy, batch, dx);
   }
   const size_t planes = static_cast<size_t>(batch) * g.channels;
   const size_t in_plane = static_cast<size_t>(g.height) * g.width;
   const size_t out_plane = static_cast<size_t>(g.out_height) * g.out_width;
-  if (IsMaxPool2x2(g, kind) && g.out_height * 2 == g.height && g.out_width * 2 == g.width) {
+  if (TilesMaxPool2x2(g, kind)) {
     for (size_t p = 0; p < planes; ++p) {
       MaxPool2x2PlaneBackward(g, x + p * in_plane, dy + p * out_plane, dx + p * in_plane);
     }

@@ -43,10 +43,13 @@ class CpuBackend : public ComputeBackend {
                      int batch, float* y) override;
   void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy,
                       int batch, float* dw, float* db, float* dx) override;
-  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
-                     float* y) override;
-  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* dy,
-                      int batch, float* dx) override;
+  // Workspace for the native layout's 2x2 max pooling with stride 2 where the windows tile the
+  // input: which input won each window, a byte per output.
+  size_t PoolWorkspaceBytes(const Pool2dGeometry& g, PoolKind kind, int batch) const override;
+  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch, float* y,
+                     uint8_t* workspace) override;
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                      const uint8_t* workspace, const float* dy, int batch, float* dx) override;
   void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
                       size_t n) override;
   void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override;

@@ -64,8 +64,14 @@ void Conv2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, fl
   backend.Conv2dForward(g_, x, w_, b_, batch, y);
 }
 
-void Conv2dLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
-                           const float* dy, int batch, float* dx) {
+void Conv2dLayer::Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
+                           int batch, float* dx) {
+  if (g_.relu && !dy_before_relu_) {
+    const size_t n = static_cast<size_t>(batch) * output_dim();
+    if (relu_dy_.size() < n) relu_dy_ = backend.Allocate(n);
+    backend.ActivationBackward(Activation::kRelu, y, dy, relu_dy_.data(), n);
+    dy = relu_dy_.data();
+  }
   backend.Conv2dBackward(g_, x, w_, dy, batch, dw_, db_, dx);
 }
 
@@ -92,13 +98,16 @@ void FlattenLayer::Backward(ComputeBackend& backend, const float* /*x*/, const f
 }
 
 void Pool2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
-  backend.Pool2dForward(g_, kind_, x, batch, y);
+  const size_t floats = (backend.PoolWorkspaceBytes(g_, kind_, batch) + 3) / 4;
+  if (workspace_.size() < floats) workspace_ = backend.Allocate(floats);
+  backend.Pool2dForward(g_, kind_, x, batch, y, reinterpret_cast<uint8_t*>(workspace_.data()));
 }
 
 void Pool2dLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
                            const float* dy, int batch, float* dx) {
   if (dx != nullptr) {
-    backend.Pool2dBackward(g_, kind_, x, dy, batch, dx);
+    backend.Pool2dBackward(g_, kind_, x, reinterpret_cast<const uint8_t*>(workspace_.data()), dy,
+                           batch, dx);
   }
 }
 

@@ -91,10 +91,14 @@ class ActivationLayer : public Layer {
   const int dim_;
 };
 
-// A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters].
+// A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters]. Where the
+// geometry fuses a ReLU (g.relu), the output is the ReLU's, and Backward's dy the gradient with
+// respect to it, unless `dy_before_relu`: the next layer then gives the gradient with respect to
+// the ReLU's input (a pooling layer with relu_input).
 class Conv2dLayer : public Layer {
  public:
-  Conv2dLayer(std::string name, const Conv2dGeometry& g) : name_(std::move(name)), g_(g) {}
+  Conv2dLayer(std::string name, const Conv2dGeometry& g, bool dy_before_relu = false)
+      : name_(std::move(name)), g_(g), dy_before_relu_(dy_before_relu) {}
   std::string name() const override { return name_ + " (conv2d)"; }
   int input_dim() const override { return g_.channels * g_.height * g_.width; }
   int output_dim() const override { return g_.filters * g_.out_height * g_.out_width; }
@@ -107,10 +111,12 @@ class Conv2dLayer : public Layer {
  private:
   const std::string name_;
   const Conv2dGeometry g_;
+  const bool dy_before_relu_;
   float* w_ = nullptr;  // borrowed
   float* b_ = nullptr;
   float* dw_ = nullptr;
   float* db_ = nullptr;
+  DeviceBuffer relu_dy_;  // dy through the fused ReLU, where Backward computes it
 };
 
 // Inverted dropout: while training, each value is zeroed with probability `rate` and the rest
@@ -168,6 +174,7 @@ class Pool2dLayer : public Layer {
  private:
   const PoolKind kind_;
   const Pool2dGeometry g_;
+  DeviceBuffer workspace_;  // the backend's PoolWorkspaceBytes, as floats
 };
 
 }  // namespace monsoon

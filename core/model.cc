@@ -117,38 +117,50 @@ Activation ActivationOf(LayerKind kind) {
                                     : Activation::kSigmoid;
 }
 
-// Where layer i's input and output lie: in the backend's native layout or not.
-struct Layouts {
+// How layer i is built: where its input and output lie (in the backend's native layout or
+// not) and the ReLU fused into it.
+struct LayerPlan {
   bool native_in = false, native_out = false;
+  // A convolution: the ReLU after it runs in its forward call. A pooling layer: its input is
+  // such a fused ReLU's output, and its gradient goes back through that ReLU.
+  bool relu = false;
+  // A convolution with a fused ReLU whose pooling layer takes the gradient through the ReLU.
+  bool dy_before_relu = false;
+  // A ReLU run by the convolution before it: no layer of its own.
+  bool fused = false;
 };
 
 // Layer i of a valid spec on input `in`, or nullptr for a flatten of a plain input (it changes
-// only the shape). Dense and conv2d layers are named dense0, dense1, ... and conv0, conv1, ...
-// in order.
+// only the shape) and a fused ReLU. Dense and conv2d layers are named dense0, dense1, ... and
+// conv0, conv1, ... in order.
 std::unique_ptr<Layer> MakeLayer(const LayerSpec& l, const Shape& in, const Shape& out,
-                                 Layouts layouts, int* dense, int* conv) {
+                                 const LayerPlan& plan, int* dense, int* conv) {
   switch (l.kind) {
     case LayerKind::kDense:
       return std::make_unique<DenseLayer>(absl::StrCat("dense", (*dense)++), in[0], l.units);
     case LayerKind::kConv2d: {
       Conv2dGeometry g = ConvGeometryOf(l, in);
-      g.native_in = layouts.native_in;
-      g.native_out = layouts.native_out;
-      return std::make_unique<Conv2dLayer>(absl::StrCat("conv", (*conv)++), g);
+      g.native_in = plan.native_in;
+      g.native_out = plan.native_out;
+      g.relu = plan.relu;
+      return std::make_unique<Conv2dLayer>(absl::StrCat("conv", (*conv)++), g, plan.dy_before_relu);
     }
     case LayerKind::kMaxPool2d:
     case LayerKind::kAvgPool2d: {
       Pool2dGeometry g = PoolGeometryOf(l, in);
-      g.native = layouts.native_in;
+      g.native = plan.native_in;
+      g.relu_input = plan.relu;
       return std::make_unique<Pool2dLayer>(
           l.kind == LayerKind::kMaxPool2d ? PoolKind::kMax : PoolKind::kAverage, g);
     }
     case LayerKind::kFlatten:
-      if (!layouts.native_in) return nullptr;
+      if (!plan.native_in) return nullptr;
       return std::make_unique<FlattenLayer>(in[0], in[1], in[2]);
     case LayerKind::kDropout:
       return std::make_unique<DropoutLayer>(static_cast<float>(l.rate), ShapeSize(out));
     case LayerKind::kRelu:
+      if (plan.fused) return nullptr;
+      break;
     case LayerKind::kTanh:
     case LayerKind::kSigmoid:
       break;
@@ -188,19 +200,49 @@ std::vector<bool> NativeOutputs(const std::vector<LayerSpec>& specs, int block) 
   return native;
 }
 
+// Each layer's plan for channel block `block` (0: no native layout). A ReLU right after a
+// convolution whose output is native runs in the convolution's call; a pooling layer right after
+// that ReLU takes the gradient back through it.
+std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs, int block) {
+  const std::vector<bool> native = NativeOutputs(specs, block);
+  std::vector<LayerPlan> plans(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    plans[i].native_in = i > 0 && native[i - 1];
+    plans[i].native_out = native[i];
+  }
+  const auto kind_at = [&](size_t i) {
+    return i < specs.size() ? specs[i].kind : LayerKind::kDense;
+  };
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].kind != LayerKind::kConv2d || !native[i] || kind_at(i + 1) != LayerKind::kRelu) {
+      continue;
+    }
+    plans[i].relu = true;
+    plans[i + 1].fused = true;
+    const LayerKind next = kind_at(i + 2);
+    if (next == LayerKind::kMaxPool2d || next == LayerKind::kAvgPool2d) {
+      plans[i].dy_before_relu = true;
+      plans[i + 2].relu = true;
+    }
+  }
+  return plans;
+}
+
 // The computing layers of a valid spec (LayerShapes OK), in order, with activations in the
-// native layout of channel block `native_block` where they can be (0: none).
-std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec, int native_block = 0) {
+// native layout of channel block `native_block` where they can be (0: none), and the index in
+// ModelLayers(spec) of each in `spec_index` unless null.
+std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec, int native_block = 0,
+                                                std::vector<size_t>* spec_index = nullptr) {
   const std::vector<LayerSpec> specs = ModelLayers(spec);
   const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
-  const std::vector<bool> native = NativeOutputs(specs, native_block);
+  const std::vector<LayerPlan> plans = PlanLayers(specs, native_block);
   std::vector<std::unique_ptr<Layer>> layers;
   Shape in = InputShape(spec);
   int dense = 0, conv = 0;
   for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {
-    const Layouts layouts{i > 0 && native[i - 1], native[i]};
-    if (auto layer = MakeLayer(specs[i], in, shapes[i], layouts, &dense, &conv)) {
+    if (auto layer = MakeLayer(specs[i], in, shapes[i], plans[i], &dense, &conv)) {
       layers.push_back(std::move(layer));
+      if (spec_index != nullptr) spec_index->push_back(i);
     }
     in = shapes[i];
   }
@@ -362,7 +404,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
 Model::Model(const ModelSpec& spec, ComputeBackend* backend)
     : spec_(spec),
       backend_(backend),
-      layers_(BuildLayers(spec, backend->NativeChannelBlock())),
+      layers_(BuildLayers(spec, backend->NativeChannelBlock(), &layer_spec_index_)),
       tensors_(Layout(spec)) {
   for (const ParamTensor& t : tensors_) num_params_ += t.shape.size();
   params_ = backend_->Allocate(num_params_);
@@ -445,7 +487,7 @@ BatchResult Model::Forward(const float* x_host, const float* targets_host, int r
                            bool training) {
   EnsureWorkspace(rows);
   for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->SetMode(training, SplitMix64(batch_seed_, i));
+    layers_[i]->SetMode(training, SplitMix64(batch_seed_, layer_spec_index_[i]));
   }
   backend_->CopyToDevice(x_host, activations_[0].data(),
                          static_cast<size_t>(rows) * spec_.input_dim);

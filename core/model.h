@@ -150,6 +150,9 @@ class Model : public TrainableModel {
   std::unique_ptr<ComputeBackend> owned_backend_;  // first: it outlives the buffers
   const ModelSpec spec_;
   ComputeBackend* const backend_;  // owned_backend_ or borrowed
+  // layer_spec_index_[i]: layers_[i]'s index in ModelLayers(spec_), which seeds its dropout.
+  // Before layers_: BuildLayers fills it.
+  std::vector<size_t> layer_spec_index_;
   std::vector<std::unique_ptr<Layer>> layers_;
   std::vector<ParamTensor> tensors_;
   // layer_params_[i]: where layer i's parameters (and gradients) lie in the flat vector.

@@ -68,6 +68,17 @@ memory::desc ActivationDesc(const memory::dims& dims, bool native) {
   return Desc(dims, native ? NativeTag() : Tag::any);
 }
 
+// The forward convolution's attributes: a fused ReLU where the geometry asks for one.
+dnnl::primitive_attr ForwardAttributes(const Conv2dGeometry& g) {
+  dnnl::primitive_attr attributes;
+  if (g.relu) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+    attributes.set_post_ops(ops);
+  }
+  return attributes;
+}
+
 // An activation's layout as Monsoon holds it: native, or [batch x C x H x W].
 memory::desc HeldDesc(const memory::dims& dims, bool native) {
   return Desc(dims, native ? NativeTag() : Tag::nchw);
@@ -137,7 +148,7 @@ OneDnnConvolution::Primitives::Primitives(const Conv2dGeometry& g, int batch,
                      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
                      ActivationDesc(src, g.native_in), Desc(weights, Tag::any), Desc(bias, Tag::x),
                      ActivationDesc(dst, g.native_out), strides, left, right),
-                 engine),
+                 ForwardAttributes(g), engine),
       data_pd(dnnl::convolution_backward_data::desc(
                   dnnl::algorithm::convolution_direct, ActivationDesc(src, g.native_in),
                   Desc(weights, Tag::any), ActivationDesc(dst, g.native_out), strides, left, right),
@@ -174,8 +185,8 @@ int OneDnnConvolution::NativeChannelBlock() {
 OneDnnConvolution::~OneDnnConvolution() = default;
 
 OneDnnConvolution::Primitives& OneDnnConvolution::For(const Conv2dGeometry& g, int batch) {
-  const Key key{g.channels, g.height,   g.width, g.filters,   g.kernel,    g.stride,
-                g.pad_top,  g.pad_left, batch,   g.native_in, g.native_out};
+  const Key key{g.channels, g.height,   g.width, g.filters,   g.kernel,     g.stride,
+                g.pad_top,  g.pad_left, batch,   g.native_in, g.native_out, g.relu};
   std::unique_ptr<Primitives>& p = cache_[key];
   if (p == nullptr) p = std::make_unique<Primitives>(g, batch, engine_->engine);
   return *p;

@@ -420,15 +420,16 @@ class CublasBackend : public ComputeBackend {
     Col2ImKernel<<<Blocks(inputs), kThreads, 0, compute_>>>(g, batch, dcols, dx, inputs);
   }
 
-  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
-                     float* y) override {
+  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch, float* y,
+                     uint8_t* /*workspace*/) override {
     const size_t n = static_cast<size_t>(batch) * g.channels * g.out_height * g.out_width;
     if (!status_.ok() || n == 0) return;
     PoolForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, y, n);
   }
 
-  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* dy,
-                      int batch, float* dx) override {
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                      const uint8_t* /*workspace*/, const float* dy, int batch,
+                      float* dx) override {
     const size_t n = static_cast<size_t>(batch) * g.channels * g.height * g.width;
     if (!status_.ok() || n == 0) return;
     PoolBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, dy, dx,
