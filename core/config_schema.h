@@ -93,6 +93,8 @@ template <class V>
 void VisitRuntime(JobConfig& c, V& v);
 template <class V>
 void VisitOperations(JobConfig& c, V& v);
+template <class V>
+void VisitDeployment(JobConfig& c, V& v);
 
 template <class V>
 void VisitJobConfig(JobConfig& c, V& v) {
@@ -101,6 +103,7 @@ void VisitJobConfig(JobConfig& c, V& v) {
   VisitUpdates(c, v);
   VisitRuntime(c, v);
   VisitOperations(c, v);
+  VisitDeployment(c, v);
 }
 
 template <class V>
@@ -422,6 +425,10 @@ void VisitOperations(JobConfig& c, V& v) {
             "newest checkpoints kept per server (the older ones are the fallback for a damaged "
             "newest)");
   });
+}
+
+template <class V>
+void VisitDeployment(JobConfig& c, V& v) {
   v.Section("security", "", [&] {
     v.Field("tls_cert", &c.security.tls_cert, Path{},
             "mutual TLS: every role presents this certificate (PEM); all three TLS files or none");
@@ -431,10 +438,18 @@ void VisitOperations(JobConfig& c, V& v) {
     v.Field("tls_server_name", &c.security.tls_server_name, Text{},
             "the name the certificate must carry (servers are reached by IP address)");
   });
-  v.Section("network", "(`monsoon launch` only; `monsoon run` uses loopback)", [&] {
+  v.Section("network", "", [&] {
     v.Field("interface", &c.network.interface, Text{},
             "servers bind this interface's IPv4 address (e.g. `ib0`); empty: the address of "
-            "the host's name");
+            "the host's name (`monsoon launch`), each emulated host's `eth0` (`hosts: "
+            "namespaces`)");
+    v.Field("hosts", &c.network.hosts, kHostsKindNames,
+            "`monsoon run`: `loopback` (every role on this host), or `namespaces`: each role on "
+            "an emulated host of its own, linked to the others through a switch (root only; see "
+            "[Emulated network](#emulated-network))");
+    v.Field("link_mbit", &c.network.link_mbit, RealRange{0, false, 1e6},
+            "with `hosts: namespaces`, each host's link carries at most this many Mbit/s each "
+            "way (the kernel's token bucket filter); 0: no limit");
   });
   v.Section("slurm", "(used by `monsoon sbatch`)", [&] {
     SlurmConfig& s = c.slurm;

@@ -1141,6 +1141,10 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
         absl::StrCat("staleness.dc_lambda: delay compensation applies to downpour and ssp, not ",
                      kAlgorithmNames.Name(c.training.algorithm)));
   }
+  if (c.network.link_mbit > 0 && c.network.hosts != HostsKind::kNamespaces) {
+    return absl::InvalidArgumentError(
+        "network.link_mbit: a link rate needs emulated hosts (network.hosts: namespaces)");
+  }
   MONSOON_RETURN_IF_ERROR(ValidateReliability(c.reliability, c.transport));
   return ValidateSecurityAndSlurm(c.security, c.slurm);
 }

@@ -45,9 +45,19 @@ struct ClusterConfig {
 };
 
 // Where servers listen when started by `monsoon launch` (`monsoon run` always uses loopback).
+// Where `monsoon run` puts its roles: all on this host's loopback, or each on an emulated host
+// of its own (launcher/emulated_hosts.h: a network namespace, root only).
+enum class HostsKind { kLoopback, kNamespaces };
+inline constexpr NamedValue<HostsKind> kHostsKindValues[] = {
+    {HostsKind::kLoopback, "loopback"}, {HostsKind::kNamespaces, "namespaces"}};
+inline constexpr EnumNames<HostsKind> kHostsKindNames{"hosts", kHostsKindValues};
+
 struct NetworkConfig {
-  // Bind to this interface's IPv4 address (e.g. "ib0"); empty: the address of the host name.
+  // Bind to this interface's IPv4 address (e.g. "ib0"); empty: the address of the host name
+  // (`monsoon launch`), or each emulated host's link, eth0.
   std::string interface;
+  HostsKind hosts = HostsKind::kLoopback;
+  double link_mbit = 0;  // emulated hosts: each link's rate each way (tc tbf); 0: no limit
 };
 
 // The `monsoon sbatch` script: resources to ask SLURM for.

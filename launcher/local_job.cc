@@ -11,7 +11,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
+#include "launcher/emulated_hosts.h"
 #include "launcher/job_setup.h"
+#include "launcher/network_address.h"
 #include "launcher/process_group.h"
 #include "launcher/summary.h"
 #include "launcher/supervision.h"
@@ -19,28 +21,46 @@
 namespace monsoon {
 namespace {
 
-// "[  12.3s] " and the job's ProgressLine.
-std::string TimedProgressLine(const JobConfig& config, const RunDir& run_dir, double elapsed) {
-  return absl::StrFormat("[%6.1fs] %s", elapsed,
+// The label, "[  12.3s] " and the job's ProgressLine.
+std::string TimedProgressLine(const JobConfig& config, const RunDir& run_dir,
+                              const LocalJobOptions& options, double elapsed) {
+  return absl::StrFormat("%s[%6.1fs] %s", options.progress_label, elapsed,
                          ProgressLine(config, ReadProgress(config, run_dir)));
 }
 
-// The roles of a local job as child processes of the launcher.
+// Every role of a job: servers, workers, the evaluator.
+std::vector<RoleId> Roles(const ClusterConfig& cluster) {
+  std::vector<RoleId> roles;
+  for (int j = 0; j < cluster.servers; ++j) roles.push_back({RoleKind::kServer, j});
+  for (int i = 0; i < cluster.workers; ++i) roles.push_back({RoleKind::kWorker, i});
+  if (cluster.evaluator) roles.push_back({RoleKind::kEvaluator, 0});
+  return roles;
+}
+
+// With network.hosts: namespaces, an emulated host for each role, named by its ChildName;
+// otherwise null.
+absl::StatusOr<std::unique_ptr<EmulatedHosts>> HostsFor(const JobConfig& config) {
+  if (config.network.hosts != HostsKind::kNamespaces) return nullptr;
+  EmulatedHostsOptions options;
+  for (const RoleId& role : Roles(config.cluster)) options.names.push_back(role.ChildName());
+  options.interface = EmulatedHostLink(config.network);
+  options.link_mbit = config.network.link_mbit;
+  return EmulatedHosts::Create(options);
+}
+
+// The roles of a local job as child processes of the launcher, each on its own emulated host
+// where `hosts` is not null.
 class LocalJob {
  public:
-  LocalJob(const JobConfig& config, const RunDir& run_dir, const LocalJobOptions& options)
-      : config_(config), run_dir_(run_dir), options_(options) {}
+  LocalJob(const JobConfig& config, const RunDir& run_dir, const LocalJobOptions& options,
+           const EmulatedHosts* hosts)
+      : config_(config), run_dir_(run_dir), options_(options), hosts_(hosts) {}
 
   // Every role; with `resume`, servers start from their newest checkpoints.
   absl::Status StartAll(bool resume) {
-    for (int j = 0; j < config_.cluster.servers; ++j) {
-      MONSOON_RETURN_IF_ERROR(Start({RoleKind::kServer, j}, resume));
+    for (const RoleId& role : Roles(config_.cluster)) {
+      MONSOON_RETURN_IF_ERROR(Start(role, resume));
     }
-    for (int i = 0; i < config_.cluster.workers; ++i) {
-      MONSOON_RETURN_IF_ERROR(Start({RoleKind::kWorker, i}, resume));
-    }
-    if (config_.cluster.evaluator)
-      MONSOON_RETURN_IF_ERROR(Start({RoleKind::kEvaluator, 0}, resume));
     return absl::OkStatus();
   }
 
@@ -57,6 +77,7 @@ class LocalJob {
     if (role.kind == RoleKind::kWorker)
       argv.insert(argv.end(), {"--gpu", std::to_string(role.index)});
     if (role.kind == RoleKind::kServer && resume) argv.push_back("--resume");
+    if (hosts_ != nullptr) argv = hosts_->On(name, argv);
     return children_.Start(name, argv, absl::StrCat(run_dir_.logs_dir(), "/", name, ".log"));
   }
 
@@ -124,6 +145,7 @@ class LocalJob {
   const JobConfig& config_;
   const RunDir& run_dir_;
   const LocalJobOptions& options_;
+  const EmulatedHosts* const hosts_;
   ProcessGroup children_;
   std::map<std::string, RoleId> roles_;  // child name -> role
 };
@@ -133,7 +155,8 @@ class LocalJob {
 absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
                       const LocalJobOptions& options, const std::atomic<bool>* stop,
                       absl::Time start, double earlier_wall) {
-  LocalJob job(config, run_dir, options);
+  MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<EmulatedHosts> hosts, HostsFor(config));
+  LocalJob job(config, run_dir, options, hosts.get());
   MONSOON_RETURN_IF_ERROR(job.StartAll(options.resume));
   RestartBudget budget = RestartBudget::FromConfig(config);
   const bool tty = isatty(STDERR_FILENO);
@@ -157,7 +180,7 @@ absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
           " s (training.timeout_seconds): all roles stopped; see ", run_dir.logs_dir()));
     }
     if (absl::Now() >= next_progress) {
-      const std::string line = TimedProgressLine(config, run_dir, elapsed());
+      const std::string line = TimedProgressLine(config, run_dir, options, elapsed());
       std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
       MONSOON_RETURN_IF_ERROR(RecordWallSeconds(run_dir, earlier_wall + elapsed()));
       next_progress += options.progress_interval;
@@ -165,7 +188,7 @@ absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
     absl::SleepFor(absl::Milliseconds(100));
   }
   std::fprintf(stderr, tty ? "\r%s\033[K\n" : "%s\n",
-               TimedProgressLine(config, run_dir, elapsed()).c_str());
+               TimedProgressLine(config, run_dir, options, elapsed()).c_str());
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 // `monsoon run`: a whole job on this machine. Servers, workers and the evaluator run as
-// child processes of the launcher on loopback; the launcher shows live progress and writes
-// summary.json at the end. A worker killed by a signal is restarted (reliability.
+// child processes of the launcher, on loopback or each on an emulated host of its own
+// (network.hosts: namespaces, removed when the job ends); the launcher shows live progress and
+// writes summary.json at the end. A worker killed by a signal is restarted (reliability.
 // worker_restarts) or, unless reliability.worker_loss stops the job, left behind; a server
 // killed by a signal makes the launcher resume the whole job from the servers' checkpoints
 // (reliability.server_restarts); any other failure stops the whole job.
@@ -20,7 +21,8 @@ namespace monsoon {
 struct LocalJobOptions {
   std::string self_exe;  // the monsoon binary, re-executed for each role
   absl::Duration progress_interval = absl::Seconds(2);
-  bool resume = false;  // servers start from their newest checkpoints
+  std::string progress_label;  // starts each progress line (a study's "[3/6] tau16 ")
+  bool resume = false;         // servers start from their newest checkpoints
 };
 
 // Runs the job whose resolved config is already in run_dir (with its token). When every child

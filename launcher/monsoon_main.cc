@@ -37,9 +37,10 @@ int Main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", kVersion);
   int exit_code = 0;
-  for (auto add : {AddRunCommand, AddValidateCommand, AddCompareCommand, AddSbatchCommand,
-                   AddLaunchCommand, AddPrepareCommand, AddSummarizeCommand, AddExportCommand,
-                   AddStatusCommand, AddDevicesCommand, AddGenLinearCommand, AddRoleCommands}) {
+  for (auto add :
+       {AddRunCommand, AddValidateCommand, AddCompareCommand, AddSbatchCommand, AddLaunchCommand,
+        AddPrepareCommand, AddSummarizeCommand, AddExportCommand, AddStatusCommand,
+        AddDevicesCommand, AddHostsCommand, AddGenLinearCommand, AddRoleCommands}) {
     add(app, &exit_code);
   }
   if (argc < 2) {

@@ -24,8 +24,14 @@ std::string Ipv4Text(const sockaddr* sa) {
 
 }  // namespace
 
+std::string EmulatedHostLink(const NetworkConfig& network) {
+  return network.interface.empty() ? "eth0" : network.interface;
+}
+
 absl::StatusOr<std::string> ServerBindAddress(const NetworkConfig& network) {
-  if (!network.interface.empty()) {
+  const std::string interface =
+      network.hosts == HostsKind::kNamespaces ? EmulatedHostLink(network) : network.interface;
+  if (!interface.empty()) {
     ifaddrs* list = nullptr;
     if (getifaddrs(&list) != 0) return absl::InternalError("getifaddrs failed");
     std::string found;
@@ -33,12 +39,12 @@ absl::StatusOr<std::string> ServerBindAddress(const NetworkConfig& network) {
     for (ifaddrs* a = list; a != nullptr; a = a->ifa_next) {
       if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET) continue;
       names.push_back(a->ifa_name);
-      if (found.empty() && network.interface == a->ifa_name) found = Ipv4Text(a->ifa_addr);
+      if (found.empty() && interface == a->ifa_name) found = Ipv4Text(a->ifa_addr);
     }
     freeifaddrs(list);
     if (found.empty()) {
       return absl::NotFoundError(
-          absl::StrCat("network.interface: no IPv4 address on '", network.interface,
+          absl::StrCat("network.interface: no IPv4 address on '", interface,
                        "' (interfaces with one: ", absl::StrJoin(names, ", "), ")"));
     }
     return found;

@@ -2,10 +2,12 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -75,15 +77,95 @@ void SetDiffers(Study* study) {
   }
 }
 
+// A variant as the study file names it: its name and its own overrides.
+struct VariantSpec {
+  std::string name;
+  std::vector<std::string> sets;
+};
+
+// The variants list, each checked for its keys and a unique name.
+absl::StatusOr<std::vector<VariantSpec>> ParseVariants(const YAML::Node& variants) {
+  if (!variants || !variants.IsSequence() || variants.size() == 0) {
+    return absl::InvalidArgumentError("variants: expected a non-empty list of {name, set}");
+  }
+  std::vector<VariantSpec> specs;
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const std::string field = absl::StrCat("variants[", i, "]");
+    const YAML::Node v = variants[i];
+    if (!v.IsMap() || !v["name"] || !v["name"].IsScalar()) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ".name: required"));
+    }
+    for (const auto& kv : v) {
+      if (kv.first.Scalar() != "name" && kv.first.Scalar() != "set") {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".", kv.first.Scalar(), ": unknown key (allowed: name, set)"));
+      }
+    }
+    VariantSpec spec{v["name"].Scalar(), {}};
+    MONSOON_RETURN_IF_ERROR(CheckRunName(field + ".name", spec.name));
+    for (const VariantSpec& earlier : specs) {
+      if (earlier.name == spec.name) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(field, ".name: '", spec.name, "' is taken by an earlier variant"));
+      }
+    }
+    MONSOON_ASSIGN_OR_RETURN(spec.sets, Overrides(v["set"], field + ".set"));
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+// Each variant once for every combination of the sweep's values, in the order given (the last
+// field's values vary fastest): "NAME-LEAFVALUE..." with LEAF the field's last part
+// (stragglers.probability: 0.1 adds "-probability0.1").
+absl::StatusOr<std::vector<VariantSpec>> ExpandSweep(std::vector<VariantSpec> specs,
+                                                     const YAML::Node& sweep) {
+  if (!sweep || sweep.IsNull()) return specs;
+  if (!sweep.IsMap()) {
+    return absl::InvalidArgumentError(
+        "sweep: expected a mapping of config fields to lists of values, e.g. "
+        "{stragglers.probability: [0, 0.1, 0.3]}");
+  }
+  for (const auto& kv : sweep) {
+    const std::string field = kv.first.Scalar();
+    if (!kv.second.IsSequence() || kv.second.size() == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sweep.", field, ": expected a non-empty list of values"));
+    }
+    const std::string leaf = field.substr(field.rfind('.') + 1);
+    std::vector<VariantSpec> crossed;
+    for (const VariantSpec& spec : specs) {
+      for (const YAML::Node& value : kv.second) {
+        YAML::Emitter text;
+        text << YAML::Flow << value;
+        std::string suffix = absl::StrCat(leaf, text.c_str());
+        // What a run's name may hold (CheckRunName): "[1, 2]" becomes "12".
+        suffix.erase(std::remove_if(suffix.begin(), suffix.end(),
+                                    [](char c) {
+                                      return !absl::ascii_isalnum(static_cast<unsigned char>(c)) &&
+                                             c != '_' && c != '.' && c != '-';
+                                    }),
+                     suffix.end());
+        VariantSpec swept = spec;
+        swept.name = absl::StrCat(spec.name, "-", suffix);
+        swept.sets.push_back(absl::StrCat(field, "=", text.c_str()));
+        crossed.push_back(std::move(swept));
+      }
+    }
+    specs = std::move(crossed);
+  }
+  return specs;
+}
+
 absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir) {
   if (!root.IsMap()) return absl::InvalidArgumentError("top level: expected a mapping");
-  static const std::set<std::string> kKeys = {"study", "base", "target_accuracy", "set",
-                                              "variants"};
+  static const std::set<std::string> kKeys = {"study", "base",     "target_accuracy",
+                                              "set",   "variants", "sweep"};
   for (const auto& kv : root) {
     if (kKeys.count(kv.first.Scalar()) == 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(kv.first.Scalar(),
-                       ": unknown key (allowed: study, base, target_accuracy, set, variants)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          kv.first.Scalar(),
+          ": unknown key (allowed: study, base, target_accuracy, set, variants, sweep)"));
     }
   }
   Study study;
@@ -106,33 +188,18 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     }
   }
   MONSOON_ASSIGN_OR_RETURN(std::vector<std::string> common, Overrides(root["set"], "set"));
-  const YAML::Node variants = root["variants"];
-  if (!variants || !variants.IsSequence() || variants.size() == 0) {
-    return absl::InvalidArgumentError("variants: expected a non-empty list of {name, set}");
-  }
+  MONSOON_ASSIGN_OR_RETURN(std::vector<VariantSpec> specs, ParseVariants(root["variants"]));
+  MONSOON_ASSIGN_OR_RETURN(specs, ExpandSweep(std::move(specs), root["sweep"]));
   std::set<std::string> names;
-  for (size_t i = 0; i < variants.size(); ++i) {
-    const std::string field = absl::StrCat("variants[", i, "]");
-    const YAML::Node v = variants[i];
-    if (!v.IsMap() || !v["name"] || !v["name"].IsScalar()) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ".name: required"));
-    }
-    for (const auto& kv : v) {
-      if (kv.first.Scalar() != "name" && kv.first.Scalar() != "set") {
-        return absl::InvalidArgumentError(
-            absl::StrCat(field, ".", kv.first.Scalar(), ": unknown key (allowed: name, set)"));
-      }
-    }
+  for (size_t i = 0; i < specs.size(); ++i) {
     StudyVariant variant;
-    variant.name = v["name"].Scalar();
-    MONSOON_RETURN_IF_ERROR(CheckRunName(field + ".name", variant.name));
+    variant.name = specs[i].name;
     if (!names.insert(variant.name).second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(field, ".name: '", variant.name, "' is taken by an earlier variant"));
+      return absl::InvalidArgumentError(absl::StrCat("sweep: variant '", variant.name,
+                                                     "' would be named twice; rename a variant"));
     }
-    MONSOON_ASSIGN_OR_RETURN(std::vector<std::string> own, Overrides(v["set"], field + ".set"));
     variant.sets = common;
-    variant.sets.insert(variant.sets.end(), own.begin(), own.end());
+    variant.sets.insert(variant.sets.end(), specs[i].sets.begin(), specs[i].sets.end());
     auto config = LoadJobConfig(base.string(), variant.sets);
     if (!config.ok()) {
       return absl::Status(config.status().code(), absl::StrCat("variant '", variant.name,
@@ -143,7 +210,8 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     if (i == 0) study.classification = classification;
     if (classification != study.classification) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, ".set: every variant must have the same model.loss as the first"));
+          absl::StrCat("variant '", variant.name,
+                       "': every variant must have the same model.loss as the first"));
     }
     study.variants.push_back(std::move(variant));
   }

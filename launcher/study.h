@@ -10,6 +10,8 @@
 //     - name: sync
 //       set: {training.algorithm: sync}
 //     - ...
+//   sweep:                          # optional: each variant once per combination of values
+//     stragglers.probability: [0, 0.1, 0.3]   # sync-probability0, sync-probability0.1, ...
 #ifndef MONSOON_LAUNCHER_STUDY_H_
 #define MONSOON_LAUNCHER_STUDY_H_
 

@@ -73,11 +73,27 @@ absl::StatusOr<JobProgress> ReadProgress(const JobConfig& config, const RunDir& 
   return p;
 }
 
+std::string DurationText(double seconds) {
+  const int64_t s = std::llround(std::max(0.0, seconds));
+  if (s < 60) return absl::StrFormat("%ds", s);
+  if (s < 3600) return absl::StrFormat("%dm%02ds", s / 60, s % 60);
+  return absl::StrFormat("%dh%02dm", s / 3600, s / 60 % 60);
+}
+
+std::optional<double> SecondsLeft(const JobConfig& config, const JobProgress& p) {
+  const double epochs = config.training.epochs;
+  if (!(p.min_epoch > 0.01 && p.min_epoch < epochs && p.worker_seconds > 0)) return std::nullopt;
+  return p.worker_seconds * (epochs - p.min_epoch) / p.min_epoch;
+}
+
 std::string ProgressLine(const JobConfig& config, const absl::StatusOr<JobProgress>& progress) {
   if (!progress.ok()) return absl::StrCat("progress unknown: ", progress.status().message());
   const JobProgress& p = *progress;
   std::string line = absl::StrFormat("epoch %.2f/%d | %.0f samples/s", p.min_epoch,
                                      config.training.epochs, p.samples_per_second);
+  if (const std::optional<double> left = SecondsLeft(config, p)) {
+    absl::StrAppend(&line, " | ETA ", DurationText(*left));
+  }
   if (p.workers_lost > 0) absl::StrAppendFormat(&line, " | %d worker(s) lost", p.workers_lost);
   if (p.has_eval) {
     if (config.model.loss == LossType::kSoftmaxCrossEntropy) {

@@ -25,10 +25,17 @@ struct JobProgress {
 };
 // NotFound naming a metrics file and a column it lacks.
 absl::StatusOr<JobProgress> ReadProgress(const JobConfig& config, const RunDir& run_dir);
-// The figures as one line: "epoch 3.41/12 | 20512 samples/s | test acc 0.8512 loss 0.4123"
-// (with "| N worker(s) lost" when a server gave workers up; "test loss" alone for regression),
-// or "progress unknown: " and why they could not be read.
+// The figures as one line: "epoch 3.41/12 | 20512 samples/s | ETA 1m52s | test acc 0.8512
+// loss 0.4123" (with "| N worker(s) lost" when a server gave workers up; "test loss" alone for
+// regression), or "progress unknown: " and why they could not be read.
 std::string ProgressLine(const JobConfig& config, const absl::StatusOr<JobProgress>& progress);
+
+// The training time left: the slowest worker's epochs to go at its pace so far (nullopt before
+// it has done 1 % of an epoch, or after the last).
+std::optional<double> SecondsLeft(const JobConfig& config, const JobProgress& p);
+
+// "42s", "3m05s", "1h02m".
+std::string DurationText(double seconds);
 
 // OK when training has ended: every server's last metrics row has every worker finished or
 // lost, and at least one finished (a server writes such a row only after its final

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # A real SLURM cluster on this one machine, for Monsoon's end-to-end tests:
-#   tools/slurm_cluster.sh start DIR [NODES]   munged + slurmctld + NODES slurmd (default 3)
+#   tools/slurm_cluster.sh start DIR [NODES [HOSTS]]   munged + slurmctld + NODES slurmd (3)
 #   tools/slurm_cluster.sh stop DIR            stops exactly the daemons that `start` started
-# Emulated nodes are named mn1..mnN, all at 127.0.0.1 with their own slurmd port; each has
-# 8 CPUs. Needs root and the packages slurmctld slurmd slurm-client munge.
+# Emulated nodes are named mn1..mnN, each with 8 CPUs and its own slurmd port: all at
+# 127.0.0.1, or, given HOSTS (a file of `monsoon hosts up` lines: NAME NAMESPACE ADDRESS),
+# node mnI on the emulated host named mnI and slurmctld on the host named ctl, each daemon in
+# its host's network namespace; SLURM's commands then reach the controller from those hosts
+# only (run them on ctl: nsenter --net=/run/netns/NAMESPACE). Needs root and the packages slurmctld slurmd
+# slurm-client munge.
 # `start` prints the environment to use: export SLURM_CONF=DIR/slurm.conf. munged runs as the
 # munge user, so DIR and its parents must be traversable by it (e.g. under /tmp, not /root).
 set -euo pipefail
@@ -11,6 +15,21 @@ set -euo pipefail
 cmd="${1:?usage: slurm_cluster.sh start|stop DIR [NODES]}"
 dir="$(mkdir -p "${2:?usage: slurm_cluster.sh start|stop DIR [NODES]}" && cd "$2" && pwd)"
 nodes="${3:-3}"
+hosts="${4:-}"
+
+# address_of NAME, on NAME COMMAND...: a host's address, and COMMAND run on it (without HOSTS:
+# 127.0.0.1, and here).
+address_of() { if [ -n "$hosts" ]; then awk -v n="$1" '$1 == n { print $3 }' "$hosts"; else echo 127.0.0.1; fi; }
+on() {
+  local name=$1
+  shift
+  if [ -n "$hosts" ]; then
+    # nsenter, not `ip netns exec`: that mounts a /sys of its own, without slurmd's cgroups.
+    nsenter --net="/run/netns/$(awk -v n="$name" '$1 == n { print $2 }' "$hosts")" -- "$@"
+  else
+    "$@"
+  fi
+}
 
 stop() {
   # Only PIDs this script recorded; never by process name.
@@ -67,7 +86,7 @@ cp "$dir/munge/munged.pid" "$dir/pids/munged.pid"
 base=$(( 20000 + (RANDOM % 2000) * 10 ))
 {
   echo "ClusterName=monsoon-test"
-  echo "SlurmctldHost=localhost(127.0.0.1)"
+  echo "SlurmctldHost=localhost($(address_of ctl))"
   echo "SlurmctldPort=$base"
   echo "SlurmUser=root"
   echo "AuthType=auth/munge"
@@ -92,20 +111,20 @@ base=$(( 20000 + (RANDOM % 2000) * 10 ))
   echo "SlurmctldLogFile=$dir/log/slurmctld.log"
   echo "SlurmdLogFile=$dir/log/slurmd-%n.log"
   for i in $(seq 1 "$nodes"); do
-    echo "NodeName=mn$i NodeHostname=$host NodeAddr=127.0.0.1 Port=$((base + i)) CPUs=8 State=UNKNOWN"
+    echo "NodeName=mn$i NodeHostname=$host NodeAddr=$(address_of "mn$i") Port=$((base + i)) CPUs=8 State=UNKNOWN"
   done
   echo "PartitionName=debug Nodes=mn[1-$nodes] Default=YES MaxTime=INFINITE State=UP"
 } >"$dir/slurm.conf"
 export SLURM_CONF="$dir/slurm.conf"
 
-/usr/sbin/slurmctld -i -f "$SLURM_CONF"
+on ctl /usr/sbin/slurmctld -i -f "$SLURM_CONF"
 wait_for 10 slurmctld test -s "$dir/log/slurmctld.pid"
 cp "$dir/log/slurmctld.pid" "$dir/pids/slurmctld.pid"
 for i in $(seq 1 "$nodes"); do
   mkdir -p "$dir/spool/mn$i"
-  /usr/sbin/slurmd -N "mn$i" -f "$SLURM_CONF"
+  on "mn$i" /usr/sbin/slurmd -N "mn$i" -f "$SLURM_CONF"
   wait_for 10 "slurmd mn$i" test -s "$dir/log/slurmd-mn$i.pid"
   cp "$dir/log/slurmd-mn$i.pid" "$dir/pids/slurmd-mn$i.pid"
 done
-wait_for 30 "nodes idle" bash -c "[ \$(sinfo -h -t idle -o %D) = $nodes ]"
+wait_for 30 "nodes idle" on ctl bash -c "[ \$(sinfo -h -t idle -o %D) = $nodes ]"
 echo "export SLURM_CONF=$SLURM_CONF"

@@ -31,6 +31,7 @@ void AddSummarizeCommand(CLI::App& app, int* exit_code);
 void AddExportCommand(CLI::App& app, int* exit_code);
 void AddStatusCommand(CLI::App& app, int* exit_code);
 void AddDevicesCommand(CLI::App& app, int* exit_code);
+void AddHostsCommand(CLI::App& app, int* exit_code);
 void AddGenLinearCommand(CLI::App& app, int* exit_code);
 void AddRoleCommands(CLI::App& app, int* exit_code);
 

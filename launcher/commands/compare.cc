@@ -12,24 +12,29 @@
 #include "launcher/study.h"
 #include "launcher/study_report.h"
 #include "launcher/study_results.h"
+#include "launcher/summary.h"
 
 namespace monsoon {
 namespace {
 
-// Runs variant i of n into out/NAME; its result, or a failed one saying why.
-absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std::string& out) {
+// Runs variant i of n into out/NAME; its result, or a failed one saying why. `left`: how much
+// of the study remains with it, for its first line.
+absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std::string& out,
+                                         const std::string& left) {
   const StudyVariant& v = study.variants[i];
   for (const std::string& w : JobConfigWarnings(v.config)) {
     std::cerr << "monsoon: warning: variant '" << v.name << "': " << w << std::endl;
   }
-  std::cerr << "monsoon: [" << i + 1 << "/" << study.variants.size() << "] " << v.name << ": "
-            << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantLabel(v)
+  const std::string place = absl::StrCat("[", i + 1, "/", study.variants.size(), "]");
+  std::cerr << "monsoon: " << place << " " << v.name << ": "
+            << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantLabel(v) << left
             << std::endl;
   const RunDir run_dir{absl::StrCat(out, "/", v.name)};
   JobConfig config = v.config;
   MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<RunDirLock> lock, PrepareRunDir(&config, run_dir));
   LocalJobOptions options;
   options.self_exe = SelfExePath();
+  options.progress_label = absl::StrCat(place, " ", v.name, " ");
   MONSOON_RETURN_IF_ERROR(RunLocalJob(config, run_dir, options, StopFlag()).status());
   return ReadVariantResult(v, run_dir, study.target_accuracy);
 }
@@ -64,9 +69,16 @@ int Compare(const std::string& study_path, std::string out) {
   if (ec) return Fail(absl::PermissionDeniedError(absl::StrCat("cannot create ", out)), 1);
   std::vector<VariantResult> results;
   int failed = 0;
-  for (size_t i = 0; i < study->variants.size(); ++i) {
+  const absl::Time start = absl::Now();
+  const size_t n = study->variants.size();
+  for (size_t i = 0; i < n; ++i) {
     const StudyVariant& v = study->variants[i];
-    absl::StatusOr<VariantResult> result = RunVariant(*study, i, out);
+    // At the pace of the variants so far.
+    const double so_far = absl::ToDoubleSeconds(absl::Now() - start);
+    const std::string left = i == 0 ? ""
+                                    : absl::StrCat(" (", n - i, " of ", n, " left, about ",
+                                                   DurationText(so_far / i * (n - i)), ")");
+    absl::StatusOr<VariantResult> result = RunVariant(*study, i, out, left);
     if (absl::IsAlreadyExists(result.status())) return Fail(result.status(), 2);
     if (absl::IsCancelled(result.status())) return Fail(result.status(), kExitStopped);
     if (!result.ok()) {

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "launcher/commands/command.h"
+#include "launcher/network_address.h"
 
 namespace monsoon {
 namespace {
@@ -13,7 +14,7 @@ struct RoleOptions {
   RunDirArg run_dir;
   int index = 0;
   int gpu = 0;
-  std::string bind = "127.0.0.1";
+  std::string bind;  // empty: 127.0.0.1, or the emulated host's address
   bool resume = false;
 };
 
@@ -32,8 +33,14 @@ int Role(RoleKind kind, const RoleOptions& o) {
                   2);
     }
   }
-  return RunRole({kind, kind == RoleKind::kEvaluator ? 0 : o.index}, config, run->run_dir, o.bind,
-                 o.gpu, o.resume);
+  std::string bind = o.bind;
+  if (kind == RoleKind::kServer && bind.empty() && config.network.hosts == HostsKind::kNamespaces) {
+    auto address = ServerBindAddress(config.network);
+    if (!address.ok()) return Fail(address.status(), 2);
+    bind = *address;
+  }
+  return RunRole({kind, kind == RoleKind::kEvaluator ? 0 : o.index}, config, run->run_dir,
+                 bind.empty() ? "127.0.0.1" : bind, o.gpu, o.resume);
 }
 
 CLI::App* AddRole(CLI::App& app, int* exit_code, RoleKind kind, const char* name, const char* help,
@@ -57,7 +64,9 @@ void AddRoleCommands(CLI::App& app, int* exit_code) {
   auto server = std::make_shared<RoleOptions>();
   CLI::App* cmd =
       AddRole(app, exit_code, RoleKind::kServer, "server", "a parameter server", server);
-  cmd->add_option("--bind", server->bind, "the address to listen on")->capture_default_str();
+  cmd->add_option("--bind", server->bind,
+                  "the address to listen on (default: 127.0.0.1, or on emulated hosts "
+                  "network.interface's)");
   cmd->add_flag("--resume", server->resume, "start from the newest checkpoint");
   AddRole(app, exit_code, RoleKind::kWorker, "worker", "a worker", std::make_shared<RoleOptions>());
   AddRole(app, exit_code, RoleKind::kEvaluator, "evaluator", "the evaluator",

@@ -82,16 +82,42 @@ int Status(const RunDirArg& arg) {
   return finished.ok() ? 0 : 1;
 }
 
+// The progress line every `every` seconds until training has finished, a stop signal or the
+// job's training.timeout_seconds (and a minute) have passed: a SLURM job's output file.
+int Follow(const RunDirArg& arg, int every) {
+  auto run = arg.Open("status");
+  if (!run.ok()) return Fail(run.status(), 2);
+  const absl::Time start = absl::Now();
+  const absl::Time deadline = start + absl::Seconds(run->config.training.timeout_seconds + 60);
+  while (absl::Now() < deadline) {
+    for (int tick = 0; tick < every * 10; ++tick) {
+      if (StopFlag()->load()) return 0;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    std::cout << absl::StrFormat("monsoon: [%6.0fs] %s", absl::ToDoubleSeconds(absl::Now() - start),
+                                 ProgressLine(run->config, ReadProgress(run->config, run->run_dir)))
+              << std::endl;
+    if (TrainingFinished(run->config, run->run_dir).ok()) return 0;
+  }
+  return 1;
+}
+
 }  // namespace
 
 void AddStatusCommand(CLI::App& app, int* exit_code) {
   auto arg = std::make_shared<RunDirArg>();
+  auto follow = std::make_shared<int>(0);
   CLI::App* cmd = app.add_subcommand(
       "status",
       "where a run stands: progress, whether training has finished, is running or stopped, and "
       "its summary; exit 0 once training has finished, else 1");
   arg->AddTo(cmd);
-  cmd->callback([arg, exit_code] { *exit_code = Status(*arg); });
+  cmd->add_option("--follow", *follow,
+                  "instead, print the progress line every SECONDS until training has finished")
+      ->check(CLI::Range(1, 3600));
+  cmd->callback([arg, follow, exit_code] {
+    *exit_code = *follow > 0 ? Follow(*arg, *follow) : Status(*arg);
+  });
 }
 
 }  // namespace monsoon

@@ -215,8 +215,8 @@ TEST_CASE("SbatchScript: homogeneous and heterogeneous scripts", "[launcher][sba
   config.slurm.gpus_per_node = 1;
   config.slurm.extra = {"--mail-type=END"};
   config.slurm.setup = {"module load cuda/12.4", "export OMP_NUM_THREADS=1"};
-  SbatchInputs in{"/opt/monsoon", "/jobs/demo.yaml", {"training.epochs=3"}, "/scratch/runs/demo",
-                  "/opt/libmonsoon_cuda.so", ""};
+  SbatchInputs in{"/opt/monsoon",       "/jobs/demo.yaml",         {"training.epochs=3"},
+                  "/scratch/runs/demo", "/opt/libmonsoon_cuda.so", ""};
   const std::string homogeneous = SbatchScript(config, in);
   CHECK(homogeneous.find("MONSOON='/opt/monsoon'\nexport "
                          "MONSOON_CUDA_PLUGIN='/opt/libmonsoon_cuda.so'\n") != std::string::npos);
@@ -229,6 +229,9 @@ TEST_CASE("SbatchScript: homogeneous and heterogeneous scripts", "[launcher][sba
         "#SBATCH --requeue\n", "  \"$MONSOON\" prepare --resume --run-dir \"$RUN_DIR\"\n",
         "srun --kill-on-bad-exit=0 --cpus-per-task=1 --output=",
         "launch --run-dir \"$RUN_DIR\" $RESUME || status=$?\n",
+        // the progress line in the output file while srun runs
+        "\"$MONSOON\" status --run-dir \"$RUN_DIR\" --follow 30 &\nprogress=$!\n",
+        "kill \"$progress\" 2>/dev/null || true\n",
         // summarize after a failed srun too; the script keeps srun's status
         "if ! \"$MONSOON\" summarize --run-dir \"$RUN_DIR\" && [ \"$status\" -eq 0 ]; then\n",
         "exit \"$status\"\n"}) {

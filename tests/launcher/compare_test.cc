@@ -75,9 +75,10 @@ TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its 
   CHECK(r->mean_staleness == 0.25);
 }
 
-TEST_CASE("compare: a study's overrides reach each variant's config as written",
-          "[launcher][compare]") {
-  const std::string dir = TempPath("study");
+// A new directory `name` with a base job, base.yaml: an MLP regression on 'train: one.csv'
+// (its name a string YAML must keep quoted), without a test set.
+std::string StudyDir(const std::string& name) {
+  const std::string dir = TempPath(name);
   std::filesystem::create_directories(dir);
   Write(dir + "/train: one.csv", "x,y\n0,1\n1,3\n2,5\n");
   Write(dir + "/base.yaml",
@@ -85,17 +86,29 @@ TEST_CASE("compare: a study's overrides reach each variant's config as written",
         "model: {type: mlp, input_dim: 1, output_dim: 1, loss: mean_squared_error}\n"
         "data: {format: csv, train: 'train: one.csv'}\n"
         "training: {epochs: 3}\n");
+  return dir;
+}
+
+// Writes `text` as DIR/study.yaml and loads it.
+absl::StatusOr<Study> LoadWritten(const std::string& dir, const std::string& text) {
+  Write(dir + "/study.yaml", text);
+  return LoadStudy(dir + "/study.yaml");
+}
+
+TEST_CASE("compare: a study's overrides reach each variant's config as written",
+          "[launcher][compare]") {
+  const std::string dir = StudyDir("study");
   // A list value, and a string that YAML must keep quoted (its ": " would read as a mapping).
-  Write(dir + "/study.yaml",
-        "study: s\n"
-        "base: base.yaml\n"
-        "set: {training.epochs: 5}\n"
-        "variants:\n"
-        "  - name: deep\n"
-        "    set: {model.hidden: [8, 4], data.test: 'train: one.csv'}\n"
-        "  - name: wide\n"
-        "    set: {model.hidden: [64], training.algorithm: sync, data.test: 'train: one.csv'}\n");
-  auto study = LoadStudy(dir + "/study.yaml");
+  auto study = LoadWritten(
+      dir,
+      "study: s\n"
+      "base: base.yaml\n"
+      "set: {training.epochs: 5}\n"
+      "variants:\n"
+      "  - name: deep\n"
+      "    set: {model.hidden: [8, 4], data.test: 'train: one.csv'}\n"
+      "  - name: wide\n"
+      "    set: {model.hidden: [64], training.algorithm: sync, data.test: 'train: one.csv'}\n");
   INFO(study.status().ToString());
   REQUIRE(study.ok());
   REQUIRE(study->variants.size() == 2);
@@ -125,6 +138,41 @@ TEST_CASE("compare: a study's overrides reach each variant's config as written",
 
 namespace monsoon {
 namespace {
+
+TEST_CASE("compare: a sweep runs every variant for each combination of its values",
+          "[launcher][compare]") {
+  const std::string dir = StudyDir("sweep");
+  auto study = LoadWritten(dir,
+                           "base: base.yaml\n"
+                           "set: {cluster.workers: 2, cluster.evaluator: false}\n"
+                           "variants: [{name: sync, set: {training.algorithm: sync}}, "
+                           "{name: downpour}]\n"
+                           "sweep:\n"
+                           "  stragglers.probability: [0, 0.25]\n"
+                           "  stragglers.slow_workers: [[], [1]]\n");
+  INFO(study.status().ToString());
+  REQUIRE(study.ok());
+  std::vector<std::string> names;
+  for (const StudyVariant& v : study->variants) names.push_back(v.name);
+  CHECK(names == std::vector<std::string>{
+                     "sync-probability0-slow_workers", "sync-probability0-slow_workers1",
+                     "sync-probability0.25-slow_workers", "sync-probability0.25-slow_workers1",
+                     "downpour-probability0-slow_workers", "downpour-probability0-slow_workers1",
+                     "downpour-probability0.25-slow_workers",
+                     "downpour-probability0.25-slow_workers1"});
+  const JobConfig& last = study->variants.back().config;
+  CHECK(last.training.algorithm == Algorithm::kDownpour);
+  CHECK(last.stragglers.probability == 0.25);
+  CHECK(last.stragglers.slow_workers == std::vector<int>{1});
+  CHECK(study->variants[2].config.training.algorithm == Algorithm::kSync);
+
+  SECTION("a sweep field without a list of values is named") {
+    auto bad = LoadWritten(dir, "base: base.yaml\nvariants: [{name: a}]\nsweep: {easgd.tau: 4}\n");
+    REQUIRE_FALSE(bad.ok());
+    CHECK_THAT(std::string(bad.status().message()),
+               Catch::EndsWith("sweep.easgd.tau: expected a non-empty list of values"));
+  }
+}
 
 TEST_CASE("compare: the shipped CNN study loads, every variant a layer-list model",
           "[launcher][compare]") {

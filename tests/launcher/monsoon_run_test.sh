@@ -14,6 +14,11 @@ for f in config.yaml token summary.json params.bin metrics/worker-0.csv metrics/
   if [ -s "$RUN/$f" ]; then pass "run dir has $f"; else fail "run dir lacks $f"; fi
 done
 expect_eq "token mode" "$(stat -c %a "$RUN/token")" "600"
+# The progress line a SLURM output file gets (status --follow): it ends once training has.
+follow=$(timeout 20 "$MONSOON" status --run-dir "$RUN" --follow 1 2>&1)
+expect_eq "status --follow exit status" "$?" "0"
+echo "$follow" | grep -q "^monsoon: \[ *[0-9]*s\] epoch 20.00/20 | .* | test loss " \
+  && pass "status --follow: $follow" || fail "status --follow printed: $follow"
 
 fits_line "$RUN" && pass "summary: m and b within 0.01 of the line" || fail "summary: the fit"
 python3 - "$RUN/summary.json" <<'PY'

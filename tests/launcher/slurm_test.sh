@@ -1,12 +1,40 @@
 #!/usr/bin/env bash
 # Monsoon on a real SLURM cluster started here: munged + slurmctld + 3 slurmd (tools/
 # slurm_cluster.sh), real `sbatch` submissions, and teardown by PID. Needs root.
+#
+# The cluster runs on emulated hosts (`monsoon hosts`: network namespaces linked through a
+# switch, 10 Gbit/s each): slurmctld and this script's commands on host ctl, node mnI's slurmd
+# and tasks on host mnI, so that jobs across nodes cross real links and their servers bind
+# eth0 (network.interface). The script's first run creates the hosts and runs itself again on
+# ctl; then it removes them and checks that none is left.
 source tests/launcher/test_lib.sh
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "SKIPPED: the SLURM tests start slurmd and munged, which needs root"
   exit 0
 fi
+if [ -z "${MONSOON_TEST_HOSTS:-}" ]; then
+  export MONSOON_TEST_HOSTS="$WORK/hosts.txt"
+  owner=$$ status=1
+  remove_hosts() {
+    "$MONSOON" hosts down --owner "$owner"
+    left=$("$MONSOON" hosts list --owner "$owner")
+    if [ -n "$left" ]; then echo "FAIL: emulated hosts left behind: $left"; status=1; fi
+    [ -z "$left" ] && echo "PASS: no emulated host left behind"
+    exit "$status"
+  }
+  trap remove_hosts EXIT
+  trap 'exit 143' TERM INT
+  if ! "$MONSOON" hosts up ctl mn1 mn2 mn3 --owner "$owner" --link-mbit 10000 >"$MONSOON_TEST_HOSTS"; then
+    echo "FAIL: the emulated hosts were not created"
+    exit 1
+  fi
+  cat "$MONSOON_TEST_HOSTS"
+  nsenter --net="/run/netns/$(awk '$1 == "ctl" { print $2 }' "$MONSOON_TEST_HOSTS")" -- bash "$0" "$@"
+  status=$?
+  exit "$status"
+fi
+
 # Leftover SLURM_* variables (e.g. from running inside a job) would change real srun calls.
 for v in $(env | grep -o '^SLURM_[A-Z0-9_]*' || true); do unset "$v"; done
 
@@ -21,13 +49,15 @@ teardown() {
   rm -rf "$CLUSTER"
 }
 trap teardown EXIT
-if ! env_line=$(timeout 60 "$ROOT/tools/slurm_cluster.sh" start "$CLUSTER" 3); then
+if ! env_line=$(timeout 60 "$ROOT/tools/slurm_cluster.sh" start "$CLUSTER" 3 "$MONSOON_TEST_HOSTS"); then
   echo "FAIL: the SLURM cluster did not start"
   tail -5 "$CLUSTER"/log/*.log "$CLUSTER"/munge/munged.log 2>/dev/null
   exit 1
 fi
 eval "$env_line"
 sinfo
+# Servers bind the emulated host's link.
+ON_ETH0="--set network.interface=eth0"
 cd "$WORK"
 
 # start_fmnist JOB_NAME: submits configs/slurm/fmnist.yaml as JOB_NAME and returns once every
@@ -39,7 +69,7 @@ cd "$WORK"
 # the stop too: RunRole, interrupt_test).
 start_fmnist() {
   local out
-  out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job="$1" --submit 2>&1)
+  out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job="$1" $ON_ETH0 --submit 2>&1)
   job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
   run="runs/$1/slurm-$job"
   for _ in $(seq 1 600); do
@@ -75,7 +105,7 @@ task_process() {
 }
 
 # 1. The Fashion-MNIST job: 5 tasks on one node, submitted with monsoon sbatch --submit --wait.
-timeout 300 "$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --submit --wait >sbatch1.txt 2>&1
+timeout 300 "$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" $ON_ETH0 --submit --wait >sbatch1.txt 2>&1
 expect_eq "fmnist job exit status" "$?" "0"
 run=$(ls -d runs/fmnist_slurm/slurm-* | grep -v '\.out$' | head -1)
 acc=$(json_get "$run/summary.json" final_test_accuracy)
@@ -93,12 +123,15 @@ expect_eq "fmnist: trace.json names the 5 roles" \
 # 2. Across three nodes: 2 servers, 3 workers and the evaluator as 6 tasks, with a site setup
 # line. The script runs a copy of the binary in runs/bin (not Bazel's cache) and passes
 # --cpus-per-task to srun, which SLURM 22.05 and later no longer inherit from sbatch.
-timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" \
+timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" $ON_ETH0 \
   --set 'slurm.setup=["touch setup-ran-$SLURM_JOB_ID"]' --submit --wait >sbatch2.txt 2>&1
 expect_eq "3-node job exit status" "$?" "0"
 run=$(ls -d runs/linear_3nodes/slurm-* | grep -v '\.out$' | head -1)
 expect_eq "3-node job: nodes used" "$(grep -h -o 'on node mn[0-9]' "$run"/logs/task-*.log | sort -u | wc -l)" "3"
 grep -h -- '-> ' "$run"/logs/task-*.log
+served=$(grep -ho "serving .* on [0-9.]*" "$run"/logs/*.log | grep -o "10\.203\.0\.[0-9]*" | sort -u | xargs)
+[ -n "$served" ] && pass "servers serve on an emulated host's eth0: $served" \
+  || fail "servers not on the emulated hosts' links: $(grep -h serving "$run"/logs/*.log)"
 [ -e "setup-ran-${run##*slurm-}" ] && pass "the slurm.setup line ran in the batch script" \
   || fail "no trace of the slurm.setup line: $(ls)"
 exe=$(grep -o "^MONSOON='[^']*'" sbatch2.txt | cut -d"'" -f2)
@@ -111,7 +144,7 @@ grep -q "^srun .* --cpus-per-task=1 " sbatch2.txt && pass "srun gets --cpus-per-
   || fail "srun without --cpus-per-task: $(grep '^srun' sbatch2.txt)"
 # 2b. A PyTorch worker program (examples/pytorch_mlp.py, Debian's python3 first on PATH): the
 # batch script exports a stable copy of the monsoon Python package.
-PATH="/usr/bin:$PATH" timeout 180 "$MONSOON" sbatch "$ROOT/examples/pytorch_mlp.yaml" \
+PATH="/usr/bin:$PATH" timeout 180 "$MONSOON" sbatch "$ROOT/examples/pytorch_mlp.yaml" $ON_ETH0 \
   --set training.epochs=1 --submit --wait >sbatch_py.txt 2>&1
 expect_eq "PyTorch job exit status" "$?" "0"
 run=$(ls -d runs/pytorch_mlp/slurm-* | grep -v '\.out$' | head -1)
@@ -128,7 +161,7 @@ grep -q "^#SBATCH --gpu-bind=map_gpu:0,1$" gpus.sbatch \
   || fail "no GPU binding: $(grep gpu gpus.sbatch)"
 
 # 3. A heterogeneous job: servers, workers and the evaluator in components 0, 1 and 2.
-timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/het.yaml" --submit --wait >sbatch3.txt 2>&1
+timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/het.yaml" $ON_ETH0 --submit --wait >sbatch3.txt 2>&1
 expect_eq "het job exit status" "$?" "0"
 run=$(ls -d runs/linear_het/slurm-* | grep -v '\.out$' | head -1)
 grep -h -- '-> ' "$run"/logs/task-*.log

@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "launcher/summary.h"
+
 namespace monsoon {
 namespace {
 
@@ -122,6 +124,27 @@ TEST_CASE("LogExcerpt: the log's last lines, or why there are none", "[launcher]
   std::filesystem::remove_all(dir);
   CHECK(LogExcerpt(dir + "/worker-0.log") ==
         "Its log " + dir + "/worker-0.log is gone (was the run directory deleted?)");
+}
+
+TEST_CASE("ProgressLine: epoch, samples/s, ETA at the slowest worker's pace, test figures",
+          "[launcher][summary]") {
+  JobConfig config;
+  config.training.epochs = 4;
+  JobProgress p;
+  p.min_epoch = 1;
+  p.worker_seconds = 30;
+  p.samples_per_second = 2000;
+  p.has_eval = true;
+  p.test_accuracy = 0.85;
+  p.test_loss = 0.42;
+  CHECK(ProgressLine(config, p) ==
+        "epoch 1.00/4 | 2000 samples/s | ETA 1m30s | test acc 0.8500 loss 0.4200");
+  p.min_epoch = 4;  // done: no ETA
+  CHECK(ProgressLine(config, p) == "epoch 4.00/4 | 2000 samples/s | test acc 0.8500 loss 0.4200");
+  p.min_epoch = 0;  // not started
+  CHECK(!SecondsLeft(config, p).has_value());
+  CHECK(DurationText(42.4) == "42s");
+  CHECK(DurationText(3725) == "1h02m");
 }
 
 }  // namespace
