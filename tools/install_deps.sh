@@ -22,6 +22,7 @@ PACKAGES=(
   python3-protobuf python3-crc32c             # tests decode the event files
   python3 procps                              # test scripts (JSON checks, pgrep)
   slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
+  iproute2 util-linux                         # emulated hosts: ip, tc, nsenter
   clang libclang-rt-14-dev                    # libFuzzer + sanitizers (request decoder fuzz test)
   openssl                                     # test certificates for the TLS test
   patchelf xz-utils                           # the relocatable bundle (tools/bundle.sh)
