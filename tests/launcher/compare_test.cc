@@ -174,6 +174,25 @@ TEST_CASE("compare: a sweep runs every variant for each combination of its value
   }
 }
 
+TEST_CASE("compare: the shipped straggler and network studies load", "[launcher][compare]") {
+  auto stragglers = LoadStudy("configs/compare_stragglers.yaml");
+  INFO(stragglers.status().ToString());
+  REQUIRE(stragglers.ok());
+  CHECK(stragglers->variants.size() == 8);
+  CHECK(stragglers->variants[0].config.stragglers.slow_factor == 3);
+  auto network = LoadStudy("configs/compare_network.yaml");
+  INFO(network.status().ToString());
+  REQUIRE(network.ok());
+  std::vector<std::string> names;
+  for (const StudyVariant& v : network->variants) {
+    names.push_back(v.name);
+    CHECK(v.config.network.hosts == HostsKind::kNamespaces);
+  }
+  CHECK(names == std::vector<std::string>{"tau1-link_mbit1000", "tau1-link_mbit10000",
+                                          "tau4-link_mbit1000", "tau4-link_mbit10000",
+                                          "tau16-link_mbit1000", "tau16-link_mbit10000"});
+}
+
 TEST_CASE("compare: the shipped CNN study loads, every variant a layer-list model",
           "[launcher][compare]") {
   auto study = LoadStudy("configs/compare_fmnist_cnn.yaml");
