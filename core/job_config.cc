@@ -1149,6 +1149,11 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
   return ValidateSecurityAndSlurm(c.security, c.slurm);
 }
 
+double BaseLearningRate(const JobConfig& config) {
+  return PushesGradients(config.training.algorithm) ? config.optimizer.learning_rate
+                                                    : config.easgd.learning_rate;
+}
+
 LearningRatePlan LearningRatePlanOf(const JobConfig& config) {
   return {config.training.learning_rate_schedule, static_cast<double>(config.training.epochs),
           config.training.warmup_epochs};

@@ -333,6 +333,11 @@ bool StopsOnWorkerLoss(const JobConfig& config);
 // The job's learning-rate schedule and warm-up, for servers and workers alike.
 LearningRatePlan LearningRatePlanOf(const JobConfig& config);
 
+// The learning rate, before the schedule and warm-up (LearningRatePlanOf), of the update a
+// worker's step feeds: the servers' optimizer's for the algorithms that push gradients, the
+// workers' elastic step's (easgd.learning_rate) for EASGD and EAMSGD.
+double BaseLearningRate(const JobConfig& config);
+
 // The sharding plan of this job's model over its servers. Every role computes it with this
 // function, so they agree on it (the servers check the fingerprint).
 absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config);

@@ -357,6 +357,8 @@ class Client {
     auto by_hand = std::make_unique<Client>(*std::move(client));
     by_hand->metrics_ = ValueOrRaise(CsvMetricsWriter::Create(
         run_dir.worker_metrics_path(env.index), ColumnNames<WorkerMetricsRow>()));
+    by_hand->base_learning_rate_ = BaseLearningRate(config);
+    by_hand->plan_ = LearningRatePlanOf(config);
     by_hand->metrics_->MirrorTo(ValueOrRaise(EventFileWriter::Create(
                                     run_dir.tensorboard_dir(absl::StrCat("worker-", env.index)))),
                                 "step");
@@ -387,6 +389,8 @@ class Client {
     row.slowest_clock = static_cast<double>(last_pull_.slowest_clock);
     row.staleness = last_staleness_;
     row.comm_seconds = comm_seconds_;
+    row.comm_share = comm_seconds_ / std::max(row.wall_seconds, 1e-9);
+    row.learning_rate = base_learning_rate_ * plan_.Scale(epoch);
     const absl::Status appended = metrics_->Append(RowValues(row));
     if (!appended.ok()) Raise(appended, /*client=*/false);
   }
@@ -483,6 +487,8 @@ class Client {
 
   std::unique_ptr<GrpcPsClient> client_;
   std::unique_ptr<CsvMetricsWriter> metrics_;  // from_job's: the worker's metrics CSV
+  double base_learning_rate_ = 0;              // from_job's: the job's, for report's rows
+  LearningRatePlan plan_;
   const absl::Time start_ = absl::Now();
   double comm_seconds_ = 0;  // in calls to the servers
   PullResult last_pull_;

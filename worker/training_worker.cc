@@ -162,6 +162,8 @@ absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const Pul
   row.staleness = staleness;
   row.comm_seconds = report.comm_seconds;
   row.emulated_delay_seconds = report.emulated_delay_seconds;
+  row.comm_share = report.comm_seconds / std::max(row.wall_seconds, 1e-9);
+  row.learning_rate = rules_.base_learning_rate * RateScale();
   return metrics_->Append(RowValues(row));
 }
 

@@ -11,7 +11,9 @@ namespace monsoon {
 // `slowest_clock` is the fewest pushes of any live worker seen at the last pull; `version`
 // the smallest chunk version of the weights the step computed with; `staleness` the mean
 // staleness of the last push's chunks; `comm_seconds` the time spent so far in pulls, pushes
-// and exchanges, waiting for other workers included. Totals carry on across restarts.
+// and exchanges, waiting for other workers included, and `comm_share` its share of
+// `wall_seconds`; `learning_rate` the rate of the update the step fed (BaseLearningRate, as
+// scheduled at `epoch`). Totals carry on across restarts.
 struct WorkerMetricsRow {
   double step = 0;
   double wall_seconds = 0;
@@ -26,6 +28,8 @@ struct WorkerMetricsRow {
   double staleness = 0;
   double comm_seconds = 0;
   double emulated_delay_seconds = 0;  // slept on purpose (stragglers emulation), cumulative
+  double comm_share = 0;
+  double learning_rate = 0;
 };
 
 template <>
@@ -45,6 +49,8 @@ struct MetricsSchema<WorkerMetricsRow> {
       {"staleness", &R::staleness},
       {"comm_seconds", &R::comm_seconds},
       {"emulated_delay_seconds", &R::emulated_delay_seconds},
+      {"comm_share", &R::comm_share},
+      {"learning_rate", &R::learning_rate},
   };
 };
 

@@ -23,6 +23,7 @@ WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
   rules.batch_size = config.training.batch_size;
   rules.max_steps = config.training.max_steps;
   rules.learning_rate = LearningRatePlanOf(config);
+  rules.base_learning_rate = BaseLearningRate(config);
   rules.weight_decay = config.optimizer.weight_decay;
   rules.trace_steps = config.trace.steps;
   rules.seed = config.seed;

@@ -26,6 +26,7 @@ struct WorkerRules {
   int batch_size = 64;
   int max_steps = 0;  // 0: no limit
   LearningRatePlan learning_rate;
+  double base_learning_rate = 0;  // BaseLearningRate: the metrics' learning_rate before the plan
   float weight_decay = 0;
   int trace_steps = 200;
   uint64_t seed = 1;  // the job's: with the worker's index and step, each batch's dropout masks

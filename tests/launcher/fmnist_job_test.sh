@@ -18,6 +18,20 @@ grep -q "chance level" "$WORK/out.txt" && fail "the default job warned of a coll
   || pass "no collapse warning"
 /usr/bin/python3 tests/launcher/tensorboard_check.py proto/tensorboard_event.proto "$WORK/fmnist"
 expect_eq "TensorBoard event files decode and match the CSVs" "$?" "0"
+# The workers' learning_rate column follows the cosine schedule from 0.02 (optimizer.
+# learning_rate over 12 epochs); comm_share is comm_seconds over wall_seconds.
+python3 - "$WORK/fmnist/metrics/worker-0.csv" <<'PY'
+import csv, math, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+for r in rows:
+    epoch, rate = float(r["epoch"]), float(r["learning_rate"])
+    want = 0.02 * 0.5 * (1 + math.cos(math.pi * min(epoch, 12) / 12))
+    assert abs(rate - want) <= 1e-6 + 1e-4 * want, (r["step"], epoch, rate, want)
+    share = float(r["comm_seconds"]) / float(r["wall_seconds"])
+    assert abs(float(r["comm_share"]) - share) < 1e-4 and 0 <= share <= 1, r
+print(f"learning_rate {rows[0]['learning_rate']} .. {rows[-1]['learning_rate']}, comm_share {rows[-1]['comm_share']}")
+PY
+expect_eq "learning_rate and comm_share columns" "$?" "0"
 # Weights out: the exported arrays give PyTorch the evaluator's accuracy.
 "$MONSOON" export --run-dir "$WORK/fmnist" && tests/launcher/torch_reload.py "$WORK/fmnist" mlp
 expect_eq "export, then the weights reloaded into PyTorch" "$?" "0"

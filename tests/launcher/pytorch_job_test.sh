@@ -22,7 +22,7 @@ tests/launcher/torch_reload.py "$WORK/downpour" program examples/pytorch_mlp.py
 expect_eq "final weights reloaded into the script's model (monsoon.load_params)" "$?" "0"
 expect_eq "a Python worker's metrics columns are a C++ worker's" \
   "$(head -1 "$WORK/downpour/metrics/worker-1.csv")" \
-  "step,wall_seconds,epoch,loss,samples_per_second,bytes_sent,bytes_received,version,clock,slowest_clock,staleness,comm_seconds,emulated_delay_seconds"
+  "step,wall_seconds,epoch,loss,samples_per_second,bytes_sent,bytes_received,version,clock,slowest_clock,staleness,comm_seconds,emulated_delay_seconds,comm_share,learning_rate"
 "$MONSOON" status --run-dir "$WORK/downpour" >/dev/null
 expect_eq "monsoon status on a PyTorch run" "$?" "0"
 
