@@ -253,9 +253,10 @@ bool TilesMaxPool2x2(const Pool2dGeometry& g, PoolKind kind) {
 // 2x2 max windows with stride 2 that tile the input (the common case) record each lane's
 // winner in the forward pass, one byte per output: 0 to 3 for the first largest of the top
 // row's two inputs then the bottom row's, 4 to 7 for none (a ReLU's input whose window's
-// maximum is 0, with relu_input). The backward pass reads those bytes instead of x, and streams dx
-// past the caches. SSE2 four lanes at a time, in bit masks: no branches (ties and maxima fall in no
-// pattern) and no arithmetic on dy (tiny gradients are denormal, and arithmetic on them is slow).
+// maximum is 0, with relu_input). The backward pass reads those bytes instead of x, and
+// streams dx past the caches. SSE2 four lanes at a time, in bit masks: no branches (ties and
+// maxima fall in no pattern) and no arithmetic on dy (tiny gradients are denormal, and
+// arithmetic on them is slow).
 
 // One 2x2 window's B lanes: top row a[0, 2B), bottom row c[0, 2B); out[0, B) its maxima,
 // winner[0, B) their positions.

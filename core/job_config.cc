@@ -1063,13 +1063,14 @@ absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config) {
                               config.chunk_floats());
 }
 
+bool IsRunNameChar(char ch, bool first) {
+  return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '_' ||
+         (!first && (ch == '.' || ch == '-'));
+}
+
 absl::Status CheckRunName(const std::string& field, const std::string& name) {
-  const auto allowed = [](char ch, bool first) {
-    return absl::ascii_isalnum(static_cast<unsigned char>(ch)) || ch == '_' ||
-           (!first && (ch == '.' || ch == '-'));
-  };
   bool ok = !name.empty() && name.size() <= 128;
-  for (size_t i = 0; ok && i < name.size(); ++i) ok = allowed(name[i], i == 0);
+  for (size_t i = 0; ok && i < name.size(); ++i) ok = IsRunNameChar(name[i], i == 0);
   if (ok) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       field,

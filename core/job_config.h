@@ -307,6 +307,8 @@ absl::Status ValidateJobConfig(const JobConfig& config);
 // SLURM job: 1 to 128 letters, digits, '.', '_' and '-', the first a letter, digit or '_'
 // (so never '.', '..' or an option). Else InvalidArgument starting with `field`.
 absl::Status CheckRunName(const std::string& field, const std::string& name);
+// Whether CheckRunName allows `ch` in a name (`first`: as its first character).
+bool IsRunNameChar(char ch, bool first);
 
 // The largest job file LoadJobConfig reads.
 inline constexpr size_t kMaxConfigBytes = 1 << 20;

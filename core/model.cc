@@ -172,15 +172,16 @@ Shape InputShape(const ModelSpec& spec) {
   return spec.input_shape.empty() ? Shape{spec.input_dim} : spec.input_shape;
 }
 
-// Whether each layer's output stays in the native layout of channel block `block` (0: none):
-// a convolution's whose filters the block divides, when every layer after it up to the next
-// convolution or flatten takes that layout (activations and pooling, which then pass it on).
 // Whether a layer of this kind takes the native layout and passes it on (elementwise
 // activations and pooling).
 bool PassesNativeLayout(LayerKind kind) {
   return kind == LayerKind::kRelu || kind == LayerKind::kTanh || kind == LayerKind::kSigmoid ||
          kind == LayerKind::kMaxPool2d || kind == LayerKind::kAvgPool2d;
 }
+
+// Whether each layer's output stays in the native layout of channel block `block` (0: none):
+// a convolution's whose filters the block divides, when every layer after it up to the next
+// convolution or flatten takes that layout (activations and pooling, which then pass it on).
 
 std::vector<bool> NativeOutputs(const std::vector<LayerSpec>& specs, int block) {
   std::vector<bool> native(specs.size(), false);

@@ -7,7 +7,6 @@
 #include <map>
 #include <set>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -139,12 +138,9 @@ absl::StatusOr<std::vector<VariantSpec>> ExpandSweep(std::vector<VariantSpec> sp
         YAML::Emitter text;
         text << YAML::Flow << value;
         std::string suffix = absl::StrCat(leaf, text.c_str());
-        // What a run's name may hold (CheckRunName): "[1, 2]" becomes "12".
+        // What a run's name may hold after its first character: "[1, 2]" becomes "12".
         suffix.erase(std::remove_if(suffix.begin(), suffix.end(),
-                                    [](char c) {
-                                      return !absl::ascii_isalnum(static_cast<unsigned char>(c)) &&
-                                             c != '_' && c != '.' && c != '-';
-                                    }),
+                                    [](char c) { return !IsRunNameChar(c, /*first=*/false); }),
                      suffix.end());
         VariantSpec swept = spec;
         swept.name = absl::StrCat(spec.name, "-", suffix);
