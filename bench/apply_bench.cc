@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
+#include "bench/seconds.h"
 #include "bench/step_shapes.h"
 #include "core/process_setup.h"
 #include "server/parameter_server.h"
@@ -61,11 +61,7 @@ template <typename F>
 double Best(int reps, F pass) {
   pass();
   double best = 1e30;
-  for (int r = 0; r < reps; ++r) {
-    const absl::Time start = absl::Now();
-    pass();
-    best = std::min(best, absl::ToDoubleSeconds(absl::Now() - start));
-  }
+  for (int r = 0; r < reps; ++r) best = std::min(best, SecondsOf(pass));
   return best;
 }
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "absl/time/clock.h"
 #include "bench/median.h"
+#include "bench/seconds.h"
 #include "bench/step_shapes.h"
 #include "bench/timed_backend.h"
 #include "core/cpu_backend.h"
@@ -62,14 +62,6 @@ class Primitives {
   OneDnnConvolution convolution_;
   std::vector<std::vector<float>> a_, b_, c_;
 };
-
-// Seconds `f` takes once.
-template <typename F>
-double Seconds(F&& f) {
-  const absl::Time start = absl::Now();
-  f();
-  return absl::ToDoubleSeconds(absl::Now() - start);
-}
 
 // `seconds` (TimedBackend's, over `steps` steps of `batch`) as a JSON object of microseconds
 // per example.
@@ -128,8 +120,8 @@ int Main(int argc, char** argv) {
     timed.Reset();
     std::vector<double> step_times, primitives_times, ratios;
     for (int r = 0; r < reps; ++r) {
-      step_times.push_back(Seconds(step));
-      primitives_times.push_back(Seconds([&] { primitives.Run(); }));
+      step_times.push_back(SecondsOf(step));
+      primitives_times.push_back(SecondsOf([&] { primitives.Run(); }));
       ratios.push_back(primitives_times.back() / step_times.back());
     }
     const double step_s = Median(step_times), primitives_s = Median(primitives_times);

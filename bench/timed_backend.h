@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "absl/time/clock.h"
+#include "bench/seconds.h"
 #include "core/compute_backend.h"
 
 namespace monsoon {
@@ -98,9 +98,7 @@ class TimedBackend : public ComputeBackend {
  private:
   template <typename Call>
   void Timed(const char* kind, Call call) {
-    const absl::Time start = absl::Now();
-    call();
-    seconds_[kind] += absl::ToDoubleSeconds(absl::Now() - start);
+    seconds_[kind] += SecondsOf(call);
   }
 
   ComputeBackend* const inner_;
