@@ -32,94 +32,95 @@ namespace fs = std::filesystem;
 
 // Reads the fields of one YAML mapping, remembering which keys were read so that any other
 // key is reported as unknown. Every error message starts with the field's dotted path.
-// A layer's integer setting `key` from `settings` (at `at`, "model.layers[2].conv2d"): *out
-// keeps its value when the setting is absent, unless it is `required`.
-absl::Status IntSetting(const YAML::Node& settings, const std::string& at, const char* key,
-                        bool required, int* out) {
-  const YAML::Node n = settings.IsMap() ? settings[key] : YAML::Node();
-  if (!n) {
-    if (required) return absl::InvalidArgumentError(absl::StrCat(at, ".", key, ": required"));
-    return absl::OkStatus();
-  }
-  if (!n.IsScalar() || !absl::SimpleAtoi(n.Scalar(), out) || *out < 1 || *out > (1 << 24)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(at, ".", key, ": expected an integer in [1, ", 1 << 24, "], got '",
-                     n.IsScalar() ? n.Scalar() : "a list or map", "'"));
-  }
-  return absl::OkStatus();
-}
+// Reads one layer's settings from `settings` (at `at`, "model.layers[2].conv2d"): each
+// setting its kind visits from the file, or from its default when the file leaves it out.
+// status() is the first error, an unknown setting's before any value's.
+class LayerSettingsReader : public LayerSettingVisitor {
+ public:
+  LayerSettingsReader(const YAML::Node& settings, std::string at)
+      : settings_(settings), at_(std::move(at)) {}
 
-// The settings each kind of layer takes.
-std::vector<std::string> SettingsOf(LayerKind kind) {
-  switch (kind) {
-    case LayerKind::kDense:
-      return {"units"};
-    case LayerKind::kConv2d:
-      return {"filters", "kernel", "stride", "padding"};
-    case LayerKind::kMaxPool2d:
-    case LayerKind::kAvgPool2d:
-      return {"size", "stride"};
-    case LayerKind::kDropout:
-      return {"rate"};
-    default:
-      return {};
+  void Int(const char* key, int* value, int min, int max, const SettingDefault& d) override {
+    std::string text;
+    if (!Text(key, d, &text)) return;
+    if (!absl::SimpleAtoi(text, value) || *value < min || *value > max) {
+      Fail(key, absl::StrCat("expected an integer in [", min, ", ", max, "], got '", text, "'"));
+    }
   }
-}
+  void Real(const char* key, double* value, double min, double max,
+            const SettingDefault& d) override {
+    std::string text;
+    if (!Text(key, d, &text)) return;
+    if (!absl::SimpleAtod(text, value) || !(*value >= min) || !(*value < max)) {
+      Fail(key, absl::StrCat("expected a number in [", min, ", ", max, "), got '", text, "'"));
+    }
+  }
+  void Choice(const char* key, std::string* value, const std::vector<std::string>& allowed,
+              const SettingDefault& d) override {
+    std::string text;
+    if (!Text(key, d, &text)) return;
+    if (std::find(allowed.begin(), allowed.end(), text) == allowed.end()) {
+      Fail(key, absl::StrCat("'", text, "' is not allowed (allowed: ", absl::StrJoin(allowed, ", "),
+                             ")"));
+      return;
+    }
+    *value = text;
+  }
 
-// Reads `settings` into `layer` (its kind set), at `at` ("model.layers[2].conv2d").
-absl::Status ReadLayerSettings(const YAML::Node& settings, const std::string& at,
-                               LayerSpec* layer) {
-  const std::vector<std::string> allowed = SettingsOf(layer->kind);
-  const bool none = !settings || settings.IsNull() || (settings.IsMap() && settings.size() == 0);
-  if (allowed.empty()) {
-    return none ? absl::OkStatus()
-                : absl::InvalidArgumentError(absl::StrCat(at, ": takes no settings"));
-  }
-  if (none || !settings.IsMap()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(at, ": needs {", absl::StrJoin(allowed, ": ..., "), ": ...}"));
-  }
-  for (const auto& kv : settings) {
-    const std::string key = kv.first.Scalar();
-    if (std::find(allowed.begin(), allowed.end(), key) == allowed.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          at, ".", key, ": unknown setting (allowed: ", absl::StrJoin(allowed, ", "), ")"));
+  absl::Status status() const {
+    const bool none =
+        !settings_ || settings_.IsNull() || (settings_.IsMap() && settings_.size() == 0);
+    if (keys_.empty() && !none) {
+      return absl::InvalidArgumentError(absl::StrCat(at_, ": takes no settings"));
     }
-  }
-  switch (layer->kind) {
-    case LayerKind::kDense:
-      return IntSetting(settings, at, "units", true, &layer->units);
-    case LayerKind::kConv2d: {
-      MONSOON_RETURN_IF_ERROR(IntSetting(settings, at, "filters", true, &layer->filters));
-      MONSOON_RETURN_IF_ERROR(IntSetting(settings, at, "kernel", true, &layer->kernel));
-      MONSOON_RETURN_IF_ERROR(IntSetting(settings, at, "stride", false, &layer->stride));
-      if (!settings["padding"]) return absl::OkStatus();
-      const absl::StatusOr<Padding> padding = kPaddingNames.Parse(settings["padding"].Scalar());
-      if (!padding.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(at, ".padding: '",
-                                                       settings["padding"].Scalar(),
-                                                       "' is not allowed (allowed: valid, same)"));
+    if (!required_.empty() && (none || !settings_.IsMap())) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at_, ": needs {", absl::StrJoin(required_, ": ..., "), ": ...}"));
+    }
+    if (settings_.IsMap()) {
+      for (const auto& kv : settings_) {
+        const std::string key = kv.first.Scalar();
+        if (std::find(keys_.begin(), keys_.end(), key) == keys_.end()) {
+          return absl::InvalidArgumentError(absl::StrCat(at_, ".", key,
+                                                         ": unknown setting (allowed: ",
+                                                         absl::StrJoin(keys_, ", "), ")"));
+        }
       }
-      layer->padding = *padding;
-      return absl::OkStatus();
     }
-    case LayerKind::kDropout: {
-      const YAML::Node n = settings["rate"];
-      if (!n) return absl::InvalidArgumentError(absl::StrCat(at, ".rate: required"));
-      if (!n.IsScalar() || !absl::SimpleAtod(n.Scalar(), &layer->rate) || !(layer->rate >= 0) ||
-          !(layer->rate < 1)) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(at, ".rate: expected a number in [0, 1), got '",
-                         n.IsScalar() ? n.Scalar() : "a list or map", "'"));
-      }
-      return absl::OkStatus();
-    }
-    default:  // pooling: stride defaults to the window's size
-      MONSOON_RETURN_IF_ERROR(IntSetting(settings, at, "size", true, &layer->size));
-      layer->stride = layer->size;
-      return IntSetting(settings, at, "stride", false, &layer->stride);
+    return first_error_;
   }
-}
+
+ private:
+  // The setting's text, from the file or its default; false (and an error where it is
+  // required or not a single value) when there is none to read.
+  bool Text(const char* key, const SettingDefault& d, std::string* text) {
+    keys_.push_back(key);
+    if (d.value.empty()) required_.push_back(key);
+    const YAML::Node n = settings_.IsMap() ? settings_[key] : YAML::Node();
+    if (!n) {
+      if (d.value.empty()) Fail(key, "required");
+      *text = d.value;
+      return !d.value.empty();
+    }
+    if (!n.IsScalar()) {
+      Fail(key, "expected a single value, got a list or map");
+      return false;
+    }
+    *text = n.Scalar();
+    return true;
+  }
+  void Fail(const char* key, const std::string& what) {
+    if (first_error_.ok()) {
+      first_error_ = absl::InvalidArgumentError(absl::StrCat(at_, ".", key, ": ", what));
+    }
+  }
+
+  const YAML::Node settings_;
+  const std::string at_;
+  std::vector<std::string> keys_;      // every setting the kind takes, in order
+  std::vector<std::string> required_;  // those without a default
+  absl::Status first_error_;
+};
 
 // One item of model.layers, at `where` ("model.layers[2]").
 absl::StatusOr<LayerSpec> OneLayer(const YAML::Node& item, const std::string& where) {
@@ -142,7 +143,9 @@ absl::StatusOr<LayerSpec> OneLayer(const YAML::Node& item, const std::string& wh
   }
   LayerSpec layer;
   layer.kind = *kind;
-  MONSOON_RETURN_IF_ERROR(ReadLayerSettings(settings, absl::StrCat(where, ".", name), &layer));
+  LayerSettingsReader reader(settings, absl::StrCat(where, ".", name));
+  DeclOf(layer.kind).settings(layer, reader);
+  MONSOON_RETURN_IF_ERROR(reader.status());
   return layer;
 }
 
@@ -516,6 +519,28 @@ std::string Quote(const std::string& s) {
   return e.c_str();
 }
 
+// Writes one layer's settings as a YAML flow mapping's body: "filters: 8, kernel: 3".
+class LayerSettingsWriter : public LayerSettingVisitor {
+ public:
+  void Int(const char* key, int* value, int, int, const SettingDefault&) override {
+    Add(key, absl::StrCat(*value));
+  }
+  void Real(const char* key, double* value, double, double, const SettingDefault&) override {
+    Add(key, Num(*value));
+  }
+  void Choice(const char* key, std::string* value, const std::vector<std::string>&,
+              const SettingDefault&) override {
+    Add(key, *value);
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  void Add(const char* key, const std::string& value) {
+    absl::StrAppend(&text_, text_.empty() ? "" : ", ", key, ": ", value);
+  }
+  std::string text_;
+};
+
 // Reads every field VisitJobConfig declares from a YAML tree; keeps the first error.
 class YamlReader {
  public:
@@ -730,23 +755,11 @@ class YamlWriter {
     return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
   }
   // A layer as model.layers writes it: "relu", "{dense: {units: 10}}".
-  static std::string LayerText(const LayerSpec& l) {
-    const std::string name(kLayerKindNames.Name(l.kind));
-    switch (l.kind) {
-      case LayerKind::kDense:
-        return absl::StrCat("{", name, ": {units: ", l.units, "}}");
-      case LayerKind::kConv2d:
-        return absl::StrCat("{", name, ": {filters: ", l.filters, ", kernel: ", l.kernel,
-                            ", stride: ", l.stride, ", padding: ", kPaddingNames.Name(l.padding),
-                            "}}");
-      case LayerKind::kMaxPool2d:
-      case LayerKind::kAvgPool2d:
-        return absl::StrCat("{", name, ": {size: ", l.size, ", stride: ", l.stride, "}}");
-      case LayerKind::kDropout:
-        return absl::StrCat("{", name, ": {rate: ", Num(l.rate), "}}");
-      default:
-        return name;
-    }
+  static std::string LayerText(LayerSpec l) {
+    LayerSettingsWriter writer;
+    DeclOf(l.kind).settings(l, writer);
+    const std::string name = kLayerKindNames.Name(l.kind);
+    return writer.text().empty() ? name : absl::StrCat("{", name, ": {", writer.text(), "}}");
   }
   static std::string QuotedList(const std::vector<std::string>& v) {
     std::vector<std::string> quoted;

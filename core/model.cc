@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -24,204 +25,52 @@ LayerKind ActivationKind(Activation f) {
   return LayerKind::kSigmoid;
 }
 
-// Positions of a `window`-wide window moved by `stride` across `in`, unpadded (0 when it does
-// not fit).
-int UnpaddedPositions(int in, int window, int stride) {
-  return in >= window ? (in - window) / stride + 1 : 0;
-}
-
-}  // namespace
-
-Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in) {
-  Conv2dGeometry g;
-  g.channels = in[0];
-  g.height = in[1];
-  g.width = in[2];
-  g.filters = l.filters;
-  g.kernel = l.kernel;
-  g.stride = l.stride;
-  if (l.padding == Padding::kSame) {
-    g.out_height = (g.height + l.stride - 1) / l.stride;
-    g.out_width = (g.width + l.stride - 1) / l.stride;
-    g.pad_top = std::max((g.out_height - 1) * l.stride + l.kernel - g.height, 0) / 2;
-    g.pad_left = std::max((g.out_width - 1) * l.stride + l.kernel - g.width, 0) / 2;
-  } else {
-    g.out_height = UnpaddedPositions(g.height, l.kernel, l.stride);
-    g.out_width = UnpaddedPositions(g.width, l.kernel, l.stride);
-  }
-  return g;
-}
-
-Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in) {
-  Pool2dGeometry g;
-  g.channels = in[0];
-  g.height = in[1];
-  g.width = in[2];
-  g.size = l.size;
-  g.stride = l.stride;
-  g.out_height = UnpaddedPositions(g.height, l.size, l.stride);
-  g.out_width = UnpaddedPositions(g.width, l.size, l.stride);
-  return g;
-}
-
-namespace {
-
-// Layer `l`'s output shape on input `in`, or why it does not fit.
-absl::StatusOr<Shape> OutputShape(const LayerSpec& l, const Shape& in) {
-  if (l.kind == LayerKind::kDense && in.size() != 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("takes a flat input, got ", ShapeText(in), "; put a flatten before it"));
-  }
-  const bool spatial = l.kind == LayerKind::kConv2d || l.kind == LayerKind::kMaxPool2d ||
-                       l.kind == LayerKind::kAvgPool2d;
-  if (spatial && in.size() != 3) {
-    return absl::InvalidArgumentError(absl::StrCat("takes a (channels, height, width) input, got ",
-                                                   ShapeText(in),
-                                                   "; give model.input_shape as [C, H, W]"));
-  }
-  switch (l.kind) {
-    case LayerKind::kDense:
-      return Shape{l.units};
-    case LayerKind::kFlatten:
-      return Shape{ShapeSize(in)};
-    case LayerKind::kConv2d: {
-      const Conv2dGeometry g = ConvGeometryOf(l, in);
-      if (g.out_height < 1 || g.out_width < 1) {
-        return absl::InvalidArgumentError(absl::StrCat("a ", l.kernel, "x", l.kernel,
-                                                       " kernel does not fit its input ",
-                                                       ShapeText(in), " unpadded"));
-      }
-      return Shape{g.filters, g.out_height, g.out_width};
-    }
-    case LayerKind::kMaxPool2d:
-    case LayerKind::kAvgPool2d: {
-      const Pool2dGeometry g = PoolGeometryOf(l, in);
-      if (g.out_height < 1 || g.out_width < 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "a ", l.size, "x", l.size, " window does not fit its input ", ShapeText(in)));
-      }
-      return Shape{g.channels, g.out_height, g.out_width};
-    }
-    case LayerKind::kDropout:
-    case LayerKind::kRelu:
-    case LayerKind::kTanh:
-    case LayerKind::kSigmoid:
-      break;
-  }
-  return in;
-}
-
-Activation ActivationOf(LayerKind kind) {
-  return kind == LayerKind::kRelu   ? Activation::kRelu
-         : kind == LayerKind::kTanh ? Activation::kTanh
-                                    : Activation::kSigmoid;
-}
-
-// How layer i is built: where its input and output lie (in the backend's native layout or
-// not) and the ReLU fused into it.
-struct LayerPlan {
-  bool native_in = false, native_out = false;
-  // A convolution: the ReLU after it runs in its forward call. A pooling layer: its input is
-  // such a fused ReLU's output, and its gradient goes back through that ReLU.
-  bool relu = false;
-  // A convolution with a fused ReLU whose pooling layer takes the gradient through the ReLU.
-  bool dy_before_relu = false;
-  // A ReLU run by the convolution before it: no layer of its own.
-  bool fused = false;
-};
-
-// Layer i of a valid spec on input `in`, or nullptr for a flatten of a plain input (it changes
-// only the shape) and a fused ReLU. Dense and conv2d layers are named dense0, dense1, ... and
-// conv0, conv1, ... in order.
-std::unique_ptr<Layer> MakeLayer(const LayerSpec& l, const Shape& in, const Shape& out,
-                                 const LayerPlan& plan, int* dense, int* conv) {
-  switch (l.kind) {
-    case LayerKind::kDense:
-      return std::make_unique<DenseLayer>(absl::StrCat("dense", (*dense)++), in[0], l.units);
-    case LayerKind::kConv2d: {
-      Conv2dGeometry g = ConvGeometryOf(l, in);
-      g.native_in = plan.native_in;
-      g.native_out = plan.native_out;
-      g.relu = plan.relu;
-      return std::make_unique<Conv2dLayer>(absl::StrCat("conv", (*conv)++), g, plan.dy_before_relu);
-    }
-    case LayerKind::kMaxPool2d:
-    case LayerKind::kAvgPool2d: {
-      Pool2dGeometry g = PoolGeometryOf(l, in);
-      g.native = plan.native_in;
-      g.relu_input = plan.relu;
-      return std::make_unique<Pool2dLayer>(
-          l.kind == LayerKind::kMaxPool2d ? PoolKind::kMax : PoolKind::kAverage, g);
-    }
-    case LayerKind::kFlatten:
-      if (!plan.native_in) return nullptr;
-      return std::make_unique<FlattenLayer>(in[0], in[1], in[2]);
-    case LayerKind::kDropout:
-      return std::make_unique<DropoutLayer>(static_cast<float>(l.rate), ShapeSize(out));
-    case LayerKind::kRelu:
-      if (plan.fused) return nullptr;
-      break;
-    case LayerKind::kTanh:
-    case LayerKind::kSigmoid:
-      break;
-  }
-  return std::make_unique<ActivationLayer>(ActivationOf(l.kind), ShapeSize(out));
-}
-
 Shape InputShape(const ModelSpec& spec) {
   return spec.input_shape.empty() ? Shape{spec.input_dim} : spec.input_shape;
 }
 
-// Whether a layer of this kind takes the native layout and passes it on (elementwise
-// activations and pooling).
-bool PassesNativeLayout(LayerKind kind) {
-  return kind == LayerKind::kRelu || kind == LayerKind::kTanh || kind == LayerKind::kSigmoid ||
-         kind == LayerKind::kMaxPool2d || kind == LayerKind::kAvgPool2d;
-}
-
 // Whether each layer's output stays in the native layout of channel block `block` (0: none):
-// a convolution's whose filters the block divides, when every layer after it up to the next
-// convolution or flatten takes that layout (activations and pooling, which then pass it on).
-
-std::vector<bool> NativeOutputs(const std::vector<LayerSpec>& specs, int block) {
+// that of a kind that produces it, when the block divides its channels and every layer after
+// it up to the next producer or flatten passes it on; that of a passing kind after such a one.
+std::vector<bool> NativeOutputs(const std::vector<LayerSpec>& specs,
+                                const std::vector<Shape>& shapes, int block) {
   std::vector<bool> native(specs.size(), false);
   for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].kind != LayerKind::kConv2d) {
-      native[i] = PassesNativeLayout(specs[i].kind) && i > 0 && native[i - 1];
+    const NativeLayout layout = DeclOf(specs[i].kind).layout;
+    if (layout != NativeLayout::kProduces) {
+      native[i] = layout == NativeLayout::kPasses && i > 0 && native[i - 1];
       continue;
     }
-    bool takes = block > 0 && specs[i].filters % block == 0;
+    bool takes = block > 0 && shapes[i][0] % block == 0;
     for (size_t j = i + 1; takes && j < specs.size(); ++j) {
-      const LayerKind next = specs[j].kind;
-      if (next == LayerKind::kConv2d || next == LayerKind::kFlatten) break;
-      takes = PassesNativeLayout(next);
+      const NativeLayout next = DeclOf(specs[j].kind).layout;
+      if (next == NativeLayout::kProduces || next == NativeLayout::kFlattens) break;
+      takes = next == NativeLayout::kPasses;
     }
     native[i] = takes;
   }
   return native;
 }
 
-// Each layer's plan for channel block `block` (0: no native layout). A ReLU right after a
-// convolution whose output is native runs in the convolution's call; a pooling layer right after
-// that ReLU takes the gradient back through it.
-std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs, int block) {
-  const std::vector<bool> native = NativeOutputs(specs, block);
+// Each layer's plan for channel block `block` (0: no native layout). A ReLU right after a layer
+// that absorbs it, with a native output, runs in that layer's call; a layer right after that
+// ReLU which backpropagates through it takes the gradient back through it.
+std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs,
+                                  const std::vector<Shape>& shapes, int block) {
+  const std::vector<bool> native = NativeOutputs(specs, shapes, block);
   std::vector<LayerPlan> plans(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
     plans[i].native_in = i > 0 && native[i - 1];
     plans[i].native_out = native[i];
   }
-  const auto kind_at = [&](size_t i) {
-    return i < specs.size() ? specs[i].kind : LayerKind::kDense;
-  };
-  for (size_t i = 0; i < specs.size(); ++i) {
-    if (specs[i].kind != LayerKind::kConv2d || !native[i] || kind_at(i + 1) != LayerKind::kRelu) {
+  for (size_t i = 0; i + 1 < specs.size(); ++i) {
+    if (!DeclOf(specs[i].kind).absorbs_relu || !native[i] ||
+        specs[i + 1].kind != LayerKind::kRelu) {
       continue;
     }
     plans[i].relu = true;
     plans[i + 1].fused = true;
-    const LayerKind next = kind_at(i + 2);
-    if (next == LayerKind::kMaxPool2d || next == LayerKind::kAvgPool2d) {
+    if (i + 2 < specs.size() && DeclOf(specs[i + 2].kind).backprops_through_relu) {
       plans[i].dy_before_relu = true;
       plans[i + 2].relu = true;
     }
@@ -236,12 +85,18 @@ std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec, int nativ
                                                 std::vector<size_t>* spec_index = nullptr) {
   const std::vector<LayerSpec> specs = ModelLayers(spec);
   const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
-  const std::vector<LayerPlan> plans = PlanLayers(specs, native_block);
+  if (shapes.size() != specs.size()) return {};
+  const std::vector<LayerPlan> plans = PlanLayers(specs, shapes, native_block);
   std::vector<std::unique_ptr<Layer>> layers;
+  std::map<LayerKind, int> counts;  // layers with parameters so far, per kind
   Shape in = InputShape(spec);
-  int dense = 0, conv = 0;
-  for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {
-    if (auto layer = MakeLayer(specs[i], in, shapes[i], plans[i], &dense, &conv)) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const LayerKindDecl& decl = DeclOf(specs[i].kind);
+    std::string name;
+    if (decl.param_prefix != nullptr) {
+      name = absl::StrCat(decl.param_prefix, counts[specs[i].kind]++);
+    }
+    if (auto layer = decl.make({specs[i], in, shapes[i], plans[i], name})) {
       layers.push_back(std::move(layer));
       if (spec_index != nullptr) spec_index->push_back(i);
     }
@@ -251,16 +106,6 @@ std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec, int nativ
 }
 
 }  // namespace
-
-std::string ShapeText(const Shape& shape) {
-  return absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
-}
-
-int ShapeSize(const Shape& shape) {
-  int n = 1;
-  for (int d : shape) n *= d;
-  return n;
-}
 
 int LayersOutputSize(const ModelSpec& spec) {
   if (spec.type != ModelType::kLayers) return spec.output_dim;
@@ -288,7 +133,7 @@ absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
   std::vector<Shape> shapes;
   Shape shape = InputShape(spec);
   for (size_t i = 0; i < layers.size(); ++i) {
-    absl::StatusOr<Shape> out = OutputShape(layers[i], shape);
+    absl::StatusOr<Shape> out = LayerOutputShape(layers[i], shape);
     if (!out.ok()) {
       const std::string where =
           spec.type == ModelType::kLayers
@@ -327,11 +172,13 @@ std::vector<std::array<std::string, 3>> SummaryRows(const ModelSpec& spec) {
   std::vector<std::array<std::string, 3>> rows = {{"layer", "output shape", "parameters"}};
   const std::vector<LayerSpec> specs = ModelLayers(spec);
   const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
-  const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec);
+  std::vector<size_t> spec_index;  // of each computing layer
+  const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec, 0, &spec_index);
   size_t total = 0, computing = 0;
   for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {
-    if (specs[i].kind == LayerKind::kFlatten) {
-      rows.push_back({"flatten", ShapeText(shapes[i]), "0"});
+    // A layer that computes nothing (a flatten of a plain input) has no parameters.
+    if (computing == layers.size() || spec_index[computing] != i) {
+      rows.push_back({kLayerKindNames.Name(specs[i].kind), ShapeText(shapes[i]), "0"});
       continue;
     }
     const Layer& layer = *layers[computing++];

@@ -1,5 +1,6 @@
-// A feed-forward model (linear regression, softmax regression, MLP) over one flat parameter
-// vector, computed on a ComputeBackend. The flat layout is what the sharding plan cuts.
+// A feed-forward model (a layer list, or a shorthand for one: linear or softmax regression, an
+// MLP) over one flat parameter vector, computed on a ComputeBackend. The flat layout is what
+// the sharding plan cuts.
 #ifndef MONSOON_CORE_MODEL_H_
 #define MONSOON_CORE_MODEL_H_
 
@@ -12,6 +13,7 @@
 #include "absl/types/span.h"
 #include "core/compute_backend.h"
 #include "core/enum_names.h"
+#include "core/layer_kinds.h"
 #include "core/layers.h"
 #include "core/trainable_model.h"
 
@@ -21,45 +23,6 @@ namespace monsoon {
 // (cluster.worker_program); the others are shorthands that expand to a layer list.
 enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp, kLayers, kProgram };
 enum class LossType { kSoftmaxCrossEntropy, kMeanSquaredError };
-
-// One layer of a layer-list model (model.layers).
-enum class LayerKind {
-  kDense,
-  kRelu,
-  kTanh,
-  kSigmoid,
-  kFlatten,
-  kConv2d,
-  kMaxPool2d,
-  kAvgPool2d,
-  kDropout
-};
-// conv2d `same` pads the input with zeros so that the output is ceil(input / stride) wide
-// (any odd padding row or column goes below and to the right); `valid` does not pad.
-enum class Padding { kValid, kSame };
-struct LayerSpec {
-  LayerKind kind = LayerKind::kDense;
-  int units = 0;                      // kDense
-  int filters = 0;                    // kConv2d
-  int kernel = 0;                     // kConv2d: kernel x kernel
-  int stride = 1;                     // kConv2d; pooling (defaults to `size`)
-  Padding padding = Padding::kValid;  // kConv2d
-  int size = 0;                       // pooling: size x size windows
-  double rate = 0;                    // kDropout: the share of values zeroed while training
-  bool operator==(const LayerSpec& o) const {
-    return kind == o.kind && units == o.units && filters == o.filters && kernel == o.kernel &&
-           stride == o.stride && padding == o.padding && size == o.size && rate == o.rate;
-  }
-};
-// A tensor's shape per example: [C, H, W], or [D] when flat.
-using Shape = std::vector<int>;
-std::string ShapeText(const Shape& shape);  // "(1, 28, 28)", "(256)"
-// A conv2d layer's geometry on input `in` ([C, H, W]); out_height or out_width is 0 when the
-// kernel does not fit.
-Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in);
-// A maxpool2d or avgpool2d layer's geometry on input `in` ([C, H, W]).
-Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in);
-int ShapeSize(const Shape& shape);  // the product of its dimensions
 
 struct ModelSpec {
   ModelType type = ModelType::kMlp;
@@ -187,18 +150,6 @@ inline constexpr EnumNames<ModelType> kModelTypeNames{"model type", kModelTypeVa
 inline constexpr NamedValue<Activation> kActivationValues[] = {
     {Activation::kRelu, "relu"}, {Activation::kTanh, "tanh"}, {Activation::kSigmoid, "sigmoid"}};
 inline constexpr EnumNames<Activation> kActivationNames{"activation", kActivationValues};
-
-inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
-    {LayerKind::kDense, "dense"},         {LayerKind::kRelu, "relu"},
-    {LayerKind::kTanh, "tanh"},           {LayerKind::kSigmoid, "sigmoid"},
-    {LayerKind::kFlatten, "flatten"},     {LayerKind::kConv2d, "conv2d"},
-    {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"},
-    {LayerKind::kDropout, "dropout"}};
-inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
-
-inline constexpr NamedValue<Padding> kPaddingValues[] = {{Padding::kValid, "valid"},
-                                                         {Padding::kSame, "same"}};
-inline constexpr EnumNames<Padding> kPaddingNames{"padding", kPaddingValues};
 
 inline constexpr NamedValue<LossType> kLossValues[] = {
     {LossType::kSoftmaxCrossEntropy, "softmax_cross_entropy"},

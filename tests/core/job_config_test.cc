@@ -167,6 +167,19 @@ TEST_CASE("JobConfig: convolution and pooling layers, their settings and misfits
   CHECK(JobConfigToYaml(*dropout).find("{dropout: {rate: 0.25}}") != std::string::npos);
 }
 
+TEST_CASE("Layer kinds: each is declared once, and README's table has a row for each",
+          "[core][config][model]") {
+  const std::string table = LayerReferenceMarkdown();
+  for (const NamedValue<LayerKind>& named : kLayerKindValues) {
+    INFO(named.name);
+    CHECK(DeclOf(named.value).kind == named.value);
+    CHECK(table.find(absl::StrCat("| `", named.name, "` |")) != std::string::npos);
+  }
+  CHECK(table.find("| `conv2d` | `filters`, `kernel`, `stride` (1), `padding` (`valid` or "
+                   "`same`; `valid`) |") != std::string::npos);
+  CHECK(table.find("| `maxpool2d` | `size`, `stride` (`size`) |") != std::string::npos);
+}
+
 TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {
   auto fmnist = LoadJobConfig("configs/fmnist_downpour.yaml");
   REQUIRE(fmnist.ok());

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# README describes what the code does: its configuration reference is the table generated from
-# core/config_schema.h, every field of a fully resolved job config (`monsoon validate` prints
+# README describes what the code does: its configuration reference and its layer table are the
+# tables generated from core/config_schema.h and core/layer_kinds.cc, every field of a fully resolved job config (`monsoon validate` prints
 # every default) is named there, every command of `monsoon --help` is in "Commands", and the
 # example of "Models" validates to the table shown there.
 source tests/launcher/test_lib.sh
@@ -11,14 +11,22 @@ section() { awk -v h="## $1" '$0 == h { on = 1; next } /^## / { on = 0 } on' "$R
 
 reference=$(section "Configuration reference")
 [ -n "$reference" ] && pass "README has a configuration reference" || fail "no configuration reference"
-generated=$(tools/config_reference)
-in_readme=$(awk '/^<!-- config-reference: end -->$/ { on = 0 } on { print } /^<!-- config-reference: generated/ { on = 1 }' "$README")
-if [ "$generated" == "$in_readme" ]; then
-  pass "README's configuration reference is the one core/config_schema.h generates"
-else
-  fail "README's configuration reference differs from core/config_schema.h's; regenerate it with: bazel run //tools:config_reference -- \"\$PWD/README.md\""
-  diff <(echo "$generated") <(echo "$in_readme") | head -20
-fi
+# generated_table NAME DESCRIPTION: README's block between NAME's markers is what
+# tools/config_reference NAME prints.
+generated_table() {
+  local generated in_readme
+  generated=$(tools/config_reference "$1")
+  in_readme=$(awk -v b="<!-- $1-reference: generated" -v e="<!-- $1-reference: end -->" '
+    $0 == e { on = 0 } on { print } index($0, b) == 1 { on = 1 }' "$README")
+  if [ -n "$generated" ] && [ "$generated" == "$in_readme" ]; then
+    pass "README's $2 is the one tools/config_reference generates"
+  else
+    fail "README's $2 differs from the declarations'; regenerate it with: bazel run //tools:config_reference -- \"\$PWD/README.md\""
+    diff <(echo "$generated") <(echo "$in_readme") | head -20
+  fi
+}
+generated_table config "configuration reference"
+generated_table layers "layer table"
 # The resolved YAML is two levels deep: "section:" lines, then "  field: value" lines.
 fields=$("$MONSOON" validate configs/slurm/fmnist.yaml 2>/dev/null | awk '
   /^[a-z_]+:$/ { s = substr($1, 1, length($1) - 1) ".";  next }
