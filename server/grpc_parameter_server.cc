@@ -31,8 +31,7 @@ using RawService = wire::ParameterServer::WithRawCallbackMethod_Hello<
 
 // A push's or exchange's origin from its header; InvalidArgument without a sequence number
 // (every worker numbers its pushes, which is what makes them exactly-once).
-template <typename Request>
-absl::StatusOr<PushOrigin> OriginOf(const Request& request) {
+absl::StatusOr<PushOrigin> OriginOf(const wire::ChunkUpdateHeader& request) {
   if (request.sequence() == 0) {
     return absl::InvalidArgumentError(absl::StrCat("push for chunk ", request.chunk_id(),
                                                    " from worker ", request.worker_index(),
@@ -147,9 +146,10 @@ class ParameterServerService final : public RawService {
       const absl::Status decoded =
           DecodeGradient(request, *frame, logic_->plan().max_chunk_size(), &gradient);
       if (!decoded.ok()) return decoded;
-      MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(request));
+      const wire::ChunkUpdateHeader& update = request.update();
+      MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
       if (request.pull_after()) MONSOON_RETURN_IF_ERROR(logic_->PullAfterPushAllowed());
-      auto result = logic_->Push(request.chunk_id(), request.worker_index(), request.base_version(),
+      auto result = logic_->Push(update.chunk_id(), update.worker_index(), update.base_version(),
                                  gradient, origin);
       if (!result.ok()) return result.status();
       wire::PushResponse response;
@@ -162,7 +162,7 @@ class ParameterServerService final : public RawService {
         return absl::OkStatus();
       }
       MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot,
-                               logic_->Snapshot(request.chunk_id(), request.worker_index()));
+                               logic_->Snapshot(update.chunk_id(), update.worker_index()));
       response.set_num_floats(snapshot.values->size());
       response.set_pulled_version(snapshot.info.version);
       response.set_slowest_clock(snapshot.info.slowest_clock);
@@ -177,24 +177,25 @@ class ParameterServerService final : public RawService {
       wire::ExchangeRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
-      if (frame->payload_bytes() != request.num_floats() * sizeof(float)) {
+      const wire::ChunkUpdateHeader& update = request.update();
+      if (frame->payload_bytes() != update.num_floats() * sizeof(float)) {
         return absl::InvalidArgumentError(absl::StrCat("exchange header says ",
-                                                       request.num_floats(), " floats but carries ",
+                                                       update.num_floats(), " floats but carries ",
                                                        frame->payload_bytes(), " bytes"));
       }
-      MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(request));
+      MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
       thread_local std::vector<float> weights;
-      weights.resize(request.num_floats());
+      weights.resize(update.num_floats());
       const absl::Status copied = frame->CopyPayloadTo(absl::MakeSpan(weights));
       if (!copied.ok()) return copied;
       float* difference = nullptr;
       grpc::Slice payload = AllocateFloats(weights.size(), &difference);
       auto result =
-          logic_->Exchange(request.chunk_id(), request.worker_index(), request.base_version(),
+          logic_->Exchange(update.chunk_id(), update.worker_index(), update.base_version(),
                            weights, absl::MakeSpan(difference, weights.size()), origin);
       if (!result.ok()) return result.status();
       wire::ExchangeResponse response;
-      response.set_chunk_id(request.chunk_id());
+      response.set_chunk_id(update.chunk_id());
       response.set_version(result->version);
       response.set_num_floats(weights.size());
       response.set_staleness(result->staleness);

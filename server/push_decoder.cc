@@ -10,7 +10,7 @@ namespace monsoon {
 
 absl::Status DecodeGradient(const wire::PushRequest& request, const ReceivedFrame& frame,
                             size_t max_floats, std::vector<float>* gradient) {
-  const uint64_t n = request.num_floats();
+  const uint64_t n = request.update().num_floats();
   const uint64_t nnz = request.encoding() == wire::ENCODING_SPARSE_F32 ? request.nnz() : 0;
   const uint64_t bytes_expected = request.encoding() == wire::ENCODING_F32   ? n * sizeof(float)
                                   : request.encoding() == wire::ENCODING_F16 ? n * sizeof(uint16_t)

@@ -137,27 +137,6 @@ __global__ void FillKernel(float* x, size_t n, float value) {
   }
 }
 
-const char* CublasError(cublasStatus_t s) {
-  switch (s) {
-    case CUBLAS_STATUS_NOT_INITIALIZED:
-      return "CUBLAS_STATUS_NOT_INITIALIZED";
-    case CUBLAS_STATUS_ALLOC_FAILED:
-      return "CUBLAS_STATUS_ALLOC_FAILED";
-    case CUBLAS_STATUS_INVALID_VALUE:
-      return "CUBLAS_STATUS_INVALID_VALUE";
-    case CUBLAS_STATUS_ARCH_MISMATCH:
-      return "CUBLAS_STATUS_ARCH_MISMATCH";
-    case CUBLAS_STATUS_EXECUTION_FAILED:
-      return "CUBLAS_STATUS_EXECUTION_FAILED";
-    case CUBLAS_STATUS_INTERNAL_ERROR:
-      return "CUBLAS_STATUS_INTERNAL_ERROR";
-    case CUBLAS_STATUS_NOT_SUPPORTED:
-      return "CUBLAS_STATUS_NOT_SUPPORTED";
-    default:
-      return "cuBLAS error";
-  }
-}
-
 // Pinned host memory that grows on demand (never shrinks).
 class PinnedBuffer {
  public:
@@ -461,7 +440,7 @@ class CublasBackend : public ComputeBackend {
     if (s == CUBLAS_STATUS_SUCCESS) return true;
     if (status_.ok()) {
       status_ = absl::InternalError(
-          absl::StrCat("CUDA device ", device_, ": ", what, ": ", CublasError(s)));
+          absl::StrCat("CUDA device ", device_, ": ", what, ": ", cublasGetStatusString(s)));
     }
     return false;
   }

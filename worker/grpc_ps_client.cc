@@ -248,19 +248,18 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
   return result;
 }
 
-// The header fields a push and an exchange share: which chunk, from whom, computed on which
-// version, and the push's origin (every chunk of one push gets the same).
-template <typename Request>
-void FillChunkRequest(const Chunk& c, const ClientIdentity& identity, uint64_t base_version,
-                      const PushOrigin& origin, Request* request) {
-  request->set_chunk_id(c.id);
-  request->set_worker_index(identity.index);
-  request->set_num_floats(c.size);
-  request->set_base_version(base_version);
-  request->set_epoch(origin.epoch);
-  request->set_incarnation(identity.incarnation);
-  request->set_sequence(origin.sequence);
-  ToWire(origin.position, request->mutable_position());
+// The header a push and an exchange share: which chunk, from whom, computed on which version,
+// and the push's origin (every chunk of one push gets the same).
+void FillUpdateHeader(const Chunk& c, const ClientIdentity& identity, uint64_t base_version,
+                      const PushOrigin& origin, wire::ChunkUpdateHeader* header) {
+  header->set_chunk_id(c.id);
+  header->set_worker_index(identity.index);
+  header->set_num_floats(c.size);
+  header->set_base_version(base_version);
+  header->set_epoch(origin.epoch);
+  header->set_incarnation(identity.incarnation);
+  header->set_sequence(origin.sequence);
+  ToWire(origin.position, header->mutable_position());
 }
 
 absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradient,
@@ -301,7 +300,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
       kPush,
       [&](const Chunk& c) {
         wire::PushRequest request;
-        FillChunkRequest(c, identity_, base_versions[c.id], origin, &request);
+        FillUpdateHeader(c, identity_, base_versions[c.id], origin, request.mutable_update());
         request.set_pull_after(pull != nullptr);
         grpc::Slice payload = EncodeGradient(gradient.subspan(c.offset, c.size), &request);
         sent += payload.size();
@@ -341,7 +340,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
       kExchange,
       [&](const Chunk& c) {
         wire::ExchangeRequest request;
-        FillChunkRequest(c, identity_, (*versions)[c.id], origin, &request);
+        FillUpdateHeader(c, identity_, (*versions)[c.id], origin, request.mutable_update());
         return EncodeFrame(request, BorrowFloats(weights.subspan(c.offset, c.size)));
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {

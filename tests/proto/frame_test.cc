@@ -12,14 +12,14 @@ namespace {
 TEST_CASE("Frame: header and payload round-trip; the payload lands in the destination",
           "[proto][frame]") {
   wire::PushRequest header;
-  header.set_chunk_id(7);
-  header.set_num_floats(5);
+  header.mutable_update()->set_chunk_id(7);
+  header.mutable_update()->set_num_floats(5);
   const std::vector<float> payload = {1.5f, -2.0f, 3.25f, 0.0f, 1e-7f};
   const grpc::ByteBuffer buffer = EncodeFrame(header, BorrowFloats(payload));
   wire::PushRequest parsed;
   auto frame = ReceivedFrame::Parse(buffer, &parsed);
   REQUIRE(frame.ok());
-  CHECK(parsed.chunk_id() == 7);
+  CHECK(parsed.update().chunk_id() == 7);
   CHECK(frame->payload_bytes() == 20);
   std::vector<float> dest(5);
   REQUIRE(frame->CopyPayloadTo(absl::MakeSpan(dest)).ok());

@@ -251,15 +251,15 @@ TEST_CASE("gRPC: an oversize or malformed request is refused by the server", "[g
     return RawCall(cluster.addresses[0], "Push", request);
   };
   wire::PushRequest header;
-  header.set_chunk_id(0);
-  header.set_sequence(1);
-  header.set_num_floats(1 << 20);
+  header.mutable_update()->set_chunk_id(0);
+  header.mutable_update()->set_sequence(1);
+  header.mutable_update()->set_num_floats(1 << 20);
   std::vector<float> huge(1 << 20, 0.0f);  // 4 MiB, far above this server's 1000-float chunks
   CHECK(call(EncodeFrame(header, BorrowFloats(huge))).error_code() ==
         grpc::StatusCode::RESOURCE_EXHAUSTED);
   grpc::Slice junk("\xff\xff\xff\x7f garbage", 12);
   CHECK(call(grpc::ByteBuffer(&junk, 1)).error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  header.set_num_floats(1000);
+  header.mutable_update()->set_num_floats(1000);
   std::vector<float> short_payload(10, 0.0f);
   CHECK(call(EncodeFrame(header, BorrowFloats(short_payload))).error_code() ==
         grpc::StatusCode::INVALID_ARGUMENT);
@@ -285,12 +285,12 @@ TEST_CASE(
     "[grpc][exactly-once]") {
   Cluster cluster(100, 1, 100);  // SGD at rate 1 on zero weights: w = -(sum of applied grads)
   wire::PushRequest header;
-  header.set_chunk_id(0);
-  header.set_num_floats(100);
-  header.set_incarnation(7);
+  header.mutable_update()->set_chunk_id(0);
+  header.mutable_update()->set_num_floats(100);
+  header.mutable_update()->set_incarnation(7);
   std::vector<float> ones(100, 1.0f);
   auto push = [&](uint64_t sequence) {
-    header.set_sequence(sequence);
+    header.mutable_update()->set_sequence(sequence);
     return RawCall(cluster.addresses[0], "Push", EncodeFrame(header, BorrowFloats(ones)));
   };
   auto weight = [&] {
@@ -308,7 +308,8 @@ TEST_CASE(
   CHECK(gap.error_code() == grpc::StatusCode::OUT_OF_RANGE);
   CHECK(gap.error_message().find("push 3 has not arrived") != std::string::npos);
   CHECK(push(0).error_code() == grpc::StatusCode::INVALID_ARGUMENT);  // no sequence number
-  header.set_incarnation(6);  // an older process of worker 0, still running somewhere
+  // An older process of worker 0, still running somewhere.
+  header.mutable_update()->set_incarnation(6);
   const grpc::Status zombie = push(3);
   CHECK(zombie.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
   CHECK(zombie.error_message().find("superseded by incarnation 7") != std::string::npos);
@@ -550,9 +551,9 @@ TEST_CASE("gRPC: a sparse push with an index outside its chunk is refused",
   auto channel = grpc::CreateChannel(cluster.addresses[0], grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   wire::PushRequest header;
-  header.set_chunk_id(0);
-  header.set_sequence(1);
-  header.set_num_floats(100);
+  header.mutable_update()->set_chunk_id(0);
+  header.mutable_update()->set_sequence(1);
+  header.mutable_update()->set_num_floats(100);
   header.set_encoding(wire::ENCODING_SPARSE_F32);
   header.set_nnz(1);
   uint32_t* pair = nullptr;
