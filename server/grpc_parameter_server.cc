@@ -14,8 +14,8 @@
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.grpc.pb.h"
-#include "proto/server_stats.h"
 #include "server/push_decoder.h"
+#include "server/stats_wire.h"
 
 namespace monsoon {
 

@@ -406,6 +406,7 @@ ServerStats ParameterServer::Stats() const {
   s.pushes_rejected = pushes_rejected_.load();
   s.pushes_duplicate = pushes_duplicate_.load();
   s.pulls_served = pulls_served_.load();
+  s.pulls_waiting = waiting_.load();
   s.bytes_received = bytes_received_.load();
   s.bytes_sent = bytes_sent_.load();
   for (const auto& bucket : staleness_) s.staleness_histogram.push_back(bucket.load());

@@ -27,6 +27,7 @@ struct ServerStats {
   uint64_t pushes_rejected = 0;   // invalid requests (wrong size, NaN/Inf, unknown chunk, ...)
   uint64_t pushes_duplicate = 0;  // chunk pushes/exchanges acknowledged as duplicates
   uint64_t pulls_served = 0;
+  int pulls_waiting = 0;         // pulls parked on a condition right now
   uint64_t bytes_received = 0;  // gradient / weight payload bytes accepted
   uint64_t bytes_sent = 0;      // weight / elastic-difference payload bytes served
   int workers_finished = 0;

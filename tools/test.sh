@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs Monsoon's whole test suite from a checkout: installs the Debian packages it needs,
 # builds every target (benchmarks included), runs every test under Bazel's hard time limits,
-# and ends with its own line "N passed, N failed" (one per test target).
+# and ends with its own line "N passed, N failed, N skipped" (one per test target).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -12,10 +12,22 @@ trap 'rm -f "$log"' EXIT
 bazel test --noshow_progress //... 2>&1 | tee "$log"
 bazel_status=${PIPESTATUS[0]}
 
-passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
+# A test that could not run its subject here (no GPU, not root) passes with a "SKIPPED: why"
+# line in its log (tests/launcher/test_lib.sh's skip): it counts as skipped, named here.
+passed=0 skipped=0
+for target in $(grep -E '^//[^ ]+ +(\(cached\) )?PASSED' "$log" | awk '{ print $1 }'); do
+  test_log="bazel-testlogs/${target#//}"
+  reason=$(grep -m1 '^SKIPPED: ' "${test_log/://}/test.log" 2>/dev/null | cut -c10-)
+  if [ -n "$reason" ]; then
+    echo "skipped: $target: $reason"
+    skipped=$((skipped + 1))
+  else
+    passed=$((passed + 1))
+  fi
+done
 failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log")
 if [ "$bazel_status" -ne 0 ] && [ "$failed" -eq 0 ]; then
   failed=1  # the build itself failed: count it so that the line never reads as success
 fi
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$bazel_status" -eq 0 ] && [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

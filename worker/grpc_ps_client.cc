@@ -20,7 +20,7 @@
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.pb.h"
-#include "proto/server_stats.h"
+#include "server/stats_wire.h"
 #include "worker/chunk_call_window.h"
 
 namespace monsoon {

@@ -7,10 +7,7 @@
 # root.
 source tests/launcher/test_lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIPPED: emulated hosts are network namespaces, which needs root"
-  exit 0
-fi
+[ "$(id -u)" -eq 0 ] || skip "emulated hosts are network namespaces, which needs root"
 
 # launched COMMAND...: runs COMMAND (a monsoon launcher) under `timeout` in the background;
 # sets $launcher to monsoon's own PID, which names its hosts, and $watch to timeout's.

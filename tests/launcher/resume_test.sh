@@ -20,7 +20,12 @@ for _ in $(seq 100); do
   [ "$(rows "$run/metrics/worker-1.csv")" -gt 100 ] && break
   sleep 0.1
 done
-sleep 2  # a few periodic checkpoints
+# A few periodic checkpoints: at least two on each server.
+checkpoints() { ls "$run"/checkpoints/server-"$1"/ckpt-*.bin 2>/dev/null | wc -l; }
+for _ in $(seq 300); do
+  [ "$(checkpoints 0)" -ge 2 ] && [ "$(checkpoints 1)" -ge 2 ] && break
+  sleep 0.1
+done
 pkill -9 -f "monsoon server --run-dir $run --index 0"
 wait "$job"
 expect_eq "job whose server 0 was killed exits" "$?" "1"

@@ -9,10 +9,7 @@
 # ctl; then it removes them and checks that none is left.
 source tests/launcher/test_lib.sh
 
-if [ "$(id -u)" -ne 0 ]; then
-  echo "SKIPPED: the SLURM tests start slurmd and munged, which needs root"
-  exit 0
-fi
+[ "$(id -u)" -eq 0 ] || skip "the SLURM tests start slurmd and munged, which needs root"
 if [ -z "${MONSOON_TEST_HOSTS:-}" ]; then
   export MONSOON_TEST_HOSTS="$WORK/hosts.txt"
   owner=$$ status=1
@@ -42,11 +39,17 @@ ROOT="$PWD"
 # Under /tmp: munged (user munge) cannot reach Bazel's temporary directory below /root.
 CLUSTER=$(mktemp -d /tmp/monsoon-slurm.XXXXXX)
 teardown() {
+  local status=$? left=0
   "$ROOT/tools/slurm_cluster.sh" stop "$CLUSTER"
   for f in "$CLUSTER"/log/*.pid "$CLUSTER"/munge/munged.pid; do
-    [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null && echo "FAIL: daemon $(cat "$f") still running"
+    if [ -e "$f" ] && kill -0 "$(cat "$f")" 2>/dev/null; then
+      echo "FAIL: daemon $(cat "$f") still running"
+      left=1
+    fi
   done
   rm -rf "$CLUSTER"
+  [ "$left" -eq 0 ] || exit 1
+  exit "$status"
 }
 trap teardown EXIT
 if ! env_line=$(timeout 60 "$ROOT/tools/slurm_cluster.sh" start "$CLUSTER" 3 "$MONSOON_TEST_HOSTS"); then

@@ -74,6 +74,21 @@ sys.exit(1 if bad or rows == 0 else 0)
 PY
 }
 
+# skip REASON: this test cannot run its subject here (no GPU, not root). Prints the line
+# tools/test.sh counts as a skip and ends the test; with MONSOON_REQUIRE_GPU=1 a GPU test's
+# skip (skip_gpu) is a failure instead.
+skip() {
+  echo "SKIPPED: $*"
+  exit 0
+}
+skip_gpu() {
+  if [ "${MONSOON_REQUIRE_GPU:-0}" == "1" ]; then
+    echo "FAIL: MONSOON_REQUIRE_GPU=1 but $*"
+    exit 1
+  fi
+  skip "$*"
+}
+
 finish() {
   if [ "$failures" -ne 0 ]; then echo "$failures check(s) failed"; exit 1; fi
   echo "all checks passed"

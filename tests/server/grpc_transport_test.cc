@@ -480,8 +480,12 @@ TEST_CASE("gRPC: a sync pull waits on the server until the round is applied", "[
   absl::StatusOr<PullResult> waited = absl::UnknownError("not done");
   std::vector<float> next(100);
   std::thread waiter([&] { waited = (*a)->PullAll(absl::MakeSpan(next), {{1, 1}, 0}, nullptr); });
-  absl::SleepFor(absl::Milliseconds(200));
-  CHECK(cluster.logic[0]->Stats().pulls_served == 1);  // only the first pull so far
+  // The waiting pull reaches the server and parks there; only the first pull is served.
+  for (int i = 0; i < 500 && cluster.logic[0]->Stats().pulls_waiting == 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  CHECK(cluster.logic[0]->Stats().pulls_waiting > 0);
+  CHECK(cluster.logic[0]->Stats().pulls_served == 1);
   REQUIRE((*b)->PushAll(std::vector<float>(100, 3.0f), versions, Nth(1)).ok());
   waiter.join();
   REQUIRE(waited.ok());

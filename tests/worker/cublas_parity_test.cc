@@ -1,11 +1,14 @@
 // The CUDA backend against the CPU backend on random inputs, including odd sizes. Where no
-// usable GPU exists (or the build has no CUDA), every case prints "skipped: no GPU" and passes.
+// usable GPU exists (or the build has no CUDA), every case prints the "SKIPPED: no GPU" line
+// tools/test.sh counts as a skip, and passes; with MONSOON_REQUIRE_GPU=1 it fails instead.
 #include <catch2/catch.hpp>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/cpu_backend.h"
@@ -22,7 +25,11 @@ std::unique_ptr<ComputeBackend> GpuOrSkip() {
   compute.device = Device::kCuda;
   auto selection = MakeComputeBackend(compute, 0);
   if (!selection.ok()) {
-    std::cout << "skipped: no GPU (" << selection.status().message() << ")" << std::endl;
+    const char* require = std::getenv("MONSOON_REQUIRE_GPU");
+    if (require != nullptr && std::string(require) == "1") {
+      FAIL("MONSOON_REQUIRE_GPU=1 but no GPU: " << selection.status().message());
+    }
+    std::cout << "SKIPPED: no GPU (" << selection.status().message() << ")" << std::endl;
     return nullptr;
   }
   return std::move(selection->backend);

@@ -1,7 +1,7 @@
 // The one conversion, each way, between a server's ServerStats and its wire form (the Stats
 // RPC: the evaluator's progress, `monsoon status`).
-#ifndef MONSOON_PROTO_SERVER_STATS_H_
-#define MONSOON_PROTO_SERVER_STATS_H_
+#ifndef MONSOON_SERVER_STATS_WIRE_H_
+#define MONSOON_SERVER_STATS_WIRE_H_
 
 #include "proto/monsoon.pb.h"
 #include "server/ps_types.h"
@@ -15,6 +15,7 @@ inline void ToWire(const ServerStats& s, wire::StatsResponse* out) {
   out->set_pushes_rejected(s.pushes_rejected);
   out->set_pushes_duplicate(s.pushes_duplicate);
   out->set_pulls_served(s.pulls_served);
+  out->set_pulls_waiting(s.pulls_waiting);
   out->set_bytes_received(s.bytes_received);
   out->set_bytes_sent(s.bytes_sent);
   out->set_workers_finished(s.workers_finished);
@@ -33,6 +34,7 @@ inline ServerStats FromWire(const wire::StatsResponse& r) {
   s.pushes_rejected = r.pushes_rejected();
   s.pushes_duplicate = r.pushes_duplicate();
   s.pulls_served = r.pulls_served();
+  s.pulls_waiting = r.pulls_waiting();
   s.bytes_received = r.bytes_received();
   s.bytes_sent = r.bytes_sent();
   s.workers_finished = r.workers_finished();
@@ -46,4 +48,4 @@ inline ServerStats FromWire(const wire::StatsResponse& r) {
 
 }  // namespace monsoon
 
-#endif  // MONSOON_PROTO_SERVER_STATS_H_
+#endif  // MONSOON_SERVER_STATS_WIRE_H_
