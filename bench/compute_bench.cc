@@ -19,9 +19,9 @@
 #include "bench/seconds.h"
 #include "bench/step_shapes.h"
 #include "bench/timed_backend.h"
-#include "core/cpu_backend.h"
-#include "core/model.h"
-#include "core/onednn_convolution.h"
+#include "core/compute/cpu/cpu_backend.h"
+#include "core/model/model.h"
+#include "core/compute/cpu/onednn_convolution.h"
 
 namespace monsoon {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "bench/step_shapes.h"
-#include "core/model.h"
-#include "worker/cublas_backend.h"
+#include "core/model/model.h"
+#include "core/compute/cuda/cublas_backend.h"
 
 namespace monsoon {
 namespace {

@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace monsoon {
 

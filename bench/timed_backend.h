@@ -8,7 +8,7 @@
 #include <string>
 
 #include "bench/seconds.h"
-#include "core/compute_backend.h"
+#include "core/compute/compute_backend.h"
 
 namespace monsoon {
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 #include "core/run_dir.h"
 
 namespace monsoon {

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 #include "core/run_dir.h"
 #include "launcher/summary.h"
 

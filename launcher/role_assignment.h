@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 #include "launcher/task_environment.h"
 
 namespace monsoon {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 
 namespace monsoon {
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 
 namespace monsoon {
 

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/file_util.h"
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 #include "core/status_macros.h"
 #include "worker/worker_metrics.h"
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 #include "core/run_dir.h"
 
 namespace monsoon {

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 #include "core/run_dir.h"
 #include "launcher/role_assignment.h"
 

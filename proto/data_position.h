@@ -3,7 +3,7 @@
 #ifndef MONSOON_PROTO_DATA_POSITION_H_
 #define MONSOON_PROTO_DATA_POSITION_H_
 
-#include "core/data_shard.h"
+#include "core/data/data_shard.h"
 #include "proto/monsoon.pb.h"
 
 namespace monsoon {

@@ -24,7 +24,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "core/checkpoint_file.h"
-#include "core/model.h"
+#include "core/model/model.h"
 #include "core/sharding_plan.h"
 #include "server/chunk_state.h"
 #include "server/chunk_updater.h"

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "core/data_shard.h"
+#include "core/data/data_shard.h"
 
 namespace monsoon {
 

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 
 namespace monsoon {
 

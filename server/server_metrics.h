@@ -3,7 +3,7 @@
 #ifndef MONSOON_SERVER_SERVER_METRICS_H_
 #define MONSOON_SERVER_SERVER_METRICS_H_
 
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 
 namespace monsoon {
 

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 #include "core/run_dir.h"
 
 namespace monsoon {

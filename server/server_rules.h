@@ -3,7 +3,7 @@
 #define MONSOON_SERVER_SERVER_RULES_H_
 
 #include "absl/time/time.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 #include "core/optimizer.h"
 
 namespace monsoon {

@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "absl/types/span.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 
 namespace monsoon {
 

@@ -2,7 +2,7 @@
 #ifndef MONSOON_TESTS_LAYER_SPECS_H_
 #define MONSOON_TESTS_LAYER_SPECS_H_
 
-#include "core/model.h"
+#include "core/model/model.h"
 
 namespace monsoon {
 

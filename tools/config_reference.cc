@@ -1,5 +1,5 @@
-// Prints README's generated tables: the configuration reference (core/config_schema.h) with
-// `config`, the layer table (core/layer_kinds.cc) with `layers`. With a README path instead,
+// Prints README's generated tables: the configuration reference (core/config/config_schema.h) with
+// `config`, the layer table (core/model/layer_kinds.cc) with `layers`. With a README path instead,
 // replaces each table between its markers in place:
 //   bazel run //tools:config_reference -- "$PWD/README.md"
 #include <fstream>
@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include "core/job_config.h"
-#include "core/layer_kinds.h"
+#include "core/config/job_config.h"
+#include "core/model/layer_kinds.h"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #   bin/       monsoon, gpu_bench, cublas_parity_test    (run paths: $ORIGIN/../lib)
 #   lib/       every shared library they need but glibc's and CUDA's (run paths: $ORIGIN)
 #   bin/python/monsoon/   the monsoon Python package, for worker programs  (run path: lib/)
-#   worker/    libmonsoon_cuda.so, the CUDA plugin, where `monsoon` looks for it
+#   core/compute/cuda/   libmonsoon_cuda.so, the CUDA plugin, where `monsoon` looks for it
 #   configs/   the shipped jobs, their Fashion-MNIST paths pointed at data/
 #   data/      Fashion-MNIST (Debian's dataset-fashion-mnist)
 #   tools/gpu_check.sh, tests/launcher/{gpu_job_test,test_lib}.sh, README.md
@@ -17,12 +17,12 @@ shift 2
 stage="$(mktemp -d)"
 trap 'rm -rf "$stage"' EXIT
 b="$stage/monsoon"
-mkdir -p "$b"/{bin,lib,worker,data/fashion-mnist}
+mkdir -p "$b"/{bin,lib,core/compute/cuda,data/fashion-mnist}
 
 for f in "$@"; do
   case "$f" in
     */launcher/monsoon | */bench/gpu_bench | */tests/worker/cublas_parity_test) cp "$f" "$b/bin/" ;;
-    */libmonsoon_cuda.so) cp "$f" "$b/worker/" ;;
+    */libmonsoon_cuda.so) cp "$f" "$b/core/compute/cuda/" ;;
     python/monsoon/* | */python/monsoon/*) install -D "$f" "$b/bin/python/monsoon/$(basename "$f")" ;;
     */fashion-mnist/*) cp "$f" "$b/data/fashion-mnist/" ;;
     configs/* | tools/gpu_check.sh | tests/launcher/*.sh | README.md) install -D "$f" "$b/$f" ;;
@@ -39,7 +39,7 @@ sed -i 's#/usr/share/datasets/fashion-mnist/#../data/fashion-mnist/#' "$b"/confi
 system='/(ld-linux-x86-64|libc|libm|libpthread|libdl|librt|libresolv|libutil)\.so'
 cuda='/(libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJitLink)\.so'
 package="$b/bin/python/monsoon/_monsoon.so"
-for elf in "$b"/bin/* "$b"/worker/*.so "$package"; do
+for elf in "$b"/bin/* "$b"/core/compute/cuda/*.so "$package"; do
   [ -f "$elf" ] || continue
   ldd "$elf" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | grep -Ev "$system|$cuda" || true
 done | sort -u | while read -r lib; do
@@ -49,8 +49,8 @@ chmod u+w "$b"/lib/*
 for elf in "$b"/bin/*; do [ -f "$elf" ] && patchelf --set-rpath '$ORIGIN/../lib' "$elf"; done
 patchelf --set-rpath '$ORIGIN/../../../lib' "$package"
 for lib in "$b"/lib/*; do patchelf --set-rpath '$ORIGIN' "$lib"; done
-for plugin in "$b"/worker/*.so; do
-  patchelf --set-rpath "\$ORIGIN/../lib:$(patchelf --print-rpath "$plugin")" "$plugin"
+for plugin in "$b"/core/compute/cuda/*.so; do
+  patchelf --set-rpath "\$ORIGIN/../../../lib:$(patchelf --print-rpath "$plugin")" "$plugin"
 done
 
 tar -C "$stage" --owner=0 --group=0 -cf - monsoon | xz -6 -T2 >"$out"

@@ -8,10 +8,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/dataset.h"
-#include "core/metrics.h"
-#include "core/trace.h"
-#include "core/trainable_model.h"
+#include "core/data/dataset.h"
+#include "core/metrics/metrics.h"
+#include "core/metrics/trace.h"
+#include "core/model/trainable_model.h"
 #include "worker/ps_client.h"
 #include "worker/worker_metrics.h"
 

@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/compression.h"
-#include "core/trace.h"
+#include "core/metrics/trace.h"
 #include "worker/background_call.h"
 #include "worker/ps_client.h"
 

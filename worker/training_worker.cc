@@ -10,7 +10,7 @@
 
 #include "absl/time/clock.h"
 #include "core/compression.h"
-#include "core/kernel_math.h"
+#include "core/compute/kernel_math.h"
 #include "core/status_macros.h"
 
 namespace monsoon {

@@ -3,7 +3,7 @@
 #ifndef MONSOON_WORKER_WORKER_METRICS_H_
 #define MONSOON_WORKER_WORKER_METRICS_H_
 
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 
 namespace monsoon {
 

@@ -10,11 +10,11 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "core/data_source.h"
-#include "core/dataset.h"
-#include "core/job_config.h"
+#include "core/data/data_source.h"
+#include "core/data/dataset.h"
+#include "core/config/job_config.h"
 #include "core/run_dir.h"
-#include "core/trainable_model.h"
+#include "core/model/trainable_model.h"
 #include "worker/grpc_ps_client.h"
 
 namespace monsoon {

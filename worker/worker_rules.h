@@ -3,7 +3,7 @@
 #ifndef MONSOON_WORKER_WORKER_RULES_H_
 #define MONSOON_WORKER_WORKER_RULES_H_
 
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 
 namespace monsoon {
 

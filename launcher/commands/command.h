@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 #include "core/run_dir.h"
 #include "launcher/local_job.h"
 #include "launcher/process_group.h"

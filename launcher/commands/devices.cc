@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "launcher/commands/command.h"
-#include "worker/compute_backends.h"
+#include "core/compute/compute_backends.h"
 
 namespace monsoon {
 

@@ -4,9 +4,9 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "core/array_files.h"
+#include "core/data/array_files.h"
 #include "core/file_util.h"
-#include "core/model.h"
+#include "core/model/model.h"
 #include "launcher/commands/command.h"
 
 namespace monsoon {

@@ -3,7 +3,7 @@
 #include <memory>
 
 #include "absl/strings/numbers.h"
-#include "core/dataset.h"
+#include "core/data/dataset.h"
 #include "launcher/commands/command.h"
 
 namespace monsoon {

@@ -15,7 +15,7 @@
 #include "launcher/process_group.h"
 #include "launcher/sbatch_script.h"
 #include "launcher/worker_program.h"
-#include "worker/compute_backends.h"
+#include "core/compute/compute_backends.h"
 
 namespace monsoon {
 namespace {

@@ -3,8 +3,8 @@
 #include <memory>
 
 #include "absl/strings/str_split.h"
-#include "core/dataset.h"
-#include "core/model.h"
+#include "core/data/dataset.h"
+#include "core/model/model.h"
 #include "launcher/commands/command.h"
 #include "worker/worker_role.h"
 

@@ -1,4 +1,4 @@
-#include "core/array_files.h"
+#include "core/data/array_files.h"
 
 #include <hdf5.h>
 

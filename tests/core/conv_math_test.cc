@@ -4,7 +4,7 @@
 // pooling; the CPU runs other pooling windows through the same functions, whose gradients
 // model_test checks against finite differences). This checks the GPU path's index math on
 // every CI run, without a GPU.
-#include "core/conv_math.h"
+#include "core/compute/conv_math.h"
 
 #include <array>
 #include <catch2/catch.hpp>
@@ -12,8 +12,8 @@
 #include <random>
 #include <vector>
 
-#include "core/cpu_backend.h"
-#include "core/model.h"
+#include "core/compute/cpu/cpu_backend.h"
+#include "core/model/model.h"
 #include "tests/layer_specs.h"
 #include "tests/test_util.h"
 

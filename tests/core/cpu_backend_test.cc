@@ -1,4 +1,4 @@
-#include "core/cpu_backend.h"
+#include "core/compute/cpu/cpu_backend.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>

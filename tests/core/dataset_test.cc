@@ -1,4 +1,4 @@
-#include "core/dataset.h"
+#include "core/data/dataset.h"
 
 #include <zlib.h>
 
@@ -7,8 +7,8 @@
 #include <fstream>
 #include <string>
 
-#include "core/data_shard.h"
-#include "core/data_source.h"
+#include "core/data/data_shard.h"
+#include "core/data/data_source.h"
 #include "tests/test_util.h"
 
 namespace monsoon {

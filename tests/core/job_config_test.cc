@@ -1,4 +1,4 @@
-#include "core/job_config.h"
+#include "core/config/job_config.h"
 
 #include <sys/stat.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "core/model.h"
+#include "core/model/model.h"
 #include "tests/test_util.h"
 
 namespace monsoon {

@@ -1,6 +1,6 @@
 // Typed metrics rows: written and read back by their one list of columns; a file without a
 // column is an error naming it, never a silent 0.
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 
 #include <catch2/catch.hpp>
 #include <cstring>

@@ -1,11 +1,11 @@
-#include "core/model.h"
+#include "core/model/model.h"
 
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <random>
 #include <vector>
 
-#include "core/cpu_backend.h"
+#include "core/compute/cpu/cpu_backend.h"
 #include "tests/layer_specs.h"
 
 namespace monsoon {

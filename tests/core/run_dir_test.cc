@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "core/job_secrets.h"
-#include "core/metrics.h"
+#include "core/metrics/metrics.h"
 #include "tests/test_util.h"
 
 namespace monsoon {

@@ -1,4 +1,4 @@
-#include "core/trace.h"
+#include "core/metrics/trace.h"
 
 #include <catch2/catch.hpp>
 #include <filesystem>

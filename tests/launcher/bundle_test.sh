@@ -29,7 +29,7 @@ as_nobody tar -C "$r/home/user" -xJf "$top/bundle.tar.xz"
 expect_eq "unpacked by an unprivileged user" "$?" "0"
 b="$r/home/user/monsoon"
 
-newest=$(for f in "$b"/bin/* "$b"/lib/* "$b"/worker/* "$b"/bin/python/monsoon/*.so; do
+newest=$(for f in "$b"/bin/* "$b"/lib/* "$b"/core/compute/cuda/* "$b"/bin/python/monsoon/*.so; do
   objdump -T "$f"; done 2>/dev/null |
   grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1)
 python3 -c "import sys; v = tuple(map(int, sys.argv[1][6:].split('.'))); sys.exit(v > (2, 36))" \

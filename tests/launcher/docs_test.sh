@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # README describes what the code does: its configuration reference and its layer table are the
-# tables generated from core/config_schema.h and core/layer_kinds.cc, every field of a fully resolved job config (`monsoon validate` prints
+# tables generated from core/config/config_schema.h and core/model/layer_kinds.cc, every field of a fully resolved job config (`monsoon validate` prints
 # every default) is named there, every command of `monsoon --help` is in "Commands", and the
 # example of "Models" validates to the table shown there.
 source tests/launcher/test_lib.sh

@@ -14,7 +14,7 @@ elapsed=$(($(date +%s) - start))
 grep -v '^\[' "$WORK/out.txt" | tail -9
 cat "$WORK/study/compare.md"
 [ "$elapsed" -lt 900 ] && pass "study took ${elapsed} s (< 15 min)" || fail "study took ${elapsed} s"
-/usr/bin/python3 tests/launcher/tensorboard_check.py proto/tensorboard_event.proto \
+/usr/bin/python3 tests/launcher/tensorboard_check.py core/metrics/tensorboard_event.proto \
   "$WORK"/study/*/
 expect_eq "every variant's event files match its CSVs" "$?" "0"
 python3 - "$WORK/study" <<'PY'

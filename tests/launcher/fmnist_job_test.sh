@@ -16,7 +16,7 @@ python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) <= 180 else 1)" "$wall"
   && pass "wall time ${wall}s <= 180" || fail "wall time ${wall}s > 180"
 grep -q "chance level" "$WORK/out.txt" && fail "the default job warned of a collapse" \
   || pass "no collapse warning"
-/usr/bin/python3 tests/launcher/tensorboard_check.py proto/tensorboard_event.proto "$WORK/fmnist"
+/usr/bin/python3 tests/launcher/tensorboard_check.py core/metrics/tensorboard_event.proto "$WORK/fmnist"
 expect_eq "TensorBoard event files decode and match the CSVs" "$?" "0"
 # The workers' learning_rate column follows the cosine schedule from 0.02 (optimizer.
 # learning_rate over 12 epochs); comm_share is comm_seconds over wall_seconds.

@@ -79,7 +79,7 @@ expect_eq "both handmade workers' 5 pushes applied once (global step)" \
 expect_eq "client.report's rows: step and clock 1..5" \
   "$(cut -d, -f1,9 "$WORK/handmade-downpour/metrics/worker-1.csv" | tr '\n' ' ')" \
   "step,clock 1,1 2,2 3,3 4,4 5,5 "
-/usr/bin/python3 tests/launcher/tensorboard_check.py proto/tensorboard_event.proto \
+/usr/bin/python3 tests/launcher/tensorboard_check.py core/metrics/tensorboard_event.proto \
   "$WORK/handmade-downpour"
 expect_eq "client.report's rows as TensorBoard scalars" "$?" "0"
 

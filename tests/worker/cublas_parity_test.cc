@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "core/cpu_backend.h"
-#include "core/model.h"
+#include "core/compute/cpu/cpu_backend.h"
+#include "core/model/model.h"
 #include "tests/layer_specs.h"
 #include "tests/test_util.h"
-#include "worker/compute_backends.h"
+#include "core/compute/compute_backends.h"
 
 namespace monsoon {
 namespace {

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/cpu_backend.h"
-#include "core/data_source.h"
+#include "core/compute/cpu/cpu_backend.h"
+#include "core/data/data_source.h"
 #include "tests/worker/fault_injecting_ps_client.h"
 #include "worker/evaluator.h"
 #include "worker/in_process_ps_client.h"

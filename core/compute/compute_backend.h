@@ -1,0 +1,165 @@
+// The compute-backend interface: every numeric kernel a model needs, so that a model runs
+// unchanged on the CPU (OpenBLAS) or a GPU (cuBLAS). All matrices are row-major float32.
+#ifndef MONSOON_CORE_COMPUTE_COMPUTE_BACKEND_H_
+#define MONSOON_CORE_COMPUTE_COMPUTE_BACKEND_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace monsoon {
+
+enum class Activation { kRelu, kTanh, kSigmoid };
+
+// Owns `size` floats in a backend's memory space (host memory for the CPU backend, device
+// memory for a GPU backend). Move-only; frees through the deleter the backend supplied.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(float* data, size_t size, std::function<void(float*)> deleter)
+      : data_(data, std::move(deleter)), size_(size) {}
+
+  float* data() { return data_.get(); }
+  const float* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<float, std::function<void(float*)>> data_;
+  size_t size_ = 0;
+};
+
+// Loss value and (for classification) the number of correct argmax predictions.
+struct LossResult {
+  double loss_sum = 0;  // summed over the batch (divide by rows for the mean)
+  int correct = 0;
+};
+
+// Where a 2-D convolution reads and writes: per example, `channels` x `height` x `width` in,
+// `filters` x `out_height` x `out_width` out (row-major, channels first). The input is padded
+// with zeros: `pad_top` rows above, `pad_left` columns to the left (and as many below and to
+// the right as the output needs).
+struct Conv2dGeometry {
+  int channels = 0, height = 0, width = 0;
+  int filters = 0, kernel = 0, stride = 1;
+  int pad_top = 0, pad_left = 0;
+  int out_height = 0, out_width = 0;
+  // Whether the input x (and dx) and the output y (and dy) are in the backend's native layout
+  // (ComputeBackend::NativeChannelBlock) instead of [batch x C x H x W].
+  bool native_in = false, native_out = false;
+  // Whether a ReLU follows in the same call: y = max(0, conv(x, w) + b). Backends with a native
+  // layout take it where native_out is set; Conv2dBackward's dy is still the gradient with
+  // respect to conv(x, w) + b, before the ReLU.
+  bool relu = false;
+  // Weights per filter: channels * kernel * kernel, in (channel, row, column) order.
+  int patch() const { return channels * kernel * kernel; }
+};
+
+// A 2-D pooling window: `size` x `size`, moved by `stride`, over each channel, unpadded.
+struct Pool2dGeometry {
+  int channels = 0, height = 0, width = 0;
+  int size = 2, stride = 2;
+  int out_height = 0, out_width = 0;
+  bool native = false;  // x, y, dy and dx in the backend's native layout
+  // Whether x is a ReLU's output and Pool2dBackward's dx the gradient with respect to that
+  // ReLU's input: zero where x is 0. Backends with a native layout take it where native is set.
+  bool relu_input = false;
+};
+enum class PoolKind { kMax, kAverage };
+
+// Pointers passed to these methods live in the backend's memory space unless named `host`.
+// A backend is used by one thread at a time. A device backend may queue work asynchronously
+// and records its first error instead of throwing or aborting: after an error every method is
+// a no-op, and Synchronize() returns it.
+class ComputeBackend {
+ public:
+  virtual ~ComputeBackend() = default;
+
+  // "cpu", or e.g. "cuda:0 (NVIDIA H100 80GB HBM3)".
+  virtual std::string name() const = 0;
+
+  // Waits for all queued work; returns the backend's first error, if any.
+  virtual absl::Status Synchronize() { return absl::OkStatus(); }
+
+  // Zero-initialised buffer of n floats.
+  virtual DeviceBuffer Allocate(size_t n) = 0;
+  virtual void CopyToDevice(const float* host, float* device, size_t n) = 0;
+  virtual void CopyToHost(const float* device, float* host, size_t n) = 0;
+  // Starts copying [device, device + n) towards the host as soon as the work queued so far has
+  // written it, while later work runs (a GPU's copy stream). A later CopyToHost of a range
+  // that such started copies tile exactly then only waits for them and unpacks them. Nothing
+  // to start where backend memory is host memory.
+  virtual void StartCopyToHost(const float* /*device*/, size_t /*n*/) {}
+
+  // C[m x n] = alpha * op(A) * op(B) + beta * C, with op(A) of shape m x k and op(B) k x n.
+  virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+                    const float* b, float beta, float* c) = 0;
+  // x[r][c] += bias[c] for a rows x cols matrix x.
+  virtual void AddBias(const float* bias, int rows, int cols, float* x) = 0;
+  // out[c] = sum_r x[r][c].
+  virtual void ColumnSum(const float* x, int rows, int cols, float* out) = 0;
+  // y = f(x), elementwise over n values (x == y allowed).
+  virtual void ActivationForward(Activation f, const float* x, float* y, size_t n) = 0;
+  // dx = dy * f'(x), expressed through the forward output y = f(x) (dx == dy allowed).
+  virtual void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
+                                  size_t n) = 0;
+  // Softmax cross-entropy of logits [rows x classes] against integer labels stored as floats.
+  // Writes dlogits = (softmax - onehot) / rows, the gradient of the batch-mean loss.
+  virtual LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,
+                                         int classes, float* dlogits) = 0;
+  // The loss named mean_squared_error: 0.5 * ||pred - target||^2 per row (half the usual MSE),
+  // summed over rows; dpred = (pred - target) / rows.
+  virtual LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
+                                      float* dpred) = 0;
+  // y += alpha * x.
+  virtual void Axpy(float alpha, const float* x, float* y, size_t n) = 0;
+  // A Nesterov momentum step over n parameters w (look-ahead form) with velocity v and
+  // gradient g, per NesterovElement in core/kernel_math.h.
+  virtual void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
+                            size_t n) = 0;
+
+  // Convolutional models: convolution and pooling over [batch x C x H x W] activations,
+  // or over the backend's native layout where the geometry says so, and dropout.
+  //
+  // The native layout, where a backend has one, is the one its convolutions run in:
+  // [batch x C/B x H x W x B] for a channel block B (oneDNN's nChw16c or nChw8c on the CPU).
+  // Activations of C channels may take it when B divides C (they then hold as many floats as
+  // in [batch x C x H x W]); elementwise methods take either layout. 0: no native layout.
+  virtual int NativeChannelBlock() const { return 0; }
+  // y = x from [batch x C x H x W] into the native layout (to_native) or back.
+  virtual void ConvertLayout(int channels, int height, int width, int batch, bool to_native,
+                             const float* x, float* y) {}
+  // y = conv(x, w) + b, with w [filters x patch] and b [filters].
+  virtual void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w,
+                             const float* b, int batch, float* y) = 0;
+  // Overwrites dw and db with the batch's gradients; writes dx when not null.
+  virtual void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w,
+                              const float* dy, int batch, float* dw, float* db, float* dx) = 0;
+  // Bytes of workspace that Pool2dForward fills for the Pool2dBackward of the same batch (0:
+  // none; `workspace` may then be null).
+  virtual size_t PoolWorkspaceBytes(const Pool2dGeometry& /*g*/, PoolKind /*kind*/,
+                                    int /*batch*/) const {
+    return 0;
+  }
+  virtual void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
+                             float* y, uint8_t* workspace) = 0;
+  // dx from dy: a max window's gradient goes to its first largest input, an average window's
+  // is shared equally (overlapping windows add up). x and workspace are the forward pass's.
+  // dx is 16-byte aligned.
+  virtual void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                              const uint8_t* workspace, const float* dy, int batch, float* dx) = 0;
+  // Inverted dropout over n values: each is kept with probability 1 - rate, and then scaled by
+  // 1 / (1 - rate), deciding by a hash of (seed, its index) alone; mask gets each value's
+  // factor (0 or 1 / (1 - rate)) and y = x * mask.
+  virtual void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
+                              size_t n) = 0;
+  // dx = dy * mask.
+  virtual void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) = 0;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_COMPUTE_COMPUTE_BACKEND_H_

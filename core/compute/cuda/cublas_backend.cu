@@ -1,0 +1,551 @@
+// CUDA implementation of CublasBackend (see cublas_backend.h). Compiled by nvcc.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/compute/conv_math.h"
+#include "core/compute/kernel_math.h"
+#include "core/compute/cuda/cublas_backend.h"
+
+namespace monsoon {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(size_t n) {
+  return static_cast<int>(std::min<size_t>((n + kThreads - 1) / kThreads, 65535));
+}
+
+// ---- kernels (grid-stride loops; all matrices row-major) ----
+
+__global__ void AddBiasKernel(const float* bias, int rows, int cols, float* x) {
+  const size_t n = static_cast<size_t>(rows) * cols;
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    x[i] += bias[i % cols];
+  }
+}
+
+__global__ void ActivationForwardKernel(int f, const float* x, float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const float v = x[i];
+    y[i] = f == 0 ? fmaxf(v, 0.0f) : f == 1 ? tanhf(v) : 1.0f / (1.0f + expf(-v));
+  }
+}
+
+__global__ void ActivationBackwardKernel(int f, const float* y, const float* dy, float* dx,
+                                         size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const float out = y[i];
+    dx[i] = f == 0   ? (out > 0.0f ? dy[i] : 0.0f)
+            : f == 1 ? dy[i] * (1.0f - out * out)
+                     : dy[i] * out * (1.0f - out);
+  }
+}
+
+// One thread per row (see SoftmaxCrossEntropyRow).
+__global__ void SoftmaxCrossEntropyKernel(const float* logits, const float* labels, int rows,
+                                          int classes, float* dlogits, float* row_loss,
+                                          float* row_correct) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= rows) return;
+  bool correct = false;
+  row_loss[r] = SoftmaxCrossEntropyRow(logits + static_cast<size_t>(r) * classes,
+                                       static_cast<int>(labels[r]), classes, 1.0f / rows,
+                                       dlogits + static_cast<size_t>(r) * classes, &correct);
+  row_correct[r] = correct ? 1.0f : 0.0f;
+}
+
+__global__ void MeanSquaredErrorKernel(const float* pred, const float* target, size_t n,
+                                       float inv_rows, float* dpred, float* elem_loss) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const float diff = pred[i] - target[i];
+    elem_loss[i] = 0.5f * diff * diff;
+    dpred[i] = diff * inv_rows;
+  }
+}
+
+__global__ void NesterovKernel(float lr, float mu, const float* g, float* v, float* w, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    NesterovElement(lr, mu, g[i], &v[i], &w[i]);
+  }
+}
+
+// Convolution and pooling, one output element per iteration (core/conv_math.h).
+__global__ void Im2ColKernel(Conv2dGeometry g, int batch, const float* x, float* cols, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    cols[i] = Im2ColElement(g, batch, x, i);
+  }
+}
+
+__global__ void ConvOutputKernel(Conv2dGeometry g, int batch, const float* yt, const float* bias,
+                                 float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    y[i] = ConvOutputElement(g, batch, yt, bias, i);
+  }
+}
+
+__global__ void FilterMajorKernel(Conv2dGeometry g, int batch, const float* dy, float* dyt,
+                                  size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    dyt[i] = FilterMajorElement(g, batch, dy, i);
+  }
+}
+
+__global__ void Col2ImKernel(Conv2dGeometry g, int batch, const float* dcols, float* dx, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    dx[i] = Col2ImElement(g, batch, dcols, i);
+  }
+}
+
+__global__ void PoolForwardKernel(Pool2dGeometry g, bool max, const float* x, float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    y[i] = PoolForwardElement(g, max, x, i);
+  }
+}
+
+__global__ void PoolBackwardKernel(Pool2dGeometry g, bool max, const float* x, const float* dy,
+                                   float* dx, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    dx[i] = PoolBackwardElement(g, max, x, dy, i);
+  }
+}
+
+__global__ void DropoutForwardKernel(float rate, uint64_t seed, const float* x, float* mask,
+                                     float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    mask[i] = DropoutScale(rate, seed, i);
+    y[i] = x[i] * mask[i];
+  }
+}
+
+__global__ void MultiplyKernel(const float* a, const float* b, float* out, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    out[i] = a[i] * b[i];
+  }
+}
+
+__global__ void FillKernel(float* x, size_t n, float value) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    x[i] = value;
+  }
+}
+
+// Pinned host memory that grows on demand (never shrinks).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+  float* data() const { return data_; }
+  // Nullptr (and the CUDA error in *error) when it cannot grow.
+  float* Reserve(size_t n, cudaError_t* error) {
+    if (n <= size_) return data_;
+    if (data_ != nullptr) cudaFreeHost(data_);
+    data_ = nullptr;
+    size_ = 0;
+    *error =
+        cudaMallocHost(reinterpret_cast<void**>(&data_), std::max<size_t>(n, 1) * sizeof(float));
+    if (*error != cudaSuccess) return nullptr;
+    size_ = n;
+    return data_;
+  }
+
+ private:
+  float* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+class CublasBackend : public ComputeBackend {
+ public:
+  CublasBackend(int device, std::string device_name) : device_(device), device_name_(device_name) {}
+  ~CublasBackend() override {
+    for (auto& [device, copy] : started_) {
+      if (copy.done != nullptr) cudaEventDestroy(copy.done);
+    }
+    if (handle_ != nullptr) cublasDestroy(handle_);
+    if (copy_done_ != nullptr) cudaEventDestroy(copy_done_);
+    if (compute_done_ != nullptr) cudaEventDestroy(compute_done_);
+    if (copy_ != nullptr) cudaStreamDestroy(copy_);
+    if (compute_ != nullptr) cudaStreamDestroy(compute_);
+  }
+
+  absl::Status Init(bool tf32) {
+    if (!Check(cudaSetDevice(device_), "cudaSetDevice") ||
+        !Check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreate") ||
+        !Check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate") ||
+        !Check(cudaEventCreateWithFlags(&copy_done_, cudaEventDisableTiming), "cudaEventCreate") ||
+        !Check(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming),
+               "cudaEventCreate") ||
+        !CheckBlas(cublasCreate(&handle_), "cublasCreate") ||
+        !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream") ||
+        !CheckBlas(
+            cublasSetMathMode(handle_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+            "cublasSetMathMode")) {
+      return status_;
+    }
+    return absl::OkStatus();
+  }
+
+  std::string name() const override {
+    return absl::StrCat("cuda:", device_, " (", device_name_, ")");
+  }
+
+  absl::Status Synchronize() override {
+    if (status_.ok()) Check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize");
+    if (status_.ok()) Check(cudaGetLastError(), "kernel launch");
+    return status_;
+  }
+
+  DeviceBuffer Allocate(size_t n) override {
+    float* p = nullptr;
+    if (!status_.ok() ||
+        !Check(cudaMalloc(reinterpret_cast<void**>(&p), std::max<size_t>(n, 1) * sizeof(float)),
+               absl::StrCat("cudaMalloc of ", n * sizeof(float), " bytes"))) {
+      return DeviceBuffer(nullptr, 0, [](float*) {});
+    }
+    Check(cudaMemsetAsync(p, 0, n * sizeof(float), compute_), "cudaMemsetAsync");
+    return DeviceBuffer(p, n, [](float* q) { cudaFree(q); });
+  }
+
+  // host -> pinned (CPU, while the GPU works) -> device (copy stream). The upload waits for
+  // compute queued before it (which may still read `device`), and compute queued after it
+  // waits for the upload.
+  void CopyToDevice(const float* host, float* device, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    cudaError_t error = cudaSuccess;
+    // The previous upload must have left the staging buffer before it is refilled.
+    if (!Check(cudaEventSynchronize(copy_done_), "cudaEventSynchronize")) return;
+    float* staging = upload_.Reserve(n, &error);
+    if (!Check(error, "cudaMallocHost")) return;
+    std::memcpy(staging, host, n * sizeof(float));
+    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
+        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
+        !Check(cudaMemcpyAsync(device, staging, n * sizeof(float), cudaMemcpyHostToDevice, copy_),
+               "cudaMemcpyAsync (host to device)")) {
+      return;
+    }
+    Check(cudaEventRecord(copy_done_, copy_), "cudaEventRecord");
+    Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");
+  }
+
+  // Waits for queued compute, then device -> pinned (copy stream) -> host; or, where
+  // StartCopyToHost copies tile the range, waits for those and unpacks them.
+  void CopyToHost(const float* device, float* host, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    if (FinishStartedCopies(device, host, n)) return;
+    cudaError_t error = cudaSuccess;
+    float* staging = download_.Reserve(n, &error);
+    if (!Check(error, "cudaMallocHost")) return;
+    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
+        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
+        !Check(cudaMemcpyAsync(staging, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
+               "cudaMemcpyAsync (device to host)") ||
+        !Check(cudaStreamSynchronize(copy_), "cudaStreamSynchronize")) {
+      return;
+    }
+    std::memcpy(host, staging, n * sizeof(float));
+  }
+
+  // device -> pinned on the copy stream once the compute queued so far is done; compute
+  // queued later runs meanwhile. Each started range keeps its pinned buffer and event for the
+  // next step (a model streams the same ranges every step).
+  void StartCopyToHost(const float* device, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    StartedCopy& copy = started_[device];
+    if (copy.done == nullptr &&
+        !Check(cudaEventCreateWithFlags(&copy.done, cudaEventDisableTiming), "cudaEventCreate")) {
+      return;
+    }
+    // A copy never collected by CopyToHost must leave its buffer before it is refilled.
+    if (copy.pending && !Check(cudaEventSynchronize(copy.done), "cudaEventSynchronize")) return;
+    cudaError_t error = cudaSuccess;
+    float* staging = copy.pinned.Reserve(n, &error);
+    if (!Check(error, "cudaMallocHost")) return;
+    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
+        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
+        !Check(cudaMemcpyAsync(staging, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
+               "cudaMemcpyAsync (device to host)") ||
+        !Check(cudaEventRecord(copy.done, copy_), "cudaEventRecord")) {
+      return;
+    }
+    copy.n = n;
+    copy.pending = true;
+  }
+
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+  void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
+            const float* b, float beta, float* c) override {
+    if (!status_.ok()) return;
+    const int lda = trans_a ? m : k;
+    const int ldb = trans_b ? k : n;
+    CheckBlas(cublasSgemm(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                          trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
+                          &beta, c, n),
+              "cublasSgemm");
+  }
+
+  void AddBias(const float* bias, int rows, int cols, float* x) override {
+    if (!status_.ok()) return;
+    AddBiasKernel<<<Blocks(static_cast<size_t>(rows) * cols), kThreads, 0, compute_>>>(bias, rows,
+                                                                                       cols, x);
+  }
+
+  // out = X^T 1: a matrix-vector product with a vector of ones.
+  void ColumnSum(const float* x, int rows, int cols, float* out) override {
+    if (!status_.ok()) return;
+    const float* ones = Ones(rows);
+    if (ones == nullptr) return;
+    const float one = 1.0f, zero = 0.0f;
+    CheckBlas(cublasSgemv(handle_, CUBLAS_OP_N, cols, rows, &one, x, cols, ones, 1, &zero, out, 1),
+              "cublasSgemv");
+  }
+
+  void ActivationForward(Activation f, const float* x, float* y, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    ActivationForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(static_cast<int>(f), x, y, n);
+  }
+
+  void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
+                          size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    ActivationBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(static_cast<int>(f), y, dy, dx,
+                                                                   n);
+  }
+
+  LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
+                                 float* dlogits) override {
+    LossResult result;
+    float* scratch = Scratch(2 * static_cast<size_t>(rows));
+    if (scratch == nullptr) return result;
+    SoftmaxCrossEntropyKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, compute_>>>(
+        logits, labels, rows, classes, dlogits, scratch, scratch + rows);
+    std::vector<float> host(2 * static_cast<size_t>(rows));
+    CopyToHost(scratch, host.data(), host.size());
+    for (int r = 0; r < rows; ++r) {
+      result.loss_sum += host[r];
+      result.correct += host[rows + r] > 0.5f ? 1 : 0;
+    }
+    return result;
+  }
+
+  LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
+                              float* dpred) override {
+    LossResult result;
+    const size_t n = static_cast<size_t>(rows) * cols;
+    float* scratch = Scratch(n);
+    if (scratch == nullptr) return result;
+    MeanSquaredErrorKernel<<<Blocks(n), kThreads, 0, compute_>>>(pred, target, n, 1.0f / rows,
+                                                                 dpred, scratch);
+    std::vector<float> host(n);
+    CopyToHost(scratch, host.data(), n);
+    for (float v : host) result.loss_sum += v;
+    return result;
+  }
+
+  void Axpy(float alpha, const float* x, float* y, size_t n) override {
+    if (!status_.ok()) return;
+    CheckBlas(cublasSaxpy(handle_, static_cast<int>(n), &alpha, x, 1, y, 1), "cublasSaxpy");
+  }
+
+  void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
+                    size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    NesterovKernel<<<Blocks(n), kThreads, 0, compute_>>>(learning_rate, momentum, g, v, w, n);
+  }
+
+  // Batch-wide im2col and one SGEMM per product (the scheme in core/conv_math.h).
+  void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
+                     int batch, float* y) override {
+    const size_t columns = static_cast<size_t>(batch) * g.out_height * g.out_width;
+    float* cols = ConvWorkspace((g.patch() + g.filters) * columns);
+    if (cols == nullptr || columns == 0) return;
+    float* yt = cols + g.patch() * columns;
+    Im2ColKernel<<<Blocks(g.patch() * columns), kThreads, 0, compute_>>>(g, batch, x, cols,
+                                                                         g.patch() * columns);
+    Gemm(false, false, g.filters, static_cast<int>(columns), g.patch(), 1.0f, w, cols, 0.0f, yt);
+    ConvOutputKernel<<<Blocks(g.filters * columns), kThreads, 0, compute_>>>(g, batch, yt, b, y,
+                                                                             g.filters * columns);
+  }
+
+  void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy,
+                      int batch, float* dw, float* db, float* dx) override {
+    const size_t columns = static_cast<size_t>(batch) * g.out_height * g.out_width;
+    const size_t patch = g.patch();
+    float* cols = ConvWorkspace((2 * patch + g.filters) * columns);
+    const float* ones = Ones(columns);
+    if (cols == nullptr || ones == nullptr || columns == 0) return;
+    float* dyt = cols + patch * columns;
+    float* dcols = dyt + g.filters * columns;
+    const int n = static_cast<int>(columns);
+    Im2ColKernel<<<Blocks(patch * columns), kThreads, 0, compute_>>>(g, batch, x, cols,
+                                                                     patch * columns);
+    FilterMajorKernel<<<Blocks(g.filters * columns), kThreads, 0, compute_>>>(g, batch, dy, dyt,
+                                                                              g.filters * columns);
+    Gemm(false, true, g.filters, g.patch(), n, 1.0f, dyt, cols, 0.0f, dw);
+    Gemm(false, false, g.filters, 1, n, 1.0f, dyt, ones, 0.0f, db);
+    if (dx == nullptr) return;
+    Gemm(true, false, g.patch(), n, g.filters, 1.0f, w, dyt, 0.0f, dcols);
+    const size_t inputs = static_cast<size_t>(batch) * g.channels * g.height * g.width;
+    Col2ImKernel<<<Blocks(inputs), kThreads, 0, compute_>>>(g, batch, dcols, dx, inputs);
+  }
+
+  void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch, float* y,
+                     uint8_t* /*workspace*/) override {
+    const size_t n = static_cast<size_t>(batch) * g.channels * g.out_height * g.out_width;
+    if (!status_.ok() || n == 0) return;
+    PoolForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, y, n);
+  }
+
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                      const uint8_t* /*workspace*/, const float* dy, int batch,
+                      float* dx) override {
+    const size_t n = static_cast<size_t>(batch) * g.channels * g.height * g.width;
+    if (!status_.ok() || n == 0) return;
+    PoolBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, dy, dx,
+                                                             n);
+  }
+
+  void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
+                      size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    DropoutForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(rate, seed, x, mask, y, n);
+  }
+
+  void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    MultiplyKernel<<<Blocks(n), kThreads, 0, compute_>>>(mask, dy, dx, n);
+  }
+
+ private:
+  // Records the first failure; true when `error` is success.
+  bool Check(cudaError_t error, const std::string& what) {
+    if (error == cudaSuccess) return true;
+    if (status_.ok()) {
+      status_ = absl::InternalError(
+          absl::StrCat("CUDA device ", device_, ": ", what, ": ", cudaGetErrorString(error)));
+    }
+    return false;
+  }
+  bool CheckBlas(cublasStatus_t s, const std::string& what) {
+    if (s == CUBLAS_STATUS_SUCCESS) return true;
+    if (status_.ok()) {
+      status_ = absl::InternalError(
+          absl::StrCat("CUDA device ", device_, ": ", what, ": ", cublasGetStatusString(s)));
+    }
+    return false;
+  }
+
+  // A device vector of at least n ones (for column sums).
+  const float* Ones(size_t n) {
+    if (ones_.size() < n) {
+      ones_ = Allocate(n);
+      if (!status_.ok()) return nullptr;
+      FillKernel<<<Blocks(n), kThreads, 0, compute_>>>(ones_.data(), n, 1.0f);
+    }
+    return ones_.data();
+  }
+
+  // Device scratch of at least n floats (per-row losses).
+  float* Scratch(size_t n) {
+    if (!status_.ok()) return nullptr;
+    if (scratch_.size() < n) scratch_ = Allocate(n);
+    return status_.ok() ? scratch_.data() : nullptr;
+  }
+
+  // Device workspace of at least n floats for convolutions (im2col matrices and their
+  // products); grows, never shrinks. Kernels queued on the compute stream before a regrowth
+  // may still read the old buffer: cudaFree waits for them.
+  float* ConvWorkspace(size_t n) {
+    if (!status_.ok()) return nullptr;
+    if (conv_workspace_.size() < n) conv_workspace_ = Allocate(n);
+    return status_.ok() ? conv_workspace_.data() : nullptr;
+  }
+
+  // A copy StartCopyToHost queued: into `pinned`, finished when `done` has fired; pending
+  // until CopyToHost has unpacked it.
+  struct StartedCopy {
+    PinnedBuffer pinned;
+    size_t n = 0;
+    cudaEvent_t done = nullptr;
+    bool pending = false;
+  };
+
+  // True (and host filled) when pending started copies tile [device, device + n) exactly.
+  bool FinishStartedCopies(const float* device, float* host, size_t n) {
+    std::vector<StartedCopy*> parts;
+    size_t covered = 0;
+    for (auto it = started_.find(device);
+         it != started_.end() && it->first == device + covered && it->second.pending && covered < n;
+         ++it) {
+      parts.push_back(&it->second);
+      covered += it->second.n;
+    }
+    if (covered != n) return false;
+    for (StartedCopy* part : parts) {
+      if (!Check(cudaEventSynchronize(part->done), "cudaEventSynchronize")) return true;
+      std::memcpy(host, part->pinned.data(), part->n * sizeof(float));
+      host += part->n;
+      part->pending = false;
+    }
+    return true;
+  }
+
+  const int device_;
+  const std::string device_name_;
+  cudaStream_t compute_ = nullptr;
+  cudaStream_t copy_ = nullptr;
+  cudaEvent_t copy_done_ = nullptr;     // last upload finished reading its staging buffer
+  cudaEvent_t compute_done_ = nullptr;  // compute queued before a copy
+  cublasHandle_t handle_ = nullptr;
+  PinnedBuffer upload_;
+  PinnedBuffer download_;
+  std::map<const float*, StartedCopy> started_;  // by device address
+  DeviceBuffer ones_;
+  DeviceBuffer scratch_;
+  DeviceBuffer conv_workspace_;
+  absl::Status status_;
+};
+
+}  // namespace
+
+absl::StatusOr<int> CudaDeviceCount() {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    return absl::UnavailableError(
+        absl::StrCat("no usable CUDA device: ", cudaGetErrorString(error)));
+  }
+  if (count == 0) return absl::UnavailableError("no usable CUDA device: none visible");
+  return count;
+}
+
+absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateCublasBackend(int device, bool tf32) {
+  auto count = CudaDeviceCount();
+  if (!count.ok()) return count.status();
+  if (device < 0 || device >= *count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CUDA device ", device, " requested; ", *count, " visible"));
+  }
+  cudaDeviceProp props;
+  const cudaError_t error = cudaGetDeviceProperties(&props, device);
+  if (error != cudaSuccess) {
+    return absl::UnavailableError(
+        absl::StrCat("CUDA device ", device, ": ", cudaGetErrorString(error)));
+  }
+  auto backend = std::make_unique<CublasBackend>(device, props.name);
+  const absl::Status init = backend->Init(tf32);
+  if (!init.ok()) return init;
+  return std::unique_ptr<ComputeBackend>(std::move(backend));
+}
+
+}  // namespace monsoon

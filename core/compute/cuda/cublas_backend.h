@@ -1,0 +1,25 @@
+// ComputeBackend on an NVIDIA GPU: cuBLAS for matrix products, CUDA kernels for the rest.
+// Weights, activations and gradients stay in device memory between steps; host<->device copies
+// go through pinned staging buffers owned by the backend, on a copy stream separate from the
+// compute stream. Plain C++: CUDA types stay inside cublas_backend.cu (compiled by nvcc).
+#ifndef MONSOON_CORE_COMPUTE_CUDA_CUBLAS_BACKEND_H_
+#define MONSOON_CORE_COMPUTE_CUDA_CUBLAS_BACKEND_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "core/compute/compute_backend.h"
+
+namespace monsoon {
+
+// Number of CUDA devices this process can use; Unavailable with CUDA's own error string when
+// there are none (no driver, no device, CUDA_VISIBLE_DEVICES hides them all).
+absl::StatusOr<int> CudaDeviceCount();
+
+// A backend on device `device` (an ordinal among the visible devices). `tf32` lets cuBLAS use
+// TF32 tensor cores for SGEMM (faster, ~10-bit mantissa products). Errors carry CUDA's message.
+absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateCublasBackend(int device, bool tf32);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_COMPUTE_CUDA_CUBLAS_BACKEND_H_

@@ -1,0 +1,359 @@
+// The job configuration: one YAML file describes a whole job. Loading validates every field
+// and names the offending one (`training.epochs: expected an integer >= 1, got 'abc'`).
+#ifndef MONSOON_CORE_CONFIG_JOB_CONFIG_H_
+#define MONSOON_CORE_CONFIG_JOB_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/compression.h"
+#include "core/data/data_source.h"
+#include "core/enum_names.h"
+#include "core/model/model.h"
+#include "core/optimizer.h"
+#include "core/sharding_plan.h"
+
+namespace monsoon {
+
+// How the tasks of a parallel launch (srun, mpirun) get their roles (launcher/role_assignment.h).
+enum class Assignment { kAuto, kCounts, kRanks, kHetGroups };
+inline constexpr NamedValue<Assignment> kAssignmentValues[] = {
+    {Assignment::kAuto, "auto"},
+    {Assignment::kCounts, "counts"},
+    {Assignment::kRanks, "ranks"},
+    {Assignment::kHetGroups, "het_groups"}};
+inline constexpr EnumNames<Assignment> kAssignmentNames{"assignment", kAssignmentValues};
+
+// A rank's role in an explicit cluster.ranks map.
+enum class RankRole { kServer, kWorker, kEvaluator };
+inline constexpr NamedValue<RankRole> kRankRoleValues[] = {{RankRole::kServer, "server"},
+                                                           {RankRole::kWorker, "worker"},
+                                                           {RankRole::kEvaluator, "evaluator"}};
+inline constexpr EnumNames<RankRole> kRankRoleNames{"role", kRankRoleValues};
+
+struct ClusterConfig {
+  int servers = 1;
+  int workers = 1;
+  bool evaluator = true;
+  Assignment assignment = Assignment::kAuto;
+  std::vector<RankRole> ranks;  // explicit rank -> role map, one entry per rank
+  // The program the worker and evaluator roles run instead of Monsoon's model (model.type:
+  // program), and its arguments; relative paths of files beside the job file made absolute.
+  std::vector<std::string> worker_program;
+};
+
+// Where servers listen when started by `monsoon launch` (`monsoon run` always uses loopback).
+// Where `monsoon run` puts its roles: all on this host's loopback, or each on an emulated host
+// of its own (launcher/emulated_hosts.h: a network namespace, root only).
+enum class HostsKind { kLoopback, kNamespaces };
+inline constexpr NamedValue<HostsKind> kHostsKindValues[] = {
+    {HostsKind::kLoopback, "loopback"}, {HostsKind::kNamespaces, "namespaces"}};
+inline constexpr EnumNames<HostsKind> kHostsKindNames{"hosts", kHostsKindValues};
+
+struct NetworkConfig {
+  // Bind to this interface's IPv4 address (e.g. "ib0"); empty: the address of the host name
+  // (`monsoon launch`), or each emulated host's link, eth0.
+  std::string interface;
+  HostsKind hosts = HostsKind::kLoopback;
+  double link_mbit = 0;  // emulated hosts: each link's rate each way (tc tbf); 0: no limit
+};
+
+// The `monsoon sbatch` script: resources to ask SLURM for.
+struct SlurmConfig {
+  int nodes = 1;  // homogeneous jobs
+  int cpus_per_task = 1;
+  int gpus_per_node = 0;  // homogeneous jobs; the worker component of heterogeneous ones
+  std::string time = "00:30:00";
+  std::string partition;
+  std::string account;
+  std::vector<std::string> extra;  // more #SBATCH options, e.g. "--mail-type=END"
+  std::vector<std::string> setup;  // shell lines the batch script runs first ("module load ...")
+  bool heterogeneous = false;      // servers, workers (and evaluator) as separate components
+  int server_nodes = 1;            // heterogeneous: nodes of the server component
+  int worker_nodes = 1;            // heterogeneous: nodes of the worker component
+  int signal_seconds = 60;         // SIGUSR1 this long before the time limit
+};
+
+// How workers and servers combine their work (the math is in README "Comparing algorithms").
+enum class Algorithm { kDownpour, kSync, kSsp, kEasgd, kEamsgd };
+inline constexpr NamedValue<Algorithm> kAlgorithmValues[] = {{Algorithm::kDownpour, "downpour"},
+                                                             {Algorithm::kSync, "sync"},
+                                                             {Algorithm::kSsp, "ssp"},
+                                                             {Algorithm::kEasgd, "easgd"},
+                                                             {Algorithm::kEamsgd, "eamsgd"}};
+inline constexpr EnumNames<Algorithm> kAlgorithmNames{"algorithm", kAlgorithmValues};
+// True for the algorithms whose workers push gradients (downpour, sync, ssp); false for the
+// elastic ones (easgd, eamsgd), whose workers exchange weights with the centre.
+bool PushesGradients(Algorithm a);
+
+struct TrainingConfig {
+  Algorithm algorithm = Algorithm::kDownpour;
+  int epochs = 1;
+  int batch_size = 64;
+  // When > 0, each worker stops after this many steps even if epochs remain (benchmarks,
+  // smoke runs of large models).
+  int max_steps = 0;
+  double timeout_seconds = 1800;  // the launcher ends a job that runs longer
+  // Scales every learning rate of the job by the epoch it is used at (LearningRateScale): the
+  // servers' optimizer.learning_rate, the workers' easgd.learning_rate and
+  // downpour.local_learning_rate.
+  LearningRateSchedule learning_rate_schedule = LearningRateSchedule::kConstant;
+  double warmup_epochs = 0;  // linear learning-rate warm-up (LearningRatePlan)
+};
+
+// Emulated heterogeneity: workers made slower on purpose, to study the algorithms under
+// stragglers. Applied in the worker loop after each step's compute, as a sleep.
+enum class DelayDistribution { kFixed, kExponential };
+struct StragglersConfig {
+  std::vector<int> slow_workers;  // these workers' compute takes slow_factor times as long
+  double slow_factor = 1;
+  // Each step of every worker is delayed with this probability, by delay_ms (fixed) or a
+  // draw with that mean (exponential); decided by (seed, worker, step).
+  double probability = 0;
+  double delay_ms = 100;
+  DelayDistribution distribution = DelayDistribution::kExponential;
+};
+inline constexpr NamedValue<DelayDistribution> kDelayDistributionValues[] = {
+    {DelayDistribution::kFixed, "fixed"}, {DelayDistribution::kExponential, "exponential"}};
+inline constexpr EnumNames<DelayDistribution> kDelayDistributionNames{"distribution",
+                                                                      kDelayDistributionValues};
+
+// Downpour-SGD (Dean et al. 2012).
+struct DownpourConfig {
+  int n_fetch = 1;  // pull the server weights every n_fetch steps
+  int n_push = 1;   // push the gradients accumulated over n_push steps
+  // When > 0 the worker also applies each gradient to its own copy (plain SGD at this rate)
+  // between fetches; 0 leaves the local copy as last pulled.
+  double local_learning_rate = 0;
+  // Warm start: worker 0 trains alone for this many steps before the others begin.
+  int warm_start_steps = 0;
+};
+
+// What sync does with a gradient computed on weights an update has since replaced.
+enum class LateGradients { kDrop, kFold };
+inline constexpr NamedValue<LateGradients> kLateGradientsValues[] = {
+    {LateGradients::kDrop, "drop"}, {LateGradients::kFold, "fold"}};
+inline constexpr EnumNames<LateGradients> kLateGradientsNames{"late-gradient rule",
+                                                              kLateGradientsValues};
+
+// Synchronous SGD (BSP): each update averages one gradient from each of `quorum` workers.
+struct SyncConfig {
+  int quorum = 0;  // K of the N workers; 0 means all of them (no backup workers)
+  // Drop a late gradient, or fold it into the next update with weight 1 / (1 + staleness).
+  LateGradients late_gradients = LateGradients::kDrop;
+};
+
+// Stale synchronous parallel: a worker may start step c only when every live worker has
+// pushed at least c - bound times.
+struct SspConfig {
+  int bound = 2;
+};
+
+// Elastic averaging SGD (Zhang, Choromanska & LeCun 2015), and EAMSGD with Nesterov momentum.
+struct EasgdConfig {
+  int tau = 4;                  // local steps between elastic exchanges
+  double alpha = 0;             // elastic force; 0 means beta / live workers
+  double beta = 0.9;            // used when alpha is 0
+  double learning_rate = 0.01;  // the workers' local step size
+  double momentum = 0.99;       // EAMSGD's Nesterov momentum delta
+};
+
+enum class StalenessPolicy { kAccept, kDrop, kScale };
+inline constexpr NamedValue<StalenessPolicy> kStalenessPolicyValues[] = {
+    {StalenessPolicy::kAccept, "accept"},
+    {StalenessPolicy::kDrop, "drop"},
+    {StalenessPolicy::kScale, "scale"}};
+inline constexpr EnumNames<StalenessPolicy> kStalenessPolicyNames{"staleness policy",
+                                                                  kStalenessPolicyValues};
+
+// What servers do with a pushed gradient computed on weights that have since changed
+// (downpour and ssp; staleness = server version now - the version the gradient was computed on).
+struct StalenessConfig {
+  StalenessPolicy policy = StalenessPolicy::kAccept;  // drop: above bound; scale: 1 / staleness
+  int bound = 8;  // the drop policy's largest accepted staleness
+  // DC-ASGD delay compensation (Zheng et al. 2017) when > 0: a gradient g computed on weights
+  // w_pulled is applied as g + dc_lambda * g * g * (w_now - w_pulled), elementwise.
+  double dc_lambda = 0;
+};
+
+struct EvaluationConfig {
+  double interval_seconds = 2;
+  int batch_size = 1000;
+};
+
+// The job's Chrome trace (RUN_DIR/trace.json, README "Outputs"): servers record checkpoints
+// and peers lost or back, the evaluator every evaluation, and each worker its first `steps`
+// steps after every start (0: none).
+struct TraceConfig {
+  int steps = 200;
+};
+
+// What a worker overlaps with its compute (README's configuration reference has the details).
+enum class Overlap { kNone, kPush, kPushPull };
+inline constexpr NamedValue<Overlap> kOverlapValues[] = {
+    {Overlap::kNone, "none"}, {Overlap::kPush, "push"}, {Overlap::kPushPull, "push_pull"}};
+inline constexpr EnumNames<Overlap> kOverlapNames{"overlap", kOverlapValues};
+
+struct TransportConfig {
+  int chunk_kib = 1024;             // largest chunk of the flat parameter space
+  int max_in_flight = 16;           // chunk RPCs in flight per server
+  int channels_per_server = 2;      // TCP connections per server
+  double rpc_timeout_seconds = 30;  // deadline of every RPC
+  double rendezvous_timeout_seconds = 60;
+  Overlap overlap = Overlap::kNone;
+  bool pull_with_push = true;  // Downpour without overlap: each push's reply brings weights
+  Compression compression = Compression::kNone;
+  double topk_fraction = 0.01;
+};
+
+// What servers do when a worker is lost: "auto" stops sync with every worker in the quorum
+// and continues everything else.
+enum class WorkerLoss { kAuto, kContinue, kStop };
+inline constexpr NamedValue<WorkerLoss> kWorkerLossValues[] = {
+    {WorkerLoss::kAuto, "auto"}, {WorkerLoss::kContinue, "continue"}, {WorkerLoss::kStop, "stop"}};
+inline constexpr EnumNames<WorkerLoss> kWorkerLossNames{"worker-loss rule", kWorkerLossValues};
+
+// Failures: heartbeats, lost peers, restarted workers (README "Reliability and security").
+struct ReliabilityConfig {
+  double heartbeat_seconds = 1;      // workers and the evaluator tell each server they live
+  double peer_timeout_seconds = 10;  // a server gives a worker up after this long unheard
+  // A server gives a worker (or the evaluator) up that it has never heard from this long after
+  // it started: one that died before connecting would otherwise hold the job until
+  // training.timeout_seconds. At least transport.rendezvous_timeout_seconds.
+  double join_timeout_seconds = 300;
+  WorkerLoss worker_loss = WorkerLoss::kAuto;
+  // `monsoon run` restarts a worker that dies up to this many times (per worker); the new
+  // process rejoins the running job where the servers last heard from it.
+  int worker_restarts = 0;
+  // `monsoon run` restarts an evaluator killed by a signal up to this many times; the new
+  // process continues evaluator.csv and writes params.bin at the end (else the job stops).
+  int evaluator_restarts = 0;
+  // `monsoon run` resumes the whole job from the servers' checkpoints when a server dies by
+  // a signal, up to this many times per run: every role restarts, servers from their newest
+  // checkpoints, workers after the last push every server has (as `monsoon run --resume`).
+  int server_restarts = 0;
+};
+
+// Server checkpoints (shard weights, optimizer state, versions, clocks, workers' data
+// positions) in RUN_DIR/checkpoints/server-J/, written atomically with a checksum.
+struct CheckpointConfig {
+  double interval_seconds = 30;  // 0: only when stopped by a signal and at the end
+  int keep = 2;                  // newest checkpoints kept per server (>= 2: a fallback)
+};
+
+// The job token (RUN_DIR/token, or $MONSOON_JOB_TOKEN) guards every RPC; TLS is optional.
+struct SecurityConfig {
+  // PEM files; all three or none. Every role presents tls_cert and checks its peer against
+  // tls_ca (mutual TLS); the certificate must name tls_server_name.
+  std::string tls_cert, tls_key, tls_ca;
+  std::string tls_server_name = "monsoon";
+  bool tls() const { return !tls_cert.empty(); }
+};
+
+// The compute backend (worker/compute_backends.h).
+enum class Device { kAuto, kCpu, kCuda };
+inline constexpr NamedValue<Device> kDeviceValues[] = {
+    {Device::kAuto, "auto"}, {Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
+inline constexpr EnumNames<Device> kDeviceNames{"device", kDeviceValues};
+
+struct ComputeConfig {
+  Device device = Device::kAuto;
+  int threads = 1;    // BLAS threads per worker (CPU backend)
+  bool tf32 = false;  // let cuBLAS use TF32 tensor cores (CUDA backend)
+};
+
+struct JobConfig {
+  std::string job = "job";
+  uint64_t seed = 1;
+  ClusterConfig cluster;
+  ModelSpec model;
+  DataConfig data;
+  TrainingConfig training;
+  StragglersConfig stragglers;
+  DownpourConfig downpour;
+  SyncConfig sync;
+  SspConfig ssp;
+  EasgdConfig easgd;
+  StalenessConfig staleness;
+  OptimizerSpec optimizer;  // applied by the servers to pushed gradients
+  EvaluationConfig evaluation;
+  TraceConfig trace;
+  TransportConfig transport;
+  ComputeConfig compute;
+  ReliabilityConfig reliability;
+  CheckpointConfig checkpoint;
+  SecurityConfig security;
+  NetworkConfig network;
+  SlurmConfig slurm;
+
+  size_t chunk_floats() const { return static_cast<size_t>(transport.chunk_kib) * 1024 / 4; }
+};
+
+// Parses YAML text. `base_dir` resolves relative data paths; `overrides` are "a.b=value"
+// strings (value in YAML syntax) applied before validation. Errors are InvalidArgument (bad
+// field: the message starts with the field's dotted path) or NotFound (a data file is missing:
+// the message names the field and the file).
+absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,
+                                         const std::vector<std::string>& overrides = {});
+
+// The rules that tie fields together (a CSV job names data.train, an evaluator needs test
+// data, TLS takes all three files, ...): OK, or InvalidArgument naming the first field that
+// breaks one. ParseJobConfig applies it; call it on a config built in code.
+absl::Status ValidateJobConfig(const JobConfig& config);
+
+// OK when `name` can name a directory of its own (runs/JOB, a compare variant's run) and a
+// SLURM job: 1 to 128 letters, digits, '.', '_' and '-', the first a letter, digit or '_'
+// (so never '.', '..' or an option). Else InvalidArgument starting with `field`.
+absl::Status CheckRunName(const std::string& field, const std::string& name);
+// Whether CheckRunName allows `ch` in a name (`first`: as its first character).
+bool IsRunNameChar(char ch, bool first);
+
+// The largest job file LoadJobConfig reads.
+inline constexpr size_t kMaxConfigBytes = 1 << 20;
+
+// Reads and parses a YAML file (relative paths resolve against the file's directory): a
+// regular file of at most kMaxConfigBytes (a FIFO, a device or a directory is refused before
+// it is opened), one YAML document whose keys each appear once.
+absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
+                                        const std::vector<std::string>& overrides = {});
+
+// Advice about a valid but doubtful config, one line each (e.g. an EASGD alpha above the
+// paper's stability bound). Printed by `monsoon validate`, `run` and `launch`.
+std::vector<std::string> JobConfigWarnings(const JobConfig& config);
+
+// The elastic force for `live_workers` workers: easgd.alpha, or easgd.beta / live_workers,
+// capped at 1.
+double ElasticAlpha(const EasgdConfig& easgd, int live_workers);
+// The paper's stability bound on alpha for local step size eta: (4 - 2 eta) / (4 - eta).
+double ElasticAlphaBound(double eta);
+
+// True when the servers stop the job on losing a worker (reliability.worker_loss resolved).
+bool StopsOnWorkerLoss(const JobConfig& config);
+
+// The job's learning-rate schedule and warm-up, for servers and workers alike.
+LearningRatePlan LearningRatePlanOf(const JobConfig& config);
+
+// The learning rate, before the schedule and warm-up (LearningRatePlanOf), of the update a
+// worker's step feeds: the servers' optimizer's for the algorithms that push gradients, the
+// workers' elastic step's (easgd.learning_rate) for EASGD and EAMSGD.
+double BaseLearningRate(const JobConfig& config);
+
+// The sharding plan of this job's model over its servers. Every role computes it with this
+// function, so they agree on it (the servers check the fingerprint).
+absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config);
+
+// The fully resolved configuration (every default filled in, absolute paths) as YAML that
+// ParseJobConfig reads back to the same JobConfig.
+std::string JobConfigToYaml(const JobConfig& config);
+
+// Every field JobConfigToYaml writes, as ("section.key", its YAML value), in file order.
+std::vector<std::pair<std::string, std::string>> JobConfigFields(const JobConfig& config);
+
+// README's configuration reference: a Markdown table with a row per field (core/config/config_schema.h).
+std::string ConfigReferenceMarkdown();
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_CONFIG_JOB_CONFIG_H_

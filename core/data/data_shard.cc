@@ -1,0 +1,62 @@
+#include "core/data/data_shard.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+
+namespace monsoon {
+
+DataShard::DataShard(const Dataset* rows, int index, uint64_t seed)
+    : data_(rows), index_(index), seed_(seed) {
+  Shuffle();
+}
+
+void DataShard::Shuffle() {
+  order_.resize(data_->size());
+  std::iota(order_.begin(), order_.end(), size_t{0});
+  std::mt19937_64 rng(seed_ ^ (0x9e3779b97f4a7c15ULL * (index_ + 1)) ^ (uint64_t(epoch_) << 32));
+  std::shuffle(order_.begin(), order_.end(), rng);
+  cursor_ = 0;
+}
+
+double DataShard::progress() const {
+  return order_.empty() ? 0.0 : epoch_ + static_cast<double>(cursor_) / order_.size();
+}
+
+DataPosition DataShard::Position(int64_t step) const { return {step, epoch_, cursor_}; }
+
+absl::Status DataShard::Seek(const DataPosition& position) {
+  if (position.epoch < 0 || position.epoch > (1 << 30) || position.cursor > order_.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data position epoch ", position.epoch, " example ", position.cursor,
+                     " lies outside this shard of ", order_.size(), " examples"));
+  }
+  epoch_ = static_cast<int>(position.epoch);
+  Shuffle();
+  cursor_ = position.cursor;
+  return absl::OkStatus();
+}
+
+int DataShard::NextBatch(int batch, std::vector<float>* x, std::vector<float>* y) {
+  if (order_.empty()) return 0;
+  if (cursor_ == order_.size()) {
+    ++epoch_;
+    Shuffle();
+  }
+  const int rows = static_cast<int>(std::min<size_t>(batch, order_.size() - cursor_));
+  const size_t fd = data_->feature_dim;
+  const size_t td = data_->target_dim;
+  x->resize(rows * fd);
+  y->resize(rows * td);
+  for (int r = 0; r < rows; ++r) {
+    const size_t e = order_[cursor_ + r];
+    std::copy_n(data_->features.data() + e * fd, fd, x->data() + r * fd);
+    std::copy_n(data_->targets.data() + e * td, td, y->data() + r * td);
+  }
+  cursor_ += rows;
+  return rows;
+}
+
+}  // namespace monsoon

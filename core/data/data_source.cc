@@ -1,0 +1,144 @@
+#include "core/data/data_source.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "core/data/array_files.h"
+#include "core/status_macros.h"
+
+namespace monsoon {
+
+std::vector<DataFileField> DataConfig::FileFields() const {
+  return {
+      {"train_images", !train_images.empty(), DataFormat::kIdx, false},
+      {"train_labels", !train_labels.empty(), DataFormat::kIdx, false},
+      {"test_images", !test_images.empty(), DataFormat::kIdx, true},
+      {"test_labels", !test_labels.empty(), DataFormat::kIdx, true},
+      {"train", !train.empty(), DataFormat::kCsv, false},
+      {"test", !test.empty(), DataFormat::kCsv, true},
+      {"train_features", !train_features.empty(), DataFormat::kNpy, false},
+      {"train_targets", !train_targets.empty(), DataFormat::kNpy, false},
+      {"test_features", !test_features.empty(), DataFormat::kNpy, true},
+      {"test_targets", !test_targets.empty(), DataFormat::kNpy, true},
+      {"train_files", !train_files.empty(), DataFormat::kHdf5, false},
+      {"test_files", !test_files.empty(), DataFormat::kHdf5, true},
+  };
+}
+
+bool DataConfig::HasTestSet() const {
+  for (const DataFileField& f : FileFields()) {
+    if (f.format == format && f.test && f.given) return true;
+  }
+  return false;
+}
+
+bool DataConfig::HasTrainingSet() const {
+  for (const DataFileField& f : FileFields()) {
+    if (f.format == format && !f.test && !f.given) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<Dataset> DataSource::ReadAll() {
+  std::vector<uint64_t> all(rows());
+  std::iota(all.begin(), all.end(), uint64_t{0});
+  return Read(all);
+}
+
+absl::StatusOr<Dataset> InMemorySource::Read(const std::vector<uint64_t>& indices) {
+  Dataset out;
+  out.feature_dim = data_.feature_dim;
+  out.target_dim = data_.target_dim;
+  out.num_classes = data_.num_classes;
+  out.example_shape = data_.example_shape;
+  const size_t fd = data_.feature_dim, td = data_.target_dim;
+  out.features.resize(indices.size() * fd);
+  out.targets.resize(indices.size() * td);
+  for (size_t r = 0; r < indices.size(); ++r) {
+    std::copy_n(data_.features.data() + indices[r] * fd, fd, out.features.data() + r * fd);
+    std::copy_n(data_.targets.data() + indices[r] * td, td, out.targets.data() + r * td);
+  }
+  return out;
+}
+
+namespace {
+
+std::unique_ptr<DataSource> Named(std::unique_ptr<DataSource> source, std::string name) {
+  source->set_name(std::move(name));
+  return source;
+}
+
+absl::StatusOr<std::unique_ptr<DataSource>> InMemory(absl::StatusOr<Dataset> data) {
+  if (!data.ok()) return data.status();
+  return std::make_unique<InMemorySource>(*std::move(data));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const DataConfig& config, bool train,
+                                                           const TargetSpec& targets) {
+  const std::string split = train ? "train" : "test";
+  std::unique_ptr<DataSource> source;
+  switch (config.format) {
+    case DataFormat::kIdx: {
+      const std::string& images = train ? config.train_images : config.test_images;
+      MONSOON_ASSIGN_OR_RETURN(
+          source,
+          InMemory(ReadIdxDataset(images, train ? config.train_labels : config.test_labels)));
+      return Named(std::move(source), absl::StrCat("data.", split, "_images (", images, ")"));
+    }
+    case DataFormat::kCsv: {
+      const std::string& path = train ? config.train : config.test;
+      MONSOON_ASSIGN_OR_RETURN(source, InMemory(ReadCsvDataset(path, targets)));
+      return Named(std::move(source), absl::StrCat("data.", split, " (", path, ")"));
+    }
+    case DataFormat::kNpy: {
+      const std::string& path = train ? config.train_features : config.test_features;
+      MONSOON_ASSIGN_OR_RETURN(
+          source, OpenNpySource(path, train ? config.train_targets : config.test_targets, targets));
+      return Named(std::move(source), absl::StrCat("data.", split, "_features (", path, ")"));
+    }
+    case DataFormat::kHdf5: {
+      const std::vector<std::string>& files = train ? config.train_files : config.test_files;
+      MONSOON_ASSIGN_OR_RETURN(
+          source, OpenHdf5Source(files, config.features_dataset, config.targets_dataset, targets));
+      return Named(std::move(source),
+                   absl::StrCat("data.", split, "_files (", absl::StrJoin(files, ", "), ")"));
+    }
+  }
+  return absl::InvalidArgumentError("data.format: unknown");
+}
+
+absl::StatusOr<std::vector<int>> TrainingExampleShape(const DataConfig& config) {
+  switch (config.format) {
+    case DataFormat::kIdx:
+      return ReadIdxImageShape(config.train_images);
+    case DataFormat::kCsv:
+      return absl::InvalidArgumentError(
+          "a CSV file's header does not say which columns are features");
+    case DataFormat::kNpy:
+    case DataFormat::kHdf5: {
+      // Opening reads headers only; the targets' layout does not change the features' shape.
+      MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source,
+                               OpenDataSource(config, /*train=*/true, TargetSpec{}));
+      return source->example_shape();
+    }
+  }
+  return absl::InvalidArgumentError("data.format: unknown");
+}
+
+std::vector<uint64_t> ShardRows(uint64_t n, int index, int count, uint64_t seed) {
+  std::vector<uint64_t> all(n);
+  std::iota(all.begin(), all.end(), uint64_t{0});
+  std::mt19937_64 rng(seed);
+  std::shuffle(all.begin(), all.end(), rng);
+  std::vector<uint64_t> rows(all.begin() + n * index / count,
+                             all.begin() + n * (index + 1) / count);
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+}  // namespace monsoon

@@ -1,0 +1,100 @@
+// Where a job's data lives (DataConfig) and the sources that read it: their size and example
+// shape known on opening, their rows read on demand, so that each worker loads only its shard.
+#ifndef MONSOON_CORE_DATA_DATA_SOURCE_H_
+#define MONSOON_CORE_DATA_DATA_SOURCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "core/data/dataset.h"
+#include "core/enum_names.h"
+
+namespace monsoon {
+
+enum class DataFormat { kIdx, kCsv, kNpy, kHdf5 };
+inline constexpr NamedValue<DataFormat> kDataFormatValues[] = {{DataFormat::kIdx, "idx"},
+                                                               {DataFormat::kCsv, "csv"},
+                                                               {DataFormat::kNpy, "npy"},
+                                                               {DataFormat::kHdf5, "hdf5"}};
+inline constexpr EnumNames<DataFormat> kDataFormatNames{"data format", kDataFormatValues};
+
+// One of DataConfig's file fields: its key under data:, whether it is given, the format it
+// belongs to, and whether it names test data.
+struct DataFileField {
+  const char* key;
+  bool given;
+  DataFormat format;
+  bool test;
+};
+
+struct DataConfig {
+  DataFormat format = DataFormat::kIdx;
+  // idx
+  std::string train_images, train_labels, test_images, test_labels;
+  // csv
+  std::string train, test;
+  // npy
+  std::string train_features, train_targets, test_features, test_targets;
+  // hdf5
+  std::vector<std::string> train_files, test_files;
+  std::string features_dataset = "features", targets_dataset = "targets";
+
+  // Every file field, of every format.
+  std::vector<DataFileField> FileFields() const;
+  // Whether the job names a test set: a test field of its format.
+  bool HasTestSet() const;
+  // Whether every training field of its format is given.
+  bool HasTrainingSet() const;
+};
+
+// A split of a data set on disk.
+class DataSource {
+ public:
+  virtual ~DataSource() = default;
+  virtual uint64_t rows() const = 0;
+  // One example's features, e.g. {1, 28, 28}.
+  virtual const std::vector<int>& example_shape() const = 0;
+  // The rows at `indices` (ascending, each below rows()), in that order.
+  virtual absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) = 0;
+  // Every row. The source may hand its own rows over and be empty afterwards.
+  virtual absl::StatusOr<Dataset> ReadAll();
+  // The split as messages name it: "data.train_images (PATH)".
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+ private:
+  std::string name_;
+};
+
+// A data set already in memory (IDX and CSV files are read whole) as a source.
+class InMemorySource : public DataSource {
+ public:
+  explicit InMemorySource(Dataset data) : data_(std::move(data)) {}
+  uint64_t rows() const override { return data_.size(); }
+  const std::vector<int>& example_shape() const override { return data_.example_shape; }
+  absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) override;
+  absl::StatusOr<Dataset> ReadAll() override { return std::move(data_); }
+
+ private:
+  Dataset data_;
+};
+
+// Opens the training or test split `config` names; `targets` says what the targets are.
+absl::StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const DataConfig& config, bool train,
+                                                           const TargetSpec& targets);
+
+// One training example's shape from the files' headers alone: IDX images are [1, H, W], .npy
+// and HDF5 features their trailing dimensions. InvalidArgument for CSV, whose columns become
+// features or targets only by the model's output size.
+absl::StatusOr<std::vector<int>> TrainingExampleShape(const DataConfig& config);
+
+// The rows of a data set of `n` that worker `index` of `count` owns, ascending: a seed-wide
+// permutation cut into `count` contiguous parts, so shards are disjoint and cover every row.
+std::vector<uint64_t> ShardRows(uint64_t n, int index, int count, uint64_t seed);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_DATA_DATA_SOURCE_H_

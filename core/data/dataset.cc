@@ -1,0 +1,242 @@
+#include "core/data/dataset.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <sstream>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "core/status_macros.h"
+
+namespace monsoon {
+namespace {
+
+// Reads a file (its first `max_bytes`) through zlib, which passes plain (non-gzip) files
+// through unchanged.
+absl::StatusOr<std::string> ReadMaybeGzipped(const std::string& path,
+                                             size_t max_bytes = std::string::npos) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  std::string out;
+  char buf[1 << 16];
+  int n = 0;
+  while (out.size() < max_bytes &&
+         (n = gzread(f, buf,
+                     static_cast<unsigned>(std::min(sizeof(buf), max_bytes - out.size())))) > 0) {
+    out.append(buf, n);
+  }
+  int err = Z_OK;
+  const char* msg = gzerror(f, &err);
+  const bool failed = n < 0 || (err != Z_OK && err != Z_STREAM_END);
+  const std::string err_text = msg != nullptr ? msg : "";
+  gzclose(f);
+  if (failed) return absl::InvalidArgumentError(absl::StrCat("cannot read ", path, ": ", err_text));
+  return out;
+}
+
+uint32_t BigEndian32(const std::string& s, size_t at) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data() + at);
+  return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
+}
+
+// What a file's first four bytes say, for an error about its IDX magic number.
+std::string MagicFound(const std::string& bytes) {
+  if (bytes.size() < 4) return absl::StrCat("only ", bytes.size(), " bytes");
+  return absl::StrCat("magic 0x", absl::Hex(BigEndian32(bytes, 0), absl::kZeroPad8));
+}
+
+constexpr size_t kIdxImageHeader = 16;
+
+absl::Status CheckIdxImageMagic(const std::string& path, const std::string& bytes) {
+  if (bytes.size() >= kIdxImageHeader && BigEndian32(bytes, 0) == 0x803) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(path, ": not an IDX image file (", MagicFound(bytes), "; expected 0x00000803)"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_path) {
+  auto header = ReadMaybeGzipped(images_path, kIdxImageHeader);
+  if (!header.ok()) return header.status();
+  MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, *header));
+  const uint32_t rows = BigEndian32(*header, 8), cols = BigEndian32(*header, 12);
+  if (rows == 0 || cols == 0 || uint64_t{rows} * cols > (1u << 24)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, ": the header says images of ", rows, "x", cols, " pixels"));
+  }
+  return std::vector<int>{1, static_cast<int>(rows), static_cast<int>(cols)};
+}
+
+absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
+                                       const std::string& labels_path) {
+  auto images = ReadMaybeGzipped(images_path);
+  if (!images.ok()) return images.status();
+  auto labels = ReadMaybeGzipped(labels_path);
+  if (!labels.ok()) return labels.status();
+  MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, *images));
+  if (labels->size() < 8 || BigEndian32(*labels, 0) != 0x801) {
+    return absl::InvalidArgumentError(absl::StrCat(labels_path, ": not an IDX label file (",
+                                                   MagicFound(*labels), "; expected 0x00000801)"));
+  }
+  const uint64_t count = BigEndian32(*images, 4), rows = BigEndian32(*images, 8),
+                 cols = BigEndian32(*images, 12);
+  // Each factor is below 2^32, so rows * cols does not overflow; count * pixels might, so the
+  // header is checked against the file by division.
+  const uint64_t pixels = rows * cols, body = images->size() - 16;
+  if (count == 0 || pixels == 0 || pixels > body / count || count * pixels != body ||
+      pixels > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(images_path, ": the header says ", count, " images of ", rows, "x", cols,
+                     " pixels, which do not match the ", body, " bytes after it"));
+  }
+  if (BigEndian32(*labels, 4) != count || labels->size() != 8 + count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(labels_path, ": expected ", count, " labels to match ", images_path));
+  }
+  Dataset data;
+  data.feature_dim = static_cast<int>(pixels);
+  data.example_shape = {1, static_cast<int>(rows), static_cast<int>(cols)};
+  data.features.resize(count * pixels);
+  const auto* px = reinterpret_cast<const unsigned char*>(images->data() + 16);
+  for (size_t i = 0; i < count * pixels; ++i) data.features[i] = px[i] * (1.0f / 255.0f);
+  data.targets.resize(count);
+  int max_label = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const int label = static_cast<unsigned char>((*labels)[8 + i]);
+    max_label = std::max(max_label, label);
+    data.targets[i] = static_cast<float>(label);
+  }
+  data.num_classes = max_label + 1;
+  return data;
+}
+
+namespace {
+
+// A CSV cell as a decimal number (an optional sign, digits, a point, an exponent): not hex
+// ("0x10"), not "inf" or "nan".
+bool ParseDecimal(absl::string_view cell, float* value) {
+  cell = absl::StripAsciiWhitespace(cell);
+  if (!cell.empty() && cell.front() == '+') cell.remove_prefix(1);
+  const char* end = cell.data() + cell.size();
+  const std::from_chars_result parsed =
+      std::from_chars(cell.data(), end, *value, std::chars_format::general);
+  return !cell.empty() && parsed.ec == std::errc() && parsed.ptr == end && std::isfinite(*value);
+}
+
+// A cell as an error message shows it: its first 40 bytes, escaped.
+std::string Shown(absl::string_view cell) {
+  return cell.size() <= 40
+             ? absl::CHexEscape(cell)
+             : absl::StrCat(absl::CHexEscape(cell.substr(0, 40)), "... (", cell.size(), " bytes)");
+}
+
+}  // namespace
+
+bool IsClassLabel(float v) { return v >= 0 && v < (1 << 24) && v == std::floor(v); }
+
+absl::StatusOr<Dataset> ReadCsvDataset(const std::string& path, const TargetSpec& targets) {
+  const size_t target_columns = targets.class_labels ? 1 : static_cast<size_t>(targets.columns);
+  std::ifstream in(path);
+  if (!in)
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  Dataset data;
+  std::string line;
+  int line_no = 0;
+  size_t columns = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const absl::string_view row = absl::StripAsciiWhitespace(line);
+    if (row.empty()) continue;
+    std::vector<absl::string_view> cells = absl::StrSplit(row, ',');
+    if (columns == 0) {  // header
+      columns = cells.size();
+      if (columns < target_columns + 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            path, ":", line_no, ": ", columns, " columns; need at least one feature column and ",
+            target_columns, targets.class_labels ? " class label column" : " target column(s)"));
+      }
+      float v;
+      if (std::all_of(cells.begin(), cells.end(), [&](auto c) { return ParseDecimal(c, &v); })) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_no,
+                         ": the first line holds numbers, not a header; add one (e.g. x,y)"));
+      }
+      continue;
+    }
+    if (cells.size() != columns) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": expected ", columns,
+                                                     " columns, found ", cells.size()));
+    }
+    for (size_t c = 0; c < columns; ++c) {
+      float v;
+      if (!ParseDecimal(cells[c], &v)) {
+        return absl::InvalidArgumentError(absl::StrCat(path, ":", line_no, ": column ", c + 1,
+                                                       " is not a finite decimal number: '",
+                                                       Shown(cells[c]), "'"));
+      }
+      const bool target = c + target_columns >= columns;
+      if (target && targets.class_labels && !IsClassLabel(v)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ":", line_no, ": column ", c + 1, " is the class label, '",
+                         Shown(cells[c]), "'; class labels are integers 0, 1, 2, ..."));
+      }
+      (target ? data.targets : data.features).push_back(v);
+    }
+  }
+  if (data.targets.empty()) return absl::InvalidArgumentError(absl::StrCat(path, ": no data rows"));
+  data.feature_dim = static_cast<int>(columns - target_columns);
+  data.example_shape = {data.feature_dim};
+  data.target_dim = static_cast<int>(target_columns);
+  if (targets.class_labels) {
+    data.num_classes =
+        static_cast<int>(*std::max_element(data.targets.begin(), data.targets.end())) + 1;
+  }
+  return data;
+}
+
+Dataset GenerateLinearDataset(const LinearDataSpec& spec) {
+  std::mt19937_64 rng(spec.seed);
+  std::uniform_real_distribution<double> x_dist(spec.x_min, spec.x_max);
+  std::normal_distribution<double> noise(0.0, spec.noise);
+  Dataset data;
+  data.feature_dim = 1;
+  data.example_shape = {1};
+  for (int i = 0; i < spec.rows; ++i) {
+    const double x = x_dist(rng);
+    data.features.push_back(static_cast<float>(x));
+    data.targets.push_back(static_cast<float>(spec.slope * x + spec.intercept + noise(rng)));
+  }
+  return data;
+}
+
+absl::Status WriteCsvDataset(const Dataset& data, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
+  for (int c = 0; c < data.feature_dim; ++c) out << "x" << c << ",";
+  out << "y\n";
+  for (size_t r = 0; r < data.size(); ++r) {
+    for (int c = 0; c < data.feature_dim; ++c) {
+      out << data.features[r * data.feature_dim + c] << ",";
+    }
+    out << data.targets[r] << "\n";
+  }
+  out.close();
+  if (!out) return absl::DataLossError(absl::StrCat("failed writing ", path));
+  return absl::OkStatus();
+}
+
+}  // namespace monsoon

@@ -1,0 +1,230 @@
+#include "core/model/layer_kinds.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace monsoon {
+namespace {
+
+constexpr int kMaxSize = 1 << 24;
+
+// Positions of a `window`-wide window moved by `stride` across `in`, unpadded (0 when it does
+// not fit).
+int UnpaddedPositions(int in, int window, int stride) {
+  return in >= window ? (in - window) / stride + 1 : 0;
+}
+
+void NoSettings(LayerSpec&, LayerSettingVisitor&) {}
+
+void DenseSettings(LayerSpec& l, LayerSettingVisitor& v) {
+  v.Int("units", &l.units, 1, kMaxSize, Required());
+}
+absl::StatusOr<Shape> DenseShape(const LayerSpec& l, const Shape&) { return Shape{l.units}; }
+std::unique_ptr<Layer> MakeDense(const LayerBuild& b) {
+  return std::make_unique<DenseLayer>(b.name, b.in[0], b.spec.units);
+}
+
+void Conv2dSettings(LayerSpec& l, LayerSettingVisitor& v) {
+  v.Int("filters", &l.filters, 1, kMaxSize, Required());
+  v.Int("kernel", &l.kernel, 1, kMaxSize, Required());
+  v.Int("stride", &l.stride, 1, kMaxSize, {"1", ""});
+  v.Enum("padding", &l.padding, kPaddingNames, {"valid", "`valid`"});
+}
+absl::StatusOr<Shape> Conv2dShape(const LayerSpec& l, const Shape& in) {
+  const Conv2dGeometry g = ConvGeometryOf(l, in);
+  if (g.out_height < 1 || g.out_width < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("a ", l.kernel, "x", l.kernel,
+                                                   " kernel does not fit its input ",
+                                                   ShapeText(in), " unpadded"));
+  }
+  return Shape{g.filters, g.out_height, g.out_width};
+}
+std::unique_ptr<Layer> MakeConv2d(const LayerBuild& b) {
+  Conv2dGeometry g = ConvGeometryOf(b.spec, b.in);
+  g.native_in = b.plan.native_in;
+  g.native_out = b.plan.native_out;
+  g.relu = b.plan.relu;
+  return std::make_unique<Conv2dLayer>(b.name, g, b.plan.dy_before_relu);
+}
+
+void PoolSettings(LayerSpec& l, LayerSettingVisitor& v) {
+  v.Int("size", &l.size, 1, kMaxSize, Required());
+  v.Int("stride", &l.stride, 1, kMaxSize, {absl::StrCat(l.size), "`size`"});
+}
+absl::StatusOr<Shape> PoolShape(const LayerSpec& l, const Shape& in) {
+  const Pool2dGeometry g = PoolGeometryOf(l, in);
+  if (g.out_height < 1 || g.out_width < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a ", l.size, "x", l.size, " window does not fit its input ", ShapeText(in)));
+  }
+  return Shape{g.channels, g.out_height, g.out_width};
+}
+std::unique_ptr<Layer> MakePool(PoolKind kind, const LayerBuild& b) {
+  Pool2dGeometry g = PoolGeometryOf(b.spec, b.in);
+  g.native = b.plan.native_in;
+  g.relu_input = b.plan.relu;
+  return std::make_unique<Pool2dLayer>(kind, g);
+}
+
+void DropoutSettings(LayerSpec& l, LayerSettingVisitor& v) {
+  v.Real("rate", &l.rate, 0, 1, Required());
+}
+std::unique_ptr<Layer> MakeDropout(const LayerBuild& b) {
+  return std::make_unique<DropoutLayer>(static_cast<float>(b.spec.rate), ShapeSize(b.out));
+}
+
+absl::StatusOr<Shape> FlattenShape(const LayerSpec&, const Shape& in) {
+  return Shape{ShapeSize(in)};
+}
+std::unique_ptr<Layer> MakeFlatten(const LayerBuild& b) {
+  if (!b.plan.native_in) return nullptr;  // a plain input only changes its shape
+  return std::make_unique<FlattenLayer>(b.in[0], b.in[1], b.in[2]);
+}
+
+template <Activation f>
+std::unique_ptr<Layer> MakeActivation(const LayerBuild& b) {
+  if (b.plan.fused) return nullptr;
+  return std::make_unique<ActivationLayer>(f, ShapeSize(b.out));
+}
+
+const LayerKindDecl kDecls[] = {
+    {LayerKind::kDense,
+     "`y = x W + b`: Glorot-uniform weights `[in x units]`, zero biases; needs a flat input",
+     DenseSettings, InputRank::kFlat, DenseShape, NativeLayout::kPlain, false, false, "dense",
+     MakeDense},
+    {LayerKind::kRelu, "`max(0, x)`, elementwise", NoSettings, InputRank::kAny, nullptr,
+     NativeLayout::kPasses, false, false, nullptr, MakeActivation<Activation::kRelu>},
+    {LayerKind::kTanh, "`tanh(x)`, elementwise", NoSettings, InputRank::kAny, nullptr,
+     NativeLayout::kPasses, false, false, nullptr, MakeActivation<Activation::kTanh>},
+    {LayerKind::kSigmoid, "`1 / (1 + exp(-x))`, elementwise", NoSettings, InputRank::kAny,
+     nullptr, NativeLayout::kPasses, false, false, nullptr, MakeActivation<Activation::kSigmoid>},
+    {LayerKind::kFlatten, "a `[C, H, W]` input as one vector (channels first)", NoSettings,
+     InputRank::kAny, FlattenShape, NativeLayout::kFlattens, false, false, nullptr, MakeFlatten},
+    {LayerKind::kConv2d,
+     "a 2-D convolution of a `[C, H, W]` input: `filters` kernels of `C x kernel x kernel` "
+     "weights (Glorot-uniform over `filters` + `C·kernel²`) and a bias each; `same` pads with "
+     "zeros so the output is `ceil(H / stride)` high (an odd padding row or column goes below "
+     "and right), `valid` does not pad",
+     Conv2dSettings, InputRank::kSpatial, Conv2dShape, NativeLayout::kProduces, true, false,
+     "conv", MakeConv2d},
+    {LayerKind::kMaxPool2d, "the largest value of each `size x size` window of each channel, "
+     "unpadded", PoolSettings, InputRank::kSpatial, PoolShape, NativeLayout::kPasses, false, true,
+     nullptr, [](const LayerBuild& b) { return MakePool(PoolKind::kMax, b); }},
+    {LayerKind::kAvgPool2d, "the mean value of each `size x size` window of each channel, "
+     "unpadded", PoolSettings, InputRank::kSpatial, PoolShape, NativeLayout::kPasses, false, true,
+     nullptr, [](const LayerBuild& b) { return MakePool(PoolKind::kAverage, b); }},
+    {LayerKind::kDropout,
+     "while training, zeroes each value with probability `rate` and scales the rest by "
+     "`1 / (1 - rate)`; the masks come from (seed, worker, step), so a replayed step draws the "
+     "same; off when evaluating",
+     DropoutSettings, InputRank::kAny, nullptr, NativeLayout::kPlain, false, false, nullptr,
+     MakeDropout},
+};
+
+// Describes a kind's settings for README: "`filters`, `stride` (1), `padding` (`valid` or
+// `same`; `valid`)".
+class SettingsDoc : public LayerSettingVisitor {
+ public:
+  void Int(const char* key, int*, int, int, const SettingDefault& d) override { Add(key, "", d); }
+  void Real(const char* key, double*, double min, double max, const SettingDefault& d) override {
+    Add(key, absl::StrCat("in [", min, ", ", max, ")"), d);
+  }
+  void Choice(const char* key, std::string*, const std::vector<std::string>& allowed,
+              const SettingDefault& d) override {
+    Add(key, absl::StrCat("`", absl::StrJoin(allowed, "` or `"), "`"), d);
+  }
+  std::string text() const { return parts_.empty() ? "—" : absl::StrJoin(parts_, ", "); }
+
+ private:
+  void Add(const char* key, const std::string& values, const SettingDefault& d) {
+    std::vector<std::string> notes;
+    if (!values.empty()) notes.push_back(values);
+    if (!d.value.empty()) notes.push_back(d.shown.empty() ? d.value : d.shown);
+    parts_.push_back(notes.empty() ? absl::StrCat("`", key, "`")
+                                   : absl::StrCat("`", key, "` (", absl::StrJoin(notes, "; "),
+                                                  ")"));
+  }
+  std::vector<std::string> parts_;
+};
+
+}  // namespace
+
+const LayerKindDecl& DeclOf(LayerKind kind) {
+  for (const LayerKindDecl& d : kDecls) {
+    if (d.kind == kind) return d;
+  }
+  return kDecls[0];  // unreachable: every kind is declared (layer_kinds_test)
+}
+
+std::string ShapeText(const Shape& shape) {
+  return absl::StrCat("(", absl::StrJoin(shape, ", "), ")");
+}
+
+int ShapeSize(const Shape& shape) {
+  int n = 1;
+  for (int d : shape) n *= d;
+  return n;
+}
+
+absl::StatusOr<Shape> LayerOutputShape(const LayerSpec& l, const Shape& in) {
+  const LayerKindDecl& d = DeclOf(l.kind);
+  if (d.input == InputRank::kFlat && in.size() != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("takes a flat input, got ", ShapeText(in), "; put a flatten before it"));
+  }
+  if (d.input == InputRank::kSpatial && in.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat("takes a (channels, height, width) input, got ",
+                                                   ShapeText(in),
+                                                   "; give model.input_shape as [C, H, W]"));
+  }
+  return d.output_shape == nullptr ? in : d.output_shape(l, in);
+}
+
+Conv2dGeometry ConvGeometryOf(const LayerSpec& l, const Shape& in) {
+  Conv2dGeometry g;
+  g.channels = in[0];
+  g.height = in[1];
+  g.width = in[2];
+  g.filters = l.filters;
+  g.kernel = l.kernel;
+  g.stride = l.stride;
+  if (l.padding == Padding::kSame) {
+    g.out_height = (g.height + l.stride - 1) / l.stride;
+    g.out_width = (g.width + l.stride - 1) / l.stride;
+    g.pad_top = std::max((g.out_height - 1) * l.stride + l.kernel - g.height, 0) / 2;
+    g.pad_left = std::max((g.out_width - 1) * l.stride + l.kernel - g.width, 0) / 2;
+  } else {
+    g.out_height = UnpaddedPositions(g.height, l.kernel, l.stride);
+    g.out_width = UnpaddedPositions(g.width, l.kernel, l.stride);
+  }
+  return g;
+}
+
+Pool2dGeometry PoolGeometryOf(const LayerSpec& l, const Shape& in) {
+  Pool2dGeometry g;
+  g.channels = in[0];
+  g.height = in[1];
+  g.width = in[2];
+  g.size = l.size;
+  g.stride = l.stride;
+  g.out_height = UnpaddedPositions(g.height, l.size, l.stride);
+  g.out_width = UnpaddedPositions(g.width, l.size, l.stride);
+  return g;
+}
+
+std::string LayerReferenceMarkdown() {
+  std::string table = "| layer | settings | what it does |\n|---|---|---|\n";
+  for (const LayerKindDecl& d : kDecls) {
+    LayerSpec spec;
+    spec.kind = d.kind;
+    SettingsDoc doc;
+    d.settings(spec, doc);
+    absl::StrAppend(&table, "| `", kLayerKindNames.Name(d.kind), "` | ", doc.text(), " | ",
+                    d.meaning, " |\n");
+  }
+  return table;
+}
+
+}  // namespace monsoon

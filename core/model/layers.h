@@ -1,0 +1,182 @@
+// Layers of a feed-forward model. Parameters and their gradients live in the model's flat
+// buffers; a layer only borrows pointers into them (see Layer::Bind).
+#ifndef MONSOON_CORE_MODEL_LAYERS_H_
+#define MONSOON_CORE_MODEL_LAYERS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/compute/compute_backend.h"
+
+namespace monsoon {
+
+// Shape of one parameter tensor (rows x cols; a vector has rows == 1).
+// A parameter tensor: a dense layer's weight [in, out] (y = x W) or a convolution's
+// [filters, channels, kernel, kernel], row-major; a bias [n].
+struct ParamShape {
+  std::string name;
+  std::vector<int> dims;
+
+  size_t size() const {
+    size_t n = 1;
+    for (const int d : dims) n *= d;
+    return n;
+  }
+  bool is_bias() const { return dims.size() == 1; }
+  // Glorot's fan-in plus fan-out: the first dimension plus the product of the others.
+  int fans() const { return dims[0] + static_cast<int>(size() / dims[0]); }
+};
+
+// Forward and backward over a batch of row-major activations [batch x dim].
+class Layer {
+ public:
+  virtual ~Layer() = default;
+  // What the model summary calls it: "dense0 (dense)", "relu".
+  virtual std::string name() const = 0;
+  virtual int input_dim() const = 0;
+  virtual int output_dim() const = 0;
+  virtual std::vector<ParamShape> param_shapes() const { return {}; }
+  // Borrows this layer's slices of the flat parameter and gradient buffers, laid out in
+  // param_shapes() order. Called once, before Forward.
+  virtual void Bind(float* params, float* grads) {}
+  // Called before each Forward: whether the batch trains (else it is evaluated), and that
+  // batch's random seed (dropout).
+  virtual void SetMode(bool /*training*/, uint64_t /*seed*/) {}
+  // y = layer(x).
+  virtual void Forward(ComputeBackend& backend, const float* x, int batch, float* y) = 0;
+  // Given x, y = layer(x) and dL/dy, overwrites this layer's gradients with dL/dparams and,
+  // when dx is not null, writes dL/dx.
+  virtual void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
+                        int batch, float* dx) = 0;
+};
+
+// y = x W + b with W [in x out] and b [out].
+class DenseLayer : public Layer {
+ public:
+  DenseLayer(std::string name, int in, int out) : name_(std::move(name)), in_(in), out_(out) {}
+  std::string name() const override { return name_ + " (dense)"; }
+  int input_dim() const override { return in_; }
+  int output_dim() const override { return out_; }
+  std::vector<ParamShape> param_shapes() const override;
+  void Bind(float* params, float* grads) override;
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const std::string name_;
+  const int in_;
+  const int out_;
+  float* w_ = nullptr;  // borrowed, [in x out]
+  float* b_ = nullptr;  // borrowed, [out]
+  float* dw_ = nullptr;
+  float* db_ = nullptr;
+};
+
+// y = f(x) elementwise: ReLU, tanh or sigmoid.
+class ActivationLayer : public Layer {
+ public:
+  ActivationLayer(Activation f, int dim) : f_(f), dim_(dim) {}
+  std::string name() const override;
+  int input_dim() const override { return dim_; }
+  int output_dim() const override { return dim_; }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const Activation f_;
+  const int dim_;
+};
+
+// A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters]. Where the
+// geometry fuses a ReLU (g.relu), the output is the ReLU's, and Backward's dy the gradient with
+// respect to it, unless `dy_before_relu`: the next layer then gives the gradient with respect to
+// the ReLU's input (a pooling layer with relu_input).
+class Conv2dLayer : public Layer {
+ public:
+  Conv2dLayer(std::string name, const Conv2dGeometry& g, bool dy_before_relu = false)
+      : name_(std::move(name)), g_(g), dy_before_relu_(dy_before_relu) {}
+  std::string name() const override { return name_ + " (conv2d)"; }
+  int input_dim() const override { return g_.channels * g_.height * g_.width; }
+  int output_dim() const override { return g_.filters * g_.out_height * g_.out_width; }
+  std::vector<ParamShape> param_shapes() const override;
+  void Bind(float* params, float* grads) override;
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const std::string name_;
+  const Conv2dGeometry g_;
+  const bool dy_before_relu_;
+  float* w_ = nullptr;  // borrowed
+  float* b_ = nullptr;
+  float* dw_ = nullptr;
+  float* db_ = nullptr;
+  DeviceBuffer relu_dy_;  // dy through the fused ReLU, where Backward computes it
+};
+
+// Inverted dropout: while training, each value is zeroed with probability `rate` and the rest
+// scaled by 1 / (1 - rate), by a mask drawn from the batch's seed; evaluating, y = x.
+class DropoutLayer : public Layer {
+ public:
+  DropoutLayer(float rate, int dim) : rate_(rate), dim_(dim) {}
+  std::string name() const override { return "dropout"; }
+  int input_dim() const override { return dim_; }
+  int output_dim() const override { return dim_; }
+  void SetMode(bool training, uint64_t seed) override {
+    training_ = training;
+    seed_ = seed;
+  }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const float rate_;
+  const int dim_;
+  bool training_ = false;
+  uint64_t seed_ = 0;
+  DeviceBuffer mask_;  // the last training batch's factors
+};
+
+// A flatten whose input is in the backend's native layout: y = x as [batch x C*H*W] (channels
+// first). A flatten of a plain input is no layer: it changes only the shape.
+class FlattenLayer : public Layer {
+ public:
+  FlattenLayer(int channels, int height, int width)
+      : channels_(channels), height_(height), width_(width) {}
+  std::string name() const override { return "flatten"; }
+  int input_dim() const override { return channels_ * height_ * width_; }
+  int output_dim() const override { return input_dim(); }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const int channels_, height_, width_;
+};
+
+// Max or average pooling over each channel.
+class Pool2dLayer : public Layer {
+ public:
+  Pool2dLayer(PoolKind kind, const Pool2dGeometry& g) : kind_(kind), g_(g) {}
+  std::string name() const override { return kind_ == PoolKind::kMax ? "maxpool2d" : "avgpool2d"; }
+  int input_dim() const override { return g_.channels * g_.height * g_.width; }
+  int output_dim() const override { return g_.channels * g_.out_height * g_.out_width; }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const PoolKind kind_;
+  const Pool2dGeometry g_;
+  DeviceBuffer workspace_;  // the backend's PoolWorkspaceBytes, as floats
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_MODEL_LAYERS_H_

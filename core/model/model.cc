@@ -1,0 +1,377 @@
+#include "core/model/model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/compute/kernel_math.h"
+
+namespace monsoon {
+namespace {
+
+LayerKind ActivationKind(Activation f) {
+  switch (f) {
+    case Activation::kRelu:
+      return LayerKind::kRelu;
+    case Activation::kTanh:
+      return LayerKind::kTanh;
+    case Activation::kSigmoid:
+      break;
+  }
+  return LayerKind::kSigmoid;
+}
+
+Shape InputShape(const ModelSpec& spec) {
+  return spec.input_shape.empty() ? Shape{spec.input_dim} : spec.input_shape;
+}
+
+// Whether each layer's output stays in the native layout of channel block `block` (0: none):
+// that of a kind that produces it, when the block divides its channels and every layer after
+// it up to the next producer or flatten passes it on; that of a passing kind after such a one.
+std::vector<bool> NativeOutputs(const std::vector<LayerSpec>& specs,
+                                const std::vector<Shape>& shapes, int block) {
+  std::vector<bool> native(specs.size(), false);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const NativeLayout layout = DeclOf(specs[i].kind).layout;
+    if (layout != NativeLayout::kProduces) {
+      native[i] = layout == NativeLayout::kPasses && i > 0 && native[i - 1];
+      continue;
+    }
+    bool takes = block > 0 && shapes[i][0] % block == 0;
+    for (size_t j = i + 1; takes && j < specs.size(); ++j) {
+      const NativeLayout next = DeclOf(specs[j].kind).layout;
+      if (next == NativeLayout::kProduces || next == NativeLayout::kFlattens) break;
+      takes = next == NativeLayout::kPasses;
+    }
+    native[i] = takes;
+  }
+  return native;
+}
+
+// Each layer's plan for channel block `block` (0: no native layout). A ReLU right after a layer
+// that absorbs it, with a native output, runs in that layer's call; a layer right after that
+// ReLU which backpropagates through it takes the gradient back through it.
+std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs,
+                                  const std::vector<Shape>& shapes, int block) {
+  const std::vector<bool> native = NativeOutputs(specs, shapes, block);
+  std::vector<LayerPlan> plans(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    plans[i].native_in = i > 0 && native[i - 1];
+    plans[i].native_out = native[i];
+  }
+  for (size_t i = 0; i + 1 < specs.size(); ++i) {
+    if (!DeclOf(specs[i].kind).absorbs_relu || !native[i] ||
+        specs[i + 1].kind != LayerKind::kRelu) {
+      continue;
+    }
+    plans[i].relu = true;
+    plans[i + 1].fused = true;
+    if (i + 2 < specs.size() && DeclOf(specs[i + 2].kind).backprops_through_relu) {
+      plans[i].dy_before_relu = true;
+      plans[i + 2].relu = true;
+    }
+  }
+  return plans;
+}
+
+// The computing layers of a valid spec (LayerShapes OK), in order, with activations in the
+// native layout of channel block `native_block` where they can be (0: none), and the index in
+// ModelLayers(spec) of each in `spec_index` unless null.
+std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec, int native_block = 0,
+                                                std::vector<size_t>* spec_index = nullptr) {
+  const std::vector<LayerSpec> specs = ModelLayers(spec);
+  const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
+  if (shapes.size() != specs.size()) return {};
+  const std::vector<LayerPlan> plans = PlanLayers(specs, shapes, native_block);
+  std::vector<std::unique_ptr<Layer>> layers;
+  std::map<LayerKind, int> counts;  // layers with parameters so far, per kind
+  Shape in = InputShape(spec);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const LayerKindDecl& decl = DeclOf(specs[i].kind);
+    std::string name;
+    if (decl.param_prefix != nullptr) {
+      name = absl::StrCat(decl.param_prefix, counts[specs[i].kind]++);
+    }
+    if (auto layer = decl.make({specs[i], in, shapes[i], plans[i], name})) {
+      layers.push_back(std::move(layer));
+      if (spec_index != nullptr) spec_index->push_back(i);
+    }
+    in = shapes[i];
+  }
+  return layers;
+}
+
+}  // namespace
+
+int LayersOutputSize(const ModelSpec& spec) {
+  if (spec.type != ModelType::kLayers) return spec.output_dim;
+  const absl::StatusOr<std::vector<Shape>> shapes = LayerShapes(spec);
+  return shapes.ok() && !shapes->empty() ? ShapeSize(shapes->back()) : spec.output_dim;
+}
+
+std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
+  if (spec.type == ModelType::kLayers) return spec.layers;
+  if (spec.type == ModelType::kProgram) return {};
+  std::vector<LayerSpec> layers;
+  if (spec.input_shape.size() > 1) layers.push_back({LayerKind::kFlatten, 0});
+  if (spec.type == ModelType::kMlp) {
+    for (int width : spec.hidden) {
+      layers.push_back({LayerKind::kDense, width});
+      layers.push_back({ActivationKind(spec.activation), 0});
+    }
+  }
+  layers.push_back({LayerKind::kDense, spec.output_dim});
+  return layers;
+}
+
+absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
+  const std::vector<LayerSpec> layers = ModelLayers(spec);
+  std::vector<Shape> shapes;
+  Shape shape = InputShape(spec);
+  for (size_t i = 0; i < layers.size(); ++i) {
+    absl::StatusOr<Shape> out = LayerOutputShape(layers[i], shape);
+    if (!out.ok()) {
+      const std::string where =
+          spec.type == ModelType::kLayers
+              ? absl::StrCat("model.layers[", i, "] (", kLayerKindNames.Name(layers[i].kind), ")")
+              : "model";
+      return absl::InvalidArgumentError(absl::StrCat(where, ": ", out.status().message()));
+    }
+    shape = *std::move(out);
+    shapes.push_back(shape);
+  }
+  if (shape.size() != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.layers: the model's output ", ShapeText(shape),
+        " is not flat; end with a dense layer of as many units as classes or targets"));
+  }
+  return shapes;
+}
+
+std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
+  if (spec.type == ModelType::kProgram) return {{{"params", {spec.num_params}}, 0}};
+  std::vector<ParamTensor> tensors;
+  size_t offset = 0;
+  for (const auto& layer : BuildLayers(spec)) {
+    for (const ParamShape& shape : layer->param_shapes()) {
+      tensors.push_back({shape, offset});
+      offset += shape.size();
+    }
+  }
+  return tensors;
+}
+
+namespace {
+
+// The summary's rows: header, one per layer, total.
+std::vector<std::array<std::string, 3>> SummaryRows(const ModelSpec& spec) {
+  std::vector<std::array<std::string, 3>> rows = {{"layer", "output shape", "parameters"}};
+  const std::vector<LayerSpec> specs = ModelLayers(spec);
+  const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
+  std::vector<size_t> spec_index;  // of each computing layer
+  const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec, 0, &spec_index);
+  size_t total = 0, computing = 0;
+  for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {
+    // A layer that computes nothing (a flatten of a plain input) has no parameters.
+    if (computing == layers.size() || spec_index[computing] != i) {
+      rows.push_back({kLayerKindNames.Name(specs[i].kind), ShapeText(shapes[i]), "0"});
+      continue;
+    }
+    const Layer& layer = *layers[computing++];
+    size_t params = 0;
+    for (const ParamShape& shape : layer.param_shapes()) params += shape.size();
+    total += params;
+    rows.push_back({layer.name(), ShapeText(shapes[i]), absl::StrCat(params)});
+  }
+  rows.push_back({"total", "", absl::StrCat(total)});
+  return rows;
+}
+
+}  // namespace
+
+std::string Model::Summary(const ModelSpec& spec) {
+  if (spec.type == ModelType::kProgram) {
+    return absl::StrCat("the worker program's model (cluster.worker_program): ", spec.num_params,
+                        " parameters\n");
+  }
+  const std::vector<std::array<std::string, 3>> rows = SummaryRows(spec);
+  size_t width[2] = {0, 0};
+  for (const auto& row : rows) {
+    for (int c = 0; c < 2; ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  std::string table;
+  for (const auto& row : rows) {
+    absl::StrAppend(&table, absl::StrFormat("%-*s  %-*s  %s", static_cast<int>(width[0]), row[0],
+                                            static_cast<int>(width[1]), row[1], row[2]));
+    while (!table.empty() && table.back() == ' ') table.pop_back();
+    table += "\n";
+  }
+  return table;
+}
+
+size_t Model::NumParams(const ModelSpec& spec) {
+  size_t n = 0;
+  for (const ParamTensor& t : Layout(spec)) n += t.shape.size();
+  return n;
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
+                                                     ComputeBackend* backend) {
+  if (spec.type == ModelType::kProgram) {
+    return absl::InvalidArgumentError(
+        "model.type is program: the model is the worker program's (cluster.worker_program)");
+  }
+  if (spec.input_dim <= 0 || spec.output_dim <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat("model dimensions must be positive, got input ",
+                                                   spec.input_dim, " output ", spec.output_dim));
+  }
+  for (int h : spec.hidden) {
+    if (h <= 0) return absl::InvalidArgumentError("model hidden widths must be positive");
+  }
+  const absl::StatusOr<std::vector<Shape>> shapes = LayerShapes(spec);
+  if (!shapes.ok()) return shapes.status();
+  if (shapes->back() != Shape{spec.output_dim}) {
+    return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", spec.output_dim,
+                                                   " but the last layer's output is ",
+                                                   ShapeText(shapes->back())));
+  }
+  return std::unique_ptr<Model>(new Model(spec, backend));
+}
+
+absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
+                                                     std::unique_ptr<ComputeBackend> backend) {
+  absl::StatusOr<std::unique_ptr<Model>> model = Create(spec, backend.get());
+  if (model.ok()) (*model)->owned_backend_ = std::move(backend);
+  return model;
+}
+
+Model::Model(const ModelSpec& spec, ComputeBackend* backend)
+    : spec_(spec),
+      backend_(backend),
+      layers_(BuildLayers(spec, backend->NativeChannelBlock(), &layer_spec_index_)),
+      tensors_(Layout(spec)) {
+  for (const ParamTensor& t : tensors_) num_params_ += t.shape.size();
+  params_ = backend_->Allocate(num_params_);
+  grads_ = backend_->Allocate(num_params_);
+  size_t offset = 0;
+  for (auto& layer : layers_) {
+    size_t layer_size = 0;
+    for (const ParamShape& shape : layer->param_shapes()) layer_size += shape.size();
+    layer->Bind(params_.data() + offset, grads_.data() + offset);
+    layer_params_.push_back({offset, layer_size});
+    offset += layer_size;
+  }
+}
+
+void Model::InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
+                          absl::Span<float> out) {
+  std::fill(out.begin(), out.end(), 0.0f);
+  if (spec.type == ModelType::kLinearRegression) return;
+  const size_t end = offset + out.size();
+  for (const ParamTensor& t : Layout(spec)) {
+    if (t.shape.is_bias()) continue;  // biases start at zero
+    const size_t lo = std::max(offset, t.offset);
+    const size_t hi = std::min(end, t.offset + t.shape.size());
+    const double limit = std::sqrt(6.0 / t.shape.fans());
+    for (size_t i = lo; i < hi; ++i) {
+      // Uniform in [-limit, limit), from (seed, i) alone.
+      out[i - offset] = static_cast<float>((2.0 * UniformHash(seed, i) - 1.0) * limit);
+    }
+  }
+}
+
+void Model::SetParams(const float* host) {
+  backend_->CopyToDevice(host, params_.data(), num_params_);
+}
+void Model::GetParams(float* host) { backend_->CopyToHost(params_.data(), host, num_params_); }
+void Model::GetGrads(float* host) { backend_->CopyToHost(grads_.data(), host, num_params_); }
+
+void Model::AddWeightDecay(float weight_decay) {
+  if (weight_decay > 0) backend_->Axpy(weight_decay, params_.data(), grads_.data(), num_params_);
+}
+
+void Model::ApplyLocalSgd(float learning_rate) {
+  backend_->Axpy(-learning_rate, grads_.data(), params_.data(), num_params_);
+}
+
+void Model::ApplyLocalNesterov(float learning_rate, float momentum) {
+  if (velocity_.size() == 0) velocity_ = backend_->Allocate(num_params_);
+  backend_->NesterovStep(learning_rate, momentum, grads_.data(), velocity_.data(), params_.data(),
+                         num_params_);
+}
+
+void Model::GetVelocity(float* host) {
+  if (velocity_.size() == 0) velocity_ = backend_->Allocate(num_params_);
+  backend_->CopyToHost(velocity_.data(), host, num_params_);
+}
+
+void Model::AddToParams(const float* delta_host, float scale) {
+  if (delta_.size() == 0) delta_ = backend_->Allocate(num_params_);
+  backend_->CopyToDevice(delta_host, delta_.data(), num_params_);
+  backend_->Axpy(scale, delta_.data(), params_.data(), num_params_);
+}
+
+void Model::EnsureWorkspace(int rows) {
+  if (rows <= workspace_rows_) return;
+  activations_.clear();
+  activations_.push_back(backend_->Allocate(static_cast<size_t>(rows) * spec_.input_dim));
+  int widest = spec_.input_dim;
+  for (const auto& layer : layers_) {
+    activations_.push_back(backend_->Allocate(static_cast<size_t>(rows) * layer->output_dim()));
+    widest = std::max(widest, layer->output_dim());
+  }
+  const int target_cols = spec_.loss == LossType::kSoftmaxCrossEntropy ? 1 : spec_.output_dim;
+  targets_ = backend_->Allocate(static_cast<size_t>(rows) * target_cols);
+  loss_grad_ = backend_->Allocate(static_cast<size_t>(rows) * spec_.output_dim);
+  for (DeviceBuffer& s : scratch_) s = backend_->Allocate(static_cast<size_t>(rows) * widest);
+  workspace_rows_ = rows;
+}
+
+BatchResult Model::Forward(const float* x_host, const float* targets_host, int rows,
+                           bool training) {
+  EnsureWorkspace(rows);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->SetMode(training, SplitMix64(batch_seed_, layer_spec_index_[i]));
+  }
+  backend_->CopyToDevice(x_host, activations_[0].data(),
+                         static_cast<size_t>(rows) * spec_.input_dim);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->Forward(*backend_, activations_[i].data(), rows, activations_[i + 1].data());
+  }
+  const bool classify = spec_.loss == LossType::kSoftmaxCrossEntropy;
+  const size_t target_floats = static_cast<size_t>(rows) * (classify ? 1 : spec_.output_dim);
+  backend_->CopyToDevice(targets_host, targets_.data(), target_floats);
+  const float* out = activations_.back().data();
+  const LossResult loss = classify
+                              ? backend_->SoftmaxCrossEntropy(out, targets_.data(), rows,
+                                                              spec_.output_dim, loss_grad_.data())
+                              : backend_->MeanSquaredError(out, targets_.data(), rows,
+                                                           spec_.output_dim, loss_grad_.data());
+  return {loss.loss_sum, loss.correct, rows};
+}
+
+BatchResult Model::ComputeGradients(const float* x_host, const float* targets_host, int rows) {
+  const BatchResult result = Forward(x_host, targets_host, rows, /*training=*/true);
+  const float* dy = loss_grad_.data();
+  for (size_t i = layers_.size(); i-- > 0;) {
+    // The first layer's input gradient is never needed.
+    float* dx = i == 0 ? nullptr : scratch_[i % 2].data();
+    layers_[i]->Backward(*backend_, activations_[i].data(), activations_[i + 1].data(), dy, rows,
+                         dx);
+    if (stream_gradients_ && layer_params_[i].size > 0) {
+      backend_->StartCopyToHost(grads_.data() + layer_params_[i].offset, layer_params_[i].size);
+    }
+    dy = dx;
+  }
+  return result;
+}
+
+BatchResult Model::Evaluate(const float* x_host, const float* targets_host, int rows) {
+  return Forward(x_host, targets_host, rows, /*training=*/false);
+}
+
+}  // namespace monsoon

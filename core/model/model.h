@@ -1,0 +1,161 @@
+// A feed-forward model (a layer list, or a shorthand for one: linear or softmax regression, an
+// MLP) over one flat parameter vector, computed on a ComputeBackend. The flat layout is what
+// the sharding plan cuts.
+#ifndef MONSOON_CORE_MODEL_MODEL_H_
+#define MONSOON_CORE_MODEL_MODEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/compute/compute_backend.h"
+#include "core/enum_names.h"
+#include "core/model/layer_kinds.h"
+#include "core/model/layers.h"
+#include "core/model/trainable_model.h"
+
+namespace monsoon {
+
+// kLayers: the model is `layers`; kProgram: the model is the worker program's
+// (cluster.worker_program); the others are shorthands that expand to a layer list.
+enum class ModelType { kLinearRegression, kSoftmaxRegression, kMlp, kLayers, kProgram };
+enum class LossType { kSoftmaxCrossEntropy, kMeanSquaredError };
+
+struct ModelSpec {
+  ModelType type = ModelType::kMlp;
+  // The input's shape per example; [input_dim] when not given.
+  Shape input_shape;
+  int input_dim = 0;  // the input_shape's product
+  // Number of classes (classification) or of regression targets: the last layer's output.
+  int output_dim = 0;
+  std::vector<int> hidden;  // MLP only
+  Activation activation = Activation::kRelu;
+  std::vector<LayerSpec> layers;  // kLayers only
+  LossType loss = LossType::kSoftmaxCrossEntropy;
+  // kProgram: the length of the program's flat parameter vector, which the launcher learns
+  // from its initial weights (RUN_DIR/initial_params.bin).
+  int num_params = 0;
+};
+
+// The model's layers: `layers` for kLayers, none for kProgram, else what the shorthand stands
+// for (linear and softmax regression: one dense layer; mlp: dense and activation per hidden
+// width, then dense; after a flatten when the input is not flat).
+std::vector<LayerSpec> ModelLayers(const ModelSpec& spec);
+// The output shape of each of ModelLayers(spec) in turn. InvalidArgument naming the layer
+// ("model.layers[2] (dense): ..."), its input shape and what it needs when one does not fit
+// its input, or when the last output is not flat.
+absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec);
+// For a layer list whose shapes fit, the size of its output (its classes or targets);
+// otherwise spec.output_dim.
+int LayersOutputSize(const ModelSpec& spec);
+
+// A parameter tensor's place in the flat vector.
+struct ParamTensor {
+  ParamShape shape;
+  size_t offset = 0;
+};
+
+// Owns its layers, its flat parameter and gradient buffers and its activation workspace.
+// Not thread-safe; the backend it borrows must outlive it. Its errors are the backend's.
+class Model : public TrainableModel {
+ public:
+  static absl::StatusOr<std::unique_ptr<Model>> Create(const ModelSpec& spec,
+                                                       ComputeBackend* backend);
+  // The same on a backend the model owns.
+  static absl::StatusOr<std::unique_ptr<Model>> Create(const ModelSpec& spec,
+                                                       std::unique_ptr<ComputeBackend> backend);
+
+  // The flat layout, computed from the spec alone (same on every role); a program's model is
+  // one tensor, "params".
+  static std::vector<ParamTensor> Layout(const ModelSpec& spec);
+  // Length of the flat parameter vector.
+  static size_t NumParams(const ModelSpec& spec);
+  // The model as a table, as Keras' summary() prints it: a row per layer (its name, its
+  // output's shape and its parameter count), then the total.
+  static std::string Summary(const ModelSpec& spec);
+
+  const ModelSpec& spec() const { return spec_; }
+  const std::vector<ParamTensor>& tensors() const { return tensors_; }
+  size_t num_params() const override { return num_params_; }
+  std::string where() const override { return backend_->name(); }
+
+  // Initial values of the flat range [offset, offset + out.size()): Glorot-uniform weights
+  // and zero biases (all zero for linear regression). Each value depends only on
+  // (spec, seed, its index), so a server can initialise just its own chunks.
+  static void InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
+                            absl::Span<float> out);
+  // TrainableModel, on the backend.
+  void SetParams(const float* host) override;
+  void GetParams(float* host) override;
+  void GetGrads(float* host) override;
+  // When on, backward starts each layer's gradient on its way to the host as soon as that
+  // layer is done, overlapping the layers still to go (StartCopyToHost); GetGrads then waits
+  // for those copies.
+  void set_stream_gradients(bool on) override { stream_gradients_ = on; }
+  void AddWeightDecay(float weight_decay) override;
+  void ApplyLocalSgd(float learning_rate) override;
+  void ApplyLocalNesterov(float learning_rate, float momentum) override;
+  void GetVelocity(float* host) override;
+  void AddToParams(const float* delta_host, float scale) override;
+  absl::Status Synchronize() override { return backend_->Synchronize(); }
+  BatchResult ComputeGradients(const float* x_host, const float* targets_host, int rows) override;
+  BatchResult Evaluate(const float* x_host, const float* targets_host, int rows) override;
+  void set_batch_seed(uint64_t seed) override { batch_seed_ = seed; }
+
+ private:
+  Model(const ModelSpec& spec, ComputeBackend* backend);
+  void EnsureWorkspace(int rows);
+  BatchResult Forward(const float* x_host, const float* targets_host, int rows, bool training);
+
+  std::unique_ptr<ComputeBackend> owned_backend_;  // first: it outlives the buffers
+  const ModelSpec spec_;
+  ComputeBackend* const backend_;  // owned_backend_ or borrowed
+  // layer_spec_index_[i]: layers_[i]'s index in ModelLayers(spec_), which seeds its dropout.
+  // Before layers_: BuildLayers fills it.
+  std::vector<size_t> layer_spec_index_;
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<ParamTensor> tensors_;
+  // layer_params_[i]: where layer i's parameters (and gradients) lie in the flat vector.
+  struct Range {
+    size_t offset = 0;
+    size_t size = 0;
+  };
+  std::vector<Range> layer_params_;
+  bool stream_gradients_ = false;
+  uint64_t batch_seed_ = 0;
+  size_t num_params_ = 0;
+  DeviceBuffer params_;
+  DeviceBuffer grads_;
+  DeviceBuffer velocity_;  // allocated by the first ApplyLocalNesterov / GetVelocity
+  DeviceBuffer delta_;     // staging for AddToParams
+  // activations_[0] is the input batch, activations_[i + 1] the output of layer i.
+  std::vector<DeviceBuffer> activations_;
+  DeviceBuffer targets_;
+  DeviceBuffer loss_grad_;
+  DeviceBuffer scratch_[2];  // ping-pong dL/d(activation) buffers for Backward
+  int workspace_rows_ = 0;
+};
+
+inline constexpr NamedValue<ModelType> kModelTypeValues[] = {
+    {ModelType::kLinearRegression, "linear_regression"},
+    {ModelType::kSoftmaxRegression, "softmax_regression"},
+    {ModelType::kMlp, "mlp"},
+    {ModelType::kLayers, "layers"},
+    {ModelType::kProgram, "program"}};
+inline constexpr EnumNames<ModelType> kModelTypeNames{"model type", kModelTypeValues};
+
+inline constexpr NamedValue<Activation> kActivationValues[] = {
+    {Activation::kRelu, "relu"}, {Activation::kTanh, "tanh"}, {Activation::kSigmoid, "sigmoid"}};
+inline constexpr EnumNames<Activation> kActivationNames{"activation", kActivationValues};
+
+inline constexpr NamedValue<LossType> kLossValues[] = {
+    {LossType::kSoftmaxCrossEntropy, "softmax_cross_entropy"},
+    {LossType::kMeanSquaredError, "mean_squared_error"}};
+inline constexpr EnumNames<LossType> kLossNames{"loss", kLossValues};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_MODEL_MODEL_H_

@@ -1,0 +1,67 @@
+// What a worker trains and an evaluator scores: a model over one flat float32 parameter vector
+// (the layout the sharding plan cuts), with its gradient and the local update steps the
+// algorithms take. Implemented by Model (Monsoon's layer-list models on a ComputeBackend) and
+// by the Python module's model (a PyTorch or NumPy model in a worker program).
+#ifndef MONSOON_CORE_MODEL_TRAINABLE_MODEL_H_
+#define MONSOON_CORE_MODEL_TRAINABLE_MODEL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace monsoon {
+
+// Result of one forward (and possibly backward) pass over a batch.
+struct BatchResult {
+  double loss_sum = 0;  // summed over the batch's rows
+  int correct = 0;      // classification only
+  int rows = 0;
+};
+
+// Not thread-safe. A model may run its work asynchronously and record its first error instead
+// of failing a call: after an error every method is a no-op, and Synchronize() returns it.
+class TrainableModel {
+ public:
+  virtual ~TrainableModel() = default;
+
+  // Length of the flat parameter vector.
+  virtual size_t num_params() const = 0;
+  // Where it computes, for logs: "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)", "python3 train.py".
+  virtual std::string where() const = 0;
+
+  virtual void SetParams(const float* host) = 0;
+  virtual void GetParams(float* host) = 0;
+  virtual void GetGrads(float* host) = 0;
+  // A hint that the worker fetches its gradients after every step (a GPU model may start
+  // copying them while backward still runs).
+  virtual void set_stream_gradients(bool /*on*/) {}
+  // grads += weight_decay * params: L2 weight decay before a local step.
+  virtual void AddWeightDecay(float weight_decay) = 0;
+  // params -= learning_rate * grads (a worker's local SGD step).
+  virtual void ApplyLocalSgd(float learning_rate) = 0;
+  // A local Nesterov momentum step with the model's velocity (zero at first); params then hold
+  // the look-ahead point x + momentum * velocity (see NesterovElement in core/kernel_math.h).
+  virtual void ApplyLocalNesterov(float learning_rate, float momentum) = 0;
+  // The velocity of ApplyLocalNesterov (zeros before the first step).
+  virtual void GetVelocity(float* host) = 0;
+  // params += scale * delta_host.
+  virtual void AddToParams(const float* delta_host, float scale) = 0;
+  // Waits for queued work; the model's first error, if any.
+  virtual absl::Status Synchronize() = 0;
+
+  // Forward + backward on x_host [rows x features], targets_host [rows] (class ids) or
+  // [rows x targets] (regression). Overwrites grads with the batch-mean loss gradient.
+  virtual BatchResult ComputeGradients(const float* x_host, const float* targets_host,
+                                       int rows) = 0;
+  // Forward only; loss and accuracy of the batch (no dropout).
+  virtual BatchResult Evaluate(const float* x_host, const float* targets_host, int rows) = 0;
+  // The random seed of the next ComputeGradients' random choices (dropout); a worker sets one
+  // per step, so that a replayed step draws the same.
+  virtual void set_batch_seed(uint64_t seed) = 0;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_MODEL_TRAINABLE_MODEL_H_
