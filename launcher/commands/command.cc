@@ -10,8 +10,8 @@
 #include "absl/time/clock.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"
-#include "launcher/job_setup.h"
-#include "launcher/worker_program.h"
+#include "launcher/local/job_setup.h"
+#include "launcher/local/worker_program.h"
 #include "server/server_role.h"
 #include "worker/worker_role.h"
 

@@ -13,9 +13,9 @@
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
 #include "core/run_dir.h"
-#include "launcher/local_job.h"
-#include "launcher/process_group.h"
-#include "launcher/role_assignment.h"
+#include "launcher/local/local_job.h"
+#include "launcher/local/process_group.h"
+#include "launcher/cluster/role_assignment.h"
 
 namespace monsoon {
 

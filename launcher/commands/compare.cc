@@ -8,11 +8,11 @@
 #include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/commands/command.h"
-#include "launcher/job_setup.h"
-#include "launcher/study.h"
-#include "launcher/study_report.h"
-#include "launcher/study_results.h"
-#include "launcher/summary.h"
+#include "launcher/local/job_setup.h"
+#include "launcher/study/study.h"
+#include "launcher/study/study_report.h"
+#include "launcher/study/study_results.h"
+#include "launcher/local/summary.h"
 
 namespace monsoon {
 namespace {

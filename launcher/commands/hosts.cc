@@ -9,7 +9,7 @@
 #include <memory>
 
 #include "launcher/commands/command.h"
-#include "launcher/emulated_hosts.h"
+#include "launcher/emulation/emulated_hosts.h"
 
 namespace monsoon {
 namespace {

@@ -10,9 +10,9 @@
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
 #include "launcher/commands/command.h"
-#include "launcher/job_setup.h"
-#include "launcher/network_address.h"
-#include "launcher/task_environment.h"
+#include "launcher/local/job_setup.h"
+#include "launcher/cluster/network_address.h"
+#include "launcher/cluster/task_environment.h"
 
 namespace monsoon {
 namespace {

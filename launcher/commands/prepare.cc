@@ -4,7 +4,7 @@
 #include <memory>
 
 #include "launcher/commands/command.h"
-#include "launcher/job_setup.h"
+#include "launcher/local/job_setup.h"
 
 namespace monsoon {
 namespace {

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "launcher/commands/command.h"
-#include "launcher/network_address.h"
+#include "launcher/cluster/network_address.h"
 
 namespace monsoon {
 namespace {

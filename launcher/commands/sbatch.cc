@@ -12,9 +12,9 @@
 #include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/commands/command.h"
-#include "launcher/process_group.h"
-#include "launcher/sbatch_script.h"
-#include "launcher/worker_program.h"
+#include "launcher/local/process_group.h"
+#include "launcher/cluster/sbatch_script.h"
+#include "launcher/local/worker_program.h"
 #include "core/compute/compute_backends.h"
 
 namespace monsoon {

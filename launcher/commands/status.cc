@@ -12,7 +12,7 @@
 #include "absl/time/clock.h"
 #include "core/job_secrets.h"
 #include "launcher/commands/command.h"
-#include "launcher/summary.h"
+#include "launcher/local/summary.h"
 #include "worker/grpc_ps_client.h"
 
 namespace monsoon {

@@ -2,8 +2,8 @@
 #include <memory>
 
 #include "launcher/commands/command.h"
-#include "launcher/job_setup.h"
-#include "launcher/summary.h"
+#include "launcher/local/job_setup.h"
+#include "launcher/local/run_summary.h"
 
 namespace monsoon {
 

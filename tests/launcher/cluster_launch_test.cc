@@ -1,10 +1,10 @@
 // Hostlists, launch environments and role assignment from hand-written environments.
 #include <catch2/catch.hpp>
 
-#include "launcher/hostlist.h"
-#include "launcher/role_assignment.h"
-#include "launcher/sbatch_script.h"
-#include "launcher/task_environment.h"
+#include "launcher/cluster/hostlist.h"
+#include "launcher/cluster/role_assignment.h"
+#include "launcher/cluster/sbatch_script.h"
+#include "launcher/cluster/task_environment.h"
 
 namespace monsoon {
 namespace {

@@ -3,9 +3,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/study.h"
-#include "launcher/study_report.h"
-#include "launcher/study_results.h"
+#include "launcher/study/study.h"
+#include "launcher/study/study_report.h"
+#include "launcher/study/study_results.h"
 #include "tests/test_util.h"
 #include "worker/worker_metrics.h"
 

@@ -1,6 +1,6 @@
 // Every promise README makes about roles that die in `monsoon run`, as a table: the role, how
 // it ended, the config's reliability rules and the restarts left, and the action.
-#include "launcher/supervision.h"
+#include "launcher/local/supervision.h"
 
 #include <catch2/catch.hpp>
 #include <csignal>
@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "launcher/summary.h"
+#include "launcher/local/summary.h"
 
 namespace monsoon {
 namespace {

@@ -1,0 +1,210 @@
+#include "launcher/local/local_job.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/status_macros.h"
+#include "launcher/emulation/emulated_hosts.h"
+#include "launcher/local/job_setup.h"
+#include "launcher/cluster/network_address.h"
+#include "launcher/local/process_group.h"
+#include "launcher/local/run_summary.h"
+#include "launcher/local/supervision.h"
+
+namespace monsoon {
+namespace {
+
+// The label, "[  12.3s] " and the job's ProgressLine.
+std::string TimedProgressLine(const JobConfig& config, const RunDir& run_dir,
+                              const LocalJobOptions& options, double elapsed) {
+  return absl::StrFormat("%s[%6.1fs] %s", options.progress_label, elapsed,
+                         ProgressLine(config, ReadProgress(config, run_dir)));
+}
+
+// Every role of a job: servers, workers, the evaluator.
+std::vector<RoleId> Roles(const ClusterConfig& cluster) {
+  std::vector<RoleId> roles;
+  for (int j = 0; j < cluster.servers; ++j) roles.push_back({RoleKind::kServer, j});
+  for (int i = 0; i < cluster.workers; ++i) roles.push_back({RoleKind::kWorker, i});
+  if (cluster.evaluator) roles.push_back({RoleKind::kEvaluator, 0});
+  return roles;
+}
+
+// With network.hosts: namespaces, an emulated host for each role, named by its ChildName;
+// otherwise null.
+absl::StatusOr<std::unique_ptr<EmulatedHosts>> HostsFor(const JobConfig& config) {
+  if (config.network.hosts != HostsKind::kNamespaces) return nullptr;
+  EmulatedHostsOptions options;
+  for (const RoleId& role : Roles(config.cluster)) options.names.push_back(role.ChildName());
+  options.interface = EmulatedHostLink(config.network);
+  options.link_mbit = config.network.link_mbit;
+  return EmulatedHosts::Create(options);
+}
+
+// The roles of a local job as child processes of the launcher, each on its own emulated host
+// where `hosts` is not null.
+class LocalJob {
+ public:
+  LocalJob(const JobConfig& config, const RunDir& run_dir, const LocalJobOptions& options,
+           const EmulatedHosts* hosts)
+      : config_(config), run_dir_(run_dir), options_(options), hosts_(hosts) {}
+
+  // Every role; with `resume`, servers start from their newest checkpoints.
+  absl::Status StartAll(bool resume) {
+    for (const RoleId& role : Roles(config_.cluster)) {
+      MONSOON_RETURN_IF_ERROR(Start(role, resume));
+    }
+    return absl::OkStatus();
+  }
+
+  // Starts one role. Worker i gets GPU i (modulo the visible devices, when compute.device
+  // uses CUDA).
+  absl::Status Start(const RoleId& role, bool resume) {
+    const std::string name = role.ChildName();
+    roles_[name] = role;
+    std::vector<std::string> argv = {options_.self_exe, RoleCommand(role.kind), "--run-dir",
+                                     run_dir_.root};
+    if (role.kind != RoleKind::kEvaluator) {
+      argv.insert(argv.end(), {"--index", std::to_string(role.index)});
+    }
+    if (role.kind == RoleKind::kWorker)
+      argv.insert(argv.end(), {"--gpu", std::to_string(role.index)});
+    if (role.kind == RoleKind::kServer && resume) argv.push_back("--resume");
+    if (hosts_ != nullptr) argv = hosts_->On(name, argv);
+    return children_.Start(name, argv, absl::StrCat(run_dir_.logs_dir(), "/", name, ".log"));
+  }
+
+  // Carries out what Decide says for each child that exited; an error ends the job.
+  absl::Status Supervise(RestartBudget* budget, bool tty) {
+    std::vector<ChildExit> exits = children_.Reap();
+    // Servers first: a server's death makes its workers fail moments later.
+    std::stable_partition(exits.begin(), exits.end(), [&](const ChildExit& e) {
+      return roles_[e.name].kind == RoleKind::kServer;
+    });
+    const char* newline = tty ? "\n" : "";
+    for (const ChildExit& e : exits) {
+      const RoleId role = roles_[e.name];
+      switch (Decide(role, e, config_, budget)) {
+        case Action::kNone:
+          break;
+        case Action::kResumeJob:
+          std::fprintf(stderr,
+                       "%smonsoon: %s; resuming the job from the servers' checkpoints "
+                       "(reliability.server_restarts: %d left)\n",
+                       newline, e.Describe().c_str(), budget->job_resumes);
+          StopAll();  // the other servers checkpoint on the way out
+          MONSOON_RETURN_IF_ERROR(ResetRendezvous(run_dir_));  // this launcher holds the lock
+          return StartAll(/*resume=*/true);  // the other exits were the stopped roles'
+        case Action::kRestart:
+          std::fprintf(stderr, "%smonsoon: %s; restarting it (%s)\n", newline, e.Describe().c_str(),
+                       role.kind == RoleKind::kWorker
+                           ? "it rejoins where the servers last heard from it"
+                           : "it goes on evaluating the servers' weights");
+          MONSOON_RETURN_IF_ERROR(Start(role, /*resume=*/false));
+          break;
+        case Action::kContinueWithout:
+          std::fprintf(stderr,
+                       "%smonsoon: %s; the job carries on without it (its shard is not "
+                       "trained further; reliability.worker_loss)\n",
+                       newline, e.Describe().c_str());
+          break;
+        case Action::kAbort:
+          std::fprintf(stderr, "%s", newline);
+          StopAll();
+          // Only a server lost from outside left checkpoints a resume can carry on from; a
+          // server's own error would meet the resumed job again.
+          return absl::AbortedError(absl::StrCat(
+              e.Describe(), "; the job was stopped",
+              role.kind == RoleKind::kServer && e.kind() == ExitKind::kStopped
+                  ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir_.root, ")")
+                  : "",
+              ". ", LogExcerpt(e.log_path)));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  int running() const { return children_.running(); }
+  // Waits out the roles' own deadline, so that servers can write their final checkpoints.
+  void StopAll() { children_.StopAll(kStopDeadline + absl::Seconds(5)); }
+
+ private:
+  static std::string RoleCommand(RoleKind kind) {
+    return kind == RoleKind::kServer   ? "server"
+           : kind == RoleKind::kWorker ? "worker"
+                                       : "evaluator";
+  }
+
+  const JobConfig& config_;
+  const RunDir& run_dir_;
+  const LocalJobOptions& options_;
+  const EmulatedHosts* const hosts_;
+  ProcessGroup children_;
+  std::map<std::string, RoleId> roles_;  // child name -> role
+};
+
+// Runs the job until every role has ended, showing its progress and recording the run's wall
+// time as it goes (earlier_wall: the run's earlier invocations); an error ends it.
+absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
+                      const LocalJobOptions& options, const std::atomic<bool>* stop,
+                      absl::Time start, double earlier_wall) {
+  MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<EmulatedHosts> hosts, HostsFor(config));
+  LocalJob job(config, run_dir, options, hosts.get());
+  MONSOON_RETURN_IF_ERROR(job.StartAll(options.resume));
+  RestartBudget budget = RestartBudget::FromConfig(config);
+  const bool tty = isatty(STDERR_FILENO);
+  // Children enforce training.timeout_seconds themselves; this margin catches a stuck one.
+  const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds + 30);
+  absl::Time next_progress = start + options.progress_interval;
+  auto elapsed = [&] { return absl::ToDoubleSeconds(absl::Now() - start); };
+  while (job.running() > 0) {
+    MONSOON_RETURN_IF_ERROR(job.Supervise(&budget, tty));
+    if (stop != nullptr && stop->load()) {
+      if (tty) std::fprintf(stderr, "\n");
+      job.StopAll();
+      return absl::CancelledError(
+          absl::StrCat("interrupted: all roles stopped (continue it with: monsoon run --resume ",
+                       run_dir.root, ")"));
+    }
+    if (absl::Now() > deadline) {
+      job.StopAll();
+      return absl::DeadlineExceededError(absl::StrCat(
+          "job still running after ", config.training.timeout_seconds,
+          " s (training.timeout_seconds): all roles stopped; see ", run_dir.logs_dir()));
+    }
+    if (absl::Now() >= next_progress) {
+      const std::string line = TimedProgressLine(config, run_dir, options, elapsed());
+      std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
+      MONSOON_RETURN_IF_ERROR(RecordWallSeconds(run_dir, earlier_wall + elapsed()));
+      next_progress += options.progress_interval;
+    }
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  std::fprintf(stderr, tty ? "\r%s\033[K\n" : "%s\n",
+               TimedProgressLine(config, run_dir, options, elapsed()).c_str());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<JobProgress> RunLocalJob(const JobConfig& config, const RunDir& run_dir,
+                                        const LocalJobOptions& options,
+                                        const std::atomic<bool>* stop) {
+  // wall_seconds in summary.json covers every invocation of a resumed run.
+  MONSOON_ASSIGN_OR_RETURN(const double earlier, EarlierWallSeconds(run_dir));
+  const absl::Time start = absl::Now();
+  const absl::Status ended = RunToEnd(config, run_dir, options, stop, start, earlier);
+  const double wall = earlier + absl::ToDoubleSeconds(absl::Now() - start);
+  MONSOON_RETURN_IF_ERROR(RecordWallSeconds(run_dir, wall));
+  MONSOON_RETURN_IF_ERROR(ended);
+  return WriteSummary(config, run_dir, wall);
+}
+
+}  // namespace monsoon

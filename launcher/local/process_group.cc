@@ -1,0 +1,184 @@
+#include "launcher/local/process_group.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+
+namespace monsoon {
+
+namespace {
+
+// The last `lines` lines of a text file.
+std::string TailOfFile(const std::string& path, int lines) {
+  std::ifstream in(path);
+  std::deque<std::string> tail;
+  std::string line;
+  while (std::getline(in, line)) {
+    tail.push_back(line);
+    if (static_cast<int>(tail.size()) > lines) tail.pop_front();
+  }
+  return absl::StrJoin(tail, "\n");
+}
+
+// Signals a process only gets from outside: a person, the launcher, SLURM or the kernel's OOM
+// killer. SIGALRM ends a process that outlived its deadline after a stop signal.
+bool IsStopSignal(int signal) {
+  switch (signal) {
+    case SIGKILL:
+    case SIGTERM:
+    case SIGINT:
+    case SIGHUP:
+    case SIGQUIT:
+    case SIGUSR1:
+    case SIGALRM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+ExitKind ChildExit::kind() const {
+  if (signal != 0) return IsStopSignal(signal) ? ExitKind::kStopped : ExitKind::kCrashed;
+  if (exit_code == kExitStopped) return ExitKind::kStopped;
+  return exit_code == 0 ? ExitKind::kFinished : ExitKind::kFailed;
+}
+
+std::string ChildExit::Describe() const {
+  switch (kind()) {
+    case ExitKind::kFinished:
+      break;
+    case ExitKind::kStopped:
+      if (signal == 0) return absl::StrCat(name, " was stopped by a signal");
+      return absl::StrCat(name, " was killed by signal ", signal, " (", strsignal(signal), ")");
+    case ExitKind::kCrashed:
+      return absl::StrCat(name, " crashed with signal ", signal, " (", strsignal(signal), ")");
+    case ExitKind::kFailed:
+      if (exit_code == kExitServerUnreachable) {
+        return absl::StrCat(name, " stopped because a server did not answer it (exit status ",
+                            exit_code, ")");
+      }
+      return absl::StrCat(name, " exited with status ", exit_code);
+  }
+  return absl::StrCat(name, " finished");
+}
+
+ProcessGroup::~ProcessGroup() { StopAll(absl::Seconds(2)); }
+
+absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std::string>& argv,
+                                 const std::string& log_path) {
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot open ", log_path, ": ", std::strerror(errno)));
+  }
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    close(log_fd);
+    return absl::ResourceExhaustedError(absl::StrCat("fork failed: ", std::strerror(errno)));
+  }
+  if (pid == 0) {
+    // Child: only async-signal-safe calls until exec.
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+    dup2(log_fd, STDOUT_FILENO);
+    dup2(log_fd, STDERR_FILENO);
+    const int devnull = open("/dev/null", O_RDONLY);
+    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(log_fd);
+  children_.push_back({name, log_path, pid, true});
+  return absl::OkStatus();
+}
+
+std::vector<ChildExit> ProcessGroup::Reap() {
+  std::vector<ChildExit> exits;
+  for (Child& c : children_) {
+    if (!c.running) continue;
+    int status = 0;
+    const pid_t r = waitpid(c.pid, &status, WNOHANG);
+    if (r != c.pid) continue;
+    c.running = false;
+    ChildExit e{c.name, c.log_path, 0, 0};
+    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    exits.push_back(e);
+  }
+  return exits;
+}
+
+int ProcessGroup::running() const {
+  int n = 0;
+  for (const Child& c : children_) n += c.running ? 1 : 0;
+  return n;
+}
+
+void ProcessGroup::StopAll(absl::Duration grace) {
+  for (const Child& c : children_) {
+    if (c.running) kill(c.pid, SIGTERM);
+  }
+  const absl::Time deadline = absl::Now() + grace;
+  while (running() > 0 && absl::Now() < deadline) {
+    Reap();
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  for (Child& c : children_) {
+    if (!c.running) continue;
+    kill(c.pid, SIGKILL);
+    waitpid(c.pid, nullptr, 0);
+    c.running = false;
+  }
+}
+
+std::string LogExcerpt(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return absl::StrCat("Its log ", path, " is gone (was the run directory deleted?)");
+  }
+  const std::string tail = TailOfFile(path, 8);
+  if (tail.empty()) return absl::StrCat("Its log ", path, " is empty");
+  return absl::StrCat("Last lines of ", path, ":\n", tail);
+}
+
+absl::StatusOr<int> RunProgram(const std::vector<std::string>& argv,
+                               const std::atomic<bool>* stop) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return absl::ResourceExhaustedError("fork failed");
+  if (pid == 0) {
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return absl::InternalError("waitpid failed");
+    if (stop != nullptr && stop->load()) kill(pid, SIGTERM);  // Ctrl-C: let the program end
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return absl::NotFoundError(absl::StrCat(argv[0], " not found on PATH"));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+}  // namespace monsoon

@@ -1,0 +1,61 @@
+#include "launcher/local/supervision.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace monsoon {
+
+std::string RoleId::ChildName() const {
+  switch (kind) {
+    case RoleKind::kServer:
+      return absl::StrCat("server-", index);
+    case RoleKind::kWorker:
+      return absl::StrCat("worker-", index);
+    case RoleKind::kEvaluator:
+    case RoleKind::kIdle:
+      break;
+  }
+  return "evaluator";
+}
+
+RestartBudget RestartBudget::FromConfig(const JobConfig& config) {
+  RestartBudget budget;
+  budget.worker_restarts.assign(config.cluster.workers, config.reliability.worker_restarts);
+  budget.evaluator_restarts = config.reliability.evaluator_restarts;
+  budget.job_resumes = config.reliability.server_restarts;
+  return budget;
+}
+
+Action Decide(const RoleId& role, const ChildExit& exit, const JobConfig& config,
+              RestartBudget* budget) {
+  switch (exit.kind()) {
+    case ExitKind::kFinished:
+      return Action::kNone;
+    case ExitKind::kCrashed:  // a restart would run into the same bug or shortage
+    case ExitKind::kFailed:
+      return Action::kAbort;
+    case ExitKind::kStopped:
+      break;
+  }
+  int* restarts = nullptr;
+  switch (role.kind) {
+    case RoleKind::kServer:
+      if (budget->job_resumes == 0) return Action::kAbort;
+      --budget->job_resumes;
+      return Action::kResumeJob;
+    case RoleKind::kWorker:
+      restarts = &budget->worker_restarts[role.index];
+      break;
+    case RoleKind::kEvaluator:
+    case RoleKind::kIdle:
+      restarts = &budget->evaluator_restarts;
+      break;
+  }
+  if (*restarts > 0) {
+    --*restarts;
+    return Action::kRestart;
+  }
+  if (role.kind == RoleKind::kWorker && !StopsOnWorkerLoss(config)) return Action::kContinueWithout;
+  return Action::kAbort;
+}
+
+}  // namespace monsoon

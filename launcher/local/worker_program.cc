@@ -1,0 +1,120 @@
+#include "launcher/local/worker_program.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "core/process_setup.h"
+#include "core/status_macros.h"
+#include "launcher/local/process_group.h"
+
+namespace monsoon {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Sets the variables every run of the worker program gets; MONSOON_ROLE is `role`.
+absl::Status SetProgramEnvironment(const RunDir& run_dir, const std::string& role) {
+  MONSOON_ASSIGN_OR_RETURN(const std::string package, MonsoonPythonPath());
+  const char* old = std::getenv("PYTHONPATH");
+  const std::string python_path =
+      old == nullptr || *old == '\0' ? package : absl::StrCat(package, ":", old);
+  std::error_code ec;
+  const std::string root = fs::absolute(run_dir.root, ec).string();
+  setenv("PYTHONPATH", python_path.c_str(), 1);
+  setenv("MONSOON_RUN_DIR", root.c_str(), 1);
+  setenv("MONSOON_ROLE", role.c_str(), 1);
+  return absl::OkStatus();
+}
+
+// `name` as exec can run it: itself when it holds a slash, else the first executable of that
+// name on PATH.
+absl::StatusOr<std::string> FindProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  for (const absl::string_view dir : absl::StrSplit(path == nullptr ? "" : path, ':')) {
+    const std::string candidate = absl::StrCat(dir.empty() ? "." : dir, "/", name);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return absl::NotFoundError(absl::StrCat("cluster.worker_program: ", name, " is not on PATH"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> MonsoonPythonPath() {
+  if (const char* set = std::getenv("MONSOON_PYTHONPATH"); set != nullptr && *set != '\0') {
+    return std::string(set);
+  }
+  const fs::path exe = SelfExePath();
+  for (const fs::path& dir :
+       {fs::path(exe.string() + ".runfiles/monsoon/python"), exe.parent_path() / "python"}) {
+    std::error_code ec;
+    if (fs::exists(dir / "monsoon" / "_monsoon.so", ec)) return dir.string();
+  }
+  return absl::NotFoundError(
+      absl::StrCat("the monsoon Python package is not beside ", exe.string(),
+                   " (build it with `bazel build //launcher:monsoon`, or set MONSOON_PYTHONPATH)"));
+}
+
+absl::Status ExecWorkerProgram(const JobConfig& config, const RunDir& run_dir,
+                               const RoleAssignment& role, int gpu) {
+  const std::vector<std::string>& program = config.cluster.worker_program;
+  MONSOON_RETURN_IF_ERROR(
+      SetProgramEnvironment(run_dir, role.kind == RoleKind::kWorker ? "worker" : "evaluator"));
+  setenv("MONSOON_INDEX", std::to_string(role.index).c_str(), 1);
+  setenv("MONSOON_GPU", std::to_string(gpu).c_str(), 1);
+  std::vector<char*> args;
+  for (const std::string& a : program) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execvp(args[0], args.data());
+  return absl::NotFoundError(
+      absl::StrCat("cluster.worker_program: cannot run ", program[0], ": ", std::strerror(errno)));
+}
+
+absl::StatusOr<int> RunWorkerProgramInit(const JobConfig& config, const RunDir& run_dir,
+                                         const std::atomic<bool>* stop) {
+  std::vector<std::string> argv = config.cluster.worker_program;
+  MONSOON_ASSIGN_OR_RETURN(argv[0], FindProgram(argv[0]));
+  MONSOON_RETURN_IF_ERROR(SetProgramEnvironment(run_dir, "init"));
+  setenv("MONSOON_SEED", std::to_string(config.seed).c_str(), 1);
+  const std::string log = absl::StrCat(run_dir.logs_dir(), "/init.log");
+  ProcessGroup program;
+  MONSOON_RETURN_IF_ERROR(program.Start("init", argv, log));
+  unsetenv("MONSOON_ROLE");
+  unsetenv("MONSOON_SEED");
+  const absl::Time deadline =
+      absl::Now() + absl::Seconds(config.transport.rendezvous_timeout_seconds);
+  std::vector<ChildExit> exits;
+  while ((exits = program.Reap()).empty()) {
+    if (stop != nullptr && stop->load()) {
+      return absl::CancelledError("stopped by signal while the worker program started");
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("cluster.worker_program did not write its initial weights within "
+                       "transport.rendezvous_timeout_seconds (",
+                       config.transport.rendezvous_timeout_seconds, " s). ", LogExcerpt(log)));
+    }
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  const std::string path = run_dir.initial_params_path();
+  struct stat st;
+  if (!exits[0].ok() || stat(path.c_str(), &st) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.worker_program ", exits[0].ok() ? "wrote no initial weights" : exits[0].Describe(),
+        " when started to write its model's initial weights (MONSOON_ROLE=init). ",
+        LogExcerpt(log)));
+  }
+  return static_cast<int>(st.st_size / sizeof(float));
+}
+
+}  // namespace monsoon

@@ -1,0 +1,38 @@
+// Worker programs (cluster.worker_program): the program a job's workers and evaluator run in
+// place of Monsoon's own model, such as a PyTorch script using the `monsoon` Python package.
+// Its environment tells it its role (MONSOON_ROLE: worker, evaluator or init), MONSOON_INDEX,
+// MONSOON_GPU, MONSOON_RUN_DIR, and puts the package on PYTHONPATH.
+#ifndef MONSOON_LAUNCHER_LOCAL_WORKER_PROGRAM_H_
+#define MONSOON_LAUNCHER_LOCAL_WORKER_PROGRAM_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "core/config/job_config.h"
+#include "core/run_dir.h"
+#include "launcher/cluster/role_assignment.h"
+
+namespace monsoon {
+
+// The directory holding the `monsoon` Python package: $MONSOON_PYTHONPATH when set, else the
+// one beside this executable (its Bazel runfiles, or `python/` in a bundle). NotFound when
+// there is none.
+absl::StatusOr<std::string> MonsoonPythonPath();
+
+// Replaces this process with the worker program for `role` (a worker or the evaluator). Returns
+// only on failure.
+absl::Status ExecWorkerProgram(const JobConfig& config, const RunDir& run_dir,
+                               const RoleAssignment& role, int gpu);
+
+// Runs the worker program once with MONSOON_ROLE=init (and MONSOON_SEED), logging to
+// RUN_DIR/logs/init.log, to have it write its model's initial weights
+// (RUN_DIR/initial_params.bin); returns their count. Fails, with the log's last lines, when the
+// program fails, writes nothing, or has not ended within transport.rendezvous_timeout_seconds;
+// Cancelled when *stop becomes true.
+absl::StatusOr<int> RunWorkerProgramInit(const JobConfig& config, const RunDir& run_dir,
+                                         const std::atomic<bool>* stop);
+
+}  // namespace monsoon
+
+#endif  // MONSOON_LAUNCHER_LOCAL_WORKER_PROGRAM_H_

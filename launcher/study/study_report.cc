@@ -1,0 +1,140 @@
+#include "launcher/study/study_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_replace.h"
+#include "core/run_dir.h"
+#include "core/status_macros.h"
+
+namespace monsoon {
+namespace {
+
+std::string Fmt(double v) { return absl::StrFormat("%.4g", v); }
+
+// A Markdown table cell: one line, its pipes escaped.
+std::string MdCell(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"|", "\\|"}, {"\r", " "}, {"\n", " "}});
+}
+
+// The study's metric: test accuracy (classification) or test loss (regression).
+const std::vector<double>& Metric(const Study& study, const VariantResult& r) {
+  return study.classification ? r.curve_accuracy : r.curve_loss;
+}
+
+// The y axis for the metric's curves, leaving out each curve's first evaluation (often of the
+// initial weights).
+void YRange(const Study& study, const std::vector<VariantResult>& results, LinePlot* plot) {
+  double high = 0, low = 1e300;
+  for (const VariantResult& r : results) {
+    const std::vector<double>& metric = Metric(study, r);
+    for (size_t k = metric.size() == 1 ? 0 : 1; k < metric.size(); ++k) {
+      high = std::max(high, metric[k]);
+      low = std::min(low, metric[k]);
+    }
+  }
+  if (low > high) low = high = 0;
+  if (study.classification) {
+    plot->y_hi = std::min(1.0, std::ceil(high * 20 + 0.2) / 20);
+    plot->y_lo = std::max(0.0, std::min(plot->y_hi - 0.1, std::floor(low * 10) / 10));
+  } else {
+    plot->y_lo = 0;
+    plot->y_hi = high > 0 ? high * 1.1 : 1;
+  }
+}
+
+std::string Csv(const Study& study, const std::vector<VariantResult>& results) {
+  std::string csv =
+      "variant,algorithm,knobs,status,final_test_accuracy,best_test_accuracy,final_test_loss,"
+      "best_test_loss,seconds_to_target,samples_per_second,bytes_sent,mean_staleness,"
+      "comm_share,wall_seconds\n";
+  // Regression jobs have no accuracy: empty in the CSV; a failed variant has no figures.
+  const auto accuracy = [&](double v) { return study.classification ? Fmt(v) : ""; };
+  for (const VariantResult& r : results) {
+    absl::StrAppend(&csv, CsvField(r.name), ",", CsvField(r.algorithm), ",", CsvField(r.knobs), ",",
+                    CsvField(r.status));
+    if (r.failed()) {
+      absl::StrAppend(&csv, ",,,,,,,,,,\n");
+      continue;
+    }
+    absl::StrAppend(&csv, ",", accuracy(r.final_accuracy), ",", accuracy(r.best_accuracy), ",",
+                    Fmt(r.final_loss), ",", Fmt(r.best_loss), ",",
+                    r.time_to_target >= 0 ? Fmt(r.time_to_target) : "", ",",
+                    Fmt(r.samples_per_second), ",", absl::StrFormat("%.0f", r.bytes_sent), ",",
+                    Fmt(r.mean_staleness), ",", Fmt(r.comm_share), ",", Fmt(r.wall_seconds), "\n");
+  }
+  return csv;
+}
+
+std::string Markdown(const Study& study, const std::vector<VariantResult>& results) {
+  std::string md = absl::StrCat(
+      "# ", study.name, "\n\n", results.size(), " variants of one job",
+      study.target_accuracy > 0 ? absl::StrCat("; target accuracy ", Fmt(study.target_accuracy))
+                                : "",
+      ". Plot: compare.svg.\n\n",
+      "| variant | algorithm | knobs | final acc | best acc | final loss | best loss | "
+      "s to target | samples/s | MB sent | mean staleness | comm share | wall s | status |\n",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  const auto accuracy = [&](double v) {
+    return study.classification ? absl::StrFormat("%.4f", v) : "n/a";
+  };
+  for (const VariantResult& r : results) {
+    absl::StrAppend(&md, "| ", MdCell(r.name), " | ", r.algorithm, " | ", MdCell(r.knobs), " | ");
+    if (r.failed()) {  // no figures, rather than zeros that would read as the best loss
+      absl::StrAppend(&md, "— | — | — | — | — | — | — | — | — | — | ", MdCell(r.status), " |\n");
+      continue;
+    }
+    absl::StrAppend(
+        &md, accuracy(r.final_accuracy), " | ", accuracy(r.best_accuracy), " | ",
+        absl::StrFormat("%.4g", r.final_loss), " | ", absl::StrFormat("%.4g", r.best_loss), " | ",
+        r.time_to_target >= 0 ? Fmt(r.time_to_target) : "not reached", " | ",
+        absl::StrFormat("%.0f", r.samples_per_second), " | ",
+        absl::StrFormat("%.1f", r.bytes_sent / 1e6), " | ",
+        absl::StrFormat("%.2f", r.mean_staleness), " | ", absl::StrFormat("%.2f", r.comm_share),
+        " | ", Fmt(r.wall_seconds), " | ", MdCell(r.status), " |\n");
+  }
+  return md;
+}
+
+}  // namespace
+
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  return absl::StrCat("\"", absl::StrReplaceAll(text, {{"\"", "\"\""}}), "\"");
+}
+
+LinePlot ComparisonPlot(const Study& study, const std::vector<VariantResult>& results) {
+  LinePlot plot;
+  const char* metric = study.classification ? "test accuracy" : "test loss";
+  plot.title = absl::StrCat(study.name, ": ", metric, " by variant");
+  plot.y_label = metric;
+  YRange(study, results, &plot);
+  if (study.classification && study.target_accuracy > 0) plot.target = study.target_accuracy;
+  plot.panels = {
+      {"wall time (s)", {}}, {"epochs (mean over workers)", {}}, {"GB sent (all workers)", {}}};
+  for (const VariantResult& r : results) {
+    plot.legend.push_back(absl::StrCat(
+        r.name, " (", r.knobs, "): ",
+        r.failed()
+            ? "failed"
+            : absl::StrCat("final ", Fmt(study.classification ? r.final_accuracy : r.final_loss))));
+    std::vector<double> gigabytes;
+    for (double bytes : r.curve_bytes) gigabytes.push_back(bytes / 1e9);
+    const std::vector<double>& y = Metric(study, r);
+    plot.panels[0].series.push_back({r.curve_seconds, y});
+    plot.panels[1].series.push_back({r.curve_epochs, y});
+    plot.panels[2].series.push_back({gigabytes, y});
+  }
+  return plot;
+}
+
+absl::Status WriteComparison(const Study& study, const std::vector<VariantResult>& results,
+                             const std::string& out_dir) {
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/compare.csv", Csv(study, results)));
+  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/compare.md", Markdown(study, results)));
+  return WriteFileAtomically(out_dir + "/compare.svg", ComparisonPlot(study, results).ToSvg());
+}
+
+}  // namespace monsoon
