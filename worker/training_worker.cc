@@ -15,17 +15,6 @@
 
 namespace monsoon {
 
-WorkerTotals WorkerTotals::FromMetricsRow(const WorkerMetricsRow& row) {
-  WorkerTotals t;
-  t.wall_seconds = row.wall_seconds;
-  t.samples = std::llround(row.samples_per_second * t.wall_seconds);
-  t.bytes_sent = row.bytes_sent;
-  t.bytes_received = row.bytes_received;
-  t.comm_seconds = row.comm_seconds;
-  t.emulated_delay_seconds = row.emulated_delay_seconds;
-  return t;
-}
-
 const std::vector<std::string>& WorkerTraceThreads() {
   static const auto* threads =
       new std::vector<std::string>{"training loop", "overlapped transfers"};
@@ -33,8 +22,8 @@ const std::vector<std::string>& WorkerTraceThreads() {
 }
 
 TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableModel* model,
-                               DataShard* shard, PsClient* client, CsvMetricsWriter* metrics,
-                               TraceWriter* trace, const WorkerTotals& earlier)
+                               DataShard* shard, PsClient* client, WorkerMetricsRecorder* metrics,
+                               TraceWriter* trace)
     : rules_(WorkerRules::FromConfig(config)),
       index_(index),
       model_(model),
@@ -42,7 +31,7 @@ TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableMode
       client_(client),
       metrics_(metrics),
       trace_(trace),
-      earlier_(earlier) {}
+      earlier_(metrics != nullptr ? metrics->earlier() : WorkerTotals{}) {}
 
 absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
   start_ = absl::Now() - absl::Seconds(earlier_.wall_seconds);
@@ -149,22 +138,16 @@ absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const Pul
   if (metrics_ == nullptr) return absl::OkStatus();
   WorkerMetricsRow row;
   row.step = static_cast<double>(report.steps);
-  row.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
   row.epoch = shard_->progress();
   row.loss = report.last_loss;
-  row.samples_per_second = report.samples / std::max(row.wall_seconds, 1e-9);
-  const TransferCounters io = client_->counters();
-  row.bytes_sent = earlier_.bytes_sent + io.bytes_sent;
-  row.bytes_received = earlier_.bytes_received + io.bytes_received;
   row.version = static_cast<double>(pull.min_version);
   row.clock = static_cast<double>(report.pushes);
   row.slowest_clock = static_cast<double>(pull.slowest_clock);
   row.staleness = staleness;
   row.comm_seconds = report.comm_seconds;
   row.emulated_delay_seconds = report.emulated_delay_seconds;
-  row.comm_share = report.comm_seconds / std::max(row.wall_seconds, 1e-9);
   row.learning_rate = rules_.base_learning_rate * RateScale();
-  return metrics_->Append(RowValues(row));
+  return metrics_->Record(row, report.samples, client_->counters());
 }
 
 absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::atomic<bool>* stop) {

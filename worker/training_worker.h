@@ -24,7 +24,7 @@
 #include "worker/ps_client.h"
 #include "worker/pull_schedule.h"
 #include "worker/push_pipeline.h"
-#include "worker/worker_metrics.h"
+#include "worker/worker_metrics_recorder.h"
 #include "worker/worker_rules.h"
 
 namespace monsoon {
@@ -40,21 +40,6 @@ struct WorkerReport {
   double emulated_delay_seconds = 0;
 };
 
-// What this worker's earlier processes in the run had spent by their last metrics row. A
-// restarted worker carries it on, so that its metrics rows and report count the whole run:
-// wall_seconds (without the time between processes), samples (and so samples_per_second),
-// bytes_sent, bytes_received and comm_seconds.
-struct WorkerTotals {
-  double wall_seconds = 0;
-  int64_t samples = 0;
-  double bytes_sent = 0;
-  double bytes_received = 0;
-  double comm_seconds = 0;
-  double emulated_delay_seconds = 0;
-  // From the last row of the worker's metrics CSV.
-  static WorkerTotals FromMetricsRow(const WorkerMetricsRow& row);
-};
-
 // The names of a worker's trace threads, indexed by WorkerTraceThread (background_call.h).
 const std::vector<std::string>& WorkerTraceThreads();
 
@@ -63,11 +48,12 @@ const std::vector<std::string>& WorkerTraceThreads();
 // a thread of their own (PushPipeline, ElasticExchanger), joined before Run returns.
 class TrainingWorker {
  public:
-  // `trace` gets the first config.trace.steps steps: each one's compute and communication.
-  // `earlier`: the totals this worker's earlier processes in the run left (none for its first).
+  // `metrics` gets a row after every step and carries on the totals this worker's earlier
+  // processes in the run left; `trace` gets the first config.trace.steps steps: each one's
+  // compute and communication.
   TrainingWorker(const JobConfig& config, int index, TrainableModel* model, DataShard* shard,
-                 PsClient* client, CsvMetricsWriter* metrics /* nullable */,
-                 TraceWriter* trace /* nullable */, const WorkerTotals& earlier = {});
+                 PsClient* client, WorkerMetricsRecorder* metrics /* nullable */,
+                 TraceWriter* trace /* nullable */);
 
   // Continues where the servers last heard from this worker (Resume(): nowhere for a fresh
   // job; after a restart, right after its last push they all have), trains until
@@ -141,9 +127,9 @@ class TrainingWorker {
   TrainableModel* const model_;
   DataShard* const shard_;
   PsClient* const client_;
-  CsvMetricsWriter* const metrics_;
+  WorkerMetricsRecorder* const metrics_;
   TraceWriter* const trace_;
-  const WorkerTotals earlier_;
+  const WorkerTotals earlier_;  // metrics_'s, or none
   absl::Time start_;                   // this process's start, moved back by earlier_.wall_seconds
   int64_t first_step_ = 0;             // the step this process started at
   TraceWriter* step_trace_ = nullptr;  // trace_ while the current step is traced

@@ -154,22 +154,13 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   // on from the last row its earlier processes wrote before them.
   MONSOON_ASSIGN_OR_RETURN(const ResumePoint resume, client->Resume());
   MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<CsvMetricsWriter> metrics,
-      CsvMetricsWriter::Create(run_dir.worker_metrics_path(index), ColumnNames<WorkerMetricsRow>(),
-                               static_cast<double>(resume.position.step)));
-  MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<EventFileWriter> events,
-      EventFileWriter::Create(run_dir.tensorboard_dir(absl::StrCat("worker-", index))));
-  metrics->MirrorTo(std::move(events), "step");
-  MONSOON_ASSIGN_OR_RETURN(
-      const std::optional<WorkerMetricsRow> last,
-      RowFrom<WorkerMetricsRow>(metrics->continued_from(), run_dir.worker_metrics_path(index)));
-  const WorkerTotals earlier = WorkerTotals::FromMetricsRow(last.value_or(WorkerMetricsRow{}));
+      std::unique_ptr<WorkerMetricsRecorder> metrics,
+      WorkerMetricsRecorder::Open(run_dir, index, static_cast<double>(resume.position.step)));
   LOG(INFO) << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
             << shard.size() << " examples, " << model->num_params() << " parameters, on "
             << model->where();
   TrainingWorker worker(config, index, model.get(), &shard, client.get(), metrics.get(),
-                        trace.get(), earlier);
+                        trace.get());
   absl::StatusOr<WorkerReport> trained = worker.Run(stop);
   if (!trained.ok() && ServersFinished(run_dir, config.cluster.servers)) {
     // Stalled (SIGSTOP, a frozen VM) past the servers' peer timeout, it woke to a job that

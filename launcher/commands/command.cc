@@ -36,9 +36,7 @@ void InstallStopSignals() {
   struct sigaction sa = {};
   sa.sa_handler = OnStopSignal;
   sigemptyset(&sa.sa_mask);
-  // SIGHUP: the terminal closed or ssh dropped; SIGUSR1: SLURM's --signal warning before the
-  // time limit.
-  for (int signal : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1}) sigaction(signal, &sa, nullptr);
+  for (int signal : kStopSignals) sigaction(signal, &sa, nullptr);
   // A closed output pipe (monsoon run ... | head) fails the write, never the job.
   sa.sa_handler = SIG_IGN;
   sigaction(SIGPIPE, &sa, nullptr);

@@ -35,7 +35,7 @@ void AddHostsCommand(CLI::App& app, int* exit_code);
 void AddGenLinearCommand(CLI::App& app, int* exit_code);
 void AddRoleCommands(CLI::App& app, int* exit_code);
 
-// Set by a stop signal: SIGINT, SIGTERM, SIGHUP, SIGQUIT or SIGUSR1 (InstallStopSignals);
+// Set by a stop signal (kStopSignals, core/stop_signals.h; InstallStopSignals);
 // polled by the job and role loops. A role still running kStopDeadline after its first stop
 // signal is ended by SIGALRM, a launcher 15 s later. SIGPIPE is ignored.
 std::atomic<bool>* StopFlag();

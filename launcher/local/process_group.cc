@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <deque>
@@ -32,21 +33,13 @@ std::string TailOfFile(const std::string& path, int lines) {
   return absl::StrJoin(tail, "\n");
 }
 
-// Signals a process only gets from outside: a person, the launcher, SLURM or the kernel's OOM
-// killer. SIGALRM ends a process that outlived its deadline after a stop signal.
+// Signals a process only gets from outside: a stop signal from a person, the launcher or
+// SLURM, SIGKILL (also the kernel's OOM killer), and SIGALRM, which ends a process that
+// outlived its deadline after a stop signal.
 bool IsStopSignal(int signal) {
-  switch (signal) {
-    case SIGKILL:
-    case SIGTERM:
-    case SIGINT:
-    case SIGHUP:
-    case SIGQUIT:
-    case SIGUSR1:
-    case SIGALRM:
-      return true;
-    default:
-      return false;
-  }
+  if (signal == SIGKILL || signal == SIGALRM) return true;
+  return std::find(std::begin(kStopSignals), std::end(kStopSignals), signal) !=
+         std::end(kStopSignals);
 }
 
 }  // namespace

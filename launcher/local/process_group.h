@@ -15,11 +15,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/exit_status.h"
+#include "core/stop_signals.h"
 
 namespace monsoon {
-
-// A monsoon process ends at most this long after its first stop signal (then SIGALRM ends it).
-inline constexpr absl::Duration kStopDeadline = absl::Seconds(60);
 
 // How a child ended, for supervision.
 enum class ExitKind {

@@ -16,24 +16,33 @@
 #include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/local/process_group.h"
+#include "worker/program_environment.h"
 
 namespace monsoon {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Sets the variables every run of the worker program gets; MONSOON_ROLE is `role`.
-absl::Status SetProgramEnvironment(const RunDir& run_dir, const std::string& role) {
+// Sets the variables a run of the worker program gets: `env`, with the package on PYTHONPATH.
+absl::Status SetProgramEnvironment(const ProgramEnvironment& env) {
   MONSOON_ASSIGN_OR_RETURN(const std::string package, MonsoonPythonPath());
   const char* old = std::getenv("PYTHONPATH");
   const std::string python_path =
       old == nullptr || *old == '\0' ? package : absl::StrCat(package, ":", old);
-  std::error_code ec;
-  const std::string root = fs::absolute(run_dir.root, ec).string();
   setenv("PYTHONPATH", python_path.c_str(), 1);
-  setenv("MONSOON_RUN_DIR", root.c_str(), 1);
-  setenv("MONSOON_ROLE", role.c_str(), 1);
+  for (const auto& [name, value] : env.ToEnv()) setenv(name.c_str(), value.c_str(), 1);
   return absl::OkStatus();
+}
+
+// The environment of the worker program of `run_dir`'s job, as `role`.
+ProgramEnvironment EnvironmentOf(const JobConfig& config, const RunDir& run_dir,
+                                 ProgramRole role) {
+  ProgramEnvironment env;
+  env.role = role;
+  std::error_code ec;
+  env.run_dir = fs::absolute(run_dir.root, ec).string();
+  env.seed = config.seed;
+  return env;
 }
 
 // `name` as exec can run it: itself when it holds a slash, else the first executable of that
@@ -68,10 +77,12 @@ absl::StatusOr<std::string> MonsoonPythonPath() {
 absl::Status ExecWorkerProgram(const JobConfig& config, const RunDir& run_dir,
                                const RoleAssignment& role, int gpu) {
   const std::vector<std::string>& program = config.cluster.worker_program;
-  MONSOON_RETURN_IF_ERROR(
-      SetProgramEnvironment(run_dir, role.kind == RoleKind::kWorker ? "worker" : "evaluator"));
-  setenv("MONSOON_INDEX", std::to_string(role.index).c_str(), 1);
-  setenv("MONSOON_GPU", std::to_string(gpu).c_str(), 1);
+  ProgramEnvironment env = EnvironmentOf(
+      config, run_dir,
+      role.kind == RoleKind::kWorker ? ProgramRole::kWorker : ProgramRole::kEvaluator);
+  env.index = role.index;
+  env.gpu = gpu;
+  MONSOON_RETURN_IF_ERROR(SetProgramEnvironment(env));
   std::vector<char*> args;
   for (const std::string& a : program) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -84,13 +95,12 @@ absl::StatusOr<int> RunWorkerProgramInit(const JobConfig& config, const RunDir& 
                                          const std::atomic<bool>* stop) {
   std::vector<std::string> argv = config.cluster.worker_program;
   MONSOON_ASSIGN_OR_RETURN(argv[0], FindProgram(argv[0]));
-  MONSOON_RETURN_IF_ERROR(SetProgramEnvironment(run_dir, "init"));
-  setenv("MONSOON_SEED", std::to_string(config.seed).c_str(), 1);
+  const ProgramEnvironment env = EnvironmentOf(config, run_dir, ProgramRole::kInit);
+  MONSOON_RETURN_IF_ERROR(SetProgramEnvironment(env));
   const std::string log = absl::StrCat(run_dir.logs_dir(), "/init.log");
   ProcessGroup program;
   MONSOON_RETURN_IF_ERROR(program.Start("init", argv, log));
-  unsetenv("MONSOON_ROLE");
-  unsetenv("MONSOON_SEED");
+  for (const auto& variable : env.ToEnv()) unsetenv(variable.first.c_str());
   const absl::Time deadline =
       absl::Now() + absl::Seconds(config.transport.rendezvous_timeout_seconds);
   std::vector<ChildExit> exits;

@@ -1,7 +1,7 @@
 // Worker programs (cluster.worker_program): the program a job's workers and evaluator run in
 // place of Monsoon's own model, such as a PyTorch script using the `monsoon` Python package.
-// Its environment tells it its role (MONSOON_ROLE: worker, evaluator or init), MONSOON_INDEX,
-// MONSOON_GPU, MONSOON_RUN_DIR, and puts the package on PYTHONPATH.
+// Its environment tells it its role, index, GPU, run directory and seed (ProgramEnvironment,
+// worker/program_environment.h), and puts the package on PYTHONPATH.
 #ifndef MONSOON_LAUNCHER_LOCAL_WORKER_PROGRAM_H_
 #define MONSOON_LAUNCHER_LOCAL_WORKER_PROGRAM_H_
 
@@ -25,7 +25,7 @@ absl::StatusOr<std::string> MonsoonPythonPath();
 absl::Status ExecWorkerProgram(const JobConfig& config, const RunDir& run_dir,
                                const RoleAssignment& role, int gpu);
 
-// Runs the worker program once with MONSOON_ROLE=init (and MONSOON_SEED), logging to
+// Runs the worker program once as ProgramRole::kInit, logging to
 // RUN_DIR/logs/init.log, to have it write its model's initial weights
 // (RUN_DIR/initial_params.bin); returns their count. Fails, with the log's last lines, when the
 // program fails, writes nothing, or has not ended within transport.rendezvous_timeout_seconds;

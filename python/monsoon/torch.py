@@ -10,7 +10,8 @@ A worker program calls ``run(make_model)`` once; everything else is the job file
 
     monsoon.torch.run(make_model)
 
-``run`` seeds PyTorch with the job's seed and builds the model. Started by the launcher's
+``run`` seeds PyTorch with the job's seed, gives it the job's ``compute.threads`` threads and
+builds the model. Started by the launcher's
 first run (before the servers), it hands the model's initial weights to the servers, so that
 every algorithm starts from the model's own initialisation. As a worker it trains: Monsoon
 hands it each batch of the worker's shard and takes its gradient; the parameters it trains are
@@ -116,7 +117,7 @@ def run(make_model, loss=None):
     """
     job = monsoon.job()
     torch.manual_seed(job["seed"])
-    torch.set_num_threads(1)
+    torch.set_num_threads(job.get("threads", 1))  # the job's compute.threads; 1 for init
     module = make_model()
     if job["role"] == "init":
         monsoon.write_initial_params(flat_params(module))

@@ -1,14 +1,15 @@
 #!/usr/bin/python3
 """monsoon.Client against a real parameter server process (transport_bench --serve: SGD with
 learning rate 1e-6 over 1000 parameters): pull and push move the weights; bad use raises an
-exception naming the problem and leaves the weights as they were. Exits 0 when every check
-passes.
+exception naming the problem and leaves the weights as they were; threads may share a client.
+Exits 0 when every check passes.
 
     python_client_test.py TRANSPORT_BENCH
 """
 
 import subprocess
 import sys
+import threading
 
 import numpy as np
 
@@ -61,6 +62,31 @@ raises("a NaN gradient", monsoon.Error, "the gradient is not finite at element 7
 unchanged = np.empty(FLOATS, dtype=np.float32)
 client.pull(unchanged)
 check("the weights are unchanged after the refused pushes", np.array_equal(unchanged, after))
+# Thread-safe: four threads push 25 times each and pull meanwhile; every push is numbered once
+# (a repeated or skipped number would be refused), so the weights move by exactly 100 pushes.
+errors = []
+
+
+def pusher():
+    mine = np.empty(FLOATS, dtype=np.float32)
+    try:
+        for _ in range(25):
+            client.push(np.ones(FLOATS, dtype=np.float32))
+            client.pull(mine)
+    except Exception as e:  # noqa: BLE001 - reported below
+        errors.append(e)
+
+
+threads = [threading.Thread(target=pusher) for _ in range(4)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(timeout=60)
+check(f"four threads pushing on one client: no error ({errors})", not errors)
+moved = np.empty(FLOATS, dtype=np.float32)
+client.pull(moved)
+check("... and every push applied once: the weights moved by 100 pushes",
+      np.allclose(moved, unchanged - 100e-6, atol=1e-8))
 client.finish()
 raises("a pull after finish", monsoon.Error, "the client has finished",
        lambda: client.pull(unchanged))

@@ -132,7 +132,8 @@ job nan nan.py
 expect_failure nan "the model's gradient is not finite at element 0 (nan); nothing was pushed"
 python3 -c "import monsoon; monsoon.job()" >"$WORK/outside.txt" 2>&1
 expect_failure outside "monsoon.Error: MONSOON_ROLE is not set"
-MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" python3 - >"$WORK/float64.txt" 2>&1 <<'PY'
+MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" MONSOON_INDEX=0 MONSOON_GPU=-1 MONSOON_SEED=1 \
+  python3 - >"$WORK/float64.txt" 2>&1 <<'PY'
 import numpy as np
 import monsoon
 class Model:

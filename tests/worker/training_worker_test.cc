@@ -47,14 +47,14 @@ struct LinearSetup {
       raw.push_back(servers_.back().get());
     }
   }
-  // RunWorkers with metrics in TEST_TMPDIR/name; returns each worker's metrics table.
+  // RunWorkers with the run directory TEST_TMPDIR/name; returns each worker's metrics table.
   std::vector<CsvTable> RunWorkersReadingMetrics(const std::string& name) {
-    const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name);
-    std::filesystem::create_directories(dir);
-    RunWorkers(dir);
+    const RunDir dir{absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name)};
+    std::filesystem::create_directories(dir.metrics_dir());
+    RunWorkers(dir.root);
     std::vector<CsvTable> tables;
     for (int i = 0; i < config.cluster.workers; ++i) {
-      auto table = ReadCsvTable(absl::StrCat(dir, "/worker-", i, ".csv"));
+      auto table = ReadCsvTable(dir.worker_metrics_path(i));
       REQUIRE(table.ok());
       tables.push_back(*std::move(table));
     }
@@ -66,11 +66,10 @@ struct LinearSetup {
     REQUIRE(reader.PullAll(absl::MakeSpan(w), {}, nullptr).ok());
     return w;
   }
-  // Runs every worker in its own thread to the end; returns their reports. With a
-  // metrics_dir, worker i writes its metrics CSV to metrics_dir/worker-i.csv. Every worker
-  // carries on the `earlier` totals.
-  std::vector<WorkerReport> RunWorkers(const std::string& metrics_dir = "",
-                                       const WorkerTotals& earlier = {}) {
+  // Runs every worker in its own thread to the end; returns their reports. With a run_dir,
+  // worker i records its metrics in RUN_DIR/metrics/worker-i.csv, carrying on the totals of
+  // the rows already there.
+  std::vector<WorkerReport> RunWorkers(const std::string& run_dir = "") {
     const int n = config.cluster.workers;
     std::vector<absl::StatusOr<WorkerReport>> results(n, absl::UnknownError("not run"));
     std::vector<std::thread> threads;
@@ -81,13 +80,9 @@ struct LinearSetup {
         const Dataset part = *InMemorySource(data).Read(ShardRows(data.size(), i, n, 3));
         DataShard shard(&part, i, 3);
         InProcessPsClient client(raw, {ClientRole::kWorker, i});
-        std::unique_ptr<CsvMetricsWriter> metrics;
-        if (!metrics_dir.empty()) {
-          metrics = *CsvMetricsWriter::Create(absl::StrCat(metrics_dir, "/worker-", i, ".csv"),
-                                              ColumnNames<WorkerMetricsRow>());
-        }
-        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get(), nullptr,
-                              earlier);
+        std::unique_ptr<WorkerMetricsRecorder> metrics;
+        if (!run_dir.empty()) metrics = *WorkerMetricsRecorder::Open(RunDir{run_dir}, i);
+        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get(), nullptr);
         results[i] = worker.Run(nullptr);
       });
     }
@@ -214,29 +209,36 @@ TEST_CASE("TrainingWorker: a restarted worker's metrics and report carry on its 
   setup.config.training.epochs = 1;
   setup.config.training.batch_size = 40;  // 10 steps of 40 samples
   setup.Start();
-  const std::string dir = absl::StrCat(std::getenv("TEST_TMPDIR"), "/carried");
-  std::filesystem::create_directories(dir);
-  WorkerTotals earlier;
-  earlier.wall_seconds = 100;
-  earlier.samples = 4000;
-  earlier.bytes_sent = 5e6;
-  earlier.bytes_received = 6e6;
-  earlier.comm_seconds = 7;
-  const WorkerReport report = setup.RunWorkers(dir, earlier)[0];
+  // The earlier process's last row: 100 s, 4000 samples, 5 MB out, 6 MB in, 7 s in calls.
+  const RunDir dir{absl::StrCat(std::getenv("TEST_TMPDIR"), "/carried")};
+  std::filesystem::create_directories(dir.metrics_dir());
+  {
+    auto earlier = CsvMetricsWriter::Create(dir.worker_metrics_path(0),
+                                            ColumnNames<WorkerMetricsRow>());
+    REQUIRE(earlier.ok());
+    WorkerMetricsRow row;
+    row.wall_seconds = 100;
+    row.samples_per_second = 40;
+    row.bytes_sent = 5e6;
+    row.bytes_received = 6e6;
+    row.comm_seconds = 7;
+    REQUIRE((*earlier)->Append(RowValues(row)).ok());
+  }
+  const WorkerReport report = setup.RunWorkers(dir.root)[0];
   CHECK(report.samples == 4000 + 400);
   CHECK(report.wall_seconds >= 100);
   CHECK(report.comm_seconds >= 7);
-  auto table = ReadCsvTable(dir + "/worker-0.csv");
+  auto table = ReadCsvTable(dir.worker_metrics_path(0));
   REQUIRE(table.ok());
-  REQUIRE(table->rows.size() == 10);
-  const std::vector<double>& first = table->rows.front();
+  REQUIRE(table->rows.size() == 1 + 10);
+  const std::vector<double>& first = table->rows[1];
   CHECK(first[table->Column("wall_seconds")] >= 100);
   CHECK(first[table->Column("bytes_sent")] == 5e6 + 2 * sizeof(float));  // one push of 2 floats
   // The first pull, and the next step's weights back with the push (transport.pull_with_push).
   CHECK(first[table->Column("bytes_received")] == 6e6 + 2 * 2 * sizeof(float));
   CHECK(first[table->Column("comm_seconds")] >= 7);
   // What the next process of this worker reads back from the last row.
-  const auto last = ReadLastRow<WorkerMetricsRow>(dir + "/worker-0.csv");
+  const auto last = ReadLastRow<WorkerMetricsRow>(dir.worker_metrics_path(0));
   REQUIRE(last.ok());
   REQUIRE(last->has_value());
   const WorkerTotals next = WorkerTotals::FromMetricsRow(**last);
@@ -451,15 +453,17 @@ TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at th
   }
 }
 
-// Runs worker 0 of `setup` through `client` to the end, with its metrics in TEST_TMPDIR/csv.
+// Runs worker 0 of `setup` through `client` to the end, with its metrics in the run directory
+// TEST_TMPDIR/name.
 absl::StatusOr<WorkerReport> RunWorkerZero(LinearSetup& setup, PsClient* client,
-                                           const std::string& csv,
+                                           const std::string& name,
                                            const std::atomic<bool>* stop = nullptr) {
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
   DataShard shard(&setup.data, 0, 3);
-  auto metrics = CsvMetricsWriter::Create(absl::StrCat(std::getenv("TEST_TMPDIR"), "/", csv),
-                                          ColumnNames<WorkerMetricsRow>());
+  const RunDir run_dir{absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name)};
+  std::filesystem::create_directories(run_dir.metrics_dir());
+  auto metrics = WorkerMetricsRecorder::Open(run_dir, 0);
   REQUIRE(metrics.ok());
   TrainingWorker worker(setup.config, 0, model->get(), &shard, client, metrics->get(), nullptr);
   return worker.Run(stop);
@@ -484,11 +488,13 @@ TEST_CASE(
     client.AwaitCounterReads(std::min(4 * k + 2, 300));  // one read per metrics row
     return absl::OkStatus();
   });
-  auto report = RunWorkerZero(setup, &client, "slow_exchanges.csv");
+  auto report = RunWorkerZero(setup, &client, "slow_exchanges");
   REQUIRE(report.ok());
   CHECK(report->pushes == 75);
   CHECK(setup.raw[0]->Stats().pushes_applied == 75);
-  auto table = ReadCsvTable(absl::StrCat(std::getenv("TEST_TMPDIR"), "/slow_exchanges.csv"));
+  auto table =
+      ReadCsvTable(RunDir{absl::StrCat(std::getenv("TEST_TMPDIR"), "/slow_exchanges")}
+                       .worker_metrics_path(0));
   REQUIRE(table.ok());
   REQUIRE(table->rows.size() == 300);
   const int step = table->Column("step"), version = table->Column("version");
@@ -527,7 +533,7 @@ TEST_CASE("TrainingWorker: a failed call ends the loop with its status; nothing 
     client->OnCall(FaultInjectingPsClient::kPush, [](int n) {
       return n == 3 ? absl::UnavailableError("server 0: connection reset") : absl::OkStatus();
     });
-    const absl::Status status = RunWorkerZero(setup, client.get(), "failed_push.csv").status();
+    const absl::Status status = RunWorkerZero(setup, client.get(), "failed_push").status();
     CHECK(absl::IsUnavailable(status));
     CHECK(status.message() == "server 0: connection reset");
     CHECK(setup.raw[0]->Stats().pushes_applied == 2);
@@ -544,7 +550,7 @@ TEST_CASE("TrainingWorker: a failed call ends the loop with its status; nothing 
       if (n == 2) stop = true;
       return absl::OkStatus();
     });
-    const absl::Status status = RunWorkerZero(setup, client.get(), "stopped.csv", &stop).status();
+    const absl::Status status = RunWorkerZero(setup, client.get(), "stopped", &stop).status();
     CHECK(absl::IsCancelled(status));
     CHECK(setup.raw[0]->Stats().pushes_applied == 2);
   }
@@ -556,7 +562,7 @@ TEST_CASE("TrainingWorker: a failed call ends the loop with its status; nothing 
       return n == 2 ? absl::DeadlineExceededError("server 0: the pull waited 30 s")
                     : absl::OkStatus();
     });
-    const absl::Status status = RunWorkerZero(setup, client.get(), "pull_timeout.csv").status();
+    const absl::Status status = RunWorkerZero(setup, client.get(), "pull_timeout").status();
     CHECK(absl::IsDeadlineExceeded(status));
     CHECK(status.message() == "server 0: the pull waited 30 s");
     CHECK(setup.raw[0]->Stats().pushes_applied == 1);
@@ -568,7 +574,7 @@ TEST_CASE("TrainingWorker: a failed call ends the loop with its status; nothing 
     client->OnCall(FaultInjectingPsClient::kExchange, [](int n) {
       return n == 2 ? absl::UnavailableError("server 0: gone") : absl::OkStatus();
     });
-    const absl::Status status = RunWorkerZero(setup, client.get(), "failed_exchange.csv").status();
+    const absl::Status status = RunWorkerZero(setup, client.get(), "failed_exchange").status();
     CHECK(absl::IsUnavailable(status));
     CHECK(setup.raw[0]->Stats().pushes_applied == 1);
   }

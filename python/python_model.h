@@ -1,0 +1,140 @@
+// A model written in Python, as the worker and evaluator roles drive it (TrainableModel).
+#ifndef MONSOON_PYTHON_PYTHON_MODEL_H_
+#define MONSOON_PYTHON_PYTHON_MODEL_H_
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "core/compute/kernel_math.h"
+#include "core/model/trainable_model.h"
+#include "python/errors.h"
+
+namespace monsoon {
+
+namespace py = pybind11;
+
+// A model written in Python: an object with `params` and `grads` (float32 NumPy arrays of one
+// length, which stay the same arrays) and the methods compute_gradients(x, y, seed) -> the
+// batch's summed loss, after writing the batch-mean loss gradient into `grads`; and
+// evaluate(x, y) -> (summed loss, correct predictions). x is [rows, features] and y [rows] or
+// [rows, targets], both float32 and valid only during the call. Borrows the object, which its
+// caller keeps alive. A Python exception ends the role: it goes to *raised (which the caller
+// owns and clears with the GIL held), and the model's status says what was raised.
+class PythonModel : public TrainableModel {
+ public:
+  PythonModel(py::handle model, std::string where, std::optional<py::error_already_set>* raised)
+      : model_(model), where_(std::move(where)), raised_(raised) {
+    size_t grads_size = 0;
+    params_ = FloatData(model.attr("params"), "model.params", &n_);
+    grads_ = FloatData(model.attr("grads"), "model.grads", &grads_size);
+    if (grads_size != n_) {
+      throw py::value_error(
+          absl::StrCat("model.grads has ", grads_size, " values but model.params ", n_));
+    }
+  }
+
+  size_t num_params() const override { return n_; }
+  std::string where() const override { return where_; }
+  void SetParams(const float* host) override { Copy(host, params_); }
+  void GetParams(float* host) override { Copy(params_, host); }
+  void GetGrads(float* host) override { Copy(grads_, host); }
+  void AddWeightDecay(float weight_decay) override {
+    if (weight_decay > 0) Axpy(weight_decay, params_, grads_);
+  }
+  void ApplyLocalSgd(float learning_rate) override { Axpy(-learning_rate, grads_, params_); }
+  void ApplyLocalNesterov(float learning_rate, float momentum) override {
+    velocity_.resize(n_);
+    for (size_t i = 0; i < n_; ++i) {
+      NesterovElement(learning_rate, momentum, grads_[i], &velocity_[i], &params_[i]);
+    }
+  }
+  void GetVelocity(float* host) override {
+    velocity_.resize(n_);
+    Copy(velocity_.data(), host);
+  }
+  void AddToParams(const float* delta_host, float scale) override {
+    Axpy(scale, delta_host, params_);
+  }
+  absl::Status Synchronize() override { return status_; }
+  void set_batch_seed(uint64_t seed) override { seed_ = seed; }
+
+  BatchResult ComputeGradients(const float* x, const float* y, int rows) override {
+    BatchResult result{0, 0, rows};
+    Call([&] {
+      result.loss_sum =
+          model_.attr("compute_gradients")(View(x, rows, true), View(y, rows, false), seed_)
+              .cast<double>();
+    });
+    if (status_.ok()) status_ = CheckFinite("the model's gradient", {grads_, n_});
+    return result;
+  }
+  BatchResult Evaluate(const float* x, const float* y, int rows) override {
+    BatchResult result{0, 0, rows};
+    Call([&] {
+      auto [loss_sum, correct] = model_.attr("evaluate")(View(x, rows, true), View(y, rows, false))
+                                     .cast<std::pair<double, int>>();
+      result.loss_sum = loss_sum;
+      result.correct = correct;
+    });
+    return result;
+  }
+
+  // The batch's shape per example: features, and targets (0: one class id per example).
+  void set_widths(int features, int targets) {
+    features_ = features;
+    targets_ = targets;
+  }
+
+ private:
+  void Copy(const float* from, float* to) const {
+    if (status_.ok()) std::memcpy(to, from, n_ * sizeof(float));
+  }
+  void Axpy(float alpha, const float* x, float* y) const {
+    if (!status_.ok()) return;
+    for (size_t i = 0; i < n_; ++i) y[i] += alpha * x[i];
+  }
+  // A NumPy view of the batch's features or targets (no copy).
+  py::array View(const float* data, int rows, bool features) const {
+    std::vector<py::ssize_t> shape = {rows};
+    const int width = features ? features_ : targets_;
+    if (features || width > 0) shape.push_back(width);
+    return py::array(py::dtype::of<float>(), shape, data, py::none());
+  }
+  // Runs `body` with the GIL held, unless an earlier call failed; keeps what it raises.
+  template <class Body>
+  void Call(Body body) {
+    if (!status_.ok()) return;
+    py::gil_scoped_acquire gil;
+    try {
+      body();
+    } catch (py::error_already_set& e) {
+      status_ = absl::InternalError(absl::StrCat("the model raised ", e.what()));
+      *raised_ = std::move(e);
+    } catch (const std::exception& e) {
+      status_ = absl::InternalError(absl::StrCat("the model's result: ", e.what()));
+    }
+  }
+
+  const py::handle model_;  // borrowed
+  const std::string where_;
+  float* params_ = nullptr;  // the model's arrays
+  float* grads_ = nullptr;
+  size_t n_ = 0;
+  std::vector<float> velocity_;
+  uint64_t seed_ = 0;
+  int features_ = 0, targets_ = 0;
+  absl::Status status_;
+  std::optional<py::error_already_set>* const raised_;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_PYTHON_PYTHON_MODEL_H_
