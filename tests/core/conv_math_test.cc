@@ -72,7 +72,7 @@ TEST_CASE("GPU convolution scheme: forward and backward match the CPU backend, o
     const size_t patch = g.patch(), outputs = g.filters * columns;
     const auto x = Random(inputs, ++seed), w = Random(g.filters * patch, ++seed),
                b = Random(g.filters, ++seed), dy = Random(outputs, ++seed);
-    // Forward, as Conv2dForward in worker/cublas_backend.cu.
+    // Forward, as Conv2dForward in core/compute/cuda/cublas_backend.cu.
     const auto cols =
         Elements(patch * columns, [&](size_t i) { return Im2ColElement(g, batch, x.data(), i); });
     const auto yt = Product(w, false, cols, false, g.filters, columns, patch);

@@ -5,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "tests/layer_specs.h"
 #include "tests/test_util.h"
 
 namespace monsoon {
@@ -124,6 +125,37 @@ TEST_CASE("CpuBackend: NesterovStep is EAMSGD's momentum step in look-ahead form
     CHECK(v[0] == Approx(v_ref));
     CHECK(w[0] == Approx(x + delta * v_ref));
   }
+}
+
+}  // namespace
+}  // namespace monsoon
+
+namespace monsoon {
+namespace {
+
+TEST_CASE("CpuBackend: a same and a valid convolution of one shape keep their own primitives",
+          "[core][backend][conv]") {
+  // 1x5x7 input, 4 filters, kernel 2, stride 2: `same` gives 4x3x4, `valid` 4x2x3, both
+  // unpadded above and to the left, so only the output size tells them apart.
+  const Shape in = {1, 5, 7};
+  const Conv2dGeometry same = ConvGeometryOf(Conv(4, 2, 2, Padding::kSame), in);
+  const Conv2dGeometry valid = ConvGeometryOf(Conv(4, 2, 2, Padding::kValid), in);
+  REQUIRE(same.pad_top == valid.pad_top);
+  REQUIRE(same.pad_left == valid.pad_left);
+  const int batch = 3;
+  const std::vector<float> x = Random(batch * 35, 1), w = Random(4 * 4, 2), b = Random(4, 3);
+  const size_t valid_floats = static_cast<size_t>(batch) * 4 * 2 * 3;  // 72
+  std::vector<float> want(valid_floats);
+  CpuBackend().Conv2dForward(valid, x.data(), w.data(), b.data(), batch, want.data());
+
+  CpuBackend backend;
+  std::vector<float> same_y(static_cast<size_t>(batch) * 4 * 3 * 4);
+  backend.Conv2dForward(same, x.data(), w.data(), b.data(), batch, same_y.data());
+  // The valid output, followed by guard values that no write may touch.
+  std::vector<float> y(valid_floats + 128, -7.0f);
+  backend.Conv2dForward(valid, x.data(), w.data(), b.data(), batch, y.data());
+  for (size_t i = valid_floats; i < y.size(); ++i) REQUIRE(y[i] == -7.0f);
+  for (size_t i = 0; i < valid_floats; ++i) CHECK(y[i] == Approx(want[i]).margin(1e-5));
 }
 
 }  // namespace

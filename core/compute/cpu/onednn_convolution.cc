@@ -185,8 +185,11 @@ int OneDnnConvolution::NativeChannelBlock() {
 OneDnnConvolution::~OneDnnConvolution() = default;
 
 OneDnnConvolution::Primitives& OneDnnConvolution::For(const Conv2dGeometry& g, int batch) {
-  const Key key{g.channels, g.height,   g.width, g.filters,   g.kernel,     g.stride,
-                g.pad_top,  g.pad_left, batch,   g.native_in, g.native_out, g.relu};
+  // Every field of the geometry: a `same` and a `valid` convolution can differ only in the
+  // output's size, and a primitive made for one writes the other's whole output.
+  const Key key{g.channels,   g.height,    g.width, g.filters,   g.kernel,
+                g.stride,     g.pad_top,   g.pad_left, g.out_height, g.out_width,
+                batch,        g.native_in, g.native_out, g.relu};
   std::unique_ptr<Primitives>& p = cache_[key];
   if (p == nullptr) p = std::make_unique<Primitives>(g, batch, engine_->engine);
   return *p;

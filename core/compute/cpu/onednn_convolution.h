@@ -45,7 +45,7 @@ class OneDnnConvolution {
   struct Engine;  // oneDNN's engine and stream
   const std::unique_ptr<Engine> engine_;
   const int threads_;
-  using Key = std::tuple<int, int, int, int, int, int, int, int, int, bool, bool, bool>;
+  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, bool, bool, bool>;
   std::map<Key, std::unique_ptr<Primitives>> cache_;
   std::vector<float> bias_scratch_;  // RunPrimitives' bias and bias gradient
 };
