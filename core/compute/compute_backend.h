@@ -38,6 +38,21 @@ struct LossResult {
   int correct = 0;
 };
 
+// Where a batch of [C, H, W] activations lies in memory: [batch x C x H x W] (kPlain), or the
+// backend's native layout (kNative; see ComputeBackend::NativeChannelBlock).
+enum class Layout { kPlain, kNative };
+
+// A ReLU run inside another kernel's call, planned once per model (core/model/model.cc).
+enum class FusedRelu {
+  kNone,
+  // A convolution's: y = max(0, conv(x, w) + b). Conv2dBackward's dy is still the gradient
+  // with respect to conv(x, w) + b, before the ReLU.
+  kOnOutput,
+  // A pooling layer's: x is such a fused ReLU's output, and Pool2dBackward's dx the gradient
+  // with respect to that ReLU's input (zero where x is 0).
+  kOnInput,
+};
+
 // Where a 2-D convolution reads and writes: per example, `channels` x `height` x `width` in,
 // `filters` x `out_height` x `out_width` out (row-major, channels first). The input is padded
 // with zeros: `pad_top` rows above, `pad_left` columns to the left (and as many below and to
@@ -47,13 +62,10 @@ struct Conv2dGeometry {
   int filters = 0, kernel = 0, stride = 1;
   int pad_top = 0, pad_left = 0;
   int out_height = 0, out_width = 0;
-  // Whether the input x (and dx) and the output y (and dy) are in the backend's native layout
-  // (ComputeBackend::NativeChannelBlock) instead of [batch x C x H x W].
-  bool native_in = false, native_out = false;
-  // Whether a ReLU follows in the same call: y = max(0, conv(x, w) + b). Backends with a native
-  // layout take it where native_out is set; Conv2dBackward's dy is still the gradient with
-  // respect to conv(x, w) + b, before the ReLU.
-  bool relu = false;
+  // The layouts of x (and dx) and of y (and dy).
+  Layout in = Layout::kPlain, out = Layout::kPlain;
+  // kNone or kOnOutput; backends with a native layout take kOnOutput where `out` is native.
+  FusedRelu relu = FusedRelu::kNone;
   // Weights per filter: channels * kernel * kernel, in (channel, row, column) order.
   int patch() const { return channels * kernel * kernel; }
 };
@@ -63,10 +75,9 @@ struct Pool2dGeometry {
   int channels = 0, height = 0, width = 0;
   int size = 2, stride = 2;
   int out_height = 0, out_width = 0;
-  bool native = false;  // x, y, dy and dx in the backend's native layout
-  // Whether x is a ReLU's output and Pool2dBackward's dx the gradient with respect to that
-  // ReLU's input: zero where x is 0. Backends with a native layout take it where native is set.
-  bool relu_input = false;
+  Layout layout = Layout::kPlain;  // of x, y, dy and dx
+  // kNone or kOnInput; backends with a native layout take kOnInput where `layout` is native.
+  FusedRelu relu = FusedRelu::kNone;
 };
 enum class PoolKind { kMax, kAverage };
 

@@ -43,8 +43,8 @@ absl::StatusOr<Shape> Conv2dShape(const LayerSpec& l, const Shape& in) {
 }
 std::unique_ptr<Layer> MakeConv2d(const LayerBuild& b) {
   Conv2dGeometry g = ConvGeometryOf(b.spec, b.in);
-  g.native_in = b.plan.native_in;
-  g.native_out = b.plan.native_out;
+  g.in = b.plan.in;
+  g.out = b.plan.out;
   g.relu = b.plan.relu;
   return std::make_unique<Conv2dLayer>(b.name, g, b.plan.dy_before_relu);
 }
@@ -63,8 +63,8 @@ absl::StatusOr<Shape> PoolShape(const LayerSpec& l, const Shape& in) {
 }
 std::unique_ptr<Layer> MakePool(PoolKind kind, const LayerBuild& b) {
   Pool2dGeometry g = PoolGeometryOf(b.spec, b.in);
-  g.native = b.plan.native_in;
-  g.relu_input = b.plan.relu;
+  g.layout = b.plan.in;
+  g.relu = b.plan.relu;
   return std::make_unique<Pool2dLayer>(kind, g);
 }
 
@@ -79,7 +79,7 @@ absl::StatusOr<Shape> FlattenShape(const LayerSpec&, const Shape& in) {
   return Shape{ShapeSize(in)};
 }
 std::unique_ptr<Layer> MakeFlatten(const LayerBuild& b) {
-  if (!b.plan.native_in) return nullptr;  // a plain input only changes its shape
+  if (b.plan.in == Layout::kPlain) return nullptr;  // a plain input only changes its shape
   return std::make_unique<FlattenLayer>(b.in[0], b.in[1], b.in[2]);
 }
 

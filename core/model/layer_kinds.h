@@ -109,11 +109,10 @@ enum class NativeLayout {
 // How layer i of a model is built, planned once per model (Model's planner): where its input
 // and output lie, and the ReLU fused into it.
 struct LayerPlan {
-  bool native_in = false, native_out = false;
-  // A kind that absorbs a ReLU: the ReLU after it runs in its forward call. A kind that
-  // backpropagates through a ReLU: its input is such a fused ReLU's output, and its gradient
-  // goes back through that ReLU.
-  bool relu = false;
+  Layout in = Layout::kPlain, out = Layout::kPlain;
+  // kOnOutput for a kind that absorbs the ReLU after it (it runs in its forward call);
+  // kOnInput for a kind that backpropagates through the fused ReLU before it.
+  FusedRelu relu = FusedRelu::kNone;
   // A layer with a fused ReLU whose next layer takes the gradient back through the ReLU.
   bool dy_before_relu = false;
   // A ReLU run by the layer before it: no layer of its own.

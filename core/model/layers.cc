@@ -66,7 +66,7 @@ void Conv2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, fl
 
 void Conv2dLayer::Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
                            int batch, float* dx) {
-  if (g_.relu && !dy_before_relu_) {
+  if (g_.relu == FusedRelu::kOnOutput && !dy_before_relu_) {
     const size_t n = static_cast<size_t>(batch) * output_dim();
     if (relu_dy_.size() < n) relu_dy_ = backend.Allocate(n);
     backend.ActivationBackward(Activation::kRelu, y, dy, relu_dy_.data(), n);

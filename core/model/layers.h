@@ -92,9 +92,9 @@ class ActivationLayer : public Layer {
 };
 
 // A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters]. Where the
-// geometry fuses a ReLU (g.relu), the output is the ReLU's, and Backward's dy the gradient with
-// respect to it, unless `dy_before_relu`: the next layer then gives the gradient with respect to
-// the ReLU's input (a pooling layer with relu_input).
+// geometry fuses a ReLU (FusedRelu::kOnOutput), the output is the ReLU's, and Backward's dy the
+// gradient with respect to it, unless `dy_before_relu`: the next layer then gives the gradient
+// with respect to the ReLU's input (a pooling layer with FusedRelu::kOnInput).
 class Conv2dLayer : public Layer {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g, bool dy_before_relu = false)

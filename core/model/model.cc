@@ -59,20 +59,21 @@ std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs,
                                   const std::vector<Shape>& shapes, int block) {
   const std::vector<bool> native = NativeOutputs(specs, shapes, block);
   std::vector<LayerPlan> plans(specs.size());
+  const auto layout = [](bool native) { return native ? Layout::kNative : Layout::kPlain; };
   for (size_t i = 0; i < specs.size(); ++i) {
-    plans[i].native_in = i > 0 && native[i - 1];
-    plans[i].native_out = native[i];
+    plans[i].in = layout(i > 0 && native[i - 1]);
+    plans[i].out = layout(native[i]);
   }
   for (size_t i = 0; i + 1 < specs.size(); ++i) {
     if (!DeclOf(specs[i].kind).absorbs_relu || !native[i] ||
         specs[i + 1].kind != LayerKind::kRelu) {
       continue;
     }
-    plans[i].relu = true;
+    plans[i].relu = FusedRelu::kOnOutput;
     plans[i + 1].fused = true;
     if (i + 2 < specs.size() && DeclOf(specs[i + 2].kind).backprops_through_relu) {
       plans[i].dy_before_relu = true;
-      plans[i + 2].relu = true;
+      plans[i + 2].relu = FusedRelu::kOnInput;
     }
   }
   return plans;

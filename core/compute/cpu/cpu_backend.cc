@@ -347,7 +347,7 @@ template <int B>
 void NativeMaxPool2x2Forward(const Pool2dGeometry& g, size_t groups, const float* x, float* y,
                              uint8_t* winners) {
   ForEachMaxPool2x2Window<B>(g, groups, x, [&](const float* a, size_t row, size_t o) {
-    MaxPool2x2WindowForward<B>(g.relu_input, a, a + row, y + o, winners + o);
+    MaxPool2x2WindowForward<B>(g.relu == FusedRelu::kOnInput, a, a + row, y + o, winners + o);
   });
 }
 
@@ -395,6 +395,7 @@ void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const
                         const float* dy, int batch, float* dx) {
   const size_t groups = static_cast<size_t>(batch) * (g.channels / B);
   if (winners != nullptr) return NativeMaxPool2x2Backward<B>(g, groups, winners, dy, dx);
+  const bool relu_input = g.relu == FusedRelu::kOnInput;
   const size_t in_group = static_cast<size_t>(g.height) * g.width * B;
   std::fill(dx, dx + groups * in_group, 0.0f);
   const float share = 1.0f / static_cast<float>(g.size * g.size);
@@ -415,7 +416,7 @@ void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const
           for (int j = 0; j < g.size; ++j) {
             const size_t k = corner + (static_cast<size_t>(i) * g.width + j) * B;
             for (int b = 0; b < B; ++b) {
-              if (!max && (!g.relu_input || in[k + b] > 0.0f)) din[k + b] += grad[b] * share;
+              if (!max && (!relu_input || in[k + b] > 0.0f)) din[k + b] += grad[b] * share;
               const bool larger = in[k + b] > best[b];
               best[b] = larger ? in[k + b] : best[b];
               at[b] = larger ? k + b : at[b];
@@ -424,7 +425,7 @@ void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const
         }
         if (max) {
           for (int b = 0; b < B; ++b) {
-            if (!g.relu_input || best[b] > 0.0f) din[at[b]] += grad[b];
+            if (!relu_input || best[b] > 0.0f) din[at[b]] += grad[b];
           }
         }
       }
@@ -435,13 +436,13 @@ void NativePoolBackward(const Pool2dGeometry& g, bool max, const float* x, const
 }  // namespace
 
 size_t CpuBackend::PoolWorkspaceBytes(const Pool2dGeometry& g, PoolKind kind, int batch) const {
-  if (!g.native || !TilesMaxPool2x2(g, kind)) return 0;
+  if (g.layout != Layout::kNative || !TilesMaxPool2x2(g, kind)) return 0;
   return static_cast<size_t>(batch) * g.channels * g.out_height * g.out_width;
 }
 
 void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
                                float* y, uint8_t* workspace) {
-  if (g.native) {
+  if (g.layout == Layout::kNative) {
     const bool max = kind == PoolKind::kMax;
     uint8_t* winners = PoolWorkspaceBytes(g, kind, batch) > 0 ? workspace : nullptr;
     return NativeChannelBlock() == 16 ? NativePoolForward<16>(g, max, x, batch, y, winners)
@@ -463,7 +464,7 @@ void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const flo
 
 void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
                                 const uint8_t* workspace, const float* dy, int batch, float* dx) {
-  if (g.native) {
+  if (g.layout == Layout::kNative) {
     const bool max = kind == PoolKind::kMax;
     const uint8_t* winners = PoolWorkspaceBytes(g, kind, batch) > 0 ? workspace : nullptr;
     return NativeChannelBlock() == 16 ? NativePoolBackward<16>(g, max, x, winners, dy, batch, dx)

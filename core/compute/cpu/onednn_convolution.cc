@@ -71,7 +71,7 @@ memory::desc ActivationDesc(const memory::dims& dims, bool native) {
 // The forward convolution's attributes: a fused ReLU where the geometry asks for one.
 dnnl::primitive_attr ForwardAttributes(const Conv2dGeometry& g) {
   dnnl::primitive_attr attributes;
-  if (g.relu) {
+  if (g.relu == FusedRelu::kOnOutput) {
     dnnl::post_ops ops;
     ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
     attributes.set_post_ops(ops);
@@ -146,30 +146,30 @@ OneDnnConvolution::Primitives::Primitives(const Conv2dGeometry& g, int batch,
             std::max(0, (g.out_width - 1) * g.stride + g.kernel - g.width - g.pad_left)},
       forward_pd(dnnl::convolution_forward::desc(
                      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-                     ActivationDesc(src, g.native_in), Desc(weights, Tag::any), Desc(bias, Tag::x),
-                     ActivationDesc(dst, g.native_out), strides, left, right),
+                     ActivationDesc(src, g.in == Layout::kNative), Desc(weights, Tag::any), Desc(bias, Tag::x),
+                     ActivationDesc(dst, g.out == Layout::kNative), strides, left, right),
                  ForwardAttributes(g), engine),
       data_pd(dnnl::convolution_backward_data::desc(
-                  dnnl::algorithm::convolution_direct, ActivationDesc(src, g.native_in),
-                  Desc(weights, Tag::any), ActivationDesc(dst, g.native_out), strides, left, right),
+                  dnnl::algorithm::convolution_direct, ActivationDesc(src, g.in == Layout::kNative),
+                  Desc(weights, Tag::any), ActivationDesc(dst, g.out == Layout::kNative), strides, left, right),
               engine, forward_pd),
       weights_pd(dnnl::convolution_backward_weights::desc(
-                     dnnl::algorithm::convolution_direct, ActivationDesc(src, g.native_in),
-                     Desc(weights, Tag::any), Desc(bias, Tag::x), ActivationDesc(dst, g.native_out),
+                     dnnl::algorithm::convolution_direct, ActivationDesc(src, g.in == Layout::kNative),
+                     Desc(weights, Tag::any), Desc(bias, Tag::x), ActivationDesc(dst, g.out == Layout::kNative),
                      strides, left, right),
                  engine, forward_pd),
       forward(forward_pd),
       backward_data(data_pd),
       backward_weights(weights_pd),
-      x(HeldDesc(src, g.native_in), forward_pd.src_desc(), engine),
+      x(HeldDesc(src, g.in == Layout::kNative), forward_pd.src_desc(), engine),
       w(Desc(weights, Tag::oihw), forward_pd.weights_desc(), engine),
-      y(HeldDesc(dst, g.native_out), forward_pd.dst_desc(), engine),
-      weights_x(HeldDesc(src, g.native_in), weights_pd.src_desc(), engine),
-      weights_dy(HeldDesc(dst, g.native_out), weights_pd.diff_dst_desc(), engine),
+      y(HeldDesc(dst, g.out == Layout::kNative), forward_pd.dst_desc(), engine),
+      weights_x(HeldDesc(src, g.in == Layout::kNative), weights_pd.src_desc(), engine),
+      weights_dy(HeldDesc(dst, g.out == Layout::kNative), weights_pd.diff_dst_desc(), engine),
       dw(Desc(weights, Tag::oihw), weights_pd.diff_weights_desc(), engine),
-      data_dy(HeldDesc(dst, g.native_out), data_pd.diff_dst_desc(), engine),
+      data_dy(HeldDesc(dst, g.out == Layout::kNative), data_pd.diff_dst_desc(), engine),
       data_w(Desc(weights, Tag::oihw), data_pd.weights_desc(), engine),
-      dx(HeldDesc(src, g.native_in), data_pd.diff_src_desc(), engine),
+      dx(HeldDesc(src, g.in == Layout::kNative), data_pd.diff_src_desc(), engine),
       b(Desc(bias, Tag::x), engine, DNNL_MEMORY_NONE),
       db(Desc(bias, Tag::x), engine, DNNL_MEMORY_NONE),
       own_data_dy(data_pd.diff_dst_desc() != weights_pd.diff_dst_desc()) {}
@@ -187,9 +187,9 @@ OneDnnConvolution::~OneDnnConvolution() = default;
 OneDnnConvolution::Primitives& OneDnnConvolution::For(const Conv2dGeometry& g, int batch) {
   // Every field of the geometry: a `same` and a `valid` convolution can differ only in the
   // output's size, and a primitive made for one writes the other's whole output.
-  const Key key{g.channels,   g.height,    g.width, g.filters,   g.kernel,
-                g.stride,     g.pad_top,   g.pad_left, g.out_height, g.out_width,
-                batch,        g.native_in, g.native_out, g.relu};
+  const Key key{g.channels, g.height,    g.width,      g.filters, g.kernel,
+                g.stride,   g.pad_top,   g.pad_left,   g.out_height, g.out_width,
+                batch,      g.in,        g.out,        g.relu};
   std::unique_ptr<Primitives>& p = cache_[key];
   if (p == nullptr) p = std::make_unique<Primitives>(g, batch, engine_->engine);
   return *p;

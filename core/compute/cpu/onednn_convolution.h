@@ -1,7 +1,7 @@
 // 2-D convolutions on the CPU with oneDNN (Debian's libdnnl): the CPU backend's convolution
 // kernels. Tensors come and go in Monsoon's layouts (activations [batch x C x H x W], weights
 // [filters x C x kernel x kernel]), or activations in the native blocked layout where the
-// geometry says so (native_in, native_out: nChw16c on CPUs with AVX-512, else nChw8c), with
+// geometry says so (its Layout in and out: nChw16c on CPUs with AVX-512, else nChw8c), with
 // the geometry's ReLU fused into the forward convolution;
 // inside, oneDNN runs its JIT kernels on blocked layouts, reordering Monsoon's layouts to and
 // from them. Primitives are built once per (geometry, batch).
@@ -45,7 +45,8 @@ class OneDnnConvolution {
   struct Engine;  // oneDNN's engine and stream
   const std::unique_ptr<Engine> engine_;
   const int threads_;
-  using Key = std::tuple<int, int, int, int, int, int, int, int, int, int, int, bool, bool, bool>;
+  using Key =
+      std::tuple<int, int, int, int, int, int, int, int, int, int, int, Layout, Layout, FusedRelu>;
   std::map<Key, std::unique_ptr<Primitives>> cache_;
   std::vector<float> bias_scratch_;  // RunPrimitives' bias and bias gradient
 };

@@ -363,9 +363,11 @@ class CublasBackend : public ComputeBackend {
     NesterovKernel<<<Blocks(n), kThreads, 0, compute_>>>(learning_rate, momentum, g, v, w, n);
   }
 
-  // Batch-wide im2col and one SGEMM per product (the scheme in core/conv_math.h).
+  // Batch-wide im2col and one SGEMM per product (the scheme in core/conv_math.h), on the plain
+  // layout without fused ReLUs (NativeChannelBlock is 0, and Model plans no fusion then).
   void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
                      int batch, float* y) override {
+    if (!Implemented(g)) return;
     const size_t columns = static_cast<size_t>(batch) * g.out_height * g.out_width;
     float* cols = ConvWorkspace((g.patch() + g.filters) * columns);
     if (cols == nullptr || columns == 0) return;
@@ -379,8 +381,14 @@ class CublasBackend : public ComputeBackend {
 
   void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy,
                       int batch, float* dw, float* db, float* dx) override {
+    if (!Implemented(g)) return;
     const size_t columns = static_cast<size_t>(batch) * g.out_height * g.out_width;
     const size_t patch = g.patch();
+    if (columns == 0) {  // no examples: the gradients are zero, as they are overwritten
+      Check(cudaMemsetAsync(dw, 0, patch * g.filters * sizeof(float), compute_), "zero dw");
+      Check(cudaMemsetAsync(db, 0, g.filters * sizeof(float), compute_), "zero db");
+      return;
+    }
     float* cols = ConvWorkspace((2 * patch + g.filters) * columns);
     const float* ones = Ones(columns);
     if (cols == nullptr || ones == nullptr || columns == 0) return;
@@ -401,6 +409,7 @@ class CublasBackend : public ComputeBackend {
 
   void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch, float* y,
                      uint8_t* /*workspace*/) override {
+    if (!Implemented(g)) return;
     const size_t n = static_cast<size_t>(batch) * g.channels * g.out_height * g.out_width;
     if (!status_.ok() || n == 0) return;
     PoolForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, y, n);
@@ -409,6 +418,7 @@ class CublasBackend : public ComputeBackend {
   void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
                       const uint8_t* /*workspace*/, const float* dy, int batch,
                       float* dx) override {
+    if (!Implemented(g)) return;
     const size_t n = static_cast<size_t>(batch) * g.channels * g.height * g.width;
     if (!status_.ok() || n == 0) return;
     PoolBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, dy, dx,
@@ -428,6 +438,26 @@ class CublasBackend : public ComputeBackend {
 
  private:
   // Records the first failure; true when `error` is success.
+  // Whether to run a kernel on the geometry: no earlier error, the plain layout and no fused
+  // ReLU. Records Unimplemented for the others (a caller that planned for another backend).
+  template <class Geometry>
+  bool Implemented(const Geometry& g) {
+    if (!status_.ok()) return false;
+    if (IsPlainAndUnfused(g)) return true;
+    if (status_.ok()) {
+      status_ = absl::UnimplementedError(absl::StrCat(
+          "CUDA device ", device_,
+          ": convolution and pooling take the plain layout without a fused ReLU only"));
+    }
+    return false;
+  }
+  static bool IsPlainAndUnfused(const Conv2dGeometry& g) {
+    return g.in == Layout::kPlain && g.out == Layout::kPlain && g.relu == FusedRelu::kNone;
+  }
+  static bool IsPlainAndUnfused(const Pool2dGeometry& g) {
+    return g.layout == Layout::kPlain && g.relu == FusedRelu::kNone;
+  }
+
   bool Check(cudaError_t error, const std::string& what) {
     if (error == cudaSuccess) return true;
     if (status_.ok()) {
