@@ -14,7 +14,6 @@
 namespace monsoon {
 namespace {
 
-#if MONSOON_WITH_CUDA
 // Where the plugin is: $MONSOON_CUDA_PLUGIN if set, else kCudaPluginFile under the nearest
 // ancestor of this executable's directory that has it (bazel-bin's layout: found from
 // bazel-bin/launcher/monsoon and from test binaries alike).
@@ -31,22 +30,17 @@ std::string PluginPath() {
   // Let dlopen search, and name the file when it fails.
   return std::filesystem::path(kCudaPluginFile).filename();
 }
-#endif
 
 }  // namespace
 
 std::string CudaPluginFile() {
-#if MONSOON_WITH_CUDA
   std::error_code ec;
   const std::string path = PluginPath();
-  if (std::filesystem::exists(path, ec)) return path;
-#endif
-  return "";
+  return std::filesystem::exists(path, ec) ? path : "";
 }
 
 namespace {
 
-// The plugin's functions, loaded once per process; Unavailable says why not.
 // True when NVIDIA's kernel driver is there (its control device, or its /proc entry).
 bool NvidiaDriverPresent() {
   std::error_code ec;
@@ -54,14 +48,17 @@ bool NvidiaDriverPresent() {
          std::filesystem::exists("/proc/driver/nvidia", ec);
 }
 
+// The plugin's functions, loaded once per process; Unavailable says why not.
 absl::StatusOr<const CudaPluginApi*> CudaPlugin() {
-#if MONSOON_WITH_CUDA
   static const absl::StatusOr<const CudaPluginApi*>* plugin =
       new absl::StatusOr<const CudaPluginApi*>([]() -> absl::StatusOr<const CudaPluginApi*> {
         const std::string path = PluginPath();
         void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
         if (handle == nullptr) {
-          return absl::UnavailableError(absl::StrCat("cannot load the CUDA backend: ", dlerror()));
+          return absl::UnavailableError(absl::StrCat(
+              "cannot load the CUDA backend: ", dlerror(),
+              " (a build without the CUDA toolkit has no plugin; else copy ", kCudaPluginFile,
+              " along with the binary, or set MONSOON_CUDA_PLUGIN)"));
         }
         auto entry = reinterpret_cast<const CudaPluginApi* (*)()>(dlsym(handle, kCudaPluginSymbol));
         if (entry == nullptr) {
@@ -70,10 +67,6 @@ absl::StatusOr<const CudaPluginApi*> CudaPlugin() {
         return entry();
       }());
   return *plugin;
-#else
-  return absl::UnavailableError(
-      "this build has no CUDA support (nvcc was not found when it was built)");
-#endif
 }
 
 absl::StatusOr<std::unique_ptr<ComputeBackend>> MakeCuda(const ComputeConfig& compute, int gpu) {

@@ -19,14 +19,14 @@ struct BackendSelection {
 
 // compute.device:
 //   cpu   the OpenBLAS backend with compute.threads threads
-//   cuda  the cuBLAS backend on GPU `gpu` (taken modulo the visible devices); Unavailable,
-//         with CUDA's reason, when there is none or this build has no CUDA support
+//   cuda  the cuBLAS backend on GPU `gpu` (taken modulo the visible devices), from the CUDA
+//         plugin; Unavailable, with the reason, when there is no usable device or no plugin
 //   auto  cuda when a usable GPU exists, else cpu (the note says why)
 // `gpu` < 0 means the launcher gave this task no GPU.
 absl::StatusOr<BackendSelection> MakeComputeBackend(const ComputeConfig& compute, int gpu);
 
 // The CUDA plugin this process would load (see PluginPath in compute_backends.cc), when that
-// file exists; empty when it does not or this build has no CUDA support.
+// file exists; empty when it does not (a build without the CUDA toolkit has none).
 std::string CudaPluginFile();
 
 // One line per usable CUDA device ("cuda:0 (NVIDIA H100 80GB HBM3)"); Unavailable with the

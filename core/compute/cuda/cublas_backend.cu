@@ -11,8 +11,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/compute/conv_math.h"
-#include "core/compute/kernel_math.h"
 #include "core/compute/cuda/cublas_backend.h"
+#include "core/compute/cuda/launch.h"
+#include "core/compute/kernel_math.h"
 
 namespace monsoon {
 namespace {
@@ -296,8 +297,8 @@ class CublasBackend : public ComputeBackend {
 
   void AddBias(const float* bias, int rows, int cols, float* x) override {
     if (!status_.ok()) return;
-    AddBiasKernel<<<Blocks(static_cast<size_t>(rows) * cols), kThreads, 0, compute_>>>(bias, rows,
-                                                                                       cols, x);
+    MONSOON_LAUNCH(AddBiasKernel, Blocks(static_cast<size_t>(rows) * cols), kThreads, compute_,
+                   bias, rows, cols, x);
   }
 
   // out = X^T 1: a matrix-vector product with a vector of ones.
@@ -312,14 +313,15 @@ class CublasBackend : public ComputeBackend {
 
   void ActivationForward(Activation f, const float* x, float* y, size_t n) override {
     if (!status_.ok() || n == 0) return;
-    ActivationForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(static_cast<int>(f), x, y, n);
+    MONSOON_LAUNCH(ActivationForwardKernel, Blocks(n), kThreads, compute_, static_cast<int>(f), x,
+                   y, n);
   }
 
   void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
                           size_t n) override {
     if (!status_.ok() || n == 0) return;
-    ActivationBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(static_cast<int>(f), y, dy, dx,
-                                                                   n);
+    MONSOON_LAUNCH(ActivationBackwardKernel, Blocks(n), kThreads, compute_, static_cast<int>(f), y,
+                   dy, dx, n);
   }
 
   LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
@@ -327,8 +329,8 @@ class CublasBackend : public ComputeBackend {
     LossResult result;
     float* scratch = Scratch(2 * static_cast<size_t>(rows));
     if (scratch == nullptr) return result;
-    SoftmaxCrossEntropyKernel<<<(rows + kThreads - 1) / kThreads, kThreads, 0, compute_>>>(
-        logits, labels, rows, classes, dlogits, scratch, scratch + rows);
+    MONSOON_LAUNCH(SoftmaxCrossEntropyKernel, (rows + kThreads - 1) / kThreads, kThreads, compute_,
+                   logits, labels, rows, classes, dlogits, scratch, scratch + rows);
     std::vector<float> host(2 * static_cast<size_t>(rows));
     CopyToHost(scratch, host.data(), host.size());
     for (int r = 0; r < rows; ++r) {
@@ -344,8 +346,8 @@ class CublasBackend : public ComputeBackend {
     const size_t n = static_cast<size_t>(rows) * cols;
     float* scratch = Scratch(n);
     if (scratch == nullptr) return result;
-    MeanSquaredErrorKernel<<<Blocks(n), kThreads, 0, compute_>>>(pred, target, n, 1.0f / rows,
-                                                                 dpred, scratch);
+    MONSOON_LAUNCH(MeanSquaredErrorKernel, Blocks(n), kThreads, compute_, pred, target, n,
+                   1.0f / rows, dpred, scratch);
     std::vector<float> host(n);
     CopyToHost(scratch, host.data(), n);
     for (float v : host) result.loss_sum += v;
@@ -360,7 +362,8 @@ class CublasBackend : public ComputeBackend {
   void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
                     size_t n) override {
     if (!status_.ok() || n == 0) return;
-    NesterovKernel<<<Blocks(n), kThreads, 0, compute_>>>(learning_rate, momentum, g, v, w, n);
+    MONSOON_LAUNCH(NesterovKernel, Blocks(n), kThreads, compute_, learning_rate, momentum, g, v, w,
+                   n);
   }
 
   // Batch-wide im2col and one SGEMM per product (the scheme in core/conv_math.h), on the plain
@@ -372,11 +375,11 @@ class CublasBackend : public ComputeBackend {
     float* cols = ConvWorkspace((g.patch() + g.filters) * columns);
     if (cols == nullptr || columns == 0) return;
     float* yt = cols + g.patch() * columns;
-    Im2ColKernel<<<Blocks(g.patch() * columns), kThreads, 0, compute_>>>(g, batch, x, cols,
-                                                                         g.patch() * columns);
+    MONSOON_LAUNCH(Im2ColKernel, Blocks(g.patch() * columns), kThreads, compute_, g, batch, x, cols,
+                   g.patch() * columns);
     Gemm(false, false, g.filters, static_cast<int>(columns), g.patch(), 1.0f, w, cols, 0.0f, yt);
-    ConvOutputKernel<<<Blocks(g.filters * columns), kThreads, 0, compute_>>>(g, batch, yt, b, y,
-                                                                             g.filters * columns);
+    MONSOON_LAUNCH(ConvOutputKernel, Blocks(g.filters * columns), kThreads, compute_, g, batch, yt,
+                   b, y, g.filters * columns);
   }
 
   void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy,
@@ -395,16 +398,16 @@ class CublasBackend : public ComputeBackend {
     float* dyt = cols + patch * columns;
     float* dcols = dyt + g.filters * columns;
     const int n = static_cast<int>(columns);
-    Im2ColKernel<<<Blocks(patch * columns), kThreads, 0, compute_>>>(g, batch, x, cols,
-                                                                     patch * columns);
-    FilterMajorKernel<<<Blocks(g.filters * columns), kThreads, 0, compute_>>>(g, batch, dy, dyt,
-                                                                              g.filters * columns);
+    MONSOON_LAUNCH(Im2ColKernel, Blocks(patch * columns), kThreads, compute_, g, batch, x, cols,
+                   patch * columns);
+    MONSOON_LAUNCH(FilterMajorKernel, Blocks(g.filters * columns), kThreads, compute_, g, batch, dy,
+                   dyt, g.filters * columns);
     Gemm(false, true, g.filters, g.patch(), n, 1.0f, dyt, cols, 0.0f, dw);
     Gemm(false, false, g.filters, 1, n, 1.0f, dyt, ones, 0.0f, db);
     if (dx == nullptr) return;
     Gemm(true, false, g.patch(), n, g.filters, 1.0f, w, dyt, 0.0f, dcols);
     const size_t inputs = static_cast<size_t>(batch) * g.channels * g.height * g.width;
-    Col2ImKernel<<<Blocks(inputs), kThreads, 0, compute_>>>(g, batch, dcols, dx, inputs);
+    MONSOON_LAUNCH(Col2ImKernel, Blocks(inputs), kThreads, compute_, g, batch, dcols, dx, inputs);
   }
 
   void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch, float* y,
@@ -412,7 +415,8 @@ class CublasBackend : public ComputeBackend {
     if (!Implemented(g)) return;
     const size_t n = static_cast<size_t>(batch) * g.channels * g.out_height * g.out_width;
     if (!status_.ok() || n == 0) return;
-    PoolForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, y, n);
+    MONSOON_LAUNCH(PoolForwardKernel, Blocks(n), kThreads, compute_, g, kind == PoolKind::kMax, x,
+                   y, n);
   }
 
   void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
@@ -421,23 +425,22 @@ class CublasBackend : public ComputeBackend {
     if (!Implemented(g)) return;
     const size_t n = static_cast<size_t>(batch) * g.channels * g.height * g.width;
     if (!status_.ok() || n == 0) return;
-    PoolBackwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(g, kind == PoolKind::kMax, x, dy, dx,
-                                                             n);
+    MONSOON_LAUNCH(PoolBackwardKernel, Blocks(n), kThreads, compute_, g, kind == PoolKind::kMax, x,
+                   dy, dx, n);
   }
 
   void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
                       size_t n) override {
     if (!status_.ok() || n == 0) return;
-    DropoutForwardKernel<<<Blocks(n), kThreads, 0, compute_>>>(rate, seed, x, mask, y, n);
+    MONSOON_LAUNCH(DropoutForwardKernel, Blocks(n), kThreads, compute_, rate, seed, x, mask, y, n);
   }
 
   void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override {
     if (!status_.ok() || n == 0) return;
-    MultiplyKernel<<<Blocks(n), kThreads, 0, compute_>>>(mask, dy, dx, n);
+    MONSOON_LAUNCH(MultiplyKernel, Blocks(n), kThreads, compute_, mask, dy, dx, n);
   }
 
  private:
-  // Records the first failure; true when `error` is success.
   // Whether to run a kernel on the geometry: no earlier error, the plain layout and no fused
   // ReLU. Records Unimplemented for the others (a caller that planned for another backend).
   template <class Geometry>
@@ -458,6 +461,7 @@ class CublasBackend : public ComputeBackend {
     return g.layout == Layout::kPlain && g.relu == FusedRelu::kNone;
   }
 
+  // Records the first failure; true when `error` is success.
   bool Check(cudaError_t error, const std::string& what) {
     if (error == cudaSuccess) return true;
     if (status_.ok()) {
@@ -480,7 +484,7 @@ class CublasBackend : public ComputeBackend {
     if (ones_.size() < n) {
       ones_ = Allocate(n);
       if (!status_.ok()) return nullptr;
-      FillKernel<<<Blocks(n), kThreads, 0, compute_>>>(ones_.data(), n, 1.0f);
+      MONSOON_LAUNCH(FillKernel, Blocks(n), kThreads, compute_, ones_.data(), n, 1.0f);
     }
     return ones_.data();
   }

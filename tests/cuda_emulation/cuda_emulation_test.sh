@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The CUDA backend without a GPU: its real source, compiled for the host against stand-in CUDA
+# and cuBLAS headers (emulator.h) with AddressSanitizer and UBSan, loaded as the CUDA plugin by
+# the unchanged GPU parity test (tests/worker/cublas_parity_test), which must pass
+#   - under the lazy, eager and random stream schedules;
+#   - with a cudaMalloc failure injected at each allocation of a CNN model's life in turn;
+# and must fail for each single-line mutation of the CUDA code below (rebuilt here with g++).
+source tests/launcher/test_lib.sh
+
+parity="$PWD/tests/worker/cublas_parity_test"
+plugin="$PWD/tests/cuda_emulation/libmonsoon_cuda_emulated.so"
+sanitizers="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
+
+# emulated PLUGIN [ENV=VALUE...] -- ARGS...: the parity test on PLUGIN; fails when it skips.
+emulated() {
+  local with=$1
+  shift
+  env MONSOON_CUDA_PLUGIN="$with" MONSOON_REQUIRE_GPU=1 ASAN_OPTIONS=detect_leaks=0 \
+    LD_PRELOAD="$sanitizers" "$@"
+}
+
+for schedule in lazy eager random:1 random:2 random:3; do
+  emulated "$plugin" MONSOON_CUDA_EMULATION="$schedule" timeout 300 "$parity" \
+    >"$WORK/parity-$schedule.txt" 2>&1
+  expect_eq "the parity test on the emulated device, $schedule schedule ($(tail -2 \
+    "$WORK/parity-$schedule.txt" | head -1))" "$?" "0"
+done
+
+# A failed cudaMalloc at each of the first 40 allocations of a CNN model's life: reported as the
+# model's error (or past its last allocation, a clean run), never a crash.
+crashed=""
+for n in $(seq 40); do
+  emulated "$plugin" MONSOON_CUDA_EMULATION_FAIL_MALLOC="$n" timeout 60 "$parity" "[alloc]" \
+    >"$WORK/alloc-$n.txt" 2>&1 || crashed+=" $n"
+done
+expect_eq "a failed allocation at each of the first 40 is the model's error" "${crashed:- none}" " none"
+
+# mutate NAME FILE OLD NEW: the plugin rebuilt with OLD replaced by NEW in FILE (once); the
+# parity test (lazy schedule) must fail on it.
+mutate() {
+  local name=$1 file=$2 old=$3 new=$4 src="$WORK/src-$1"
+  mkdir -p "$src"
+  cp -rL core tests "$src/"  # copies, not the runfiles' links to the sources
+  python3 - "$src/$file" "$old" "$new" <<'PY' || { fail "$name: '$3' not found in $2"; return; }
+import os, sys
+path, old, new = sys.argv[1:]
+text = open(path).read()
+if text.count(old) != 1:
+    sys.exit(1)
+os.remove(path)  # never write through a link
+open(path, "w").write(text.replace(old, new))
+PY
+  if ! g++ -std=c++17 -O1 -fPIC -shared -w -I"$src" -I"$src/tests/cuda_emulation/stub" \
+      "$src/tests/cuda_emulation/cublas_backend_on_host.cc" "$src/core/compute/cuda/cuda_plugin.cc" \
+      "$src/tests/cuda_emulation/emulator.cc" $(pkg-config --libs absl_status absl_statusor \
+      absl_strings) -o "$src/plugin.so" 2>"$WORK/$name.build.txt"; then
+    fail "$name: the mutated plugin did not build: $(head -3 "$WORK/$name.build.txt")"
+    return
+  fi
+  if env MONSOON_CUDA_PLUGIN="$src/plugin.so" MONSOON_REQUIRE_GPU=1 timeout 300 "$parity" \
+      >"$WORK/$name.txt" 2>&1; then
+    fail "$name: not caught"
+  else
+    pass "$name: caught ($(grep -m1 -E 'FAILED|VIOLATION|test cases' "$WORK/$name.txt"))"
+  fi
+}
+cuda=core/compute/cuda/cublas_backend.cu
+math=core/compute/conv_math.h
+mutate padding-axis "$math" "* g.stride - g.pad_left + kw" "* g.stride - g.pad_top + kw"
+mutate stride-dropped "$math" "(p % g.out_width) * g.stride" "(p % g.out_width)"
+mutate gemm-transpose "$cuda" "Gemm(false, true, g.filters, g.patch(), n," \
+  "Gemm(false, false, g.filters, g.patch(), n,"
+mutate argmax-tie-order "$math" "if (plane[at] > plane[best]) best = at;" \
+  "if (plane[at] >= plane[best]) best = at;"
+mutate workspace-overlap "$cuda" "float* dcols = dyt + g.filters * columns;" "float* dcols = dyt;"
+mutate grid-one-short "$cuda" "g, batch, dcols, dx, inputs);" "g, batch, dcols, dx, inputs - 1);"
+mutate event-wait-dropped "$cuda" \
+  'Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");' ""
+finish

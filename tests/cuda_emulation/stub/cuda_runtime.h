@@ -1,0 +1,69 @@
+// Stand-in for CUDA's runtime header, for compiling the CUDA backend for the host
+// (tests/cuda_emulation): the types, constants and calls core/compute/cuda/cublas_backend.cu
+// uses, implemented by emulator.cc on host memory and emulated streams. Not CUDA: only what
+// the backend needs, with CUDA's documented behaviour and argument checks.
+#ifndef MONSOON_TESTS_CUDA_EMULATION_STUB_CUDA_RUNTIME_H_
+#define MONSOON_TESTS_CUDA_EMULATION_STUB_CUDA_RUNTIME_H_
+
+#include <cstddef>
+
+#define __global__
+#define __device__
+#define __host__
+
+enum cudaError_t {
+  cudaSuccess = 0,
+  cudaErrorInvalidValue = 1,
+  cudaErrorMemoryAllocation = 2,
+  cudaErrorInvalidConfiguration = 9,
+  cudaErrorInvalidDevicePointer = 17,
+  cudaErrorInvalidResourceHandle = 400,
+};
+enum cudaMemcpyKind { cudaMemcpyHostToDevice = 1, cudaMemcpyDeviceToHost = 2 };
+constexpr unsigned cudaStreamNonBlocking = 1;
+constexpr unsigned cudaEventDisableTiming = 2;
+
+struct dim3 {
+  unsigned x = 1, y = 1, z = 1;
+  dim3(unsigned x_ = 1) : x(x_) {}  // NOLINT: CUDA's dim3 converts from an integer
+};
+namespace cuda_emulation {
+struct Stream;
+struct Event;
+}  // namespace cuda_emulation
+using cudaStream_t = cuda_emulation::Stream*;
+using cudaEvent_t = cuda_emulation::Event*;
+
+struct cudaDeviceProp {
+  char name[256];
+};
+
+// The grid position of the emulated thread running a kernel body.
+extern thread_local dim3 blockIdx, threadIdx, blockDim, gridDim;
+
+cudaError_t cudaGetDeviceCount(int* count);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
+cudaError_t cudaSetDevice(int device);
+const char* cudaGetErrorString(cudaError_t error);
+cudaError_t cudaGetLastError();
+cudaError_t cudaMalloc(void** p, size_t bytes);
+cudaError_t cudaFree(void* p);
+cudaError_t cudaMallocHost(void** p, size_t bytes);
+cudaError_t cudaFreeHost(void* p);
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream);
+cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t stream);
+cudaError_t cudaStreamCreate(cudaStream_t* stream);
+cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags);
+cudaError_t cudaEventCreate(cudaEvent_t* event);
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+
+#include "tests/cuda_emulation/emulator.h"
+
+#endif  // MONSOON_TESTS_CUDA_EMULATION_STUB_CUDA_RUNTIME_H_
