@@ -80,7 +80,10 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> MakeCuda(const ComputeConfig& co
   if (!plugin.ok()) return plugin.status();
   auto count = (*plugin)->device_count();
   if (!count.ok()) return count.status();
-  return (*plugin)->create_backend(gpu % *count, compute.tf32);
+  CublasOptions options;
+  options.tf32 = compute.tf32;
+  options.conv_workspace_bytes = static_cast<size_t>(compute.gpu_workspace_mib) << 20;
+  return (*plugin)->create_backend(gpu % *count, options);
 }
 
 }  // namespace
@@ -111,7 +114,7 @@ absl::StatusOr<std::vector<std::string>> ListCudaDevices() {
   if (!count.ok()) return count.status();
   std::vector<std::string> devices;
   for (int d = 0; d < *count; ++d) {
-    auto backend = (*plugin)->create_backend(d, false);
+    auto backend = (*plugin)->create_backend(d, CublasOptions{});
     if (!backend.ok()) return backend.status();
     devices.push_back((*backend)->name());
   }

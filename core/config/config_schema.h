@@ -385,6 +385,9 @@ void VisitRuntime(JobConfig& c, V& v) {
     v.Field("threads", &c.compute.threads, IntRange{1, 256},
             "BLAS threads per worker and evaluator (CPU backend)");
     v.Field("tf32", &c.compute.tf32, Flag{}, "let cuBLAS use TF32 tensor cores (CUDA backend)");
+    v.Field("gpu_workspace_mib", &c.compute.gpu_workspace_mib, IntRange{1, 1 << 20},
+            "the most GPU memory, in MiB, a convolution's im2col workspace takes (CUDA "
+            "backend): larger batches and images go through it in chunks of examples");
   });
 }
 

@@ -262,6 +262,7 @@ struct ComputeConfig {
   Device device = Device::kAuto;
   int threads = 1;    // BLAS threads per worker (CPU backend)
   bool tf32 = false;  // let cuBLAS use TF32 tensor cores (CUDA backend)
+  int gpu_workspace_mib = 256;  // the CUDA backend's convolution workspace bound
 };
 
 struct JobConfig {

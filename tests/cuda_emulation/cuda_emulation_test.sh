@@ -35,6 +35,20 @@ for n in $(seq 40); do
 done
 expect_eq "a failed allocation at each of the first 40 is the model's error" "${crashed:- none}" " none"
 
+# The full-size image layer (256 x 64 x 224 x 224, 3x3 conv to 64 filters), forward and
+# backward in a dry run: its device memory beyond its eight tensors stays within the default
+# compute.gpu_workspace_mib (256 MiB) and the ones vector of one chunk.
+emulated "$plugin" MONSOON_CUDA_EMULATION_DRY=1 MONSOON_CUDA_EMULATION_REPORT=1 timeout 120 \
+  "$parity" "[workspace]" >"$WORK/workspace.txt" 2>&1
+expect_eq "the full-size layer's dry run exits" "$?" "0"
+peak=$(sed -n 's/^cuda_emulation: peak device memory \([0-9]*\) bytes$/\1/p' "$WORK/workspace.txt")
+tensors=$(( 4 * (4 * 256 * 64 * 224 * 224 + 2 * 64 * 576 + 2 * 64) ))
+workspace=$(( ${peak:-0} - tensors ))
+bound=$(( (256 << 20) + 4 * 224 * 224 * 256 ))
+[ -n "$peak" ] && [ "$workspace" -le "$bound" ] \
+  && pass "full-size layer: workspace $((workspace >> 20)) MiB within 256 MiB (peak $((peak >> 20)) MiB)" \
+  || fail "full-size layer: peak ${peak:-unknown} bytes, workspace $workspace > $bound"
+
 # mutate NAME FILE OLD NEW: the plugin rebuilt with OLD replaced by NEW in FILE (once); the
 # parity test (lazy schedule) must fail on it.
 mutate() {
@@ -68,12 +82,13 @@ cuda=core/compute/cuda/cublas_backend.cu
 math=core/compute/conv_math.h
 mutate padding-axis "$math" "* g.stride - g.pad_left + kw" "* g.stride - g.pad_top + kw"
 mutate stride-dropped "$math" "(p % g.out_width) * g.stride" "(p % g.out_width)"
-mutate gemm-transpose "$cuda" "Gemm(false, true, g.filters, g.patch(), n," \
-  "Gemm(false, false, g.filters, g.patch(), n,"
+mutate gemm-transpose "$cuda" "Gemm(false, true, g.filters, g.patch(), m," \
+  "Gemm(false, false, g.filters, g.patch(), m,"
 mutate argmax-tie-order "$math" "if (plane[at] > plane[best]) best = at;" \
   "if (plane[at] >= plane[best]) best = at;"
 mutate workspace-overlap "$cuda" "float* dcols = dyt + g.filters * columns;" "float* dcols = dyt;"
-mutate grid-one-short "$cuda" "g, batch, dcols, dx, inputs);" "g, batch, dcols, dx, inputs - 1);"
+mutate grid-one-short "$cuda" "dx + InputOffset(g, first), inputs);" \
+  "dx + InputOffset(g, first), inputs - 1);"
 mutate event-wait-dropped "$cuda" \
   'Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");' ""
 finish

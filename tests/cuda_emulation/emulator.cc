@@ -13,6 +13,8 @@
 #include <set>
 #include <string>
 
+#include <sys/mman.h>
+
 #include "cublas_v2.h"
 #include "cuda_runtime.h"
 
@@ -64,7 +66,14 @@ struct Device {
   int fail_malloc_at = 0;  // that call number fails; 0: none
   size_t device_bytes = 0, peak_bytes = 0;
   int launch_error = 0;
+  bool dry = false;  // check calls, run no work; device memory is address space only
 };
+
+Device& Dev();
+
+void ReportPeak() {
+  std::fprintf(stderr, "cuda_emulation: peak device memory %zu bytes\n", Dev().peak_bytes);
+}
 
 Device& Dev() {
   static Device* device = [] {
@@ -82,6 +91,8 @@ Device& Dev() {
     if (const char* n = std::getenv("MONSOON_CUDA_EMULATION_FAIL_MALLOC")) {
       d->fail_malloc_at = std::atoi(n);
     }
+    d->dry = std::getenv("MONSOON_CUDA_EMULATION_DRY") != nullptr;
+    if (std::getenv("MONSOON_CUDA_EMULATION_REPORT") != nullptr) std::atexit(ReportPeak);
     return d;
   }();
   return *device;
@@ -161,6 +172,7 @@ void Progress() {
 
 void Enqueue(Stream* stream, Work work) {
   Stream* s = Resolve(stream);
+  if (Dev().dry) work.run = nullptr;
   if (Dev().streams.count(s) == 0) Violation("work queued on a destroyed stream");
   s->queue.push_back(std::move(work));
   ++s->enqueued;
@@ -174,8 +186,14 @@ cudaError_t Allocate(void** p, size_t bytes, Kind kind) {
     return cudaErrorMemoryAllocation;
   }
   if (bytes == 0) Violation("an allocation of 0 bytes");
-  void* q = std::malloc(bytes);
-  std::memset(q, 0xff, bytes);  // every float NaN until written
+  void* q = nullptr;
+  if (d.dry && kind == Kind::kDevice) {
+    q = mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (q == MAP_FAILED) return cudaErrorMemoryAllocation;
+  } else {
+    q = std::malloc(bytes);
+    std::memset(q, 0xff, bytes);  // every float NaN until written
+  }
   d.allocations[reinterpret_cast<uintptr_t>(q)] = {bytes, kind};
   if (kind == Kind::kDevice) {
     d.device_bytes += bytes;
@@ -195,8 +213,12 @@ cudaError_t Release(void* p, Kind kind) {
   }
   DrainAll();  // cudaFree and cudaFreeHost synchronise the device
   if (kind == Kind::kDevice) d.device_bytes -= it->second.bytes;
+  if (d.dry && kind == Kind::kDevice) {
+    munmap(p, it->second.bytes);
+  } else {
+    std::free(p);
+  }
   d.allocations.erase(it);
-  std::free(p);
   return cudaSuccess;
 }
 

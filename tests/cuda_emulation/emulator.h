@@ -12,6 +12,10 @@
 // - A kernel launch runs every (block, thread) of the grid, one after another: a data race
 //   between threads cannot show, nor can cuBLAS's summation order or any speed.
 // - cudaMalloc can be made to fail (FailMallocAt, or MONSOON_CUDA_EMULATION_FAIL_MALLOC=N).
+// - A dry run (MONSOON_CUDA_EMULATION_DRY=1) checks every call but runs no queued work, and its
+//   device memory is address space only: for sizes too large to compute on the host.
+// - With MONSOON_CUDA_EMULATION_REPORT=1 the process prints, at exit, "cuda_emulation: peak
+//   device memory N bytes".
 #ifndef MONSOON_TESTS_CUDA_EMULATION_EMULATOR_H_
 #define MONSOON_TESTS_CUDA_EMULATION_EMULATOR_H_
 

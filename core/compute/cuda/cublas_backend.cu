@@ -168,7 +168,8 @@ class PinnedBuffer {
 
 class CublasBackend : public ComputeBackend {
  public:
-  CublasBackend(int device, std::string device_name) : device_(device), device_name_(device_name) {}
+  CublasBackend(int device, std::string device_name, const CublasOptions& options)
+      : device_(device), device_name_(device_name), options_(options) {}
   ~CublasBackend() override {
     for (auto& [device, copy] : started_) {
       if (copy.done != nullptr) cudaEventDestroy(copy.done);
@@ -180,7 +181,7 @@ class CublasBackend : public ComputeBackend {
     if (compute_ != nullptr) cudaStreamDestroy(compute_);
   }
 
-  absl::Status Init(bool tf32) {
+  absl::Status Init() {
     if (!Check(cudaSetDevice(device_), "cudaSetDevice") ||
         !Check(cudaStreamCreateWithFlags(&compute_, cudaStreamNonBlocking), "cudaStreamCreate") ||
         !Check(cudaStreamCreateWithFlags(&copy_, cudaStreamNonBlocking), "cudaStreamCreate") ||
@@ -190,7 +191,8 @@ class CublasBackend : public ComputeBackend {
         !CheckBlas(cublasCreate(&handle_), "cublasCreate") ||
         !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream") ||
         !CheckBlas(
-            cublasSetMathMode(handle_, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
+            cublasSetMathMode(handle_,
+                              options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
             "cublasSetMathMode")) {
       return status_;
     }
@@ -366,48 +368,65 @@ class CublasBackend : public ComputeBackend {
                    n);
   }
 
-  // Batch-wide im2col and one SGEMM per product (the scheme in core/conv_math.h), on the plain
-  // layout without fused ReLUs (NativeChannelBlock is 0, and Model plans no fusion then).
+  // im2col and one SGEMM per product (the scheme in core/conv_math.h), over chunks of the
+  // batch that keep the workspace within options_.conv_workspace_bytes; on the plain layout
+  // without fused ReLUs (NativeChannelBlock is 0, and Model plans no fusion then).
   void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
                      int batch, float* y) override {
-    if (!Implemented(g)) return;
-    const size_t columns = static_cast<size_t>(batch) * g.out_height * g.out_width;
-    float* cols = ConvWorkspace((g.patch() + g.filters) * columns);
-    if (cols == nullptr || columns == 0) return;
-    float* yt = cols + g.patch() * columns;
-    MONSOON_LAUNCH(Im2ColKernel, Blocks(g.patch() * columns), kThreads, compute_, g, batch, x, cols,
-                   g.patch() * columns);
-    Gemm(false, false, g.filters, static_cast<int>(columns), g.patch(), 1.0f, w, cols, 0.0f, yt);
-    MONSOON_LAUNCH(ConvOutputKernel, Blocks(g.filters * columns), kThreads, compute_, g, batch, yt,
-                   b, y, g.filters * columns);
+    if (!Implemented(g) || batch == 0) return;
+    const size_t pixels = static_cast<size_t>(g.out_height) * g.out_width;
+    const int chunk = ConvChunk(batch, (g.patch() + g.filters) * pixels);
+    float* cols = ConvWorkspace((g.patch() + g.filters) * pixels * chunk);
+    if (cols == nullptr) return;
+    for (int first = 0; first < batch; first += chunk) {
+      const int n = std::min(chunk, batch - first);
+      const size_t columns = pixels * n;
+      float* yt = cols + g.patch() * columns;
+      MONSOON_LAUNCH(Im2ColKernel, Blocks(g.patch() * columns), kThreads, compute_, g, n,
+                     x + InputOffset(g, first), cols, g.patch() * columns);
+      Gemm(false, false, g.filters, static_cast<int>(columns), g.patch(), 1.0f, w, cols, 0.0f,
+           yt);
+      MONSOON_LAUNCH(ConvOutputKernel, Blocks(g.filters * columns), kThreads, compute_, g, n, yt,
+                     b, y + OutputOffset(g, first), g.filters * columns);
+    }
   }
 
+  // dw and db summed over the batch's chunks (the first overwrites them); dx chunk by chunk.
+  // The first layer's backward (dx null) reserves no room for the input gradient's columns.
   void Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w, const float* dy,
                       int batch, float* dw, float* db, float* dx) override {
     if (!Implemented(g)) return;
-    const size_t columns = static_cast<size_t>(batch) * g.out_height * g.out_width;
     const size_t patch = g.patch();
-    if (columns == 0) {  // no examples: the gradients are zero, as they are overwritten
+    if (batch == 0) {  // no examples: the gradients are zero, as they are overwritten
       Check(cudaMemsetAsync(dw, 0, patch * g.filters * sizeof(float), compute_), "zero dw");
       Check(cudaMemsetAsync(db, 0, g.filters * sizeof(float), compute_), "zero db");
       return;
     }
-    float* cols = ConvWorkspace((2 * patch + g.filters) * columns);
-    const float* ones = Ones(columns);
-    if (cols == nullptr || ones == nullptr || columns == 0) return;
-    float* dyt = cols + patch * columns;
-    float* dcols = dyt + g.filters * columns;
-    const int n = static_cast<int>(columns);
-    MONSOON_LAUNCH(Im2ColKernel, Blocks(patch * columns), kThreads, compute_, g, batch, x, cols,
-                   patch * columns);
-    MONSOON_LAUNCH(FilterMajorKernel, Blocks(g.filters * columns), kThreads, compute_, g, batch, dy,
-                   dyt, g.filters * columns);
-    Gemm(false, true, g.filters, g.patch(), n, 1.0f, dyt, cols, 0.0f, dw);
-    Gemm(false, false, g.filters, 1, n, 1.0f, dyt, ones, 0.0f, db);
-    if (dx == nullptr) return;
-    Gemm(true, false, g.patch(), n, g.filters, 1.0f, w, dyt, 0.0f, dcols);
-    const size_t inputs = static_cast<size_t>(batch) * g.channels * g.height * g.width;
-    MONSOON_LAUNCH(Col2ImKernel, Blocks(inputs), kThreads, compute_, g, batch, dcols, dx, inputs);
+    const size_t pixels = static_cast<size_t>(g.out_height) * g.out_width;
+    const size_t per_column = patch + g.filters + (dx != nullptr ? patch : 0);
+    const int chunk = ConvChunk(batch, per_column * pixels);
+    float* cols = ConvWorkspace(per_column * pixels * chunk);
+    const float* ones = Ones(pixels * chunk);
+    if (cols == nullptr || ones == nullptr) return;
+    for (int first = 0; first < batch; first += chunk) {
+      const int n = std::min(chunk, batch - first);
+      const size_t columns = pixels * n;
+      float* dyt = cols + patch * columns;
+      float* dcols = dyt + g.filters * columns;
+      const float accumulate = first == 0 ? 0.0f : 1.0f;
+      MONSOON_LAUNCH(Im2ColKernel, Blocks(patch * columns), kThreads, compute_, g, n,
+                     x + InputOffset(g, first), cols, patch * columns);
+      MONSOON_LAUNCH(FilterMajorKernel, Blocks(g.filters * columns), kThreads, compute_, g, n,
+                     dy + OutputOffset(g, first), dyt, g.filters * columns);
+      const int m = static_cast<int>(columns);
+      Gemm(false, true, g.filters, g.patch(), m, 1.0f, dyt, cols, accumulate, dw);
+      Gemm(false, false, g.filters, 1, m, 1.0f, dyt, ones, accumulate, db);
+      if (dx == nullptr) continue;
+      Gemm(true, false, g.patch(), m, g.filters, 1.0f, w, dyt, 0.0f, dcols);
+      const size_t inputs = static_cast<size_t>(n) * g.channels * g.height * g.width;
+      MONSOON_LAUNCH(Col2ImKernel, Blocks(inputs), kThreads, compute_, g, n, dcols,
+                     dx + InputOffset(g, first), inputs);
+    }
   }
 
   void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch, float* y,
@@ -496,6 +515,19 @@ class CublasBackend : public ComputeBackend {
     return status_.ok() ? scratch_.data() : nullptr;
   }
 
+  // Examples per im2col chunk: as many as keep `floats_per_example` each within the workspace
+  // bound, one at least.
+  int ConvChunk(int batch, size_t floats_per_example) const {
+    const size_t fit = options_.conv_workspace_bytes / sizeof(float) / floats_per_example;
+    return static_cast<int>(std::clamp<size_t>(fit, 1, static_cast<size_t>(batch)));
+  }
+  static size_t InputOffset(const Conv2dGeometry& g, int example) {
+    return static_cast<size_t>(example) * g.channels * g.height * g.width;
+  }
+  static size_t OutputOffset(const Conv2dGeometry& g, int example) {
+    return static_cast<size_t>(example) * g.filters * g.out_height * g.out_width;
+  }
+
   // Device workspace of at least n floats for convolutions (im2col matrices and their
   // products); grows, never shrinks. Kernels queued on the compute stream before a regrowth
   // may still read the old buffer: cudaFree waits for them.
@@ -536,6 +568,7 @@ class CublasBackend : public ComputeBackend {
 
   const int device_;
   const std::string device_name_;
+  const CublasOptions options_;
   cudaStream_t compute_ = nullptr;
   cudaStream_t copy_ = nullptr;
   cudaEvent_t copy_done_ = nullptr;     // last upload finished reading its staging buffer
@@ -563,7 +596,8 @@ absl::StatusOr<int> CudaDeviceCount() {
   return count;
 }
 
-absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateCublasBackend(int device, bool tf32) {
+absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateCublasBackend(int device,
+                                                                    const CublasOptions& options) {
   auto count = CudaDeviceCount();
   if (!count.ok()) return count.status();
   if (device < 0 || device >= *count) {
@@ -576,8 +610,8 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateCublasBackend(int device, 
     return absl::UnavailableError(
         absl::StrCat("CUDA device ", device, ": ", cudaGetErrorString(error)));
   }
-  auto backend = std::make_unique<CublasBackend>(device, props.name);
-  const absl::Status init = backend->Init(tf32);
+  auto backend = std::make_unique<CublasBackend>(device, props.name, options);
+  const absl::Status init = backend->Init();
   if (!init.ok()) return init;
   return std::unique_ptr<ComputeBackend>(std::move(backend));
 }

@@ -16,9 +16,18 @@ namespace monsoon {
 // there are none (no driver, no device, CUDA_VISIBLE_DEVICES hides them all).
 absl::StatusOr<int> CudaDeviceCount();
 
-// A backend on device `device` (an ordinal among the visible devices). `tf32` lets cuBLAS use
-// TF32 tensor cores for SGEMM (faster, ~10-bit mantissa products). Errors carry CUDA's message.
-absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateCublasBackend(int device, bool tf32);
+struct CublasOptions {
+  // Let cuBLAS use TF32 tensor cores for SGEMM (faster, ~10-bit mantissa products).
+  bool tf32 = false;
+  // The most device memory a convolution's im2col workspace takes: a batch goes through im2col
+  // in chunks of as many examples as fit (one at least, whatever its size).
+  size_t conv_workspace_bytes = size_t{256} << 20;
+};
+
+// A backend on device `device` (an ordinal among the visible devices). Errors carry CUDA's
+// message.
+absl::StatusOr<std::unique_ptr<ComputeBackend>> CreateCublasBackend(int device,
+                                                                    const CublasOptions& options);
 
 }  // namespace monsoon
 

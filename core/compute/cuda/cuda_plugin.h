@@ -9,13 +9,15 @@
 
 #include "absl/status/statusor.h"
 #include "core/compute/compute_backend.h"
+#include "core/compute/cuda/cublas_backend.h"
 
 namespace monsoon {
 
 // The plugin's functions (see cublas_backend.h for their contracts).
 struct CudaPluginApi {
   absl::StatusOr<int> (*device_count)();
-  absl::StatusOr<std::unique_ptr<ComputeBackend>> (*create_backend)(int device, bool tf32);
+  absl::StatusOr<std::unique_ptr<ComputeBackend>> (*create_backend)(int device,
+                                                                     const CublasOptions& options);
 };
 
 // The plugin's place, under the directory that holds the `monsoon` binary's directory
