@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The GPU checks in one command, for a machine with an NVIDIA GPU, its driver and CUDA's
-# libraries: lists the devices, runs the CPU<->GPU parity tests and the Fashion-MNIST job on the
-# GPU, then the GPU benchmark (FP32 and TF32). Results go to OUT_DIR (default gpu_check/).
-#   tools/gpu_check.sh [OUT_DIR]
+# libraries, in order: the device query; the CPU<->GPU parity test plain, then under
+# compute-sanitizer's memcheck and initcheck where the machine has it; the full-size image layer
+# (256 x 64 x 224 x 224); the Fashion-MNIST jobs on the GPU; the GPU benchmark (FP32 and TF32).
+# Writes OUT_DIR/gpu_check.json (the device's name and every figure) beside each step's log.
+#   tools/gpu_check.sh [OUT_DIR]          (default OUT_DIR: gpu_check/)
 # Runs from an unpacked bundle (tools/bundle.sh: no Bazel, no package archive needed) or from
-# a checkout (installs what it needs and builds with Bazel). Fails if there is no usable GPU:
-# a check that silently skipped would prove nothing.
+# a checkout (installs what it needs and builds with Bazel). Fails if there is no usable GPU,
+# and a GPU test that would skip fails instead (MONSOON_REQUIRE_GPU=1).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$(mkdir -p "${1:-gpu_check}" && cd "${1:-gpu_check}" && pwd)" || {
@@ -26,14 +28,53 @@ if ! "$monsoon" devices | tee "$out/devices.txt"; then
   echo "gpu_check: no usable GPU; nothing was checked" >&2
   exit 1
 fi
-status=0
 export MONSOON_REQUIRE_GPU=1  # a GPU test that would skip fails instead
-"$parity" >"$out/parity.log" 2>&1 || status=1
-MONSOON="$PWD/$monsoon" TEST_TMPDIR="$(mktemp -d)" tests/launcher/gpu_job_test.sh \
-  >"$out/gpu_job.log" 2>&1 || status=1
-tail -3 "$out/parity.log"
-grep -E "PASS|FAIL|final test accuracy" "$out/gpu_job.log"
-"$gpu_bench" | tee "$out/gpu_bench.json" || status=1
-"$gpu_bench" --tf32 | tee "$out/gpu_bench_tf32.json" || status=1
-echo "gpu_check: results in $out (status $status)"
-exit "$status"
+sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+steps=()  # "name status" per step, for the JSON
+
+# step NAME COMMAND...: runs COMMAND with its output in OUT_DIR/NAME.log.
+step() {
+  local name=$1
+  shift
+  "$@" >"$out/$name.log" 2>&1
+  local status=$?
+  steps+=("$name $status")
+  echo "gpu_check: $name: $([ "$status" -eq 0 ] && echo passed || echo "FAILED (status $status)")"
+}
+step parity "$parity"
+if [ -n "$sanitizer" ]; then
+  step parity_memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$parity"
+  step parity_initcheck "$sanitizer" --tool initcheck --error-exitcode 1 "$parity"
+else
+  echo "gpu_check: no compute-sanitizer on this machine; the parity test ran without it"
+fi
+step full_size_layer "$parity" "[workspace]"
+step gpu_job env MONSOON="$PWD/$monsoon" TEST_TMPDIR="$(mktemp -d)" tests/launcher/gpu_job_test.sh
+step gpu_bench sh -c "'$PWD/$gpu_bench' >'$out/gpu_bench.json'"
+step gpu_bench_tf32 sh -c "'$PWD/$gpu_bench' --tf32 >'$out/gpu_bench_tf32.json'"
+
+python3 - "$out" "${steps[@]}" <<'PY'
+import json, os, re, sys
+out, steps = sys.argv[1], [s.split() for s in sys.argv[2:]]
+def load(name):
+    try:
+        return json.load(open(os.path.join(out, name)))
+    except (OSError, ValueError) as e:
+        return {"unreadable": str(e)}
+devices = open(os.path.join(out, "devices.txt")).read().split("\n")
+job_log = open(os.path.join(out, "gpu_job.log")).read()
+report = {
+    "device": devices[0].strip(),
+    "devices": [d.strip() for d in devices if d.strip()],
+    "steps": {name: ("passed" if status == "0" else f"failed ({status})") for name, status in steps},
+    "gpu_job_accuracies": [float(a) for a in re.findall(r"accuracy ([0-9.]+) >=", job_log)],
+    "gpu_bench": load("gpu_bench.json"),
+    "gpu_bench_tf32": load("gpu_bench_tf32.json"),
+}
+json.dump(report, open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
+print(f"gpu_check: {os.path.join(out, 'gpu_check.json')}")
+PY
+failed=0
+for s in "${steps[@]}"; do [ "${s##* }" = 0 ] || failed=1; done
+echo "gpu_check: results in $out ($([ "$failed" = 0 ] && echo "every step passed" || echo "a step FAILED"))"
+exit "$failed"
