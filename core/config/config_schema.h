@@ -139,9 +139,8 @@ void VisitJobAndModel(JobConfig& c, V& v) {
             Doc("features per example; must match the data")
                 .Default("`input_shape`'s size; *required* for csv"));
     v.Field("layers", &c.model.layers, LayerList{},
-            Doc("the model as a list of layers, each a name or a one-key map of its settings: "
-                "`dense`, `conv2d`, `maxpool2d`, `avgpool2d`, `dropout`, `relu`, `tanh`, "
-                "`sigmoid`, `flatten` (see [Models](#models)); shapes are inferred from "
+            Doc("the model as a list of layers, each a name or a one-key map of its settings "
+                "(the kinds and their settings: [Models](#models)); shapes are inferred from "
                 "`input_shape`. Replaces `type`")
                 .Default("—"));
     v.Derive(&c.model.type, c.model.layers.empty() ? ModelType::kMlp : ModelType::kLayers);

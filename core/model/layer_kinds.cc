@@ -83,6 +83,11 @@ std::unique_ptr<Layer> MakeFlatten(const LayerBuild& b) {
   return std::make_unique<FlattenLayer>(b.in[0], b.in[1], b.in[2]);
 }
 
+absl::StatusOr<Shape> GlobalPoolShape(const LayerSpec&, const Shape& in) { return Shape{in[0]}; }
+std::unique_ptr<Layer> MakeGlobalAvgPool(const LayerBuild& b) {
+  return std::make_unique<GlobalAvgPoolLayer>(b.in[0], b.in[1] * b.in[2]);
+}
+
 template <Activation f>
 std::unique_ptr<Layer> MakeActivation(const LayerBuild& b) {
   if (b.plan.fused) return nullptr;
@@ -121,6 +126,11 @@ const LayerKindDecl kDecls[] = {
      "same; off when evaluating",
      DropoutSettings, InputRank::kAny, nullptr, NativeLayout::kPlain, false, false, nullptr,
      MakeDropout},
+    {LayerKind::kGlobalAvgPool2d,
+     "the mean of each channel's `H x W` values: `[C, H, W]` in, `[C]` out (a ResNet's last "
+     "pooling)",
+     NoSettings, InputRank::kSpatial, GlobalPoolShape, NativeLayout::kPlain, false, false,
+     nullptr, MakeGlobalAvgPool},
 };
 
 // Describes a kind's settings for README: "`filters`, `stride` (1), `padding` (`valid` or

@@ -26,14 +26,15 @@ enum class LayerKind {
   kConv2d,
   kMaxPool2d,
   kAvgPool2d,
-  kDropout
+  kDropout,
+  kGlobalAvgPool2d
 };
 inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
     {LayerKind::kDense, "dense"},         {LayerKind::kRelu, "relu"},
     {LayerKind::kTanh, "tanh"},           {LayerKind::kSigmoid, "sigmoid"},
     {LayerKind::kFlatten, "flatten"},     {LayerKind::kConv2d, "conv2d"},
     {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"},
-    {LayerKind::kDropout, "dropout"}};
+    {LayerKind::kDropout, "dropout"},     {LayerKind::kGlobalAvgPool2d, "globalavgpool2d"}};
 inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
 
 // conv2d `same` pads the input with zeros so that the output is ceil(input / stride) wide

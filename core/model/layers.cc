@@ -111,4 +111,27 @@ void Pool2dLayer::Backward(ComputeBackend& backend, const float* x, const float*
   }
 }
 
+const float* GlobalAvgPoolLayer::Ones(ComputeBackend& backend) {
+  if (ones_.size() == 0) {
+    ones_ = backend.Allocate(pixels_);
+    const std::vector<float> ones(pixels_, 1.0f);
+    backend.CopyToDevice(ones.data(), ones_.data(), ones.size());
+  }
+  return ones_.data();
+}
+
+// y [batch*C x 1] = x [batch*C x pixels] . ones / pixels.
+void GlobalAvgPoolLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  backend.Gemm(false, false, batch * channels_, 1, pixels_, 1.0f / pixels_, x, Ones(backend), 0.0f,
+               y);
+}
+
+// dx [batch*C x pixels] = dy [batch*C x 1] . ones^T / pixels.
+void GlobalAvgPoolLayer::Backward(ComputeBackend& backend, const float* /*x*/, const float* /*y*/,
+                                  const float* dy, int batch, float* dx) {
+  if (dx == nullptr) return;
+  backend.Gemm(false, false, batch * channels_, pixels_, 1, 1.0f / pixels_, dy, Ones(backend),
+               0.0f, dx);
+}
+
 }  // namespace monsoon

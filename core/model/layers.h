@@ -177,6 +177,26 @@ class Pool2dLayer : public Layer {
   DeviceBuffer workspace_;  // the backend's PoolWorkspaceBytes, as floats
 };
 
+// Global average pooling: y[c] = the mean of channel c's `pixels` values, [C x pixels] in, [C]
+// out. Forward and backward are products with a vector of ones (Gemm), so every backend runs
+// it with no kernel of its own.
+class GlobalAvgPoolLayer : public Layer {
+ public:
+  GlobalAvgPoolLayer(int channels, int pixels) : channels_(channels), pixels_(pixels) {}
+  std::string name() const override { return "globalavgpool2d"; }
+  int input_dim() const override { return channels_ * pixels_; }
+  int output_dim() const override { return channels_; }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const float* Ones(ComputeBackend& backend);
+
+  const int channels_, pixels_;
+  DeviceBuffer ones_;  // pixels_ ones
+};
+
 }  // namespace monsoon
 
 #endif  // MONSOON_CORE_MODEL_LAYERS_H_

@@ -171,6 +171,14 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
   CHECK(LayerShapes(c)->at(1) == Shape{3, 4, 4});
   CHECK(LayerShapes(c)->at(4) == Shape{2, 1, 1});
   CheckGradients(c, 7);
+  // Global average pooling of a non-square map, after a ReLU.
+  const ModelSpec d = Cnn({2, 5, 7},
+                          {Conv(4, 3, 1, Padding::kSame),
+                           {LayerKind::kRelu},
+                           {LayerKind::kGlobalAvgPool2d}},
+                          3, LossType::kSoftmaxCrossEntropy);
+  CHECK(LayerShapes(d)->at(2) == Shape{4});
+  CheckGradients(d, 9);
 }
 
 // CNNs whose convolution activations stay in the CPU's native (blocked) layout: 16 filters

@@ -416,7 +416,7 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
       if (pick({0, 1})) spec.layers.push_back(Pool(LayerKind::kMaxPool2d, 2, pick({1, 2})));
     }
     if (pick({0, 1})) spec.layers.push_back(Dropout(0.25));
-    spec.layers.push_back({LayerKind::kFlatten});
+    spec.layers.push_back({pick({0, 1}) ? LayerKind::kGlobalAvgPool2d : LayerKind::kFlatten});
     spec.layers.push_back({LayerKind::kDense, 3});
     if (!LayerShapes(spec).ok()) continue;  // a window that does not fit: another stack
     spec.output_dim = 3;
