@@ -42,10 +42,11 @@ struct ShellLines {};     // a list of one-line shell commands
 // directory becomes that file's absolute path. Empty when not given.
 struct ProgramArgs {};
 struct LayerList {};  // model.layers: names ("relu") and one-key maps ({dense: {units: 8}})
-// model.input_shape: a list of ints >= 1; when neither it nor input_dim is given, the training
-// data's example shape (read from the files' headers).
+// model.input_shape: a list of ints >= 1. When neither it nor input_dim is given and the data's
+// files carry the shape, the reader sets *from_data instead: ResolveInputShape reads it.
 struct ShapeFromData {
   const DataConfig* data;
+  bool* from_data;
 };
 // An enum field or a list of enum values takes EnumNames<E>.
 
@@ -130,7 +131,8 @@ void VisitJobAndModel(JobConfig& c, V& v) {
   });
   VisitData(c, v);
   v.Section("model", "", [&] {
-    v.Field("input_shape", &c.model.input_shape, ShapeFromData{&c.data},
+    v.Field("input_shape", &c.model.input_shape,
+            ShapeFromData{&c.data, &c.model.input_shape_from_data},
             Doc("the shape of one example, e.g. `[1, 28, 28]` (channels, height, width)")
                 .Default("the data's (idx, npy, hdf5); `[input_dim]` with `input_dim`"));
     v.Derive(&c.model.input_dim,

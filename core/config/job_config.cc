@@ -612,19 +612,8 @@ class YamlReader {
     // A CSV's columns are features or targets only by the model's output size: its shape is
     // not read from it.
     const DataConfig& data = *spec.data;
-    if (!v->empty() || section_->Has("input_dim") || data.format == DataFormat::kCsv ||
-        !data.HasTrainingSet()) {
-      return absl::OkStatus();
-    }
-    absl::StatusOr<std::vector<int>> shape = TrainingExampleShape(*spec.data);
-    if (!shape.ok()) {
-      return absl::Status(shape.status().code(),
-                          absl::StrCat(section_->Path(key),
-                                       ": not given, and the training data's "
-                                       "shape cannot be read: ",
-                                       shape.status().message()));
-    }
-    *v = *std::move(shape);
+    *spec.from_data = v->empty() && !section_->Has("input_dim") &&
+                      data.format != DataFormat::kCsv && data.HasTrainingSet();
     return absl::OkStatus();
   }
   absl::Status Read(const char* key, std::vector<std::string>* v, SbatchOptions) {
@@ -920,6 +909,7 @@ absl::Status ValidateProgramModel(const ModelSpec& m) {
 }
 
 absl::Status ValidateModel(const ModelSpec& m) {
+  if (m.input_shape_from_data) return absl::OkStatus();  // checked by ResolveInputShape
   if (m.input_dim == 0) {
     return absl::InvalidArgumentError("model.input_dim: required (or model.input_shape)");
   }
@@ -1114,6 +1104,24 @@ absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std
     return absl::InvalidArgumentError(absl::StrCat("YAML syntax error at line ", e.mark.line + 1,
                                                    ", column ", e.mark.column + 1, ": ", e.msg));
   }
+}
+
+absl::Status ResolveInputShape(JobConfig* config) {
+  ModelSpec& m = config->model;
+  if (!m.input_shape_from_data) return absl::OkStatus();
+  absl::StatusOr<std::vector<int>> shape = TrainingExampleShape(config->data);
+  if (!shape.ok()) {
+    return absl::Status(shape.status().code(),
+                        absl::StrCat("model.input_shape: not given, and the training data's "
+                                     "shape cannot be read: ",
+                                     shape.status().message()));
+  }
+  m.input_shape = *std::move(shape);
+  m.input_dim = ShapeSize(m.input_shape);
+  m.input_shape_from_data = false;
+  // A layer list's output is its last layer's unless the file gave output_dim (then checked).
+  if (m.type == ModelType::kLayers && m.output_dim == 0) m.output_dim = LayersOutputSize(m);
+  return ValidateJobConfig(*config);
 }
 
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,

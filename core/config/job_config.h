@@ -295,7 +295,8 @@ struct JobConfig {
 // Parses YAML text. `base_dir` resolves relative data paths; `overrides` are "a.b=value"
 // strings (value in YAML syntax) applied before validation. Errors are InvalidArgument (bad
 // field: the message starts with the field's dotted path) or NotFound (a data file is missing:
-// the message names the field and the file).
+// the message names the field and the file). Reads no data file: a model whose input shape is
+// to come from the data is left with input_shape_from_data set (see ResolveInputShape).
 absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,
                                          const std::vector<std::string>& overrides = {});
 
@@ -319,6 +320,12 @@ inline constexpr size_t kMaxConfigBytes = 1 << 20;
 // it is opened), one YAML document whose keys each appear once.
 absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
                                         const std::vector<std::string>& overrides = {});
+
+// The step that reads the data's headers, for a config whose model takes its input shape from
+// the training data (ModelSpec::input_shape_from_data): sets the shape, and a layer list's
+// output size, then checks the model as ParseJobConfig checks a model given in full. A no-op
+// for other configs. Errors name model.input_shape and the file.
+absl::Status ResolveInputShape(JobConfig* config);
 
 // Advice about a valid but doubtful config, one line each (e.g. an EASGD alpha above the
 // paper's stability bound). Printed by `monsoon validate`, `run` and `launch`.

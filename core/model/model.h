@@ -28,6 +28,9 @@ struct ModelSpec {
   ModelType type = ModelType::kMlp;
   // The input's shape per example; [input_dim] when not given.
   Shape input_shape;
+  // The input shape is to be read from the training data (core/config: ResolveInputShape);
+  // until then input_shape, input_dim and a layer list's output_dim are unset.
+  bool input_shape_from_data = false;
   int input_dim = 0;  // the input_shape's product
   // Number of classes (classification) or of regression targets: the last layer's output.
   int output_dim = 0;

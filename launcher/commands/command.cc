@@ -77,6 +77,8 @@ absl::StatusOr<JobConfig> LoadUserConfig(const std::string& path,
                                          const std::vector<std::string>& sets) {
   auto config = LoadJobConfig(path, sets);
   if (config.ok()) {
+    const absl::Status resolved = ResolveInputShape(&*config);
+    if (!resolved.ok()) return resolved;
     for (const std::string& w : JobConfigWarnings(*config)) {
       std::cerr << "monsoon: warning: " << w << std::endl;
     }

@@ -197,6 +197,10 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     variant.sets = common;
     variant.sets.insert(variant.sets.end(), specs[i].sets.begin(), specs[i].sets.end());
     auto config = LoadJobConfig(base.string(), variant.sets);
+    if (config.ok()) {
+      const absl::Status resolved = ResolveInputShape(&*config);
+      if (!resolved.ok()) config = resolved;
+    }
     if (!config.ok()) {
       return absl::Status(config.status().code(), absl::StrCat("variant '", variant.name,
                                                                "': ", config.status().message()));

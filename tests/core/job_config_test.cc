@@ -93,11 +93,17 @@ TEST_CASE("JobConfig: the input shape is read from the data when the model does 
       "train-images-idx3-ubyte.gz\n"
       "  train_labels: " +
       dir + "train-labels-idx1-ubyte.gz\n";
+  // Reading the file reads no data; resolving the shape reads the data's headers.
   auto config = ParseJobConfig(idx, TempPath(""));
   INFO(config.status().ToString());
   REQUIRE(config.ok());
+  CHECK(config->model.input_shape_from_data);
+  CHECK(config->model.input_dim == 0);
+  REQUIRE(ResolveInputShape(&*config).ok());
+  CHECK(!config->model.input_shape_from_data);
   CHECK(config->model.input_shape == std::vector<int>{1, 28, 28});
   CHECK(config->model.input_dim == 784);
+  CHECK(config->model.output_dim == 10);
   // A given input_dim is the shape; a CSV file's shape is not guessed.
   std::string given = idx;
   given.insert(given.find("  layers"), "  input_dim: 784\n");
@@ -107,8 +113,12 @@ TEST_CASE("JobConfig: the input shape is read from the data when the model does 
   CHECK(ErrorOf(CsvJobWithModel("  layers: [dense: {units: 2}]\n")) ==
         "model.input_dim: required (or model.input_shape)");
   std::ofstream(TempPath("bad-images.gz")) << "not idx";
-  CHECK(ErrorOf("job: t\ncluster: {evaluator: false}\nmodel:\n  layers: [dense: {units: 10}]\n"
-                "data:\n  train_images: bad-images.gz\n  train_labels: bad-images.gz\n") ==
+  auto bad = ParseJobConfig(
+      "job: t\ncluster: {evaluator: false}\nmodel:\n  layers: [dense: {units: 10}]\n"
+      "data:\n  train_images: bad-images.gz\n  train_labels: bad-images.gz\n",
+      TempPath(""));
+  REQUIRE(bad.ok());
+  CHECK(ResolveInputShape(&*bad).message() ==
         "model.input_shape: not given, and the training data's shape cannot be read: " +
             TempPath("bad-images.gz") +
             ": not an IDX image file (magic 0x6e6f7420; expected 0x00000803)");
@@ -204,6 +214,7 @@ TEST_CASE("JobConfig: the shipped configs load", "[core][config]") {
   CHECK(linear->data.train.find("configs/data/linear_train.csv") != std::string::npos);
   auto cnn = LoadJobConfig("configs/fmnist_cnn.yaml");
   REQUIRE(cnn.ok());
+  REQUIRE(ResolveInputShape(&*cnn).ok());
   CHECK(cnn->model.type == ModelType::kLayers);
   CHECK(Model::NumParams(cnn->model) == 421642);
 }
