@@ -44,6 +44,13 @@ class TimedBackend : public ComputeBackend {
                           size_t n) override {
     Timed("activation backward", [&] { inner_->ActivationBackward(f, y, dy, dx, n); });
   }
+  void LeakyReluForward(float slope, const float* x, float* y, size_t n) override {
+    Timed("activation forward", [&] { inner_->LeakyReluForward(slope, x, y, n); });
+  }
+  void LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
+                         size_t n) override {
+    Timed("activation backward", [&] { inner_->LeakyReluBackward(slope, y, dy, dx, n); });
+  }
   LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
                                  float* dlogits) override {
     LossResult r;

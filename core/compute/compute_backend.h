@@ -117,6 +117,11 @@ class ComputeBackend {
   // dx = dy * f'(x), expressed through the forward output y = f(x) (dx == dy allowed).
   virtual void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
                                   size_t n) = 0;
+  // Leaky ReLU with `slope` in [0, 1), elementwise over n values, per LeakyReluElement and
+  // LeakyReluGradientElement (core/compute/kernel_math.h); x == y and dx == dy allowed.
+  virtual void LeakyReluForward(float slope, const float* x, float* y, size_t n) = 0;
+  virtual void LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
+                                 size_t n) = 0;
   // Softmax cross-entropy of logits [rows x classes] against integer labels stored as floats.
   // Writes dlogits = (softmax - onehot) / rows, the gradient of the batch-mean loss.
   virtual LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,

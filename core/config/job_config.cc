@@ -96,7 +96,8 @@ class LayerSettingsReader : public LayerSettingVisitor {
   bool Text(const char* key, const SettingDefault& d, std::string* text) {
     keys_.push_back(key);
     if (d.value.empty()) required_.push_back(key);
-    const YAML::Node n = settings_.IsMap() ? settings_[key] : YAML::Node();
+    const YAML::Node n =
+        settings_.IsMap() ? settings_[key] : YAML::Node(YAML::NodeType::Undefined);
     if (!n) {
       if (d.value.empty()) Fail(key, "required");
       *text = d.value;

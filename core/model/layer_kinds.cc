@@ -83,6 +83,13 @@ std::unique_ptr<Layer> MakeFlatten(const LayerBuild& b) {
   return std::make_unique<FlattenLayer>(b.in[0], b.in[1], b.in[2]);
 }
 
+void LeakyReluSettings(LayerSpec& l, LayerSettingVisitor& v) {
+  v.Real("slope", &l.slope, 0, 1, {"0.01", ""});
+}
+std::unique_ptr<Layer> MakeLeakyRelu(const LayerBuild& b) {
+  return std::make_unique<LeakyReluLayer>(static_cast<float>(b.spec.slope), ShapeSize(b.out));
+}
+
 absl::StatusOr<Shape> GlobalPoolShape(const LayerSpec&, const Shape& in) { return Shape{in[0]}; }
 std::unique_ptr<Layer> MakeGlobalAvgPool(const LayerBuild& b) {
   return std::make_unique<GlobalAvgPoolLayer>(b.in[0], b.in[1] * b.in[2]);
@@ -131,6 +138,8 @@ const LayerKindDecl kDecls[] = {
      "pooling)",
      NoSettings, InputRank::kSpatial, GlobalPoolShape, NativeLayout::kPlain, false, false,
      nullptr, MakeGlobalAvgPool},
+    {LayerKind::kLeakyRelu, "`x` where `x > 0`, else `slope · x`, elementwise", LeakyReluSettings,
+     InputRank::kAny, nullptr, NativeLayout::kPasses, false, false, nullptr, MakeLeakyRelu},
 };
 
 // Describes a kind's settings for README: "`filters`, `stride` (1), `padding` (`valid` or

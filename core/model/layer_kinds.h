@@ -27,14 +27,16 @@ enum class LayerKind {
   kMaxPool2d,
   kAvgPool2d,
   kDropout,
-  kGlobalAvgPool2d
+  kGlobalAvgPool2d,
+  kLeakyRelu
 };
 inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
     {LayerKind::kDense, "dense"},         {LayerKind::kRelu, "relu"},
     {LayerKind::kTanh, "tanh"},           {LayerKind::kSigmoid, "sigmoid"},
     {LayerKind::kFlatten, "flatten"},     {LayerKind::kConv2d, "conv2d"},
     {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"},
-    {LayerKind::kDropout, "dropout"},     {LayerKind::kGlobalAvgPool2d, "globalavgpool2d"}};
+    {LayerKind::kDropout, "dropout"},     {LayerKind::kGlobalAvgPool2d, "globalavgpool2d"},
+    {LayerKind::kLeakyRelu, "leaky_relu"}};
 inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
 
 // conv2d `same` pads the input with zeros so that the output is ceil(input / stride) wide
@@ -54,9 +56,11 @@ struct LayerSpec {
   Padding padding = Padding::kValid;  // conv2d
   int size = 0;                       // pooling: size x size windows
   double rate = 0;                    // dropout: the share of values zeroed while training
+  double slope = 0.01;                // leaky_relu: the slope below zero
   bool operator==(const LayerSpec& o) const {
     return kind == o.kind && units == o.units && filters == o.filters && kernel == o.kernel &&
-           stride == o.stride && padding == o.padding && size == o.size && rate == o.rate;
+           stride == o.stride && padding == o.padding && size == o.size && rate == o.rate &&
+           slope == o.slope;
   }
 };
 

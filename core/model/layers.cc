@@ -47,6 +47,15 @@ void ActivationLayer::Backward(ComputeBackend& backend, const float* x, const fl
   if (dx != nullptr) backend.ActivationBackward(f_, y, dy, dx, static_cast<size_t>(batch) * dim_);
 }
 
+void LeakyReluLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  backend.LeakyReluForward(slope_, x, y, static_cast<size_t>(batch) * dim_);
+}
+
+void LeakyReluLayer::Backward(ComputeBackend& backend, const float* /*x*/, const float* y,
+                              const float* dy, int batch, float* dx) {
+  if (dx != nullptr) backend.LeakyReluBackward(slope_, y, dy, dx, static_cast<size_t>(batch) * dim_);
+}
+
 std::vector<ParamShape> Conv2dLayer::param_shapes() const {
   return {{name_ + ".weight", {g_.filters, g_.channels, g_.kernel, g_.kernel}},
           {name_ + ".bias", {g_.filters}}};

@@ -91,6 +91,22 @@ class ActivationLayer : public Layer {
   const int dim_;
 };
 
+// y = x where x > 0, else slope * x, elementwise (slope in [0, 1)).
+class LeakyReluLayer : public Layer {
+ public:
+  LeakyReluLayer(float slope, int dim) : slope_(slope), dim_(dim) {}
+  std::string name() const override { return "leaky_relu"; }
+  int input_dim() const override { return dim_; }
+  int output_dim() const override { return dim_; }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const float slope_;
+  const int dim_;
+};
+
 // A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters]. Where the
 // geometry fuses a ReLU (FusedRelu::kOnOutput), the output is the ReLU's, and Backward's dy the
 // gradient with respect to it, unless `dy_before_relu`: the next layer then gives the gradient

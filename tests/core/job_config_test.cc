@@ -71,7 +71,7 @@ TEST_CASE("JobConfig: a model as a list of layers, shapes inferred, misfits name
         "model.layers[0].dense.units: expected an integer in [1, 16777216], got '0'");
   CHECK(error("  input_dim: 4\n  layers: [lstm]\n") ==
         "model.layers[0]: unknown layer 'lstm' (layers: dense, relu, tanh, sigmoid, flatten, "
-        "conv2d, maxpool2d, avgpool2d, dropout, globalavgpool2d)");
+        "conv2d, maxpool2d, avgpool2d, dropout, globalavgpool2d, leaky_relu)");
   CHECK(error("  input_dim: 4\n  output_dim: 3\n  layers: [dense: {units: 2}]\n") ==
         "model.output_dim is 3 but the last layer's output is (2)");
   CHECK(error("  input_shape: [2, 2]\n  input_dim: 5\n  layers: [flatten, dense: {units: 2}]\n") ==
@@ -175,6 +175,12 @@ TEST_CASE("JobConfig: convolution and pooling layers, their settings and misfits
         "give model.input_shape as [C, H, W]");
   CHECK(error("[globalavgpool2d: {size: 3}, dense: {units: 2}]") ==
         "model.layers[0].globalavgpool2d: takes no settings");
+  CHECK(error("[flatten, leaky_relu: {slope: 1}, dense: {units: 2}]") ==
+        "model.layers[1].leaky_relu.slope: expected a number in [0, 1), got '1'");
+  auto leaky = ParseJobConfig(job("[flatten, leaky_relu, dense: {units: 2}]"), TempPath(""));
+  REQUIRE(leaky.ok());
+  CHECK(leaky->model.layers[1].slope == 0.01);  // the default
+  CHECK(JobConfigToYaml(*leaky).find("{leaky_relu: {slope: 0.01}}") != std::string::npos);
   auto global = ParseJobConfig(job("[conv2d: {filters: 5, kernel: 2}, globalavgpool2d, "
                                    "dense: {units: 2}]"),
                                TempPath(""));

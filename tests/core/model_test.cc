@@ -179,6 +179,13 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
                           3, LossType::kSoftmaxCrossEntropy);
   CHECK(LayerShapes(d)->at(2) == Shape{4});
   CheckGradients(d, 9);
+  // Leaky ReLU with a steep slope between a convolution and max pooling.
+  LayerSpec leaky{LayerKind::kLeakyRelu};
+  leaky.slope = 0.3;
+  const ModelSpec e = Cnn({1, 6, 5},
+                          {Conv(3, 2, 1, Padding::kSame), leaky, Pool(LayerKind::kMaxPool2d, 2, 2)},
+                          2, LossType::kSoftmaxCrossEntropy);
+  CheckGradients(e, 13);
 }
 
 // CNNs whose convolution activations stay in the CPU's native (blocked) layout: 16 filters

@@ -108,6 +108,17 @@ TEST_CASE("CublasBackend: elementwise kernels, losses, axpy and Nesterov match t
   p.cpu.ColumnSum(x.first, rows, cols, sums.first);
   gpu->ColumnSum(x.second, rows, cols, sums.second);
   p.ExpectSame(sums, cols);
+  for (const float slope : {0.0f, 0.01f, 0.3f}) {
+    auto y = p.Zeros(n);
+    auto dy = p.Upload(Random(n, 4));
+    auto dx = p.Zeros(n);
+    p.cpu.LeakyReluForward(slope, x.first, y.first, n);
+    gpu->LeakyReluForward(slope, x.second, y.second, n);
+    p.ExpectSame(y, n);
+    p.cpu.LeakyReluBackward(slope, y.first, dy.first, dx.first, n);
+    gpu->LeakyReluBackward(slope, y.second, dy.second, dx.second, n);
+    p.ExpectSame(dx, n);
+  }
   for (Activation f : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
     auto y = p.Zeros(n);
     auto dy = p.Upload(Random(n, 3));
@@ -412,7 +423,9 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
     for (int block = pick({1, 2}); block > 0; --block) {
       spec.layers.push_back(Conv(pick({1, 4, 8, 16}), pick({1, 2, 3}), pick({1, 2}),
                                  pick({0, 1}) ? Padding::kSame : Padding::kValid));
-      spec.layers.push_back({pick({0, 1}) ? LayerKind::kRelu : LayerKind::kTanh});
+      spec.layers.push_back({pick({0, 1, 2}) == 0   ? LayerKind::kRelu
+                             : pick({0, 1}) == 0 ? LayerKind::kTanh
+                                                 : LayerKind::kLeakyRelu});
       if (pick({0, 1})) spec.layers.push_back(Pool(LayerKind::kMaxPool2d, 2, pick({1, 2})));
     }
     if (pick({0, 1})) spec.layers.push_back(Dropout(0.25));

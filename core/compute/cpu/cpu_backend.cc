@@ -76,6 +76,15 @@ void CpuBackend::ActivationForward(Activation f, const float* x, float* y, size_
   }
 }
 
+void CpuBackend::LeakyReluForward(float slope, const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = LeakyReluElement(slope, x[i]);
+}
+
+void CpuBackend::LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
+                                   size_t n) {
+  for (size_t i = 0; i < n; ++i) dx[i] = LeakyReluGradientElement(slope, y[i], dy[i]);
+}
+
 void CpuBackend::ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
                                     size_t n) {
   switch (f) {

@@ -26,6 +26,9 @@ class CpuBackend : public ComputeBackend {
   void AddBias(const float* bias, int rows, int cols, float* x) override;
   void ColumnSum(const float* x, int rows, int cols, float* out) override;
   void ActivationForward(Activation f, const float* x, float* y, size_t n) override;
+  void LeakyReluForward(float slope, const float* x, float* y, size_t n) override;
+  void LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
+                         size_t n) override;
   void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
                           size_t n) override;
   LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,

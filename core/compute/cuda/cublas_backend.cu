@@ -51,6 +51,19 @@ __global__ void ActivationBackwardKernel(int f, const float* y, const float* dy,
 }
 
 // One thread per row (see SoftmaxCrossEntropyRow).
+__global__ void LeakyReluForwardKernel(float slope, const float* x, float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    y[i] = LeakyReluElement(slope, x[i]);
+  }
+}
+
+__global__ void LeakyReluBackwardKernel(float slope, const float* y, const float* dy, float* dx,
+                                        size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    dx[i] = LeakyReluGradientElement(slope, y[i], dy[i]);
+  }
+}
+
 __global__ void SoftmaxCrossEntropyKernel(const float* logits, const float* labels, int rows,
                                           int classes, float* dlogits, float* row_loss,
                                           float* row_correct) {
@@ -324,6 +337,17 @@ class CublasBackend : public ComputeBackend {
     if (!status_.ok() || n == 0) return;
     MONSOON_LAUNCH(ActivationBackwardKernel, Blocks(n), kThreads, compute_, static_cast<int>(f), y,
                    dy, dx, n);
+  }
+
+  void LeakyReluForward(float slope, const float* x, float* y, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    MONSOON_LAUNCH(LeakyReluForwardKernel, Blocks(n), kThreads, compute_, slope, x, y, n);
+  }
+
+  void LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
+                         size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    MONSOON_LAUNCH(LeakyReluBackwardKernel, Blocks(n), kThreads, compute_, slope, y, dy, dx, n);
   }
 
   LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
