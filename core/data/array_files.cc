@@ -386,15 +386,57 @@ class Hdf5Reader : public ArrayReader {
   const ArrayPart part_;
 };
 
+// OK when `name` in `file` is a plain link to an object: an external link would open another
+// file.
+absl::Status CheckLink(hid_t file, const std::string& path, const std::string& name) {
+  H5L_info_t link;
+  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0 ||
+      H5Lget_info(file, name.c_str(), &link, H5P_DEFAULT) < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": has no dataset '", name, "'"));
+  }
+  if (link.type != H5L_TYPE_HARD) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ":", name, ": external link refused (it would read another file); give the file "
+        "that holds the dataset itself"));
+  }
+  return absl::OkStatus();
+}
+
+// OK when `dataset`'s rows are this file's own bytes, all written: not in external storage
+// files nor a virtual layout (they read other files, or fill values where one is missing), and
+// its storage allocated in full (rows never written read as fill values).
+absl::Status CheckSelfContained(const Hid& dataset, const std::string& where) {
+  const std::string copy =
+      " (make a self-contained copy of the file, e.g. `h5repack -l CONTI FILE COPY`)";
+  const Hid plist(H5Dget_create_plist(dataset.get()), H5Pclose);
+  if (plist.ok() && H5Pget_external_count(plist.get()) > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": refused: its rows are stored in external files", copy));
+  }
+  if (plist.ok() && H5Pget_layout(plist.get()) == H5D_VIRTUAL) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": refused: a virtual dataset, whose rows come from other files", copy));
+  }
+  H5D_space_status_t allocated = H5D_SPACE_STATUS_ERROR;
+  if (H5Dget_space_status(dataset.get(), &allocated) < 0 ||
+      allocated != H5D_SPACE_STATUS_ALLOCATED) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": refused: its rows were never (all) written, so they would read as fill values"));
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<ArrayReader>> Hdf5Reader::Open(std::shared_ptr<Hid> file,
                                                               const std::string& path,
                                                               const std::string& name) {
   ArrayPart part;
   part.where = absl::StrCat(path, ":", name);
+  MONSOON_RETURN_IF_ERROR(CheckLink(file->get(), path, name));
   Hid dataset(H5Dopen2(file->get(), name.c_str(), H5P_DEFAULT), H5Dclose);
   if (!dataset.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": has no dataset '", name, "'"));
   }
+  MONSOON_RETURN_IF_ERROR(CheckSelfContained(dataset, part.where));
   const Hid type(H5Dget_type(dataset.get()), H5Tclose);
   const H5T_class_t type_class = H5Tget_class(type.get());
   part.type.bytes = static_cast<int>(H5Tget_size(type.get()));

@@ -3,6 +3,7 @@
 #include <hdf5.h>
 
 #include <catch2/catch.hpp>
+#include <functional>
 #include <cstdint>
 #include <fstream>
 #include <string>
@@ -154,14 +155,91 @@ TEST_CASE("hdf5: a missing dataset, a non-HDF5 file and mismatched files are nam
     const hsize_t x_dims[] = {2, 3}, y_dims[] = {2};
     const hid_t xsp = H5Screate_simple(2, x_dims, nullptr),
                 ysp = H5Screate_simple(1, y_dims, nullptr);
-    H5Dclose(H5Dcreate2(file, "x", H5T_IEEE_F32LE, xsp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
-    H5Dclose(H5Dcreate2(file, "y", H5T_STD_I32LE, ysp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+    const hid_t xs =
+        H5Dcreate2(file, "x", H5T_IEEE_F32LE, xsp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const hid_t ys =
+        H5Dcreate2(file, "y", H5T_STD_I32LE, ysp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    const std::vector<float> zeros(6, 0.0f);
+    const std::vector<int32_t> labels(2, 0);
+    H5Dwrite(xs, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data());
+    H5Dwrite(ys, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data());
+    H5Dclose(xs);
+    H5Dclose(ys);
     H5Sclose(xsp);
     H5Sclose(ysp);
     H5Fclose(file);
   }
   CHECK(Message(OpenHdf5Source({a, mixed}, "x", "y", {}).status()) ==
         mixed + ":x: features of shape [2, 3] do not match [4, 2] in " + a + ":x");
+}
+
+// A file whose dataset "x" (float32 [4, 2]) is made by `make(file, space)` and whose "y" is a
+// plain int32 [4].
+std::string WriteHdf5With(const std::string& name,
+                          const std::function<hid_t(hid_t file, hid_t space)>& make) {
+  const std::string path = TempPath(name);
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t x_dims[] = {4, 2}, y_dims[] = {4};
+  const hid_t xsp = H5Screate_simple(2, x_dims, nullptr), ysp = H5Screate_simple(1, y_dims, nullptr);
+  const hid_t x = make(file, xsp);
+  if (x >= 0) H5Dclose(x);
+  const hid_t y = H5Dcreate2(file, "y", H5T_STD_I32LE, ysp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const std::vector<int32_t> labels = {0, 1, 2, 0};
+  H5Dwrite(y, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data());
+  H5Dclose(y);
+  H5Sclose(xsp);
+  H5Sclose(ysp);
+  H5Fclose(file);
+  return path;
+}
+
+TEST_CASE("hdf5: rows that are not the file's own written bytes are refused, named",
+          "[core][data][security]") {
+  const std::string copy = " (make a self-contained copy of the file, e.g. `h5repack -l CONTI "
+                           "FILE COPY`)";
+  // External storage: the rows would be another file's bytes (a key, /etc/shadow).
+  const std::string secret = TempPath("secret.bin");
+  std::ofstream(secret) << std::string(64, 'k');
+  const std::string external = WriteHdf5With("external.h5", [&](hid_t file, hid_t space) {
+    const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_external(plist, secret.c_str(), 0, H5F_UNLIMITED);
+    const hid_t x = H5Dcreate2(file, "x", H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+    H5Pclose(plist);
+    return x;
+  });
+  CHECK(Message(OpenHdf5Source({external}, "x", "y", {}).status()) ==
+        external + ":x: refused: its rows are stored in external files" + copy);
+  // A virtual dataset whose source file is missing: HDF5 would read fill values.
+  const std::string virtual_file = WriteHdf5With("virtual.h5", [&](hid_t file, hid_t space) {
+    const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_virtual(plist, space, "missing-source.h5", "/x", space);
+    const hid_t x = H5Dcreate2(file, "x", H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+    H5Pclose(plist);
+    return x;
+  });
+  CHECK(Message(OpenHdf5Source({virtual_file}, "x", "y", {}).status()) ==
+        virtual_file + ":x: refused: a virtual dataset, whose rows come from other files" + copy);
+  // Chunks never written: every row would read as the fill value.
+  const std::string unwritten = WriteHdf5With("unwritten.h5", [&](hid_t file, hid_t space) {
+    const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+    const hsize_t chunk[] = {1, 2};
+    H5Pset_chunk(plist, 2, chunk);
+    const hid_t x = H5Dcreate2(file, "x", H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+    H5Pclose(plist);
+    return x;
+  });
+  CHECK(Message(OpenHdf5Source({unwritten}, "x", "y", {}).status()) ==
+        unwritten + ":x: refused: its rows were never (all) written, so they would read as fill "
+                    "values");
+  // An external link to another file's dataset.
+  const std::string plain = WriteHdf5("linked-to.h5", 0, 4);
+  const std::string linked = WriteHdf5With("linking.h5", [&](hid_t file, hid_t) {
+    H5Lcreate_external(plain.c_str(), "/x", file, "x", H5P_DEFAULT, H5P_DEFAULT);
+    return hid_t{-1};
+  });
+  CHECK(Message(OpenHdf5Source({linked}, "x", "y", {}).status()) ==
+        linked + ":x: external link refused (it would read another file); give the file that "
+                 "holds the dataset itself");
 }
 
 }  // namespace
