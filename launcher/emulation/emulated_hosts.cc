@@ -173,6 +173,16 @@ absl::StatusOr<std::unique_ptr<EmulatedHosts>> EmulatedHosts::Create(
   MONSOON_RETURN_IF_ERROR(RemoveOrphans());
   EmulatedHostsOptions o = options;
   if (o.owner == 0) o.owner = getpid();
+  // A live owner's hosts stay as they are: a second set would clash with them (the switch,
+  // the addresses), and failing half-way would remove them with it.
+  if (const std::vector<std::string> existing = EmulatedHostNamespaces(o.owner);
+      !existing.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "emulated hosts: owner ", o.owner, " already has hosts (", absl::StrJoin(existing, ", "),
+        "); a second set for one owner is refused and the first left as it is: remove them "
+        "first (monsoon hosts down --owner ",
+        o.owner, ") or use another owner"));
+  }
   std::unique_ptr<EmulatedHosts> hosts(new EmulatedHosts(std::move(o)));
   if (const absl::Status built = hosts->Build(); !built.ok()) {
     return absl::Status(built.code(), absl::StrCat("emulated hosts: ", built.message(),

@@ -74,6 +74,13 @@ wait "$watch" 2>/dev/null
 [ -n "$("$MONSOON" hosts list --owner "$launcher")" ] && pass "a killed launcher's hosts outlive it" \
   || fail "no namespaces of the killed launcher to remove"
 "$MONSOON" hosts up probe --owner $$ >/dev/null
+# A second `hosts up` for a live owner is refused, naming the hosts it has, which stay.
+"$MONSOON" hosts up hx3 --owner $$ >"$WORK/second_up.txt" 2>&1
+[ $? -ne 0 ] && grep -q "owner $$ already has hosts (.*monsoon-$$-probe" "$WORK/second_up.txt" \
+  && pass "a second hosts up for one owner is refused, naming its hosts" \
+  || fail "a second hosts up for one owner: $(cat "$WORK/second_up.txt")"
+grep -q "monsoon-$$-probe" <<<"$("$MONSOON" hosts list --owner $$)" \
+  && pass "... and the first hosts stay" || fail "the first hosts were removed"
 "$MONSOON" hosts down --owner $$
 for _ in $(seq 100); do [ -z "$(left_by "$launcher" "$RUN")" ] && break; sleep 0.1; done
 expect_eq "the next launcher removed them and their roles" "$(left_by "$launcher" "$RUN")" ""
