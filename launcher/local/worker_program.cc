@@ -6,13 +6,19 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <filesystem>
+#include <regex>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "core/file_util.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/local/process_group.h"
@@ -55,6 +61,44 @@ absl::StatusOr<std::string> FindProgram(const std::string& name) {
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return absl::NotFoundError(absl::StrCat("cluster.worker_program: ", name, " is not on PATH"));
+}
+
+// The Python module a failed worker program's log says it could not import, or "".
+std::string MissingModule(const std::string& log) {
+  const absl::StatusOr<std::string> text = ReadFile(log);
+  std::smatch match;
+  static const std::regex missing("ModuleNotFoundError: No module named '([^']+)'");
+  if (!text.ok() || !std::regex_search(*text, match, missing)) return "";
+  return match[1];
+}
+
+// "Python 3.11.2" for the interpreter at `path`, or "" when it does not say within 10 s.
+std::string PythonVersion(const std::string& path) {
+  const std::string quoted = absl::StrCat("'", absl::StrReplaceAll(path, {{"'", "'\\''"}}), "'");
+  std::FILE* out = popen(absl::StrCat("timeout 10 ", quoted,
+                                      " -c 'import sys; print(sys.version.split()[0])' 2>/dev/null")
+                             .c_str(),
+                         "r");
+  if (out == nullptr) return "";
+  char line[64] = {};
+  const bool read = std::fgets(line, sizeof(line), out) != nullptr;
+  pclose(out);
+  const std::string version = read ? std::string(absl::StripAsciiWhitespace(line)) : "";
+  return version.empty() ? "" : absl::StrCat("Python ", version);
+}
+
+// Why the init run failed, for a Python interpreter that lacks a module the program imports:
+// one line naming the interpreter, its version and the module. "" for other failures.
+std::string MissingModuleCause(const std::string& interpreter, const std::string& log) {
+  const std::string module = MissingModule(log);
+  if (module.empty() || !absl::StartsWith(fs::path(interpreter).filename().string(), "python")) {
+    return "";
+  }
+  const std::string version = PythonVersion(interpreter);
+  return absl::StrCat("cluster.worker_program: its interpreter ", interpreter,
+                      version.empty() ? "" : absl::StrCat(" (", version, ")"), " cannot import ",
+                      module, ": install it for that interpreter, or name one that has it (a "
+                      "venv's bin/python, say) in cluster.worker_program. ");
 }
 
 }  // namespace
@@ -119,6 +163,8 @@ absl::StatusOr<int> RunWorkerProgramInit(const JobConfig& config, const RunDir& 
   const std::string path = run_dir.initial_params_path();
   struct stat st;
   if (!exits[0].ok() || stat(path.c_str(), &st) != 0) {
+    const std::string cause = MissingModuleCause(argv[0], log);
+    if (!cause.empty()) return absl::FailedPreconditionError(cause + LogExcerpt(log));
     return absl::InvalidArgumentError(absl::StrCat(
         "cluster.worker_program ", exits[0].ok() ? "wrote no initial weights" : exits[0].Describe(),
         " when started to write its model's initial weights (MONSOON_ROLE=init). ",

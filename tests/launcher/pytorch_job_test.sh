@@ -113,6 +113,9 @@ import no_such_module
 PY
 job import_error import_error.py
 expect_failure import_error "ModuleNotFoundError: No module named 'no_such_module'"
+interpreter="its interpreter $(command -v python3) (Python $(python3 -c 'import sys; print(sys.version.split()[0])')) cannot import no_such_module"
+grep -qF "$interpreter" "$WORK/import_error.txt" && pass "import_error: says '$interpreter'" \
+  || fail "import_error: the interpreter and the missing module are not named"
 cat >"$WORK/resized.py" <<'PY'
 import os
 import torch.nn as nn
