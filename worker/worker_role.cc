@@ -105,6 +105,14 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, b
   return source;
 }
 
+absl::Status CheckDataShapes(const JobConfig& config) {
+  for (const bool train : {true, false}) {
+    if (!train && !config.data.HasTestSet()) continue;
+    MONSOON_RETURN_IF_ERROR(OpenSplit(config, train).status());
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, train));
   MONSOON_ASSIGN_OR_RETURN(Dataset data, source->ReadAll());

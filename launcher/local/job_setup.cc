@@ -17,6 +17,7 @@
 #include "core/job_secrets.h"
 #include "core/status_macros.h"
 #include "launcher/local/worker_program.h"
+#include "worker/worker_role.h"
 
 namespace monsoon {
 namespace {
@@ -48,6 +49,9 @@ RunDirLock::~RunDirLock() { close(fd_); }
 
 absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config,
                                                           const RunDir& run_dir) {
+  // The data against the model before anything is written: a misfit is the job's error, not
+  // a role's.
+  MONSOON_RETURN_IF_ERROR(CheckDataShapes(*config));
   std::error_code ec;
   std::filesystem::create_directories(run_dir.root, ec);
   if (ec) {

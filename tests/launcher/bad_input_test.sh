@@ -159,22 +159,21 @@ expect_env_error "bad node list" "SLURM_STEP_NODELIST: malformed host list 'mn[1
 expect_env_error "missing SLURM_NTASKS" "SLURM_NTASKS is not set" -SLURM_NTASKS
 expect_env_error "batch script, not srun" "start \`monsoon launch\` with srun" -SLURM_STEP_ID
 
-# A role that fails (the data has 1 feature, the model wants 2) ends the job, named.
+# Data that does not fit the model (1 feature, the model wants 2) is refused before any role
+# starts, naming the file: the training set, and the test set too.
 timeout 60 "$MONSOON" run "$WORK/job.yaml" --run-dir "$WORK/r3" --set model.input_dim=2 \
   >"$WORK/out.txt" 2>"$WORK/err.txt"
-code=$?
-expect_eq "failing role: exit status" "$code" "1"
-# The workers and the evaluator all read data with 1 feature: whichever fails first is named.
-grep -qE "(worker-[01]|evaluator) exited with status 1; the job was stopped" "$WORK/err.txt" \
-  && pass "failing role is named" || fail "failing role message: $(cat "$WORK/err.txt")"
-grep -qE "model.input_dim is 2 but data.(train|test) (.*) has 1 features" "$WORK/err.txt" \
-  && pass "the role's own error is shown" || fail "role error missing: $(cat "$WORK/err.txt")"
-for _ in $(seq 50); do  # the launcher has exited; its roles may take a moment to be reaped
-  leftover=$(pgrep -f -- "--run-dir $WORK/r3" || true)
-  [ -z "$leftover" ] && break
-  sleep 0.1
-done
-expect_eq "no role left running" "$leftover" ""
+expect_eq "data that does not fit the model: exit status" "$?" "2"
+grep -q "model.input_dim is 2 but data.train (.*) has 1 features" "$WORK/err.txt" \
+  && pass "the misfit is named before any role starts" || fail "misfit message: $(cat "$WORK/err.txt")"
+[ ! -e "$WORK/r3/logs" ] && pass "no role was started" || fail "roles were started: $(ls "$WORK/r3/logs")"
+sed -e "s|test: .*|test: $WORK/one_feature_more.csv|" "$WORK/job.yaml" >"$WORK/job_test_misfit.yaml"
+python3 -c "print('x,z,y'); [print(f'{i},{i},{2 * i}') for i in range(20)]" >"$WORK/one_feature_more.csv"
+timeout 60 "$MONSOON" run "$WORK/job_test_misfit.yaml" --run-dir "$WORK/r4" >/dev/null 2>"$WORK/err4.txt"
+expect_eq "a test set that does not fit the model: exit status" "$?" "2"
+grep -q "model.input_dim is 1 but data.test (.*) has 2 features" "$WORK/err4.txt" \
+  && pass "the test set's misfit is named before any role starts" \
+  || fail "test misfit message: $(cat "$WORK/err4.txt")"
 # CSV beyond one regression target: class labels (softmax_regression on 3 classes) and two
 # regression targets; validate reads the data against the model.
 python3 - "$WORK" <<'PY'
