@@ -157,6 +157,11 @@ absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
                       absl::Time start, double earlier_wall) {
   MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<EmulatedHosts> hosts, HostsFor(config));
   LocalJob job(config, run_dir, options, hosts.get());
+  if (stop != nullptr && stop->load()) {
+    return absl::CancelledError(absl::StrCat(
+        "interrupted before any role started (continue it with: monsoon run --resume ",
+        run_dir.root, ")"));
+  }
   MONSOON_RETURN_IF_ERROR(job.StartAll(options.resume));
   RestartBudget budget = RestartBudget::FromConfig(config);
   const bool tty = isatty(STDERR_FILENO);

@@ -82,13 +82,26 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t parent = getpid();
+  // A stop signal between fork and exec would reach the child's copy of this process's
+  // handler and be lost: the child takes the stop signals blocked, with their default
+  // actions restored before they are unblocked (a pending one then ends it).
+  sigset_t stops, before;
+  sigemptyset(&stops);
+  for (const int s : kStopSignals) sigaddset(&stops, s);
+  pthread_sigmask(SIG_BLOCK, &stops, &before);
   const pid_t pid = fork();
+  if (pid != 0) pthread_sigmask(SIG_SETMASK, &before, nullptr);
   if (pid < 0) {
     close(log_fd);
     return absl::ResourceExhaustedError(absl::StrCat("fork failed: ", std::strerror(errno)));
   }
   if (pid == 0) {
     // Child: only async-signal-safe calls until exec.
+    struct sigaction default_action = {};
+    default_action.sa_handler = SIG_DFL;
+    for (const int s : kStopSignals) sigaction(s, &default_action, nullptr);
+    alarm(0);  // the parent's stop deadline is not the child's
+    sigprocmask(SIG_SETMASK, &before, nullptr);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127);
     dup2(log_fd, STDOUT_FILENO);
