@@ -82,33 +82,49 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> MakeModel(const ModelFactory& ma
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train) {
-  const ModelSpec& m = config.model;
+namespace {
+
+// The targets a split holds for `m`: class ids, or output_dim regression values.
+TargetSpec TargetsOf(const ModelSpec& m) {
   const bool classify = m.loss == LossType::kSoftmaxCrossEntropy;
-  MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<DataSource> source,
-      OpenDataSource(config.data, train, TargetSpec{classify ? 1 : m.output_dim, classify}));
-  const int features = ShapeSize(source->example_shape());
+  return TargetSpec{classify ? 1 : m.output_dim, classify};
+}
+
+// OK when a split's examples, of `shape`, fit model `m`; else InvalidArgument naming the split.
+absl::Status CheckExampleShape(const ModelSpec& m, const std::string& name, const Shape& shape) {
+  const int features = ShapeSize(shape);
   if (features != m.input_dim) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.input_dim is ", m.input_dim, " but ", source->name(), " has ", features,
-                     " features per example (shape ", ShapeText(source->example_shape()), ")"));
+    return absl::InvalidArgumentError(absl::StrCat("model.input_dim is ", m.input_dim, " but ",
+                                                   name, " has ", features,
+                                                   " features per example (shape ",
+                                                   ShapeText(shape), ")"));
   }
-  const Shape data_shape = WithoutUnitDims(source->example_shape());
+  const Shape data_shape = WithoutUnitDims(shape);
   const Shape model_shape = WithoutUnitDims(m.input_shape);
   if (data_shape.size() > 1 && model_shape.size() > 1 && data_shape != model_shape) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("model.input_shape is ", ShapeText(m.input_shape), " but ", source->name(),
-                     " holds examples of shape ", ShapeText(source->example_shape()),
-                     " (channels first: [C, H, W])"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.input_shape is ", ShapeText(m.input_shape), " but ", name,
+        " holds examples of shape ", ShapeText(shape), " (channels first: [C, H, W])"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source,
+                           OpenDataSource(config.data, train, TargetsOf(config.model)));
+  MONSOON_RETURN_IF_ERROR(
+      CheckExampleShape(config.model, source->name(), source->example_shape()));
   return source;
 }
 
 absl::Status CheckDataShapes(const JobConfig& config) {
   for (const bool train : {true, false}) {
     if (!train && !config.data.HasTestSet()) continue;
-    MONSOON_RETURN_IF_ERROR(OpenSplit(config, train).status());
+    MONSOON_ASSIGN_OR_RETURN(const SplitShape split,
+                             ExampleShapeOf(config.data, train, TargetsOf(config.model)));
+    MONSOON_RETURN_IF_ERROR(CheckExampleShape(config.model, split.name, split.shape));
   }
   return absl::OkStatus();
 }

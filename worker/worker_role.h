@@ -22,9 +22,9 @@ namespace monsoon {
 // Opens the training or test split the config names, checking its example shape against the
 // model (the rows are read later).
 absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train);
-// Opens every split the config names (training, and test where there is one) and checks each
-// one's example shape against the model, reading only the files' headers: the check `monsoon
-// run`, `prepare` and `launch` make before any role starts.
+// Checks the example shape of every split the config names (training, and test where there is
+// one) against the model as OpenSplit does, from the files' headers (ExampleShapeOf; CSV is
+// read whole): the check `monsoon run`, `prepare` and `launch` make before any role starts.
 absl::Status CheckDataShapes(const JobConfig& config);
 // The whole split, read and checked.
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);

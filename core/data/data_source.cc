@@ -112,22 +112,28 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const DataConfig& con
   return absl::InvalidArgumentError("data.format: unknown");
 }
 
-absl::StatusOr<std::vector<int>> TrainingExampleShape(const DataConfig& config) {
-  switch (config.format) {
-    case DataFormat::kIdx:
-      return ReadIdxImageShape(config.train_images);
-    case DataFormat::kCsv:
-      return absl::InvalidArgumentError(
-          "a CSV file's header does not say which columns are features");
-    case DataFormat::kNpy:
-    case DataFormat::kHdf5: {
-      // Opening reads headers only; the targets' layout does not change the features' shape.
-      MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source,
-                               OpenDataSource(config, /*train=*/true, TargetSpec{}));
-      return source->example_shape();
-    }
+absl::StatusOr<SplitShape> ExampleShapeOf(const DataConfig& config, bool train,
+                                          const TargetSpec& targets) {
+  if (config.format == DataFormat::kIdx) {  // OpenDataSource would read the images whole
+    const std::string& images = train ? config.train_images : config.test_images;
+    MONSOON_ASSIGN_OR_RETURN(std::vector<int> shape, ReadIdxImageShape(images));
+    return SplitShape{absl::StrCat("data.", train ? "train" : "test", "_images (", images, ")"),
+                      std::move(shape)};
   }
-  return absl::InvalidArgumentError("data.format: unknown");
+  // .npy and HDF5 sources read headers only when opened; CSV is read whole.
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source,
+                           OpenDataSource(config, train, targets));
+  return SplitShape{source->name(), source->example_shape()};
+}
+
+absl::StatusOr<std::vector<int>> TrainingExampleShape(const DataConfig& config) {
+  if (config.format == DataFormat::kCsv) {
+    return absl::InvalidArgumentError(
+        "a CSV file's header does not say which columns are features");
+  }
+  // The targets' layout does not change the features' shape.
+  MONSOON_ASSIGN_OR_RETURN(SplitShape split, ExampleShapeOf(config, /*train=*/true, {}));
+  return std::move(split.shape);
 }
 
 std::vector<uint64_t> ShardRows(uint64_t n, int index, int count, uint64_t seed) {

@@ -86,9 +86,18 @@ class InMemorySource : public DataSource {
 absl::StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const DataConfig& config, bool train,
                                                            const TargetSpec& targets);
 
-// One training example's shape from the files' headers alone: IDX images are [1, H, W], .npy
-// and HDF5 features their trailing dimensions. InvalidArgument for CSV, whose columns become
-// features or targets only by the model's output size.
+// A split's example shape, with the name OpenDataSource gives the split ("data.train_images
+// (PATH)"). From the files' headers where the format has them: IDX images are [1, H, W], .npy
+// and HDF5 features their trailing dimensions; a CSV split is read whole.
+struct SplitShape {
+  std::string name;
+  std::vector<int> shape;
+};
+absl::StatusOr<SplitShape> ExampleShapeOf(const DataConfig& config, bool train,
+                                          const TargetSpec& targets);
+
+// One training example's shape from the files' headers alone (ExampleShapeOf). InvalidArgument
+// for CSV, whose columns become features or targets only by the model's output size.
 absl::StatusOr<std::vector<int>> TrainingExampleShape(const DataConfig& config);
 
 // The rows of a data set of `n` that worker `index` of `count` owns, ascending: a seed-wide
