@@ -30,8 +30,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Reads the fields of one YAML mapping, remembering which keys were read so that any other
-// key is reported as unknown. Every error message starts with the field's dotted path.
 // Reads one layer's settings from `settings` (at `at`, "model.layers[2].conv2d"): each
 // setting its kind visits from the file, or from its default when the file leaves it out.
 // status() is the first error, an unknown setting's before any value's.
@@ -150,6 +148,8 @@ absl::StatusOr<LayerSpec> OneLayer(const YAML::Node& item, const std::string& wh
   return layer;
 }
 
+// Reads the fields of one YAML mapping, remembering which keys were read so that any other
+// key is reported as unknown. Every error message starts with the field's dotted path.
 class YamlSection {
  public:
   YamlSection(const YAML::Node& node, std::string path) : node_(node), path_(std::move(path)) {}
