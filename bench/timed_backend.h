@@ -101,6 +101,24 @@ class TimedBackend : public ComputeBackend {
   void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override {
     Timed("dropout", [&] { inner_->DropoutBackward(mask, dy, dx, n); });
   }
+  void BatchNormForward(const BatchNormGeometry& g, bool training, const float* x,
+                        const float* gamma, const float* beta, float* running_mean,
+                        float* running_var, int batch, float* y, float* mean,
+                        float* invstd) override {
+    Timed("batchnorm forward", [&] {
+      inner_->BatchNormForward(g, training, x, gamma, beta, running_mean, running_var, batch, y,
+                               mean, invstd);
+    });
+  }
+  void BatchNormBackward(const BatchNormGeometry& g, bool training, const float* x,
+                         const float* gamma, const float* mean, const float* invstd,
+                         const float* dy, int batch, float* dgamma, float* dbeta,
+                         float* dx) override {
+    Timed("batchnorm backward", [&] {
+      inner_->BatchNormBackward(g, training, x, gamma, mean, invstd, dy, batch, dgamma, dbeta,
+                                dx);
+    });
+  }
 
  private:
   template <typename Call>

@@ -60,6 +60,7 @@ TopKSparsifier::TopKSparsifier(const ShardingPlan& plan, double fraction)
 
 void TopKSparsifier::Sparsify(absl::Span<float> gradient) {
   for (const Chunk& c : plan_.chunks()) {
+    if (c.state) continue;  // state values travel whole
     float* g = gradient.data() + c.offset;
     float* r = residual_.data() + c.offset;
     for (size_t i = 0; i < c.size; ++i) g[i] += r[i];

@@ -37,7 +37,7 @@ class TopKSparsifier {
   TopKSparsifier(const ShardingPlan& plan, double fraction);
 
   // gradient += residual; then in each chunk every entry but the k largest in magnitude
-  // moves to the residual and is zeroed in `gradient`.
+  // moves to the residual and is zeroed in `gradient`. State chunks are left whole.
   void Sparsify(absl::Span<float> gradient);
 
   const std::vector<float>& residual() const { return residual_; }

@@ -22,8 +22,10 @@ namespace monsoon {
 namespace py = pybind11;
 
 // A model written in Python: an object with `params` and `grads` (float32 NumPy arrays of one
-// length, which stay the same arrays) and the methods compute_gradients(x, y, seed) -> the
-// batch's summed loss, after writing the batch-mean loss gradient into `grads`; and
+// length, which stay the same arrays), optionally `num_state` (how many of the last values are
+// state, TrainableModel::num_state; 0 when absent), and the methods
+// compute_gradients(x, y, seed) -> the batch's summed loss, after writing the batch-mean loss
+// gradient into `grads` (and the state's current values into both arrays' state); and
 // evaluate(x, y) -> (summed loss, correct predictions). x is [rows, features] and y [rows] or
 // [rows, targets], both float32 and valid only during the call. Borrows the object, which its
 // caller keeps alive. A Python exception ends the role: it goes to *raised (which the caller
@@ -39,20 +41,28 @@ class PythonModel : public TrainableModel {
       throw py::value_error(
           absl::StrCat("model.grads has ", grads_size, " values but model.params ", n_));
     }
+    if (py::hasattr(model, "num_state")) state_ = model.attr("num_state").cast<size_t>();
+    if (state_ >= n_) {
+      throw py::value_error(absl::StrCat("model.num_state is ", state_, " of ", n_,
+                                         " values: no trained parameters left"));
+    }
   }
 
   size_t num_params() const override { return n_; }
+  size_t num_state() const override { return state_; }
   std::string where() const override { return where_; }
   void SetParams(const float* host) override { Copy(host, params_); }
   void GetParams(float* host) override { Copy(params_, host); }
   void GetGrads(float* host) override { Copy(grads_, host); }
   void AddWeightDecay(float weight_decay) override {
-    if (weight_decay > 0) Axpy(weight_decay, params_, grads_);
+    if (weight_decay > 0) Axpy(weight_decay, params_, grads_, n_ - state_);
   }
-  void ApplyLocalSgd(float learning_rate) override { Axpy(-learning_rate, grads_, params_); }
+  void ApplyLocalSgd(float learning_rate) override {
+    Axpy(-learning_rate, grads_, params_, n_ - state_);
+  }
   void ApplyLocalNesterov(float learning_rate, float momentum) override {
     velocity_.resize(n_);
-    for (size_t i = 0; i < n_; ++i) {
+    for (size_t i = 0; i < n_ - state_; ++i) {
       NesterovElement(learning_rate, momentum, grads_[i], &velocity_[i], &params_[i]);
     }
   }
@@ -61,7 +71,7 @@ class PythonModel : public TrainableModel {
     Copy(velocity_.data(), host);
   }
   void AddToParams(const float* delta_host, float scale) override {
-    Axpy(scale, delta_host, params_);
+    Axpy(scale, delta_host, params_, n_);
   }
   absl::Status Synchronize() override { return status_; }
   void set_batch_seed(uint64_t seed) override { seed_ = seed; }
@@ -97,9 +107,10 @@ class PythonModel : public TrainableModel {
   void Copy(const float* from, float* to) const {
     if (status_.ok()) std::memcpy(to, from, n_ * sizeof(float));
   }
-  void Axpy(float alpha, const float* x, float* y) const {
+  // y += alpha * x over the first n values.
+  void Axpy(float alpha, const float* x, float* y, size_t n) const {
     if (!status_.ok()) return;
-    for (size_t i = 0; i < n_; ++i) y[i] += alpha * x[i];
+    for (size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
   }
   // A NumPy view of the batch's features or targets (no copy).
   py::array View(const float* data, int rows, bool features) const {
@@ -128,6 +139,7 @@ class PythonModel : public TrainableModel {
   float* params_ = nullptr;  // the model's arrays
   float* grads_ = nullptr;
   size_t n_ = 0;
+  size_t state_ = 0;
   std::vector<float> velocity_;
   uint64_t seed_ = 0;
   int features_ = 0, targets_ = 0;

@@ -22,7 +22,9 @@ class AsyncUpdater : public ChunkUpdater {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu) {
     const float weight = StalenessWeight(rules_.staleness, staleness);
     const bool compensate = !chunk->pulled.empty();
-    if (weight == 1.0f && !compensate) {
+    if (chunk->meta.state) {
+      if (weight > 0) MoveState(chunk, g, weight / static_cast<float>(membership_->workers()));
+    } else if (weight == 1.0f && !compensate) {
       Apply(chunk, g, origin.epoch);
     } else if (weight > 0) {
       // Per-thread scratch: gRPC's threads each keep one buffer of the largest chunk.
@@ -79,7 +81,13 @@ class SyncUpdater : public ChunkUpdater {
     if (round.fresh == 0) return;
     const int quorum = rules_.sync.quorum > 0 ? rules_.sync.quorum : membership_->workers();
     if (round.fresh < quorum && !membership_->EveryLiveWorkerIn(round.from)) return;
-    round.Close([&](absl::Span<const float> mean, double epoch) { Apply(chunk, mean, epoch); });
+    round.Close([&](absl::Span<const float> mean, double epoch) {
+      if (chunk->meta.state) {
+        MoveState(chunk, mean, 1.0f);
+      } else {
+        Apply(chunk, mean, epoch);
+      }
+    });
   }
 };
 
@@ -138,6 +146,12 @@ absl::Status ChunkUpdater::OnExchange(ChunkState*, float, absl::Span<const float
 void ChunkUpdater::Apply(ChunkState* chunk, absl::Span<const float> g, double epoch) const {
   optimizer_->Apply(chunk->Writable(), g, absl::MakeSpan(chunk->optimizer_state),
                     chunk->version + 1, rules_.learning_rate.Scale(epoch));
+  ++chunk->version;
+}
+
+void ChunkUpdater::MoveState(ChunkState* chunk, absl::Span<const float> pushed,
+                             float share) const {
+  MoveStateTowards(share, chunk->Writable(), pushed);
   ++chunk->version;
 }
 

@@ -3,7 +3,8 @@
 //   delay-compensated with DC-ASGD;
 // - SyncUpdater (sync): gradients gathered into rounds, each applied as one mean;
 // - ElasticUpdater (easgd, eamsgd): the elastic exchange with the centre.
-// The equations are in update_rule.h.
+// A state chunk (Chunk::state) takes the workers' values by the state rule instead of the
+// optimizer. The equations are in update_rule.h.
 #ifndef MONSOON_SERVER_CHUNK_UPDATER_H_
 #define MONSOON_SERVER_CHUNK_UPDATER_H_
 
@@ -50,6 +51,9 @@ class ChunkUpdater {
   // Applies the optimizer with g, computed at `epoch` of its worker's progress (the
   // learning-rate schedule's input), and bumps the version.
   void Apply(ChunkState* chunk, absl::Span<const float> g, double epoch) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
+  // Moves a state chunk towards `pushed` by `share` (MoveStateTowards) and bumps the version.
+  void MoveState(ChunkState* chunk, absl::Span<const float> pushed, float share) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
 
   const ServerRules& rules_;

@@ -45,6 +45,13 @@ MONSOON_MULTIVERSION void CompensateDelay(float lambda, absl::Span<const float> 
   }
 }
 
+MONSOON_MULTIVERSION void MoveStateTowards(float share, absl::Span<float> state,
+                                           absl::Span<const float> pushed) {
+  float* __restrict sp = state.data();
+  const float* __restrict pp = pushed.data();
+  for (size_t i = 0, n = state.size(); i < n; ++i) sp[i] += share * (pp[i] - sp[i]);
+}
+
 MONSOON_MULTIVERSION void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g,
                                            float weight) {
   float* __restrict sp = sum.data();

@@ -29,6 +29,13 @@ void ElasticExchange(float alpha, absl::Span<float> centre, absl::Span<const flo
 void CompensateDelay(float lambda, absl::Span<const float> g, absl::Span<const float> now,
                      absl::Span<const float> pulled, absl::Span<float> out);
 
+// The state rule for model state (BatchNorm's running statistics, a module's buffers), which
+// workers push as their current values: state += share * (pushed - state). An asynchronous
+// push moves it by share = its staleness weight / workers, so that the state follows the
+// average of the workers' latest values; a synchronous round sets it to the round's mean
+// (share 1); the elastic algorithms exchange state as they exchange weights.
+void MoveStateTowards(float share, absl::Span<float> state, absl::Span<const float> pushed);
+
 // sum += weight * g.
 void AccumulateScaled(absl::Span<float> sum, absl::Span<const float> g, float weight);
 

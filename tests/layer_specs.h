@@ -32,6 +32,13 @@ inline LayerSpec Dropout(double rate) {
   return l;
 }
 
+inline LayerSpec BatchNorm(double momentum = 0.1) {
+  LayerSpec l;
+  l.kind = LayerKind::kBatchNorm;
+  l.momentum = momentum;
+  return l;
+}
+
 }  // namespace monsoon
 
 #endif  // MONSOON_TESTS_LAYER_SPECS_H_

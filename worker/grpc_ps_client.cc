@@ -302,7 +302,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
         wire::PushRequest request;
         FillUpdateHeader(c, identity_, base_versions[c.id], origin, request.mutable_update());
         request.set_pull_after(pull != nullptr);
-        grpc::Slice payload = EncodeGradient(gradient.subspan(c.offset, c.size), &request);
+        grpc::Slice payload = EncodeGradient(c, gradient.subspan(c.offset, c.size), &request);
         sent += payload.size();
         return EncodeFrame(request, std::move(payload));
       },
@@ -360,8 +360,9 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
   return summary;
 }
 
-grpc::Slice GrpcPsClient::EncodeGradient(absl::Span<const float> chunk,
+grpc::Slice GrpcPsClient::EncodeGradient(const Chunk& c, absl::Span<const float> chunk,
                                          wire::PushRequest* request) const {
+  if (c.state) return BorrowFloats(chunk);  // model state travels exact
   if (options_.compression == Compression::kFp16) {
     request->set_encoding(wire::ENCODING_F16);
     uint16_t* halves = nullptr;

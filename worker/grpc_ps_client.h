@@ -93,9 +93,10 @@ class GrpcPsClient : public PsClient {
   absl::StatusOr<PushSummary> PushChunks(absl::Span<const float> gradient,
                                          const ChunkVersions& base_versions,
                                          const PushOrigin& origin, PullAfterPush* pull);
-  // The payload of one chunk's push, in the encoding options_.compression asks for (set in
-  // *request); float32 chunks borrow the caller's memory.
-  grpc::Slice EncodeGradient(absl::Span<const float> chunk, wire::PushRequest* request) const;
+  // The payload of chunk c's push, `chunk`, in the encoding options_.compression asks for (set
+  // in *request; a state chunk's is float32); float32 chunks borrow the caller's memory.
+  grpc::Slice EncodeGradient(const Chunk& c, absl::Span<const float> chunk,
+                             wire::PushRequest* request) const;
   // One blocking call to one server, with options_.rpc_timeout unless `timeout` is given.
   absl::Status Call(int server, const std::string& method, const grpc::ByteBuffer& request,
                     grpc::ByteBuffer* reply, absl::Duration timeout = absl::ZeroDuration());

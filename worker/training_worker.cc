@@ -218,7 +218,10 @@ absl::Status TrainingWorker::ComputeGradients(absl::Span<float> sum, bool add,
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
   }
   if (add) {
-    for (size_t i = 0; i < sum.size(); ++i) sum[i] += (*scratch)[i];
+    // Gradients add up over the n_push steps; the state pushed is its latest value.
+    const size_t trained = sum.size() - model_->num_state();
+    for (size_t i = 0; i < trained; ++i) sum[i] += (*scratch)[i];
+    std::copy(scratch->begin() + trained, scratch->end(), sum.begin() + trained);
   }
   return absl::OkStatus();
 }

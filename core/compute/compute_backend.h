@@ -81,6 +81,16 @@ struct Pool2dGeometry {
 };
 enum class PoolKind { kMax, kAverage };
 
+// Batch normalisation over [batch x channels x pixels] activations (pixels = 1 after a dense
+// layer): each channel is normalised by a mean and variance, then scaled by gamma and shifted
+// by beta. Training uses the batch's statistics (over batch x pixels values, the variance
+// biased) and moves the running ones: running = (1 - momentum) running + momentum batch, with
+// the variance unbiased (as PyTorch's BatchNorm). Evaluating uses the running statistics.
+struct BatchNormGeometry {
+  int channels = 0, pixels = 1;
+  float momentum = 0.1f, epsilon = 1e-5f;
+};
+
 // Pointers passed to these methods live in the backend's memory space unless named `host`.
 // A backend is used by one thread at a time. A device backend may queue work asynchronously
 // and records its first error instead of throwing or aborting: after an error every method is
@@ -174,6 +184,21 @@ class ComputeBackend {
                               size_t n) = 0;
   // dx = dy * mask.
   virtual void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) = 0;
+
+  // y = gamma (x - mean) invstd + beta per channel, with invstd = 1 / sqrt(var + epsilon);
+  // writes the mean and invstd used ([channels] each) for BatchNormBackward. Training also
+  // moves running_mean and running_var (see BatchNormGeometry). x == y allowed.
+  virtual void BatchNormForward(const BatchNormGeometry& g, bool training, const float* x,
+                                const float* gamma, const float* beta, float* running_mean,
+                                float* running_var, int batch, float* y, float* mean,
+                                float* invstd) = 0;
+  // Overwrites dgamma and dbeta with the batch's gradients and writes dx when not null, given
+  // the forward pass's x, mean and invstd; `training` as in that pass (then the batch's
+  // statistics depend on x).
+  virtual void BatchNormBackward(const BatchNormGeometry& g, bool training, const float* x,
+                                 const float* gamma, const float* mean, const float* invstd,
+                                 const float* dy, int batch, float* dgamma, float* dbeta,
+                                 float* dx) = 0;
 };
 
 }  // namespace monsoon

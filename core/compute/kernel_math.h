@@ -71,6 +71,34 @@ MONSOON_HOST_DEVICE inline void NesterovElement(float lr, float mu, float g, flo
   *w += -mu * v_old + (1.0f + mu) * v_new;
 }
 
+// Batch normalisation (ComputeBackend::BatchNormForward): one value normalised, scaled and
+// shifted.
+MONSOON_HOST_DEVICE inline float BatchNormElement(float x, float mean, float invstd, float gamma,
+                                                  float beta) {
+  return gamma * ((x - mean) * invstd) + beta;
+}
+
+// One channel's running statistics
+// moved towards a batch's mean and biased variance over `count` values, the variance made
+// unbiased first.
+MONSOON_HOST_DEVICE inline void BatchNormRunningUpdate(float momentum, float mean, float variance,
+                                                       double count, float* running_mean,
+                                                       float* running_var) {
+  const float unbiased = count > 1 ? static_cast<float>(variance * count / (count - 1)) : variance;
+  *running_mean = (1.0f - momentum) * *running_mean + momentum * mean;
+  *running_var = (1.0f - momentum) * *running_var + momentum * unbiased;
+}
+
+// The gradient of one batch-normalised value: dy * gamma * invstd when the statistics were
+// fixed (evaluating); in training, less the channel's mean dy and the part through the batch's
+// statistics (xhat = (x - mean) invstd; the means are over the channel's batch * pixels values).
+MONSOON_HOST_DEVICE inline float BatchNormGradientElement(bool training, float gamma, float invstd,
+                                                          float xhat, float dy, float mean_dy,
+                                                          float mean_dy_xhat) {
+  const float centred = training ? dy - mean_dy - xhat * mean_dy_xhat : dy;
+  return gamma * invstd * centred;
+}
+
 }  // namespace monsoon
 
 #endif  // MONSOON_CORE_COMPUTE_KERNEL_MATH_H_

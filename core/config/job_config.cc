@@ -1064,7 +1064,7 @@ bool StopsOnWorkerLoss(const JobConfig& config) {
 
 absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config) {
   return ShardingPlan::Create(Model::NumParams(config.model), config.cluster.servers,
-                              config.chunk_floats());
+                              config.chunk_floats(), Model::NumState(config.model));
 }
 
 bool IsRunNameChar(char ch, bool first) {

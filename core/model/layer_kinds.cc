@@ -90,6 +90,19 @@ std::unique_ptr<Layer> MakeLeakyRelu(const LayerBuild& b) {
   return std::make_unique<LeakyReluLayer>(static_cast<float>(b.spec.slope), ShapeSize(b.out));
 }
 
+void BatchNormSettings(LayerSpec& l, LayerSettingVisitor& v) {
+  v.Real("momentum", &l.momentum, 0, 1, {"0.1", ""});
+  v.Real("epsilon", &l.epsilon, 1e-12, 1, {"1e-05", "1e-5"});
+}
+std::unique_ptr<Layer> MakeBatchNorm(const LayerBuild& b) {
+  BatchNormGeometry g;
+  g.channels = b.in[0];
+  g.pixels = ShapeSize(b.in) / b.in[0];
+  g.momentum = static_cast<float>(b.spec.momentum);
+  g.epsilon = static_cast<float>(b.spec.epsilon);
+  return std::make_unique<BatchNormLayer>(b.name, g);
+}
+
 absl::StatusOr<Shape> GlobalPoolShape(const LayerSpec&, const Shape& in) { return Shape{in[0]}; }
 std::unique_ptr<Layer> MakeGlobalAvgPool(const LayerBuild& b) {
   return std::make_unique<GlobalAvgPoolLayer>(b.in[0], b.in[1] * b.in[2]);
@@ -140,6 +153,14 @@ const LayerKindDecl kDecls[] = {
      nullptr, MakeGlobalAvgPool},
     {LayerKind::kLeakyRelu, "`x` where `x > 0`, else `slope · x`, elementwise", LeakyReluSettings,
      InputRank::kAny, nullptr, NativeLayout::kPasses, false, false, nullptr, MakeLeakyRelu},
+    {LayerKind::kBatchNorm,
+     "batch normalisation of each channel of a `[C, H, W]` input (or each value of a flat one): "
+     "`gamma (x - mean) / sqrt(var + epsilon) + beta`, trained `gamma` (ones) and `beta` "
+     "(zeros); training uses the batch's statistics and moves the running mean and variance "
+     "(`running = (1 - momentum) running + momentum batch`, as PyTorch), which evaluation "
+     "uses and the servers hold as model state",
+     BatchNormSettings, InputRank::kAny, nullptr, NativeLayout::kPlain, false, false, "bn",
+     MakeBatchNorm},
 };
 
 // Describes a kind's settings for README: "`filters`, `stride` (1), `padding` (`valid` or

@@ -28,7 +28,8 @@ enum class LayerKind {
   kAvgPool2d,
   kDropout,
   kGlobalAvgPool2d,
-  kLeakyRelu
+  kLeakyRelu,
+  kBatchNorm
 };
 inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
     {LayerKind::kDense, "dense"},         {LayerKind::kRelu, "relu"},
@@ -36,7 +37,7 @@ inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
     {LayerKind::kFlatten, "flatten"},     {LayerKind::kConv2d, "conv2d"},
     {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"},
     {LayerKind::kDropout, "dropout"},     {LayerKind::kGlobalAvgPool2d, "globalavgpool2d"},
-    {LayerKind::kLeakyRelu, "leaky_relu"}};
+    {LayerKind::kLeakyRelu, "leaky_relu"},     {LayerKind::kBatchNorm, "batchnorm"}};
 inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
 
 // conv2d `same` pads the input with zeros so that the output is ceil(input / stride) wide
@@ -57,10 +58,12 @@ struct LayerSpec {
   int size = 0;                       // pooling: size x size windows
   double rate = 0;                    // dropout: the share of values zeroed while training
   double slope = 0.01;                // leaky_relu: the slope below zero
+  double momentum = 0.1;              // batchnorm: the running statistics' update weight
+  double epsilon = 1e-5;              // batchnorm: added to the variance
   bool operator==(const LayerSpec& o) const {
     return kind == o.kind && units == o.units && filters == o.filters && kernel == o.kernel &&
            stride == o.stride && padding == o.padding && size == o.size && rate == o.rate &&
-           slope == o.slope;
+           slope == o.slope && momentum == o.momentum && epsilon == o.epsilon;
   }
 };
 

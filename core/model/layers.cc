@@ -3,10 +3,10 @@
 namespace monsoon {
 
 std::vector<ParamShape> DenseLayer::param_shapes() const {
-  return {{name_ + ".weight", {in_, out_}}, {name_ + ".bias", {out_}}};
+  return {{name_ + ".weight", {in_, out_}}, {name_ + ".bias", {out_}, ParamInit::kZeros}};
 }
 
-void DenseLayer::Bind(float* params, float* grads) {
+void DenseLayer::Bind(float* params, float* grads, float* /*state*/) {
   w_ = params;
   b_ = params + static_cast<size_t>(in_) * out_;
   dw_ = grads;
@@ -58,10 +58,10 @@ void LeakyReluLayer::Backward(ComputeBackend& backend, const float* /*x*/, const
 
 std::vector<ParamShape> Conv2dLayer::param_shapes() const {
   return {{name_ + ".weight", {g_.filters, g_.channels, g_.kernel, g_.kernel}},
-          {name_ + ".bias", {g_.filters}}};
+          {name_ + ".bias", {g_.filters}, ParamInit::kZeros}};
 }
 
-void Conv2dLayer::Bind(float* params, float* grads) {
+void Conv2dLayer::Bind(float* params, float* grads, float* /*state*/) {
   const size_t weights = static_cast<size_t>(g_.filters) * g_.patch();
   w_ = params;
   b_ = params + weights;
@@ -118,6 +118,37 @@ void Pool2dLayer::Backward(ComputeBackend& backend, const float* x, const float*
     backend.Pool2dBackward(g_, kind_, x, reinterpret_cast<const uint8_t*>(workspace_.data()), dy,
                            batch, dx);
   }
+}
+
+std::vector<ParamShape> BatchNormLayer::param_shapes() const {
+  return {{name_ + ".weight", {g_.channels}, ParamInit::kOnes},
+          {name_ + ".bias", {g_.channels}, ParamInit::kZeros}};
+}
+
+std::vector<ParamShape> BatchNormLayer::state_shapes() const {
+  return {{name_ + ".running_mean", {g_.channels}, ParamInit::kZeros},
+          {name_ + ".running_var", {g_.channels}, ParamInit::kOnes}};
+}
+
+void BatchNormLayer::Bind(float* params, float* grads, float* state) {
+  gamma_ = params;
+  beta_ = params + g_.channels;
+  dgamma_ = grads;
+  dbeta_ = grads + g_.channels;
+  running_mean_ = state;
+  running_var_ = state + g_.channels;
+}
+
+void BatchNormLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  if (saved_.size() == 0) saved_ = backend.Allocate(2 * static_cast<size_t>(g_.channels));
+  backend.BatchNormForward(g_, training_, x, gamma_, beta_, running_mean_, running_var_, batch, y,
+                           saved_.data(), saved_.data() + g_.channels);
+}
+
+void BatchNormLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
+                              const float* dy, int batch, float* dx) {
+  backend.BatchNormBackward(g_, training_, x, gamma_, saved_.data(), saved_.data() + g_.channels,
+                            dy, batch, dgamma_, dbeta_, dx);
 }
 
 const float* GlobalAvgPoolLayer::Ones(ComputeBackend& backend) {

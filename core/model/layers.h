@@ -12,19 +12,22 @@
 
 namespace monsoon {
 
-// Shape of one parameter tensor (rows x cols; a vector has rows == 1).
-// A parameter tensor: a dense layer's weight [in, out] (y = x W) or a convolution's
-// [filters, channels, kernel, kernel], row-major; a bias [n].
+// How a tensor of the flat vector starts: Glorot-uniform, zeros or ones.
+enum class ParamInit { kGlorot, kZeros, kOnes };
+
+// A tensor of the model's flat vector: a dense layer's weight [in, out] (y = x W) or a
+// convolution's [filters, channels, kernel, kernel], row-major; a bias [n]; a BatchNorm
+// layer's scale or shift, or one of its running statistics (state).
 struct ParamShape {
   std::string name;
   std::vector<int> dims;
+  ParamInit init = ParamInit::kGlorot;
 
   size_t size() const {
     size_t n = 1;
     for (const int d : dims) n *= d;
     return n;
   }
-  bool is_bias() const { return dims.size() == 1; }
   // Glorot's fan-in plus fan-out: the first dimension plus the product of the others.
   int fans() const { return dims[0] + static_cast<int>(size() / dims[0]); }
 };
@@ -37,10 +40,16 @@ class Layer {
   virtual std::string name() const = 0;
   virtual int input_dim() const = 0;
   virtual int output_dim() const = 0;
+  // Its trained tensors.
   virtual std::vector<ParamShape> param_shapes() const { return {}; }
+  // Its state: tensors that training changes without a gradient (a BatchNorm layer's running
+  // statistics). The model keeps every layer's state after all trained tensors in its flat
+  // vector, so that the servers hold it beside the weights (TrainableModel::num_state).
+  virtual std::vector<ParamShape> state_shapes() const { return {}; }
   // Borrows this layer's slices of the flat parameter and gradient buffers, laid out in
-  // param_shapes() order. Called once, before Forward.
-  virtual void Bind(float* params, float* grads) {}
+  // param_shapes() order, and of the state, in state_shapes() order. Called once, before
+  // Forward.
+  virtual void Bind(float* params, float* grads, float* state) {}
   // Called before each Forward: whether the batch trains (else it is evaluated), and that
   // batch's random seed (dropout).
   virtual void SetMode(bool /*training*/, uint64_t /*seed*/) {}
@@ -60,7 +69,7 @@ class DenseLayer : public Layer {
   int input_dim() const override { return in_; }
   int output_dim() const override { return out_; }
   std::vector<ParamShape> param_shapes() const override;
-  void Bind(float* params, float* grads) override;
+  void Bind(float* params, float* grads, float* state) override;
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
   void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
                 float* dx) override;
@@ -119,7 +128,7 @@ class Conv2dLayer : public Layer {
   int input_dim() const override { return g_.channels * g_.height * g_.width; }
   int output_dim() const override { return g_.filters * g_.out_height * g_.out_width; }
   std::vector<ParamShape> param_shapes() const override;
-  void Bind(float* params, float* grads) override;
+  void Bind(float* params, float* grads, float* state) override;
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
   void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
                 float* dx) override;
@@ -191,6 +200,37 @@ class Pool2dLayer : public Layer {
   const PoolKind kind_;
   const Pool2dGeometry g_;
   DeviceBuffer workspace_;  // the backend's PoolWorkspaceBytes, as floats
+};
+
+// Batch normalisation of each channel (BatchNormGeometry): trained scale gamma (ones at first)
+// and shift beta (zeros), and the running mean (zeros) and variance (ones) as state. Training
+// normalises by the batch's statistics and moves the running ones; evaluating uses those.
+class BatchNormLayer : public Layer {
+ public:
+  BatchNormLayer(std::string name, const BatchNormGeometry& g) : name_(std::move(name)), g_(g) {}
+  std::string name() const override { return name_ + " (batchnorm)"; }
+  int input_dim() const override { return g_.channels * g_.pixels; }
+  int output_dim() const override { return input_dim(); }
+  std::vector<ParamShape> param_shapes() const override;
+  std::vector<ParamShape> state_shapes() const override;
+  void Bind(float* params, float* grads, float* state) override;
+  void SetMode(bool training, uint64_t /*seed*/) override { training_ = training; }
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  // Backpropagates through the statistics of the last Forward's mode.
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+ private:
+  const std::string name_;
+  const BatchNormGeometry g_;
+  bool training_ = false;
+  float* gamma_ = nullptr;  // borrowed
+  float* beta_ = nullptr;
+  float* dgamma_ = nullptr;
+  float* dbeta_ = nullptr;
+  float* running_mean_ = nullptr;
+  float* running_var_ = nullptr;
+  DeviceBuffer saved_;  // the last Forward's mean and invstd, channels each
 };
 
 // Global average pooling: y[c] = the mean of channel c's `pixels` values, [C x pixels] in, [C]

@@ -154,13 +154,22 @@ absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
 }
 
 std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
-  if (spec.type == ModelType::kProgram) return {{{"params", {spec.num_params}}, 0}};
+  if (spec.type == ModelType::kProgram) {
+    std::vector<ParamTensor> tensors = {{{"params", {spec.num_params - spec.num_state}}, 0}};
+    if (spec.num_state > 0) {
+      tensors.push_back({{"state", {spec.num_state}}, tensors[0].shape.size(), true});
+    }
+    return tensors;
+  }
   std::vector<ParamTensor> tensors;
+  const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec);
   size_t offset = 0;
-  for (const auto& layer : BuildLayers(spec)) {
-    for (const ParamShape& shape : layer->param_shapes()) {
-      tensors.push_back({shape, offset});
-      offset += shape.size();
+  for (const bool state : {false, true}) {
+    for (const auto& layer : layers) {
+      for (const ParamShape& shape : state ? layer->state_shapes() : layer->param_shapes()) {
+        tensors.push_back({shape, offset, state});
+        offset += shape.size();
+      }
     }
   }
   return tensors;
@@ -220,6 +229,12 @@ size_t Model::NumParams(const ModelSpec& spec) {
   return n;
 }
 
+size_t Model::NumState(const ModelSpec& spec) {
+  size_t n = 0;
+  for (const ParamTensor& t : Layout(spec)) n += t.state ? t.shape.size() : 0;
+  return n;
+}
+
 absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
                                                      ComputeBackend* backend) {
   if (spec.type == ModelType::kProgram) {
@@ -255,16 +270,21 @@ Model::Model(const ModelSpec& spec, ComputeBackend* backend)
       backend_(backend),
       layers_(BuildLayers(spec, backend->NativeChannelBlock(), &layer_spec_index_)),
       tensors_(Layout(spec)) {
-  for (const ParamTensor& t : tensors_) num_params_ += t.shape.size();
+  for (const ParamTensor& t : tensors_) {
+    num_params_ += t.shape.size();
+    num_state_ += t.state ? t.shape.size() : 0;
+  }
   params_ = backend_->Allocate(num_params_);
   grads_ = backend_->Allocate(num_params_);
-  size_t offset = 0;
+  size_t offset = 0, state_offset = num_params_ - num_state_;
   for (auto& layer : layers_) {
-    size_t layer_size = 0;
+    size_t layer_size = 0, layer_state = 0;
     for (const ParamShape& shape : layer->param_shapes()) layer_size += shape.size();
-    layer->Bind(params_.data() + offset, grads_.data() + offset);
+    for (const ParamShape& shape : layer->state_shapes()) layer_state += shape.size();
+    layer->Bind(params_.data() + offset, grads_.data() + offset, params_.data() + state_offset);
     layer_params_.push_back({offset, layer_size});
     offset += layer_size;
+    state_offset += layer_state;
   }
 }
 
@@ -274,13 +294,15 @@ void Model::InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
   if (spec.type == ModelType::kLinearRegression) return;
   const size_t end = offset + out.size();
   for (const ParamTensor& t : Layout(spec)) {
-    if (t.shape.is_bias()) continue;  // biases start at zero
+    if (t.shape.init == ParamInit::kZeros) continue;
     const size_t lo = std::max(offset, t.offset);
     const size_t hi = std::min(end, t.offset + t.shape.size());
     const double limit = std::sqrt(6.0 / t.shape.fans());
     for (size_t i = lo; i < hi; ++i) {
-      // Uniform in [-limit, limit), from (seed, i) alone.
-      out[i - offset] = static_cast<float>((2.0 * UniformHash(seed, i) - 1.0) * limit);
+      // Glorot: uniform in [-limit, limit), from (seed, i) alone.
+      out[i - offset] = t.shape.init == ParamInit::kOnes
+                            ? 1.0f
+                            : static_cast<float>((2.0 * UniformHash(seed, i) - 1.0) * limit);
     }
   }
 }
@@ -289,20 +311,26 @@ void Model::SetParams(const float* host) {
   backend_->CopyToDevice(host, params_.data(), num_params_);
 }
 void Model::GetParams(float* host) { backend_->CopyToHost(params_.data(), host, num_params_); }
-void Model::GetGrads(float* host) { backend_->CopyToHost(grads_.data(), host, num_params_); }
+void Model::GetGrads(float* host) {
+  const size_t trained = num_params_ - num_state_;
+  backend_->CopyToHost(grads_.data(), host, trained);
+  if (num_state_ > 0) backend_->CopyToHost(params_.data() + trained, host + trained, num_state_);
+}
 
 void Model::AddWeightDecay(float weight_decay) {
-  if (weight_decay > 0) backend_->Axpy(weight_decay, params_.data(), grads_.data(), num_params_);
+  if (weight_decay > 0) {
+    backend_->Axpy(weight_decay, params_.data(), grads_.data(), num_params_ - num_state_);
+  }
 }
 
 void Model::ApplyLocalSgd(float learning_rate) {
-  backend_->Axpy(-learning_rate, grads_.data(), params_.data(), num_params_);
+  backend_->Axpy(-learning_rate, grads_.data(), params_.data(), num_params_ - num_state_);
 }
 
 void Model::ApplyLocalNesterov(float learning_rate, float momentum) {
   if (velocity_.size() == 0) velocity_ = backend_->Allocate(num_params_);
   backend_->NesterovStep(learning_rate, momentum, grads_.data(), velocity_.data(), params_.data(),
-                         num_params_);
+                         num_params_ - num_state_);
 }
 
 void Model::GetVelocity(float* host) {

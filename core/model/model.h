@@ -38,9 +38,10 @@ struct ModelSpec {
   Activation activation = Activation::kRelu;
   std::vector<LayerSpec> layers;  // kLayers only
   LossType loss = LossType::kSoftmaxCrossEntropy;
-  // kProgram: the length of the program's flat parameter vector, which the launcher learns
-  // from its initial weights (RUN_DIR/initial_params.bin).
+  // kProgram: the length of the program's flat vector, which the launcher learns from its
+  // initial weights (RUN_DIR/initial_params.bin), and how many of its last values are state.
   int num_params = 0;
+  int num_state = 0;
 };
 
 // The model's layers: `layers` for kLayers, none for kProgram, else what the shorthand stands
@@ -55,10 +56,11 @@ absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec);
 // otherwise spec.output_dim.
 int LayersOutputSize(const ModelSpec& spec);
 
-// A parameter tensor's place in the flat vector.
+// A tensor's place in the flat vector; `state`: a layer's state, not trained (Layer).
 struct ParamTensor {
   ParamShape shape;
   size_t offset = 0;
+  bool state = false;
 };
 
 // Owns its layers, its flat parameter and gradient buffers and its activation workspace.
@@ -71,11 +73,13 @@ class Model : public TrainableModel {
   static absl::StatusOr<std::unique_ptr<Model>> Create(const ModelSpec& spec,
                                                        std::unique_ptr<ComputeBackend> backend);
 
-  // The flat layout, computed from the spec alone (same on every role); a program's model is
-  // one tensor, "params".
+  // The flat layout, computed from the spec alone (same on every role): every layer's trained
+  // tensors in layer order, then every layer's state. A program's model is "params", then
+  // "state" where it has some.
   static std::vector<ParamTensor> Layout(const ModelSpec& spec);
-  // Length of the flat parameter vector.
+  // Length of the flat vector, and of the state at its end.
   static size_t NumParams(const ModelSpec& spec);
+  static size_t NumState(const ModelSpec& spec);
   // The model as a table, as Keras' summary() prints it: a row per layer (its name, its
   // output's shape and its parameter count), then the total.
   static std::string Summary(const ModelSpec& spec);
@@ -83,11 +87,12 @@ class Model : public TrainableModel {
   const ModelSpec& spec() const { return spec_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   size_t num_params() const override { return num_params_; }
+  size_t num_state() const override { return num_state_; }
   std::string where() const override { return backend_->name(); }
 
-  // Initial values of the flat range [offset, offset + out.size()): Glorot-uniform weights
-  // and zero biases (all zero for linear regression). Each value depends only on
-  // (spec, seed, its index), so a server can initialise just its own chunks.
+  // Initial values of the flat range [offset, offset + out.size()): each tensor's ParamInit
+  // (all zero for linear regression). Each value depends only on (spec, seed, its index), so
+  // a server can initialise just its own chunks.
   static void InitialValues(const ModelSpec& spec, uint64_t seed, size_t offset,
                             absl::Span<float> out);
   // TrainableModel, on the backend.
@@ -130,7 +135,8 @@ class Model : public TrainableModel {
   bool stream_gradients_ = false;
   uint64_t batch_seed_ = 0;
   size_t num_params_ = 0;
-  DeviceBuffer params_;
+  size_t num_state_ = 0;
+  DeviceBuffer params_;  // the flat vector: trained tensors, then state
   DeviceBuffer grads_;
   DeviceBuffer velocity_;  // allocated by the first ApplyLocalNesterov / GetVelocity
   DeviceBuffer delta_;     // staging for AddToParams

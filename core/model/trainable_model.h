@@ -1,6 +1,8 @@
-// What a worker trains and an evaluator scores: a model over one flat float32 parameter vector
-// (the layout the sharding plan cuts), with its gradient and the local update steps the
-// algorithms take. Implemented by Model (Monsoon's layer-list models on a ComputeBackend) and
+// What a worker trains and an evaluator scores: a model over one flat float32 vector (the
+// layout the sharding plan cuts), with its gradient and the local update steps the algorithms
+// take. The vector's last num_state() values are the model's state (BatchNorm's running
+// statistics, a PyTorch module's buffers): training changes them without a gradient; the
+// servers hold them like weights but combine what workers send by ServerRules' state rule. Implemented by Model (Monsoon's layer-list models on a ComputeBackend) and
 // by the Python module's model (a PyTorch or NumPy model in a worker program).
 #ifndef MONSOON_CORE_MODEL_TRAINABLE_MODEL_H_
 #define MONSOON_CORE_MODEL_TRAINABLE_MODEL_H_
@@ -26,17 +28,22 @@ class TrainableModel {
  public:
   virtual ~TrainableModel() = default;
 
-  // Length of the flat parameter vector.
+  // Length of the flat vector, state included.
   virtual size_t num_params() const = 0;
+  // Length of the state at its end.
+  virtual size_t num_state() const = 0;
   // Where it computes, for logs: "cpu", "cuda:0 (NVIDIA H100 80GB HBM3)", "python3 train.py".
   virtual std::string where() const = 0;
 
   virtual void SetParams(const float* host) = 0;
   virtual void GetParams(float* host) = 0;
+  // The gradient of the trained values, followed by the state's current values: what a worker
+  // pushes.
   virtual void GetGrads(float* host) = 0;
   // A hint that the worker fetches its gradients after every step (a GPU model may start
   // copying them while backward still runs).
   virtual void set_stream_gradients(bool /*on*/) {}
+  // The local steps change only the trained values, never the state.
   // grads += weight_decay * params: L2 weight decay before a local step.
   virtual void AddWeightDecay(float weight_decay) = 0;
   // params -= learning_rate * grads (a worker's local SGD step).

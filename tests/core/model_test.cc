@@ -6,63 +6,11 @@
 #include <vector>
 
 #include "core/compute/cpu/cpu_backend.h"
+#include "tests/gradient_check.h"
 #include "tests/layer_specs.h"
 
 namespace monsoon {
 namespace {
-
-// Finite differences of the batch-mean loss against the analytic gradient, on a sample of
-// coordinates of every tensor: the gradient must lie between the two one-sided slopes, give or
-// take a tolerance. Where the loss is smooth the two agree; where a kink lies within h (a ReLU
-// or a max window changing hands) the gradient is one of them.
-void CheckGradients(const ModelSpec& spec, uint64_t seed) {
-  CpuBackend backend;
-  auto model_or = Model::Create(spec, &backend);
-  REQUIRE(model_or.ok());
-  Model& model = **model_or;
-  const int rows = 6;
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> x(rows * spec.input_dim), y;
-  for (float& v : x) v = u(rng);
-  const bool classify = spec.loss == LossType::kSoftmaxCrossEntropy;
-  for (int r = 0; r < rows; ++r) {
-    if (classify) {
-      y.push_back(static_cast<float>(r % spec.output_dim));
-    } else {
-      for (int c = 0; c < spec.output_dim; ++c) y.push_back(u(rng));
-    }
-  }
-  std::vector<float> params(model.num_params());
-  Model::InitialValues(spec, seed, 0, absl::MakeSpan(params));
-  for (float& p : params) p += 0.1f * u(rng);  // non-zero biases, off the init
-  model.SetParams(params.data());
-  model.ComputeGradients(x.data(), y.data(), rows);
-  std::vector<float> grads(model.num_params());
-  model.GetGrads(grads.data());
-
-  // The training loss (dropout's masks included: the batch seed stays the same).
-  auto loss_at = [&](const std::vector<float>& p) {
-    model.SetParams(p.data());
-    return model.ComputeGradients(x.data(), y.data(), rows).loss_sum / rows;
-  };
-  const double h = 1e-3;
-  const double base = loss_at(params);
-  for (const ParamTensor& t : model.tensors()) {
-    for (size_t k = 0; k < t.shape.size(); k += 1 + t.shape.size() / 7) {
-      const size_t i = t.offset + k;
-      std::vector<float> plus = params, minus = params;
-      plus[i] += h;
-      minus[i] -= h;
-      const double up = (loss_at(plus) - base) / h, down = (base - loss_at(minus)) / h;
-      const double tolerance = 2e-3 + 2e-2 * std::abs(grads[i]);
-      INFO(t.shape.name << "[" << k << "] activation " << static_cast<int>(spec.activation)
-                        << ": slopes " << down << " and " << up);
-      CHECK(grads[i] >= std::min(up, down) - tolerance);
-      CHECK(grads[i] <= std::max(up, down) + tolerance);
-    }
-  }
-}
 
 TEST_CASE("Model: the mlp shorthand is the layer list it stands for", "[core][model]") {
   ModelSpec mlp;

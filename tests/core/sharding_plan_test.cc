@@ -44,6 +44,25 @@ TEST_CASE("ShardingPlan: same inputs give the same fingerprint, different ones d
   CHECK(a->fingerprint() != d->fingerprint());
 }
 
+TEST_CASE("ShardingPlan: model state gets chunks of its own, dealt on round-robin",
+          "[core][sharding]") {
+  auto plan = ShardingPlan::Create(1000, 2, 300, 350);  // 650 trained, 350 state
+  REQUIRE(plan.ok());
+  size_t state = 0, next = 0;
+  for (const Chunk& c : plan->chunks()) {
+    CHECK(c.offset == next);
+    next += c.size;
+    CHECK(c.state == (c.offset >= 650));
+    CHECK(c.server == c.id % 2);
+    if (c.state) state += c.size;
+  }
+  CHECK(state == 350);
+  CHECK(plan->num_chunks() == 3 + 2);
+  CHECK(plan->num_state() == 350);
+  CHECK(plan->fingerprint() != ShardingPlan::Create(1000, 2, 300)->fingerprint());
+  CHECK(absl::IsInvalidArgument(ShardingPlan::Create(10, 1, 10, 10).status()));
+}
+
 TEST_CASE("ShardingPlan: rejects empty models and zero servers", "[core][sharding]") {
   CHECK(absl::IsInvalidArgument(ShardingPlan::Create(0, 1, 10).status()));
   CHECK(absl::IsInvalidArgument(ShardingPlan::Create(10, 0, 10).status()));

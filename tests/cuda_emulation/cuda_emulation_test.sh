@@ -91,4 +91,5 @@ mutate grid-one-short "$cuda" "dx + InputOffset(g, first), inputs);" \
   "dx + InputOffset(g, first), inputs - 1);"
 mutate event-wait-dropped "$cuda" \
   'Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");' ""
+mutate batchnorm-index "$cuda" "* g.pixels + j % g.pixels;" "* g.pixels;"
 finish

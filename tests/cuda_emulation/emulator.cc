@@ -10,7 +10,6 @@
 #include <mutex>
 #include <numeric>
 #include <random>
-#include <set>
 #include <string>
 
 #include <sys/mman.h>
@@ -58,7 +57,10 @@ struct Allocation {
 struct Device {
   std::recursive_mutex mu;
   std::map<uintptr_t, Allocation> allocations;  // by address
-  std::set<Stream*> streams;
+  // In creation order, so that every schedule is the same from run to run (an order by
+  // address would change with the heap): a device-wide synchronisation drains them in turn,
+  // the backend's compute stream before its copy stream.
+  std::vector<Stream*> streams;
   Stream default_stream;
   Schedule schedule = Schedule::kLazy;
   std::mt19937_64 rng{1};
@@ -78,7 +80,7 @@ void ReportPeak() {
 Device& Dev() {
   static Device* device = [] {
     auto* d = new Device;
-    d->streams.insert(&d->default_stream);
+    d->streams.push_back(&d->default_stream);
     if (const char* s = std::getenv("MONSOON_CUDA_EMULATION")) {
       const std::string spec = s;
       const size_t colon = spec.find(':');
@@ -141,6 +143,11 @@ void RunFront(Stream* s, int depth) {
 
 void Drain(Stream* s) { RunUntil(s, s->enqueued, 0); }
 
+bool Live(Stream* s) {
+  const auto& streams = Dev().streams;
+  return std::find(streams.begin(), streams.end(), s) != streams.end();
+}
+
 void DrainAll() {
   for (Stream* s : Dev().streams) Drain(s);
 }
@@ -173,7 +180,7 @@ void Progress() {
 void Enqueue(Stream* stream, Work work) {
   Stream* s = Resolve(stream);
   if (Dev().dry) work.run = nullptr;
-  if (Dev().streams.count(s) == 0) Violation("work queued on a destroyed stream");
+  if (!Live(s)) Violation("work queued on a destroyed stream");
   s->queue.push_back(std::move(work));
   ++s->enqueued;
   Progress();
@@ -463,16 +470,17 @@ cudaError_t cudaMemsetAsync(void* p, int value, size_t bytes, cudaStream_t strea
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
   *stream = new cuda_emulation::Stream;
-  Dev().streams.insert(*stream);
+  Dev().streams.push_back(*stream);
   return cudaSuccess;
 }
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned) {
   return cudaStreamCreate(stream);
 }
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  if (Dev().streams.count(stream) == 0) return cudaErrorInvalidResourceHandle;
+  if (!cuda_emulation::Live(stream)) return cudaErrorInvalidResourceHandle;
   cuda_emulation::Drain(stream);  // queued work still completes
-  Dev().streams.erase(stream);
+  auto& streams = Dev().streams;
+  streams.erase(std::find(streams.begin(), streams.end(), stream));
   delete stream;
   return cudaSuccess;
 }

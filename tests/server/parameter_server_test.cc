@@ -286,6 +286,28 @@ TEST_CASE("Sync: one update per round equal to the mean of the pushed gradients"
   for (int i = 0; i < 8; ++i) CHECK(w1[i] == Approx(w0[i] - 3.0));  // mean of 1, 2, 6
 }
 
+TEST_CASE("State rule: a push moves state 1/workers of the way, a sync round sets the mean",
+          "[server][state]") {
+  // 8 floats, the last 2 model state: chunk 0 trained, chunk 1 state.
+  auto plan = ShardingPlan::Create(8, 1, 8, 2);
+  REQUIRE(plan.ok());
+  REQUIRE(plan->chunk(1).state);
+  OptimizerSpec sgd;
+  sgd.learning_rate = 1.0f;
+  for (const Algorithm algorithm : {Algorithm::kDownpour, Algorithm::kSsp}) {
+    auto server = MakeServer(*plan, 0, sgd, Rules(algorithm), /*workers=*/4);
+    const std::vector<float> s0 = Values(*server, 1, 2);
+    REQUIRE(server->Push(1, 0, 0, std::vector<float>{8.0f, -4.0f}).ok());
+    const std::vector<float> s1 = Values(*server, 1, 2);
+    CHECK(s1[0] == Approx(s0[0] + (8.0f - s0[0]) / 4));
+    CHECK(s1[1] == Approx(s0[1] + (-4.0f - s0[1]) / 4));
+  }
+  auto sync = MakeServer(*plan, 0, sgd, Rules(Algorithm::kSync), /*workers=*/2);
+  REQUIRE(sync->Push(1, 0, 0, std::vector<float>{1.0f, 2.0f}).ok());
+  REQUIRE(sync->Push(1, 1, 0, std::vector<float>{3.0f, 6.0f})->version == 1);
+  CHECK(Values(*sync, 1, 2) == std::vector<float>{2.0f, 4.0f});
+}
+
 TEST_CASE("Sync: a pull for the next round waits until the round is applied", "[server][sync]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
   auto server = MakeServer(*plan, 0, {}, Rules(Algorithm::kSync), /*workers=*/2);

@@ -411,7 +411,7 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
   auto gpu = GpuOrSkip();
   if (gpu == nullptr) return;
   std::mt19937 rng(11);
-  int built = 0;
+  int built = 0, with_state = 0;
   const auto pick = [&](std::initializer_list<int> values) {
     return *(values.begin() + rng() % values.size());
   };
@@ -423,6 +423,7 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
     for (int block = pick({1, 2}); block > 0; --block) {
       spec.layers.push_back(Conv(pick({1, 4, 8, 16}), pick({1, 2, 3}), pick({1, 2}),
                                  pick({0, 1}) ? Padding::kSame : Padding::kValid));
+      if (pick({0, 1})) spec.layers.push_back(BatchNorm(0.2));
       spec.layers.push_back({pick({0, 1, 2}) == 0   ? LayerKind::kRelu
                              : pick({0, 1}) == 0 ? LayerKind::kTanh
                                                  : LayerKind::kLeakyRelu});
@@ -430,6 +431,7 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
     }
     if (pick({0, 1})) spec.layers.push_back(Dropout(0.25));
     spec.layers.push_back({pick({0, 1}) ? LayerKind::kGlobalAvgPool2d : LayerKind::kFlatten});
+    if (pick({0, 1})) spec.layers.push_back(BatchNorm());
     spec.layers.push_back({LayerKind::kDense, 3});
     if (!LayerShapes(spec).ok()) continue;  // a window that does not fit: another stack
     spec.output_dim = 3;
@@ -458,13 +460,21 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
       (*on_gpu)->GetGrads(gg.data());
       REQUIRE((*on_gpu)->Synchronize().ok());
       CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
+      // The gradients, then the state's values (BatchNorm's running statistics).
       for (size_t i = 0; i < gc.size(); ++i) {
         INFO("batch " << rows << " gradient " << i);
         REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
       }
+      // Evaluating with the running statistics.
+      const BatchResult ec = (*on_cpu)->Evaluate(x.data(), y.data(), rows);
+      const BatchResult eg = (*on_gpu)->Evaluate(x.data(), y.data(), rows);
+      REQUIRE((*on_gpu)->Synchronize().ok());
+      CHECK(eg.loss_sum == Approx(ec.loss_sum).epsilon(1e-4));
     }
+    with_state += (*on_cpu)->num_state() > 0;
   }
   CHECK(built >= 6);
+  CHECK(with_state >= 3);
 }
 
 // A CNN's life on the device: create, weights in, three steps (one streamed), gradients and

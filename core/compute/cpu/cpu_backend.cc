@@ -505,4 +505,66 @@ void CpuBackend::DropoutBackward(const float* mask, const float* dy, float* dx, 
   for (size_t i = 0; i < n; ++i) dx[i] = dy[i] * mask[i];
 }
 
+namespace {
+
+// Calls f(i) with the flat index of each of channel c's batch * pixels values, in memory order.
+template <class F>
+void ForEachOfChannel(const BatchNormGeometry& g, int batch, int c, F f) {
+  for (int b = 0; b < batch; ++b) {
+    const size_t base = (static_cast<size_t>(b) * g.channels + c) * g.pixels;
+    for (int p = 0; p < g.pixels; ++p) f(base + p);
+  }
+}
+
+}  // namespace
+
+void CpuBackend::BatchNormForward(const BatchNormGeometry& g, bool training, const float* x,
+                                  const float* gamma, const float* beta, float* running_mean,
+                                  float* running_var, int batch, float* y, float* mean,
+                                  float* invstd) {
+  const double count = static_cast<double>(batch) * g.pixels;
+  for (int c = 0; c < g.channels; ++c) {
+    float m = running_mean[c], variance = running_var[c];
+    if (training) {
+      double sum = 0, squares = 0;
+      ForEachOfChannel(g, batch, c, [&](size_t i) { sum += x[i]; });
+      m = static_cast<float>(sum / count);
+      ForEachOfChannel(g, batch, c, [&](size_t i) {
+        const double d = x[i] - m;
+        squares += d * d;
+      });
+      variance = static_cast<float>(squares / count);
+      BatchNormRunningUpdate(g.momentum, m, variance, count, &running_mean[c], &running_var[c]);
+    }
+    mean[c] = m;
+    invstd[c] = 1.0f / std::sqrt(variance + g.epsilon);
+    ForEachOfChannel(g, batch, c, [&](size_t i) {
+      y[i] = BatchNormElement(x[i], m, invstd[c], gamma[c], beta[c]);
+    });
+  }
+}
+
+void CpuBackend::BatchNormBackward(const BatchNormGeometry& g, bool training, const float* x,
+                                   const float* gamma, const float* mean, const float* invstd,
+                                   const float* dy, int batch, float* dgamma, float* dbeta,
+                                   float* dx) {
+  const double count = static_cast<double>(batch) * g.pixels;
+  for (int c = 0; c < g.channels; ++c) {
+    double sum_dy = 0, sum_dy_xhat = 0;
+    ForEachOfChannel(g, batch, c, [&](size_t i) {
+      sum_dy += dy[i];
+      sum_dy_xhat += dy[i] * ((x[i] - mean[c]) * invstd[c]);
+    });
+    dbeta[c] = static_cast<float>(sum_dy);
+    dgamma[c] = static_cast<float>(sum_dy_xhat);
+    if (dx == nullptr) continue;
+    const float mean_dy = static_cast<float>(sum_dy / count);
+    const float mean_dy_xhat = static_cast<float>(sum_dy_xhat / count);
+    ForEachOfChannel(g, batch, c, [&](size_t i) {
+      dx[i] = BatchNormGradientElement(training, gamma[c], invstd[c], (x[i] - mean[c]) * invstd[c],
+                                       dy[i], mean_dy, mean_dy_xhat);
+    });
+  }
+}
+
 }  // namespace monsoon

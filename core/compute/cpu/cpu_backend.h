@@ -56,6 +56,14 @@ class CpuBackend : public ComputeBackend {
   void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
                       size_t n) override;
   void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override;
+  void BatchNormForward(const BatchNormGeometry& g, bool training, const float* x,
+                        const float* gamma, const float* beta, float* running_mean,
+                        float* running_var, int batch, float* y, float* mean,
+                        float* invstd) override;
+  void BatchNormBackward(const BatchNormGeometry& g, bool training, const float* x,
+                         const float* gamma, const float* mean, const float* invstd,
+                         const float* dy, int batch, float* dgamma, float* dbeta,
+                         float* dx) override;
 
  private:
   OneDnnConvolution convolution_;

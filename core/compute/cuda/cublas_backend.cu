@@ -151,6 +151,104 @@ __global__ void FillKernel(float* x, size_t n, float value) {
   }
 }
 
+// Batch normalisation. A channel's sums take two kernels: kBnSlices partial sums per channel
+// (one thread each, over every kBnSlices-th of the channel's batch * pixels values), then one
+// thread per channel adds up its partial sums.
+constexpr int kBnSlices = 256;
+// What the partial sums add up: x; (x - mean)^2; dy and dy * xhat (two sums).
+enum BnSum { kSumX, kSumSquares, kSumGradients };
+
+__device__ size_t BnIndex(const BatchNormGeometry& g, int c, size_t j) {
+  return (j / g.pixels * g.channels + c) * g.pixels + j % g.pixels;
+}
+
+// partial[c * kBnSlices + s] (and partial[channels * kBnSlices + ...] for the second sum).
+__global__ void BnPartialSumsKernel(BatchNormGeometry g, int batch, int what, const float* x,
+                                    const float* dy, const float* mean, const float* invstd,
+                                    float* partial) {
+  const size_t slices = static_cast<size_t>(g.channels) * kBnSlices;
+  const size_t count = static_cast<size_t>(batch) * g.pixels;
+  for (size_t t = blockIdx.x * blockDim.x + threadIdx.x; t < slices;
+       t += blockDim.x * gridDim.x) {
+    const int c = static_cast<int>(t / kBnSlices);
+    float first = 0.0f, second = 0.0f;
+    for (size_t j = t % kBnSlices; j < count; j += kBnSlices) {
+      const size_t i = BnIndex(g, c, j);
+      if (what == kSumX) {
+        first += x[i];
+      } else if (what == kSumSquares) {
+        const float d = x[i] - mean[c];
+        first += d * d;
+      } else {
+        first += dy[i];
+        second += dy[i] * ((x[i] - mean[c]) * invstd[c]);
+      }
+    }
+    partial[t] = first;
+    partial[slices + t] = second;
+  }
+}
+
+__device__ double BnChannelSum(const float* partial, int c) {
+  double sum = 0;
+  for (int s = 0; s < kBnSlices; ++s) sum += partial[static_cast<size_t>(c) * kBnSlices + s];
+  return sum;
+}
+
+__global__ void BnMeanKernel(int channels, double count, const float* partial, float* mean) {
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < channels; c += blockDim.x * gridDim.x) {
+    mean[c] = static_cast<float>(BnChannelSum(partial, c) / count);
+  }
+}
+
+// invstd from the batch's variance (training: partial holds the squares' sums; the running
+// statistics move) or from the running variance (then mean = running_mean).
+__global__ void BnInvStdKernel(BatchNormGeometry g, bool training, double count,
+                               const float* partial, float* mean, float* invstd,
+                               float* running_mean, float* running_var) {
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < g.channels;
+       c += blockDim.x * gridDim.x) {
+    float variance = running_var[c];
+    if (training) {
+      variance = static_cast<float>(BnChannelSum(partial, c) / count);
+      BatchNormRunningUpdate(g.momentum, mean[c], variance, count, &running_mean[c],
+                             &running_var[c]);
+    } else {
+      mean[c] = running_mean[c];
+    }
+    invstd[c] = 1.0f / sqrtf(variance + g.epsilon);
+  }
+}
+
+__global__ void BnApplyKernel(BatchNormGeometry g, const float* x, const float* gamma,
+                              const float* beta, const float* mean, const float* invstd, float* y,
+                              size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const int c = static_cast<int>(i / g.pixels % g.channels);
+    y[i] = BatchNormElement(x[i], mean[c], invstd[c], gamma[c], beta[c]);
+  }
+}
+
+__global__ void BnParamGradientsKernel(int channels, const float* partial, float* dgamma,
+                                       float* dbeta) {
+  const size_t slices = static_cast<size_t>(channels) * kBnSlices;
+  for (int c = blockIdx.x * blockDim.x + threadIdx.x; c < channels; c += blockDim.x * gridDim.x) {
+    dbeta[c] = static_cast<float>(BnChannelSum(partial, c));
+    dgamma[c] = static_cast<float>(BnChannelSum(partial + slices, c));
+  }
+}
+
+__global__ void BnInputGradientKernel(BatchNormGeometry g, bool training, float inv_count,
+                                      const float* x, const float* gamma, const float* mean,
+                                      const float* invstd, const float* dy, const float* dgamma,
+                                      const float* dbeta, float* dx, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    const int c = static_cast<int>(i / g.pixels % g.channels);
+    dx[i] = BatchNormGradientElement(training, gamma[c], invstd[c], (x[i] - mean[c]) * invstd[c],
+                                     dy[i], dbeta[c] * inv_count, dgamma[c] * inv_count);
+  }
+}
+
 // Pinned host memory that grows on demand (never shrinks).
 class PinnedBuffer {
  public:
@@ -483,6 +581,46 @@ class CublasBackend : public ComputeBackend {
     MONSOON_LAUNCH(MultiplyKernel, Blocks(n), kThreads, compute_, mask, dy, dx, n);
   }
 
+  void BatchNormForward(const BatchNormGeometry& g, bool training, const float* x,
+                        const float* gamma, const float* beta, float* running_mean,
+                        float* running_var, int batch, float* y, float* mean,
+                        float* invstd) override {
+    float* partial = BnPartials(g.channels);
+    if (partial == nullptr) return;
+    const double count = static_cast<double>(batch) * g.pixels;
+    const int slices = g.channels * kBnSlices;
+    if (training) {
+      MONSOON_LAUNCH(BnPartialSumsKernel, Blocks(slices), kThreads, compute_, g, batch, kSumX, x,
+                     nullptr, nullptr, nullptr, partial);
+      MONSOON_LAUNCH(BnMeanKernel, Blocks(g.channels), kThreads, compute_, g.channels, count,
+                     partial, mean);
+      MONSOON_LAUNCH(BnPartialSumsKernel, Blocks(slices), kThreads, compute_, g, batch,
+                     kSumSquares, x, nullptr, mean, nullptr, partial);
+    }
+    MONSOON_LAUNCH(BnInvStdKernel, Blocks(g.channels), kThreads, compute_, g, training, count,
+                   partial, mean, invstd, running_mean, running_var);
+    const size_t n = static_cast<size_t>(batch) * g.channels * g.pixels;
+    MONSOON_LAUNCH(BnApplyKernel, Blocks(n), kThreads, compute_, g, x, gamma, beta, mean, invstd,
+                   y, n);
+  }
+
+  void BatchNormBackward(const BatchNormGeometry& g, bool training, const float* x,
+                         const float* gamma, const float* mean, const float* invstd,
+                         const float* dy, int batch, float* dgamma, float* dbeta,
+                         float* dx) override {
+    float* partial = BnPartials(g.channels);
+    if (partial == nullptr) return;
+    MONSOON_LAUNCH(BnPartialSumsKernel, Blocks(g.channels * kBnSlices), kThreads, compute_, g,
+                   batch, kSumGradients, x, dy, mean, invstd, partial);
+    MONSOON_LAUNCH(BnParamGradientsKernel, Blocks(g.channels), kThreads, compute_, g.channels,
+                   partial, dgamma, dbeta);
+    if (dx == nullptr) return;
+    const size_t n = static_cast<size_t>(batch) * g.channels * g.pixels;
+    const float inv_count = static_cast<float>(1.0 / (static_cast<double>(batch) * g.pixels));
+    MONSOON_LAUNCH(BnInputGradientKernel, Blocks(n), kThreads, compute_, g, training, inv_count,
+                   x, gamma, mean, invstd, dy, dgamma, dbeta, dx, n);
+  }
+
  private:
   // Whether to run a kernel on the geometry: no earlier error, the plain layout and no fused
   // ReLU. Records Unimplemented for the others (a caller that planned for another backend).
@@ -537,6 +675,14 @@ class CublasBackend : public ComputeBackend {
     if (!status_.ok()) return nullptr;
     if (scratch_.size() < n) scratch_ = Allocate(n);
     return status_.ok() ? scratch_.data() : nullptr;
+  }
+
+  // Device room for batch normalisation's two partial sums of each of `channels` channels.
+  float* BnPartials(int channels) {
+    if (!status_.ok()) return nullptr;
+    const size_t n = 2 * static_cast<size_t>(channels) * kBnSlices;
+    if (bn_partials_.size() < n) bn_partials_ = Allocate(n);
+    return status_.ok() ? bn_partials_.data() : nullptr;
   }
 
   // Examples per im2col chunk: as many as keep `floats_per_example` each within the workspace
@@ -604,6 +750,7 @@ class CublasBackend : public ComputeBackend {
   DeviceBuffer ones_;
   DeviceBuffer scratch_;
   DeviceBuffer conv_workspace_;
+  DeviceBuffer bn_partials_;
   absl::Status status_;
 };
 
