@@ -7,6 +7,7 @@
 //                                  its checkpoints so that no other run's are taken
 //   RUN_DIR/initial_params.bin     a worker program's initial weights (model.type: program),
 //                                  raw little-endian float32 in its flat layout
+//   RUN_DIR/initial_state_size     how many of them are its state (a decimal count)
 //   RUN_DIR/checkpoints/server-J/  server J's checkpoints (core/checkpoint_file.h)
 //   RUN_DIR/rendezvous/server-J    "host:port" of server J, published atomically
 //   RUN_DIR/rendezvous/finished-server-J   server J has finished training (cleared on resume)
@@ -58,6 +59,7 @@ struct RunDir {
     return root + "/tensorboard/" + role;
   }
   std::string initial_params_path() const { return root + "/initial_params.bin"; }
+  std::string initial_state_size_path() const { return root + "/initial_state_size"; }
   std::string checkpoint_dir(int server) const {
     return root + "/checkpoints/server-" + std::to_string(server);
   }

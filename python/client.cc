@@ -25,9 +25,10 @@ Client::Client(std::unique_ptr<GrpcPsClient> client)
 
 std::unique_ptr<Client> Client::Connect(const std::vector<std::string>& servers,
                                         size_t num_params, const std::string& token,
-                                        size_t chunk_floats, int max_in_flight, int index) {
-  ShardingPlan plan = ValueOrRaise(
-      ShardingPlan::Create(num_params, static_cast<int>(servers.size()), chunk_floats));
+                                        size_t chunk_floats, int max_in_flight, int index,
+                                        size_t num_state) {
+  ShardingPlan plan = ValueOrRaise(ShardingPlan::Create(
+      num_params, static_cast<int>(servers.size()), chunk_floats, num_state));
   GrpcPsClientOptions options;
   options.secrets = JobSecrets::TokenOnly(token);
   options.max_in_flight = max_in_flight;

@@ -29,10 +29,11 @@ class Client {
  public:
   explicit Client(std::unique_ptr<GrpcPsClient> client);
 
-  // To the servers at `servers` ("host:port", server j holding the plan's chunks of j).
+  // To the servers at `servers` ("host:port", server j holding the plan's chunks of j), for a
+  // model whose last num_state values are state.
   static std::unique_ptr<Client> Connect(const std::vector<std::string>& servers, size_t num_params,
                                          const std::string& token, size_t chunk_floats,
-                                         int max_in_flight, int index);
+                                         int max_in_flight, int index, size_t num_state);
   // To the servers of the job that started this program, as its worker, with the job's
   // secrets and transport settings; `stop` (set by a stop signal) ends its wait for them.
   static std::unique_ptr<Client> FromJob(const std::atomic<bool>* stop);

@@ -74,6 +74,7 @@ py::dict JobInfo() {
   info["loss"] = std::string(kLossNames.Name(m.loss));
   info["classification"] = m.loss == LossType::kSoftmaxCrossEntropy;
   info["num_params"] = m.num_params;
+  info["num_state"] = m.num_state;
   info["algorithm"] = std::string(kAlgorithmNames.Name(config.training.algorithm));
   return info;
 }
@@ -125,14 +126,24 @@ void RunRole(py::handle model) {
   if (!status.ok()) Raise(status, /*client=*/true);
 }
 
-// Writes the program's initial weights where the launcher reads them (its init run).
-void WriteInitialParams(py::handle params) {
+// Writes the program's initial weights, the last num_state of them its state, where the
+// launcher reads them (its init run).
+void WriteInitialParams(py::handle params, size_t num_state) {
   const ProgramEnvironment env = ValueOrRaise(ProgramEnvironment::FromEnv());
   size_t n = 0;
   const float* data = FloatData(params, "params", &n);
-  const absl::Status written =
-      WriteFileAtomically(RunDir{env.run_dir}.initial_params_path(),
-                          std::string(reinterpret_cast<const char*>(data), n * sizeof(float)));
+  if (num_state >= n) {
+    throw py::value_error(absl::StrCat("num_state is ", num_state, " of ", n,
+                                       " values: no trained parameters left"));
+  }
+  const RunDir run_dir{env.run_dir};
+  absl::Status written = WriteFileAtomically(run_dir.initial_state_size_path(),
+                                             absl::StrCat(num_state, "\n"));
+  if (written.ok()) {
+    written =
+        WriteFileAtomically(run_dir.initial_params_path(),
+                            std::string(reinterpret_cast<const char*>(data), n * sizeof(float)));
+  }
   if (!written.ok()) Raise(written, /*client=*/false);
 }
 
@@ -144,9 +155,10 @@ void DefineClient(py::module_& m) {
                      "stay unchanged until it returns.")
       .def(py::init(&Client::Connect), py::arg("servers"), py::arg("num_params"),
            py::arg("token"), py::arg("chunk_floats") = size_t{1} << 18,
-           py::arg("max_in_flight") = 16, py::arg("index") = 0,
+           py::arg("max_in_flight") = 16, py::arg("index") = 0, py::arg("num_state") = 0,
            "Connects to the servers (\"host:port\", server j holding the sharding plan's chunks "
-           "of j) as worker `index`, with the job's token.")
+           "of j) as worker `index`, with the job's token, for a model whose last num_state "
+           "values are state (pushed as values).")
       .def_static(
           "from_job", [] { return Client::FromJob(&g_stop); },
           "Connects to the servers of the job that started this program, as its worker.")
@@ -182,7 +194,9 @@ PYBIND11_MODULE(_monsoon, m) {
   m.def("run_role", &monsoon::RunRole, py::arg("model"),
         "Runs this program's worker or evaluator role with `model` until the job ends.");
   m.def("write_initial_params", &monsoon::WriteInitialParams, py::arg("params"),
-        "Writes the model's initial flat weights for the servers (the launcher's init run).");
+        py::arg("num_state") = 0,
+        "Writes the model's initial flat weights for the servers (the launcher's init run); the "
+        "last num_state values are its state (buffers), which workers send as values.");
   m.attr("EXIT_STOPPED") = monsoon::kExitStopped;
   monsoon::DefineClient(m);
 }

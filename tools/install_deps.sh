@@ -20,6 +20,7 @@ PACKAGES=(
   pybind11-dev libpython3.11-dev              # the monsoon Python package
   libisal-dev                                 # CRC-32C of TensorBoard event files
   python3-protobuf python3-crc32c             # tests decode the event files
+  python3-yaml                                # tests rebuild a layer list in PyTorch
   python3 procps                              # test scripts (JSON checks, pgrep)
   slurmctld slurmd slurm-client munge         # SLURM: launch tests on a local cluster
   iproute2 util-linux                         # emulated hosts: ip, tc, nsenter

@@ -156,6 +156,11 @@ void VisitJobAndModel(JobConfig& c, V& v) {
                 "launcher sets it from the program's initial weights")
                 .Default("—")
                 .WrittenIf(c.model.type == ModelType::kProgram));
+    v.Field("num_state", &c.model.num_state, IntRange{0, 1 << 30},
+            Doc("`program` only: how many of those values are the model's state (its buffers, "
+                "last in the vector); the launcher sets it from the program's initial weights")
+                .Default("0")
+                .WrittenIf(c.model.type == ModelType::kProgram && c.model.num_state > 0));
     v.Derive(&c.model.output_dim, LayersOutputSize(c.model));
     v.Field("output_dim", &c.model.output_dim, IntRange{1, 1 << 24},
             Doc("classes (classification) or targets (regression); a layer list's last output")

@@ -906,6 +906,11 @@ absl::Status ValidateProgramModel(const ModelSpec& m) {
     return absl::InvalidArgumentError(
         "model.output_dim: required (the program's classes or regression targets)");
   }
+  if (m.num_params > 0 && m.num_state >= m.num_params) {
+    return absl::InvalidArgumentError(absl::StrCat("model.num_state: ", m.num_state, " of ",
+                                                   m.num_params,
+                                                   " values leaves no trained parameter"));
+  }
   return absl::OkStatus();
 }
 
@@ -915,9 +920,10 @@ absl::Status ValidateModel(const ModelSpec& m) {
     return absl::InvalidArgumentError("model.input_dim: required (or model.input_shape)");
   }
   if (m.type == ModelType::kProgram) return ValidateProgramModel(m);
-  if (m.num_params != 0) {
-    return absl::InvalidArgumentError(
-        "model.num_params: only a program's model (model.type: program) gives its size");
+  if (m.num_params != 0 || m.num_state != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.", m.num_params != 0 ? "num_params" : "num_state",
+        ": only a program's model (model.type: program) gives its size"));
   }
   if (!m.input_shape.empty() && ShapeSize(m.input_shape) != m.input_dim) {
     return absl::InvalidArgumentError(

@@ -76,8 +76,7 @@ absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config,
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(StartedAtPath(run_dir),
                                               absl::StrCat(absl::ToUnixMicros(absl::Now()), "\n")));
   if (config->model.type == ModelType::kProgram) {
-    MONSOON_ASSIGN_OR_RETURN(config->model.num_params,
-                             RunWorkerProgramInit(*config, run_dir, /*stop=*/nullptr));
+    MONSOON_RETURN_IF_ERROR(RunWorkerProgramInit(config, run_dir, /*stop=*/nullptr));
   }
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run_dir.config_path(), JobConfigToYaml(*config)));
   return lock;

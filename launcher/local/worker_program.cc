@@ -14,6 +14,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
@@ -135,8 +136,9 @@ absl::Status ExecWorkerProgram(const JobConfig& config, const RunDir& run_dir,
       absl::StrCat("cluster.worker_program: cannot run ", program[0], ": ", std::strerror(errno)));
 }
 
-absl::StatusOr<int> RunWorkerProgramInit(const JobConfig& config, const RunDir& run_dir,
-                                         const std::atomic<bool>* stop) {
+absl::Status RunWorkerProgramInit(JobConfig* job, const RunDir& run_dir,
+                                  const std::atomic<bool>* stop) {
+  const JobConfig& config = *job;
   std::vector<std::string> argv = config.cluster.worker_program;
   MONSOON_ASSIGN_OR_RETURN(argv[0], FindProgram(argv[0]));
   const ProgramEnvironment env = EnvironmentOf(config, run_dir, ProgramRole::kInit);
@@ -170,7 +172,17 @@ absl::StatusOr<int> RunWorkerProgramInit(const JobConfig& config, const RunDir& 
         " when started to write its model's initial weights (MONSOON_ROLE=init). ",
         LogExcerpt(log)));
   }
-  return static_cast<int>(st.st_size / sizeof(float));
+  job->model.num_params = static_cast<int>(st.st_size / sizeof(float));
+  job->model.num_state = 0;
+  if (access(run_dir.initial_state_size_path().c_str(), F_OK) != 0) return absl::OkStatus();
+  MONSOON_ASSIGN_OR_RETURN(const std::string size, ReadFile(run_dir.initial_state_size_path()));
+  if (!absl::SimpleAtoi(size, &job->model.num_state) || job->model.num_state < 0 ||
+      job->model.num_state >= job->model.num_params) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.worker_program wrote ", job->model.num_params, " initial values of which '",
+        size, "' are state: not a count below that"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace monsoon

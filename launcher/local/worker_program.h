@@ -27,11 +27,12 @@ absl::Status ExecWorkerProgram(const JobConfig& config, const RunDir& run_dir,
 
 // Runs the worker program once as ProgramRole::kInit, logging to
 // RUN_DIR/logs/init.log, to have it write its model's initial weights
-// (RUN_DIR/initial_params.bin); returns their count. Fails, with the log's last lines, when the
+// (RUN_DIR/initial_params.bin, and initial_state_size where some are state); sets
+// config->model.num_params and num_state from them. Fails, with the log's last lines, when the
 // program fails, writes nothing, or has not ended within transport.rendezvous_timeout_seconds;
 // Cancelled when *stop becomes true.
-absl::StatusOr<int> RunWorkerProgramInit(const JobConfig& config, const RunDir& run_dir,
-                                         const std::atomic<bool>* stop);
+absl::Status RunWorkerProgramInit(JobConfig* config, const RunDir& run_dir,
+                                  const std::atomic<bool>* stop);
 
 }  // namespace monsoon
 

@@ -34,7 +34,7 @@ __all__ = [
 
 def load_params(run_dir):
     """The final weights of the finished run in ``run_dir``: one float32 array in the model's
-    flat layout (for a PyTorch model, its parameters in ``parameters()`` order; see
+    flat layout (for a PyTorch model, its parameters in ``parameters()`` order, then its buffers; see
     ``monsoon.torch.load_state``)."""
     path = os.path.join(run_dir, "params.bin")
     if not os.path.exists(path):

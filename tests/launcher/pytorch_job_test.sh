@@ -2,9 +2,10 @@
 # PyTorch models on Monsoon's servers (README "Bring a PyTorch model"): examples/pytorch_mlp.py
 # as the worker program of 2 workers and the evaluator reaches >= 0.85 on Fashion-MNIST under
 # Downpour, and trains under sync and easgd from the same script; its final weights reload
-# into PyTorch with the evaluator's accuracy; the metrics are a C++ worker's; bad use is a
-# Python exception or a job error naming the problem; a killed Python worker is restarted with
-# every push applied once; monsoon.Client pushes and pulls by hand.
+# into PyTorch with the evaluator's accuracy, a BatchNorm module's buffers included; the
+# metrics are a C++ worker's; bad use is a Python exception or a job error naming the problem;
+# a killed Python worker is restarted with every push applied once; monsoon.Client pushes and
+# pulls by hand.
 source tests/launcher/test_lib.sh
 export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
 export PYTHONPATH="$PWD/python"
@@ -65,6 +66,30 @@ timeout 300 "$MONSOON" run examples/pytorch_cnn.yaml --run-dir "$WORK/cnn" \
 expect_eq "PyTorch CNN job exit status" "$?" "0"
 at_least "CNN test accuracy after 1 epoch" "$(json_get "$WORK/cnn/summary.json" final_test_accuracy)" 0.8
 
+# A module with BatchNorm: its buffers (running statistics, num_batches_tracked) are model
+# state on the servers, so the evaluator scores what monsoon.load_params reloads.
+cat >"$WORK/batchnorm.py" <<'PY'
+import torch.nn as nn
+import monsoon.torch
+def make_model():
+    return nn.Sequential(
+        nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(32 * 7 * 7, 10))
+if __name__ == "__main__":
+    monsoon.torch.run(make_model)
+PY
+sed -e "s|python3, pytorch_cnn.py|python3, $WORK/batchnorm.py|" examples/pytorch_cnn.yaml \
+  >"$WORK/batchnorm.yaml"
+timeout 300 "$MONSOON" run "$WORK/batchnorm.yaml" --run-dir "$WORK/batchnorm" \
+  --set training.epochs=1 >"$WORK/batchnorm.txt" 2>&1
+expect_eq "PyTorch BatchNorm CNN job exit status" "$?" "0"
+at_least "BatchNorm CNN test accuracy after 1 epoch" \
+  "$(json_get "$WORK/batchnorm/summary.json" final_test_accuracy)" 0.78
+tests/launcher/torch_reload.py "$WORK/batchnorm" program "$WORK/batchnorm.py"
+expect_eq "BatchNorm module: the evaluator's accuracy is the reloaded parameters and buffers'" \
+  "$?" "0"
+
 # monsoon.Client by hand in a worker program (Client.from_job): pulls that wait for every
 # worker's clock, numbered pushes; elastic exchanges under easgd.
 sed -e "s|pytorch_mlp.py|$PWD/tests/launcher/handmade_worker.py|" -e "s|  evaluator: true|  evaluator: false|" \
@@ -124,7 +149,8 @@ bias = os.environ["MONSOON_ROLE"] == "init"  # a model that differs between runs
 monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10, bias=bias)))
 PY
 job resized resized.py
-expect_failure resized "the model has 7840 parameters but the job's servers hold 7850"
+expect_failure resized \
+  "the model has 7840 parameters and 0 buffer values but the job's servers hold 7850 and 0"
 cat >"$WORK/nan.py" <<'PY'
 import torch.nn as nn
 import monsoon.torch

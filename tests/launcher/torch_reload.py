@@ -3,11 +3,13 @@
 into the same network in PyTorch and scores it on the test set: prints the accuracy and exits
 0 when it is the evaluator's (summary.json's final_test_accuracy) within 0.002.
 
-    torch_reload.py RUN_DIR mlp|cnn
+    torch_reload.py RUN_DIR mlp|cnn|layers
     torch_reload.py RUN_DIR program SCRIPT.py
 
+`layers`: the network is built in PyTorch from the run's model.layers (RUN_DIR/config.yaml);
+batchnorm layers get their running statistics from the exported state.
 `program`: the run trained SCRIPT.py's make_model() (a worker program); its final flat weights
-(monsoon.load_params) go into that model with monsoon.torch.load_state.
+(monsoon.load_params), buffers included, go into that model with monsoon.torch.load_state.
 
 Monsoon's dense weights are [in, out] (y = x W): nn.Linear takes their transpose.
 Convolution weights [filters, channels, kernel, kernel] and the channels-first flatten order
@@ -36,18 +38,76 @@ def test_set():
     return torch.tensor(x, dtype=torch.float32), torch.tensor(y.astype(np.int64))
 
 
+STATE = (".running_mean", ".running_var")
+
+
 def load(net, params):
-    """Monsoon's tensors in order onto the network's parameters, in order."""
-    tensors = [params[name] for name in params.files]
+    """Monsoon's trained tensors in order onto the network's parameters, in order, and its
+    state (batchnorm's running statistics) onto the BatchNorm modules' buffers, in order."""
+    trained = [name for name in params.files if not name.endswith(STATE)]
+    state = [name for name in params.files if name.endswith(STATE)]
     mine = list(net.parameters())
-    assert len(tensors) == len(mine), (params.files, [p.shape for p in mine])
+    assert len(trained) == len(mine), (params.files, [p.shape for p in mine])
+    buffers = [
+        b for m in net.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)
+        for b in (m.running_mean, m.running_var)
+    ]
+    assert len(state) == len(buffers), (state, len(buffers))
     with torch.no_grad():
-        for name, value, p in zip(params.files, tensors, mine):
+        for name, b in zip(state, buffers):
+            b.copy_(torch.tensor(params[name]))
+        for name, p in zip(trained, mine):
+            value = params[name]
             value = torch.tensor(value)
             if name.startswith("dense") and name.endswith(".weight"):
                 value = value.T
             assert value.shape == p.shape, (name, value.shape, p.shape)
             p.copy_(value)
+
+
+def same_padding(size, kernel, stride):
+    """Monsoon's `same` padding of one axis: (before, after), the odd one after."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2
+
+
+def layer_list_model(run_dir):
+    """The run's model.layers as a PyTorch network (the kinds the tests train)."""
+    import yaml
+
+    model = yaml.safe_load(open(f"{run_dir}/config.yaml"))["model"]
+    shape = list(model["input_shape"])
+    modules = []
+    for entry in model["layers"]:
+        kind, settings = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
+        settings = settings or {}
+        if kind == "conv2d":
+            k, stride = settings["kernel"], settings.get("stride", 1)
+            if settings.get("padding", "valid") == "same":
+                top, bottom = same_padding(shape[1], k, stride)
+                left, right = same_padding(shape[2], k, stride)
+                modules.append(nn.ZeroPad2d((left, right, top, bottom)))
+                shape = [shape[0], shape[1] + top + bottom, shape[2] + left + right]
+            modules.append(nn.Conv2d(shape[0], settings["filters"], k, stride))
+            shape = [settings["filters"], (shape[1] - k) // stride + 1, (shape[2] - k) // stride + 1]
+        elif kind == "batchnorm":
+            norm = nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d
+            modules.append(norm(shape[0], eps=float(settings.get("epsilon", 1e-5))))
+        elif kind == "maxpool2d":
+            size = settings["size"]
+            stride = settings.get("stride", size)
+            modules.append(nn.MaxPool2d(size, stride))
+            shape = [shape[0], (shape[1] - size) // stride + 1, (shape[2] - size) // stride + 1]
+        elif kind == "flatten":
+            modules.append(nn.Flatten())
+            shape = [int(np.prod(shape))]
+        elif kind == "dense":
+            modules.append(nn.Linear(shape[0], settings["units"]))
+            shape = [settings["units"]]
+        else:
+            modules.append({"relu": nn.ReLU, "tanh": nn.Tanh}[kind]())
+    return nn.Sequential(*modules)
 
 
 def program_model(script, run_dir):
@@ -69,6 +129,9 @@ def main():
     run_dir, kind = sys.argv[1], sys.argv[2]
     if kind == "program":
         net = program_model(sys.argv[3], run_dir)
+    elif kind == "layers":
+        net = layer_list_model(run_dir)
+        load(net, np.load(f"{run_dir}/params.npz"))
     elif kind == "mlp":
         net = nn.Sequential(nn.Flatten(), nn.Linear(784, 256), nn.ReLU(), nn.Linear(256, 128),
                             nn.ReLU(), nn.Linear(128, 10))

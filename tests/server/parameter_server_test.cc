@@ -535,6 +535,32 @@ TEST_CASE("ParameterServer: a checkpoint restores weights, optimizer state, cloc
                   "this run is 0000000000001234)") != std::string::npos);
 }
 
+TEST_CASE("ParameterServer: a resumed server continues with the model state it checkpointed",
+          "[server][checkpoint][state]") {
+  auto plan = ShardingPlan::Create(8, 1, 8, 2);  // chunk 1: the last 2 floats, state
+  REQUIRE(plan.ok());
+  auto original = MakeServer(*plan, 0);
+  REQUIRE(original->Push(1, 0, 0, std::vector<float>{4.0f, 9.0f}, Origin(1, 1)).ok());
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/state_checkpoint";
+  {
+    auto out = CheckpointWriter::Begin(dir);
+    REQUIRE(out.ok());
+    original->SaveCheckpoint(out->get());
+    REQUIRE((*out)->Commit(1).ok());
+  }
+  auto restored = MakeServer(*plan, 0);
+  std::vector<std::string> skipped;
+  auto in = OpenNewestCheckpoint(dir, &skipped);
+  REQUIRE(in.ok());
+  REQUIRE(restored->LoadCheckpoint(in->get()).ok());
+  CHECK(Values(*restored, 1, 2) == Values(*original, 1, 2));
+  CHECK(Values(*restored, 1, 2) != std::vector<float>{0.0f, 0.0f});
+  for (auto* server : {original.get(), restored.get()}) {
+    REQUIRE(server->Push(1, 1, 1, std::vector<float>{2.0f, 1.0f}, Origin(1, 1)).ok());
+  }
+  CHECK(Values(*restored, 1, 2) == Values(*original, 1, 2));
+}
+
 TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts again",
           "[server][checkpoint][reliability]") {
   auto plan = ShardingPlan::Create(8, 1, 4);
