@@ -98,6 +98,9 @@ class TimedBackend : public ComputeBackend {
                       size_t n) override {
     Timed("dropout", [&] { inner_->DropoutForward(rate, seed, x, mask, y, n); });
   }
+  void Add(const float* a, const float* b, float* y, size_t n) override {
+    Timed("add", [&] { inner_->Add(a, b, y, n); });
+  }
   void DropoutBackward(const float* mask, const float* dy, float* dx, size_t n) override {
     Timed("dropout", [&] { inner_->DropoutBackward(mask, dy, dx, n); });
   }

@@ -39,6 +39,15 @@ inline LayerSpec BatchNorm(double momentum = 0.1) {
   return l;
 }
 
+inline LayerSpec Residual(std::vector<LayerSpec> layers,
+                          Shortcut shortcut = Shortcut::kIdentity) {
+  LayerSpec l;
+  l.kind = LayerKind::kResidual;
+  l.layers = std::move(layers);
+  l.shortcut = shortcut;
+  return l;
+}
+
 }  // namespace monsoon
 
 #endif  // MONSOON_TESTS_LAYER_SPECS_H_

@@ -30,6 +30,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+absl::StatusOr<LayerSpec> OneLayer(const YAML::Node& item, const std::string& where);
+
 // Reads one layer's settings from `settings` (at `at`, "model.layers[2].conv2d"): each
 // setting its kind visits from the file, or from its default when the file leaves it out.
 // status() is the first error, an unknown setting's before any value's.
@@ -63,6 +65,25 @@ class LayerSettingsReader : public LayerSettingVisitor {
       return;
     }
     *value = text;
+  }
+  void Layers(const char* key, std::vector<LayerSpec>* value) override {
+    keys_.push_back(key);
+    required_.push_back(key);
+    const YAML::Node n =
+        settings_.IsMap() ? settings_[key] : YAML::Node(YAML::NodeType::Undefined);
+    if (!n || !n.IsSequence() || n.size() == 0) {
+      Fail(key, "expected a non-empty list of layers, like [conv2d: {filters: 16, kernel: 3}]");
+      return;
+    }
+    value->clear();
+    for (size_t i = 0; i < n.size(); ++i) {
+      absl::StatusOr<LayerSpec> layer = OneLayer(n[i], absl::StrCat(at_, ".", key, "[", i, "]"));
+      if (!layer.ok()) {
+        if (first_error_.ok()) first_error_ = layer.status();
+        return;
+      }
+      value->push_back(*std::move(layer));
+    }
   }
 
   absl::Status status() const {
@@ -520,6 +541,8 @@ std::string Quote(const std::string& s) {
   return e.c_str();
 }
 
+std::string LayerText(LayerSpec l);
+
 // Writes one layer's settings as a YAML flow mapping's body: "filters: 8, kernel: 3".
 class LayerSettingsWriter : public LayerSettingVisitor {
  public:
@@ -533,6 +556,11 @@ class LayerSettingsWriter : public LayerSettingVisitor {
               const SettingDefault&) override {
     Add(key, *value);
   }
+  void Layers(const char* key, std::vector<LayerSpec>* value) override {
+    std::vector<std::string> items;
+    for (const LayerSpec& l : *value) items.push_back(LayerText(l));
+    Add(key, absl::StrCat("[", absl::StrJoin(items, ", "), "]"));
+  }
   const std::string& text() const { return text_; }
 
  private:
@@ -541,6 +569,14 @@ class LayerSettingsWriter : public LayerSettingVisitor {
   }
   std::string text_;
 };
+
+// A layer as model.layers writes it: "relu", "{dense: {units: 10}}".
+std::string LayerText(LayerSpec l) {
+  LayerSettingsWriter writer;
+  DeclOf(l.kind).settings(l, writer);
+  const std::string name = kLayerKindNames.Name(l.kind);
+  return writer.text().empty() ? name : absl::StrCat("{", name, ": {", writer.text(), "}}");
+}
 
 // Reads every field VisitJobConfig declares from a YAML tree; keeps the first error.
 class YamlReader {
@@ -743,13 +779,6 @@ class YamlWriter {
     std::vector<std::string> items;
     for (const LayerSpec& l : v) items.push_back(LayerText(l));
     return absl::StrCat("[", absl::StrJoin(items, ", "), "]");
-  }
-  // A layer as model.layers writes it: "relu", "{dense: {units: 10}}".
-  static std::string LayerText(LayerSpec l) {
-    LayerSettingsWriter writer;
-    DeclOf(l.kind).settings(l, writer);
-    const std::string name = kLayerKindNames.Name(l.kind);
-    return writer.text().empty() ? name : absl::StrCat("{", name, ": {", writer.text(), "}}");
   }
   static std::string QuotedList(const std::vector<std::string>& v) {
     std::vector<std::string> quoted;

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/status_macros.h"
 
 namespace monsoon {
 namespace {
@@ -103,6 +104,58 @@ std::unique_ptr<Layer> MakeBatchNorm(const LayerBuild& b) {
   return std::make_unique<BatchNormLayer>(b.name, g);
 }
 
+void ResidualSettings(LayerSpec& l, LayerSettingVisitor& v) {
+  v.Layers("layers", &l.layers);
+  v.Enum("shortcut", &l.shortcut, kShortcutNames, {"identity", "`identity`"});
+}
+// The stride of a 1x1 projection from `in` to `out` ([C, H, W] both), or 0 when none gives it.
+int ProjectionStride(const Shape& in, const Shape& out) {
+  if (in.size() != 3 || out.size() != 3) return 0;
+  for (int stride = 1; stride <= in[1] && stride <= in[2]; ++stride) {
+    if ((in[1] + stride - 1) / stride == out[1] && (in[2] + stride - 1) / stride == out[2]) {
+      return stride;
+    }
+  }
+  return 0;
+}
+// The projection shortcut's layer spec: a 1x1 convolution from `in` to `out`.
+LayerSpec ProjectionOf(const Shape& in, const Shape& out) {
+  LayerSpec p;
+  p.kind = LayerKind::kConv2d;
+  p.filters = out[0];
+  p.kernel = 1;
+  p.stride = ProjectionStride(in, out);
+  return p;
+}
+absl::StatusOr<Shape> ResidualShape(const LayerSpec& l, const Shape& in) {
+  if (l.layers.empty()) return absl::InvalidArgumentError("a residual block needs layers");
+  MONSOON_ASSIGN_OR_RETURN(const std::vector<Shape> shapes, LayerListShapes(l.layers, in, "layers"));
+  const Shape& out = shapes.back();
+  if (l.shortcut == Shortcut::kIdentity && out != in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("its layers turn ", ShapeText(in), " into ", ShapeText(out),
+                     ", which an identity shortcut cannot add; use shortcut: projection"));
+  }
+  if (l.shortcut == Shortcut::kProjection && ProjectionStride(in, out) == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no 1x1 projection with a stride turns ", ShapeText(in), " into ",
+                     ShapeText(out), " (the block's output)"));
+  }
+  return out;
+}
+std::unique_ptr<Layer> MakeResidual(const LayerBuild& b) {
+  std::unique_ptr<Layer> projection;
+  const std::string prefix = absl::StrCat(b.name, ".");
+  if (b.spec.shortcut == Shortcut::kProjection) {
+    LayerBuild p{ProjectionOf(b.in, b.out), b.in, b.out, LayerPlan(),
+                 absl::StrCat(prefix, "shortcut")};
+    projection = MakeConv2d(p);
+  }
+  return std::make_unique<ResidualLayer>(b.name,
+                                         BuildLayerList(b.spec.layers, b.in, 0, prefix, nullptr),
+                                         std::move(projection), ShapeSize(b.in));
+}
+
 absl::StatusOr<Shape> GlobalPoolShape(const LayerSpec&, const Shape& in) { return Shape{in[0]}; }
 std::unique_ptr<Layer> MakeGlobalAvgPool(const LayerBuild& b) {
   return std::make_unique<GlobalAvgPoolLayer>(b.in[0], b.in[1] * b.in[2]);
@@ -161,6 +214,13 @@ const LayerKindDecl kDecls[] = {
      "uses and the servers hold as model state",
      BatchNormSettings, InputRank::kAny, nullptr, NativeLayout::kPlain, false, false, "bn",
      MakeBatchNorm},
+    {LayerKind::kResidual,
+     "a residual block: its `layers` (any of these kinds) applied in turn, plus the block's "
+     "input through the shortcut: `identity`, or `projection`, a 1x1 convolution with a bias "
+     "whose filters and stride give the layers' output shape; a ReLU after the block is a "
+     "layer of its own",
+     ResidualSettings, InputRank::kAny, ResidualShape, NativeLayout::kPlain, false, false, "res",
+     MakeResidual},
 };
 
 // Describes a kind's settings for README: "`filters`, `stride` (1), `padding` (`valid` or
@@ -175,6 +235,7 @@ class SettingsDoc : public LayerSettingVisitor {
               const SettingDefault& d) override {
     Add(key, absl::StrCat("`", absl::StrJoin(allowed, "` or `"), "`"), d);
   }
+  void Layers(const char* key, std::vector<LayerSpec>*) override { Add(key, "a list", {}); }
   std::string text() const { return parts_.empty() ? "—" : absl::StrJoin(parts_, ", "); }
 
  private:

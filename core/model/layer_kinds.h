@@ -29,7 +29,8 @@ enum class LayerKind {
   kDropout,
   kGlobalAvgPool2d,
   kLeakyRelu,
-  kBatchNorm
+  kBatchNorm,
+  kResidual
 };
 inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
     {LayerKind::kDense, "dense"},         {LayerKind::kRelu, "relu"},
@@ -37,7 +38,8 @@ inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
     {LayerKind::kFlatten, "flatten"},     {LayerKind::kConv2d, "conv2d"},
     {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"},
     {LayerKind::kDropout, "dropout"},     {LayerKind::kGlobalAvgPool2d, "globalavgpool2d"},
-    {LayerKind::kLeakyRelu, "leaky_relu"},     {LayerKind::kBatchNorm, "batchnorm"}};
+    {LayerKind::kLeakyRelu, "leaky_relu"},     {LayerKind::kBatchNorm, "batchnorm"},
+    {LayerKind::kResidual, "residual"}};
 inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
 
 // conv2d `same` pads the input with zeros so that the output is ceil(input / stride) wide
@@ -46,6 +48,13 @@ enum class Padding { kValid, kSame };
 inline constexpr NamedValue<Padding> kPaddingValues[] = {{Padding::kValid, "valid"},
                                                          {Padding::kSame, "same"}};
 inline constexpr EnumNames<Padding> kPaddingNames{"padding", kPaddingValues};
+
+// A residual block's shortcut: its input as it is, or through a 1x1 convolution (with a bias)
+// whose stride and filters give the block's output shape.
+enum class Shortcut { kIdentity, kProjection };
+inline constexpr NamedValue<Shortcut> kShortcutValues[] = {{Shortcut::kIdentity, "identity"},
+                                                           {Shortcut::kProjection, "projection"}};
+inline constexpr EnumNames<Shortcut> kShortcutNames{"shortcut", kShortcutValues};
 
 // One layer's settings; each kind reads only those its declaration visits.
 struct LayerSpec {
@@ -60,10 +69,13 @@ struct LayerSpec {
   double slope = 0.01;                // leaky_relu: the slope below zero
   double momentum = 0.1;              // batchnorm: the running statistics' update weight
   double epsilon = 1e-5;              // batchnorm: added to the variance
+  std::vector<LayerSpec> layers = {};  // residual: the block's layers
+  Shortcut shortcut = Shortcut::kIdentity;  // residual
   bool operator==(const LayerSpec& o) const {
     return kind == o.kind && units == o.units && filters == o.filters && kernel == o.kernel &&
            stride == o.stride && padding == o.padding && size == o.size && rate == o.rate &&
-           slope == o.slope && momentum == o.momentum && epsilon == o.epsilon;
+           slope == o.slope && momentum == o.momentum && epsilon == o.epsilon &&
+           layers == o.layers && shortcut == o.shortcut;
   }
 };
 
@@ -94,6 +106,8 @@ class LayerSettingVisitor {
   // One of `allowed` (*value is one of them).
   virtual void Choice(const char* key, std::string* value, const std::vector<std::string>& allowed,
                       const SettingDefault& d) = 0;
+  // A non-empty list of layers (a block's), required.
+  virtual void Layers(const char* key, std::vector<LayerSpec>* value) = 0;
 
   template <class E>
   void Enum(const char* key, E* value, const EnumNames<E>& names, const SettingDefault& d) {
@@ -128,7 +142,7 @@ struct LayerPlan {
 };
 
 // What a kind's factory gets: the layer's settings, shapes and plan, and its name for the
-// parameter tensors ("conv0"; empty for kinds without parameters).
+// parameter tensors ("conv0", "res1.bn0"; empty for kinds without parameters).
 struct LayerBuild {
   const LayerSpec& spec;
   const Shape& in;
@@ -162,6 +176,19 @@ struct LayerKindDecl {
 
 // The declaration of `kind`.
 const LayerKindDecl& DeclOf(LayerKind kind);
+// The output shape of each of `layers` in turn on input `in`; InvalidArgument naming the first
+// that does not fit ("layers[2] (dense): takes a flat input, ...", after `where`).
+absl::StatusOr<std::vector<Shape>> LayerListShapes(const std::vector<LayerSpec>& layers,
+                                                   const Shape& in, const std::string& where);
+// The computing layers of `specs` (whose shapes fit `in`), in order, with activations in the
+// native layout of channel block `native_block` where they can be (0: none). Parameter tensors
+// are named `prefix`, the kind's param_prefix and its count among `specs` ("conv0",
+// "res1.bn0"). spec_index, unless null, gets each computing layer's index in `specs`.
+// Defined with the planner (model.cc).
+std::vector<std::unique_ptr<Layer>> BuildLayerList(const std::vector<LayerSpec>& specs,
+                                                   const Shape& in, int native_block,
+                                                   const std::string& prefix,
+                                                   std::vector<size_t>* spec_index);
 // "model.layers[2] (conv2d)"-style output shape of `l` on `in`, with the input's rank checked.
 absl::StatusOr<Shape> LayerOutputShape(const LayerSpec& l, const Shape& in);
 // A conv2d layer's geometry on input `in` ([C, H, W]); out_height or out_width is 0 when the

@@ -1,5 +1,9 @@
 #include "core/model/layers.h"
 
+#include <algorithm>
+
+#include "core/compute/kernel_math.h"
+
 namespace monsoon {
 
 std::vector<ParamShape> DenseLayer::param_shapes() const {
@@ -149,6 +153,104 @@ void BatchNormLayer::Backward(ComputeBackend& backend, const float* x, const flo
                               const float* dy, int batch, float* dx) {
   backend.BatchNormBackward(g_, training_, x, gamma_, saved_.data(), saved_.data() + g_.channels,
                             dy, batch, dgamma_, dbeta_, dx);
+}
+
+ResidualLayer::ResidualLayer(std::string name, std::vector<std::unique_ptr<Layer>> body,
+                             std::unique_ptr<Layer> projection, int input_dim)
+    : name_(std::move(name)),
+      body_(std::move(body)),
+      projection_(std::move(projection)),
+      input_dim_(input_dim) {}
+
+std::vector<Layer*> ResidualLayer::parts() const {
+  std::vector<Layer*> parts;
+  for (const auto& layer : body_) parts.push_back(layer.get());
+  if (projection_ != nullptr) parts.push_back(projection_.get());
+  return parts;
+}
+
+std::vector<ParamShape> ResidualLayer::param_shapes() const {
+  std::vector<ParamShape> shapes;
+  for (const Layer* part : parts()) {
+    for (ParamShape& s : part->param_shapes()) shapes.push_back(std::move(s));
+  }
+  return shapes;
+}
+
+std::vector<ParamShape> ResidualLayer::state_shapes() const {
+  std::vector<ParamShape> shapes;
+  for (const Layer* part : parts()) {
+    for (ParamShape& s : part->state_shapes()) shapes.push_back(std::move(s));
+  }
+  return shapes;
+}
+
+void ResidualLayer::Bind(float* params, float* grads, float* state) {
+  for (Layer* part : parts()) {
+    part->Bind(params, grads, state);
+    for (const ParamShape& s : part->param_shapes()) {
+      params += s.size();
+      grads += s.size();
+    }
+    for (const ParamShape& s : part->state_shapes()) state += s.size();
+  }
+}
+
+void ResidualLayer::SetMode(bool training, uint64_t seed) {
+  const std::vector<Layer*> all = parts();
+  for (size_t i = 0; i < all.size(); ++i) all[i]->SetMode(training, SplitMix64(seed, i));
+}
+
+void ResidualLayer::EnsureBuffers(ComputeBackend& backend, int batch) {
+  if (batch <= batch_) return;
+  outputs_.clear();
+  int widest = input_dim_;
+  for (const auto& layer : body_) {
+    outputs_.push_back(backend.Allocate(static_cast<size_t>(batch) * layer->output_dim()));
+    widest = std::max(widest, layer->output_dim());
+  }
+  if (projection_ != nullptr) {
+    shortcut_ = backend.Allocate(static_cast<size_t>(batch) * output_dim());
+  }
+  for (DeviceBuffer& s : scratch_) s = backend.Allocate(static_cast<size_t>(batch) * widest);
+  batch_ = batch;
+}
+
+void ResidualLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  EnsureBuffers(backend, batch);
+  const float* in = x;
+  for (size_t i = 0; i < body_.size(); ++i) {
+    body_[i]->Forward(backend, in, batch, outputs_[i].data());
+    in = outputs_[i].data();
+  }
+  const float* shortcut = x;
+  if (projection_ != nullptr) {
+    projection_->Forward(backend, x, batch, shortcut_.data());
+    shortcut = shortcut_.data();
+  }
+  backend.Add(in, shortcut, y, static_cast<size_t>(batch) * output_dim());
+}
+
+// dy reaches the body's last layer and the shortcut alike; dx is the sum of what comes back
+// through both.
+void ResidualLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
+                             const float* dy, int batch, float* dx) {
+  const float* d = dy;
+  for (size_t i = body_.size(); i-- > 0;) {
+    const float* in = i == 0 ? x : outputs_[i - 1].data();
+    float* d_in = i == 0 && dx == nullptr ? nullptr : scratch_[i % 2].data();
+    body_[i]->Backward(backend, in, outputs_[i].data(), d, batch, d_in);
+    d = d_in;
+  }
+  const float* d_shortcut = dy;
+  if (projection_ != nullptr) {
+    float* d_projection = dx == nullptr ? nullptr : scratch_[1].data();
+    projection_->Backward(backend, x, shortcut_.data(), dy, batch, d_projection);
+    d_shortcut = d_projection;
+  }
+  if (dx != nullptr) {
+    backend.Add(scratch_[0].data(), d_shortcut, dx, static_cast<size_t>(batch) * input_dim_);
+  }
 }
 
 const float* GlobalAvgPoolLayer::Ones(ComputeBackend& backend) {

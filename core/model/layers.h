@@ -233,6 +233,41 @@ class BatchNormLayer : public Layer {
   DeviceBuffer saved_;  // the last Forward's mean and invstd, channels each
 };
 
+// A residual block: y = body(x) + shortcut(x), the shortcut being x itself or a projection
+// layer (a 1x1 convolution). Owns its layers; their parameters and state are its own, laid out
+// body first, then the projection's.
+class ResidualLayer : public Layer {
+ public:
+  ResidualLayer(std::string name, std::vector<std::unique_ptr<Layer>> body,
+                std::unique_ptr<Layer> projection /* null: identity */, int input_dim);
+  std::string name() const override { return name_ + " (residual)"; }
+  int input_dim() const override { return input_dim_; }
+  int output_dim() const override { return body_.back()->output_dim(); }
+  std::vector<ParamShape> param_shapes() const override;
+  std::vector<ParamShape> state_shapes() const override;
+  void Bind(float* params, float* grads, float* state) override;
+  void SetMode(bool training, uint64_t seed) override;
+  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
+  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
+                float* dx) override;
+
+  // Its layers: the body's, then the projection (when there is one).
+  std::vector<Layer*> parts() const;
+  const Layer* projection() const { return projection_.get(); }
+
+ private:
+  void EnsureBuffers(ComputeBackend& backend, int batch);
+
+  const std::string name_;
+  const std::vector<std::unique_ptr<Layer>> body_;
+  const std::unique_ptr<Layer> projection_;
+  const int input_dim_;
+  int batch_ = 0;  // the buffers' rows
+  std::vector<DeviceBuffer> outputs_;  // outputs_[i]: body layer i's
+  DeviceBuffer shortcut_;              // the projection's output
+  DeviceBuffer scratch_[2];            // gradients inside the block, ping-pong
+};
+
 // Global average pooling: y[c] = the mean of channel c's `pixels` values, [C x pixels] in, [C]
 // out. Forward and backward are products with a vector of ones (Gemm), so every backend runs
 // it with no kernel of its own.

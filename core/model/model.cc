@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/compute/kernel_math.h"
+#include "core/status_macros.h"
 
 namespace monsoon {
 namespace {
@@ -84,29 +85,52 @@ std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs,
 // ModelLayers(spec) of each in `spec_index` unless null.
 std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec, int native_block = 0,
                                                 std::vector<size_t>* spec_index = nullptr) {
-  const std::vector<LayerSpec> specs = ModelLayers(spec);
-  const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
+  return BuildLayerList(ModelLayers(spec), InputShape(spec), native_block, "", spec_index);
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<Layer>> BuildLayerList(const std::vector<LayerSpec>& specs,
+                                                   const Shape& in, int native_block,
+                                                   const std::string& prefix,
+                                                   std::vector<size_t>* spec_index) {
+  const std::vector<Shape> shapes = LayerListShapes(specs, in, "").value_or(std::vector<Shape>());
   if (shapes.size() != specs.size()) return {};
   const std::vector<LayerPlan> plans = PlanLayers(specs, shapes, native_block);
   std::vector<std::unique_ptr<Layer>> layers;
   std::map<LayerKind, int> counts;  // layers with parameters so far, per kind
-  Shape in = InputShape(spec);
+  Shape layer_in = in;
   for (size_t i = 0; i < specs.size(); ++i) {
     const LayerKindDecl& decl = DeclOf(specs[i].kind);
     std::string name;
     if (decl.param_prefix != nullptr) {
-      name = absl::StrCat(decl.param_prefix, counts[specs[i].kind]++);
+      name = absl::StrCat(prefix, decl.param_prefix, counts[specs[i].kind]++);
     }
-    if (auto layer = decl.make({specs[i], in, shapes[i], plans[i], name})) {
+    if (auto layer = decl.make({specs[i], layer_in, shapes[i], plans[i], name})) {
       layers.push_back(std::move(layer));
       if (spec_index != nullptr) spec_index->push_back(i);
     }
-    in = shapes[i];
+    layer_in = shapes[i];
   }
   return layers;
 }
 
-}  // namespace
+absl::StatusOr<std::vector<Shape>> LayerListShapes(const std::vector<LayerSpec>& layers,
+                                                   const Shape& in, const std::string& where) {
+  std::vector<Shape> shapes;
+  Shape shape = in;
+  for (size_t i = 0; i < layers.size(); ++i) {
+    absl::StatusOr<Shape> out = LayerOutputShape(layers[i], shape);
+    if (!out.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, "[", i, "] (",
+                                                     kLayerKindNames.Name(layers[i].kind),
+                                                     "): ", out.status().message()));
+    }
+    shape = *std::move(out);
+    shapes.push_back(shape);
+  }
+  return shapes;
+}
 
 int LayersOutputSize(const ModelSpec& spec) {
   if (spec.type != ModelType::kLayers) return spec.output_dim;
@@ -130,24 +154,12 @@ std::vector<LayerSpec> ModelLayers(const ModelSpec& spec) {
 }
 
 absl::StatusOr<std::vector<Shape>> LayerShapes(const ModelSpec& spec) {
-  const std::vector<LayerSpec> layers = ModelLayers(spec);
-  std::vector<Shape> shapes;
-  Shape shape = InputShape(spec);
-  for (size_t i = 0; i < layers.size(); ++i) {
-    absl::StatusOr<Shape> out = LayerOutputShape(layers[i], shape);
-    if (!out.ok()) {
-      const std::string where =
-          spec.type == ModelType::kLayers
-              ? absl::StrCat("model.layers[", i, "] (", kLayerKindNames.Name(layers[i].kind), ")")
-              : "model";
-      return absl::InvalidArgumentError(absl::StrCat(where, ": ", out.status().message()));
-    }
-    shape = *std::move(out);
-    shapes.push_back(shape);
-  }
-  if (shape.size() != 1) {
+  MONSOON_ASSIGN_OR_RETURN(std::vector<Shape> shapes,
+                           LayerListShapes(ModelLayers(spec), InputShape(spec), "model.layers"));
+  const Shape& out = shapes.empty() ? InputShape(spec) : shapes.back();
+  if (out.size() != 1) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "model.layers: the model's output ", ShapeText(shape),
+        "model.layers: the model's output ", ShapeText(out),
         " is not flat; end with a dense layer of as many units as classes or targets"));
   }
   return shapes;
@@ -177,26 +189,55 @@ std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
 
 namespace {
 
-// The summary's rows: header, one per layer, total.
-std::vector<std::array<std::string, 3>> SummaryRows(const ModelSpec& spec) {
-  std::vector<std::array<std::string, 3>> rows = {{"layer", "output shape", "parameters"}};
-  const std::vector<LayerSpec> specs = ModelLayers(spec);
-  const std::vector<Shape> shapes = LayerShapes(spec).value_or(std::vector<Shape>());
+using SummaryRow = std::array<std::string, 3>;
+
+// Appends a row per layer of `specs` on input `in` to `rows`, each name after `indent`, with
+// `layers` their computing layers (built from them in order); a residual block's layers follow
+// its row, indented. Returns the parameters of `specs`.
+size_t AppendSummaryRows(const std::vector<LayerSpec>& specs, const Shape& in,
+                         const std::vector<const Layer*>& layers, const std::string& indent,
+                         std::vector<SummaryRow>* rows) {
+  const std::vector<Shape> shapes = LayerListShapes(specs, in, "").value_or(std::vector<Shape>());
   std::vector<size_t> spec_index;  // of each computing layer
-  const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec, 0, &spec_index);
+  BuildLayerList(specs, in, 0, "", &spec_index);
   size_t total = 0, computing = 0;
+  Shape layer_in = in;
   for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {
     // A layer that computes nothing (a flatten of a plain input) has no parameters.
-    if (computing == layers.size() || spec_index[computing] != i) {
-      rows.push_back({kLayerKindNames.Name(specs[i].kind), ShapeText(shapes[i]), "0"});
+    if (computing == spec_index.size() || spec_index[computing] != i) {
+      rows->push_back({indent + kLayerKindNames.Name(specs[i].kind), ShapeText(shapes[i]), "0"});
+      layer_in = shapes[i];
       continue;
     }
     const Layer& layer = *layers[computing++];
     size_t params = 0;
     for (const ParamShape& shape : layer.param_shapes()) params += shape.size();
     total += params;
-    rows.push_back({layer.name(), ShapeText(shapes[i]), absl::StrCat(params)});
+    rows->push_back({indent + layer.name(), ShapeText(shapes[i]), absl::StrCat(params)});
+    if (const auto* block = dynamic_cast<const ResidualLayer*>(&layer)) {
+      const std::vector<Layer*> parts = block->parts();
+      std::vector<const Layer*> body(parts.begin(), parts.end());
+      if (block->projection() != nullptr) body.pop_back();
+      const size_t in_body =
+          AppendSummaryRows(specs[i].layers, layer_in, body, indent + "  ", rows);
+      if (block->projection() != nullptr) {
+        rows->push_back({indent + "  " + block->projection()->name(), ShapeText(shapes[i]),
+                         absl::StrCat(params - in_body)});
+      }
+    }
+    layer_in = shapes[i];
   }
+  return total;
+}
+
+// The summary's rows: header, one per layer, total.
+std::vector<SummaryRow> SummaryRows(const ModelSpec& spec) {
+  std::vector<SummaryRow> rows = {{"layer", "output shape", "parameters"}};
+  const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec);
+  std::vector<const Layer*> computing;
+  for (const auto& layer : layers) computing.push_back(layer.get());
+  const size_t total =
+      AppendSummaryRows(ModelLayers(spec), InputShape(spec), computing, "", &rows);
   rows.push_back({"total", "", absl::StrCat(total)});
   return rows;
 }
@@ -208,7 +249,7 @@ std::string Model::Summary(const ModelSpec& spec) {
     return absl::StrCat("the worker program's model (cluster.worker_program): ", spec.num_params,
                         " parameters\n");
   }
-  const std::vector<std::array<std::string, 3>> rows = SummaryRows(spec);
+  const std::vector<SummaryRow> rows = SummaryRows(spec);
   size_t width[2] = {0, 0};
   for (const auto& row : rows) {
     for (int c = 0; c < 2; ++c) width[c] = std::max(width[c], row[c].size());

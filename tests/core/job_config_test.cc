@@ -71,7 +71,8 @@ TEST_CASE("JobConfig: a model as a list of layers, shapes inferred, misfits name
         "model.layers[0].dense.units: expected an integer in [1, 16777216], got '0'");
   CHECK(error("  input_dim: 4\n  layers: [lstm]\n") ==
         "model.layers[0]: unknown layer 'lstm' (layers: dense, relu, tanh, sigmoid, flatten, "
-        "conv2d, maxpool2d, avgpool2d, dropout, globalavgpool2d, leaky_relu, batchnorm)");
+        "conv2d, maxpool2d, avgpool2d, dropout, globalavgpool2d, leaky_relu, batchnorm, "
+        "residual)");
   CHECK(error("  input_dim: 4\n  output_dim: 3\n  layers: [dense: {units: 2}]\n") ==
         "model.output_dim is 3 but the last layer's output is (2)");
   CHECK(error("  input_shape: [2, 2]\n  input_dim: 5\n  layers: [flatten, dense: {units: 2}]\n") ==
@@ -191,6 +192,50 @@ TEST_CASE("JobConfig: convolution and pooling layers, their settings and misfits
   REQUIRE(dropout.ok());
   CHECK(dropout->model.layers[1].rate == 0.25);
   CHECK(JobConfigToYaml(*dropout).find("{dropout: {rate: 0.25}}") != std::string::npos);
+}
+
+TEST_CASE("JobConfig: residual blocks nest a layer list, shapes and misfits named within",
+          "[core][config][model]") {
+  const auto job = [](const std::string& layers) {
+    return CsvJobWithModel(absl::StrCat("  input_shape: [1, 3, 3]\n  layers: ", layers, "\n"));
+  };
+  const std::string blocks =
+      "[residual: {layers: [conv2d: {filters: 1, kernel: 3, padding: same}, batchnorm]}, relu, "
+      "residual: {shortcut: projection, layers: [conv2d: {filters: 4, kernel: 3, stride: 2, "
+      "padding: same}]}, globalavgpool2d, dense: {units: 2}]";
+  auto config = ParseJobConfig(job(blocks), TempPath(""));
+  INFO(config.status().ToString());
+  REQUIRE(config.ok());
+  const std::vector<LayerSpec>& layers = config->model.layers;
+  REQUIRE(layers.size() == 5);
+  CHECK(layers[0].kind == LayerKind::kResidual);
+  CHECK(layers[0].layers.size() == 2);
+  CHECK(layers[0].shortcut == Shortcut::kIdentity);
+  CHECK(layers[2].shortcut == Shortcut::kProjection);
+  CHECK(LayerShapes(config->model)->at(2) == Shape{4, 2, 2});
+  // conv 9 + 1, batchnorm 1 + 1 (and 2 state), conv 4 * 9 + 4, projection 4 + 4, dense 8 + 2.
+  CHECK(Model::NumParams(config->model) == 10 + 2 + 2 + 40 + 8 + 10);
+  auto again = ParseJobConfig(JobConfigToYaml(*config), "/");
+  REQUIRE(again.ok());
+  CHECK(again->model.layers == layers);
+  const auto error = [&](const std::string& layers) { return ErrorOf(job(layers)); };
+  CHECK(error("[residual: {layers: [conv2d: {filters: 2, kernel: 1}]}, flatten, "
+              "dense: {units: 2}]") ==
+        "model.layers[0] (residual): its layers turn (1, 3, 3) into (2, 3, 3), which an "
+        "identity shortcut cannot add; use shortcut: projection");
+  CHECK(error("[residual: {shortcut: projection, layers: [flatten]}, dense: {units: 2}]") ==
+        "model.layers[0] (residual): no 1x1 projection with a stride turns (1, 3, 3) into (9) "
+        "(the block's output)");
+  CHECK(error("[residual: {layers: [dense: {units: 2}]}, flatten, dense: {units: 2}]") ==
+        "model.layers[0] (residual): layers[0] (dense): takes a flat input, got (1, 3, 3); put "
+        "a flatten before it");
+  CHECK(error("[residual: {layers: [conv2d: {filters: 2}]}, flatten, dense: {units: 2}]") ==
+        "model.layers[0].residual.layers[0].conv2d.kernel: required");
+  CHECK(error("[residual: {layers: []}, flatten, dense: {units: 2}]") ==
+        "model.layers[0].residual.layers: expected a non-empty list of layers, like [conv2d: "
+        "{filters: 16, kernel: 3}]");
+  CHECK(error("[residual, flatten, dense: {units: 2}]") ==
+        "model.layers[0].residual: needs {layers: ...}");
 }
 
 TEST_CASE("Layer kinds: each is declared once, and README's table has a row for each",

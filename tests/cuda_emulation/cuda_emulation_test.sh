@@ -92,4 +92,5 @@ mutate grid-one-short "$cuda" "dx + InputOffset(g, first), inputs);" \
 mutate event-wait-dropped "$cuda" \
   'Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");' ""
 mutate batchnorm-index "$cuda" "* g.pixels + j % g.pixels;" "* g.pixels;"
+mutate shortcut-dropped "$cuda" "y[i] = a[i] + b[i];" "y[i] = a[i];"
 finish

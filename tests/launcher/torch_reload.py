@@ -72,14 +72,22 @@ def same_padding(size, kernel, stride):
     return total // 2, total - total // 2
 
 
-def layer_list_model(run_dir):
-    """The run's model.layers as a PyTorch network (the kinds the tests train)."""
-    import yaml
+class Residual(nn.Module):
+    """A residual block: its layers plus the shortcut (identity or a 1x1 convolution)."""
 
-    model = yaml.safe_load(open(f"{run_dir}/config.yaml"))["model"]
-    shape = list(model["input_shape"])
+    def __init__(self, body, projection):
+        super().__init__()
+        self.body = body
+        self.projection = projection
+
+    def forward(self, x):
+        return self.body(x) + (x if self.projection is None else self.projection(x))
+
+
+def build(layers, shape):
+    """Monsoon's layer list on input `shape` as PyTorch modules; the output's shape."""
     modules = []
-    for entry in model["layers"]:
+    for entry in layers:
         kind, settings = (entry, {}) if isinstance(entry, str) else next(iter(entry.items()))
         settings = settings or {}
         if kind == "conv2d":
@@ -91,6 +99,14 @@ def layer_list_model(run_dir):
                 shape = [shape[0], shape[1] + top + bottom, shape[2] + left + right]
             modules.append(nn.Conv2d(shape[0], settings["filters"], k, stride))
             shape = [settings["filters"], (shape[1] - k) // stride + 1, (shape[2] - k) // stride + 1]
+        elif kind == "residual":
+            body, out = build(settings["layers"], shape)
+            projection = None
+            if settings.get("shortcut", "identity") == "projection":
+                stride = -(-shape[1] // out[1])
+                projection = nn.Conv2d(shape[0], out[0], 1, stride)
+            modules.append(Residual(body, projection))
+            shape = out
         elif kind == "batchnorm":
             norm = nn.BatchNorm2d if len(shape) == 3 else nn.BatchNorm1d
             modules.append(norm(shape[0], eps=float(settings.get("epsilon", 1e-5))))
@@ -99,6 +115,9 @@ def layer_list_model(run_dir):
             stride = settings.get("stride", size)
             modules.append(nn.MaxPool2d(size, stride))
             shape = [shape[0], (shape[1] - size) // stride + 1, (shape[2] - size) // stride + 1]
+        elif kind == "globalavgpool2d":
+            modules += [nn.AdaptiveAvgPool2d(1), nn.Flatten()]
+            shape = [shape[0]]
         elif kind == "flatten":
             modules.append(nn.Flatten())
             shape = [int(np.prod(shape))]
@@ -107,7 +126,15 @@ def layer_list_model(run_dir):
             shape = [settings["units"]]
         else:
             modules.append({"relu": nn.ReLU, "tanh": nn.Tanh}[kind]())
-    return nn.Sequential(*modules)
+    return nn.Sequential(*modules), shape
+
+
+def layer_list_model(run_dir):
+    """The run's model.layers as a PyTorch network, in Monsoon's parameter order."""
+    import yaml
+
+    model = yaml.safe_load(open(f"{run_dir}/config.yaml"))["model"]
+    return build(model["layers"], list(model["input_shape"]))[0]
 
 
 def program_model(script, run_dir):

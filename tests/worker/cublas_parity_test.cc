@@ -1,6 +1,7 @@
 // The CUDA backend against the CPU backend on random inputs, including odd sizes. Where no
 // usable GPU exists (or the build has no CUDA), every case prints the "SKIPPED: no GPU" line
 // tools/test.sh counts as a skip, and passes; with MONSOON_REQUIRE_GPU=1 it fails instead.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -411,7 +412,7 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
   auto gpu = GpuOrSkip();
   if (gpu == nullptr) return;
   std::mt19937 rng(11);
-  int built = 0, with_state = 0;
+  int built = 0, with_state = 0, with_blocks = 0;
   const auto pick = [&](std::initializer_list<int> values) {
     return *(values.begin() + rng() % values.size());
   };
@@ -428,6 +429,13 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
                              : pick({0, 1}) == 0 ? LayerKind::kTanh
                                                  : LayerKind::kLeakyRelu});
       if (pick({0, 1})) spec.layers.push_back(Pool(LayerKind::kMaxPool2d, 2, pick({1, 2})));
+    }
+    if (pick({0, 1})) {
+      const int filters = pick({2, 8});
+      spec.layers.push_back(Residual({Conv(filters, 3, pick({1, 2}), Padding::kSame),
+                                      BatchNorm(), {LayerKind::kRelu},
+                                      Conv(filters, 3, 1, Padding::kSame)},
+                                     Shortcut::kProjection));
     }
     if (pick({0, 1})) spec.layers.push_back(Dropout(0.25));
     spec.layers.push_back({pick({0, 1}) ? LayerKind::kGlobalAvgPool2d : LayerKind::kFlatten});
@@ -472,9 +480,13 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
       CHECK(eg.loss_sum == Approx(ec.loss_sum).epsilon(1e-4));
     }
     with_state += (*on_cpu)->num_state() > 0;
+    with_blocks += std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
+                     return l.kind == LayerKind::kResidual;
+                   });
   }
   CHECK(built >= 6);
   CHECK(with_state >= 3);
+  CHECK(with_blocks >= 3);
 }
 
 // A CNN's life on the device: create, weights in, three steps (one streamed), gradients and

@@ -137,6 +137,10 @@ void CpuBackend::Axpy(float alpha, const float* x, float* y, size_t n) {
   cblas_saxpy(static_cast<int>(n), alpha, x, 1, y, 1);
 }
 
+void CpuBackend::Add(const float* a, const float* b, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+
 void CpuBackend::NesterovStep(float learning_rate, float momentum, const float* g, float* v,
                               float* w, size_t n) {
   for (size_t i = 0; i < n; ++i) NesterovElement(learning_rate, momentum, g[i], &v[i], &w[i]);

@@ -36,6 +36,7 @@ class CpuBackend : public ComputeBackend {
   LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
                               float* dpred) override;
   void Axpy(float alpha, const float* x, float* y, size_t n) override;
+  void Add(const float* a, const float* b, float* y, size_t n) override;
   void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
                     size_t n) override;
 

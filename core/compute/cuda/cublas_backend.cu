@@ -139,6 +139,12 @@ __global__ void DropoutForwardKernel(float rate, uint64_t seed, const float* x, 
   }
 }
 
+__global__ void AddKernel(const float* a, const float* b, float* y, size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    y[i] = a[i] + b[i];
+  }
+}
+
 __global__ void MultiplyKernel(const float* a, const float* b, float* out, size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
     out[i] = a[i] * b[i];
@@ -568,6 +574,11 @@ class CublasBackend : public ComputeBackend {
     if (!status_.ok() || n == 0) return;
     MONSOON_LAUNCH(PoolBackwardKernel, Blocks(n), kThreads, compute_, g, kind == PoolKind::kMax, x,
                    dy, dx, n);
+  }
+
+  void Add(const float* a, const float* b, float* y, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    MONSOON_LAUNCH(AddKernel, Blocks(n), kThreads, compute_, a, b, y, n);
   }
 
   void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
