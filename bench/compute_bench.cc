@@ -1,11 +1,13 @@
-// Compute benchmark: CPU training-step samples/s of the default MLP (784-256-128-10), or of
-// the CNN of configs/fmnist_cnn.yaml, next to the time of the same-shape primitives alone (the
-// SGEMMs, and the CNN's oneDNN convolution primitives in their own layouts, without the
-// reorders from and to Monsoon's), at several batch sizes. Steps and primitives alternate,
+// Compute benchmark: CPU training-step samples/s of the default MLP (784-256-128-10), of the
+// CNN of configs/fmnist_cnn.yaml or of the ResNet of configs/fmnist_resnet.yaml, next to the
+// time of the same-shape primitives alone (the SGEMMs, and the convolutional models' oneDNN
+// convolution primitives in their own layouts, without the reorders from and to Monsoon's;
+// batch normalisation, the residual additions and the activations are not among them), at
+// several batch sizes. Steps and primitives alternate,
 // one of each a round. Prints one JSON object: medians over the rounds, and ratio = the median
 // of the rounds' primitives-only time / full step time (1.0 = no overhead).
 //
-//   compute_bench [--model mlp|cnn] [--steps N] [--threads T] [--breakdown]
+//   compute_bench [--model mlp|cnn|resnet] [--steps N] [--threads T] [--breakdown]
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
@@ -79,8 +81,9 @@ int Main(int argc, char** argv) {
   int steps = 200, threads = 1;
   std::string model_name = "mlp";
   bool breakdown = false;
-  app.add_option("--model", model_name, "the default job's MLP or fmnist_cnn's network")
-      ->check(CLI::IsMember({"mlp", "cnn"}));
+  app.add_option("--model", model_name,
+                 "the default job's MLP, or fmnist_cnn's or fmnist_resnet's network")
+      ->check(CLI::IsMember({"mlp", "cnn", "resnet"}));
   app.add_option("--steps", steps, "steps at batch 64 (fewer at larger batches)");
   app.add_option("--threads", threads, "BLAS and oneDNN threads");
   app.add_flag("--breakdown", breakdown,
@@ -89,8 +92,10 @@ int Main(int argc, char** argv) {
   CpuBackend cpu(threads);
   TimedBackend timed(&cpu);
   ComputeBackend& backend = breakdown ? static_cast<ComputeBackend&>(timed) : cpu;
-  const bool cnn = model_name == "cnn";
-  const ModelSpec spec = cnn ? BenchmarkCnn() : BenchmarkMlp();
+  const bool cnn = model_name != "mlp";  // a layer list with convolutions
+  const ModelSpec spec = model_name == "resnet" ? BenchmarkResnet()
+                         : cnn                  ? BenchmarkCnn()
+                                                : BenchmarkMlp();
   auto model = Model::Create(spec, &backend);
   std::vector<float> params((*model)->num_params());
   Model::InitialValues(spec, 1, 0, absl::MakeSpan(params));
@@ -98,7 +103,10 @@ int Main(int argc, char** argv) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> u(0, 1);
   std::cout << "{\n  \"benchmark\": \"compute\",\n  \"model\": \""
-            << (cnn ? "cnn conv32-pool-conv64-pool-128-10" : "mlp 784-256-128-10") << "\",\n"
+            << (model_name == "resnet" ? "resnet 16-32-64, 2 blocks a stage"
+                : cnn                  ? "cnn conv32-pool-conv64-pool-128-10"
+                                       : "mlp 784-256-128-10")
+            << "\",\n"
             << "  \"backend\": \"" << backend.name() << "\",\n  \"blas_threads\": " << threads
             << ",\n  \"results\": [\n";
   const std::vector<int> batches =

@@ -26,10 +26,12 @@ fi
 if [ "$quick" = 1 ]; then
   transport=(--sizes 1,4,16 --reps 2); apply=(--mib 8 --reps 2); compute=(--steps 10)
   compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 2); python_client=(--mib 4 --reps 2)
+  compute_resnet=(--model resnet --steps 2); pytorch_resnet=(--model resnet --steps 2)
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
   compute_cnn=(--model cnn --steps 80); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 10)
+  compute_resnet=(--model resnet --steps 40); pytorch_resnet=(--model resnet --steps 20)
   worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200
 fi
 
@@ -45,6 +47,8 @@ run compute "$bin/bench/compute_bench" "${compute[@]}"
 run compute_cnn "$bin/bench/compute_bench" "${compute_cnn[@]}"
 # The same network's step in PyTorch (Debian's python3-torch), one thread as compute_bench.
 run pytorch_cnn /usr/bin/python3 "$root/bench/pytorch_cnn_bench.py" "${pytorch_cnn[@]}"
+run compute_resnet "$bin/bench/compute_bench" "${compute_resnet[@]}"
+run pytorch_resnet /usr/bin/python3 "$root/bench/pytorch_cnn_bench.py" "${pytorch_resnet[@]}"
 run worker "$bin/bench/worker_bench" "${worker[@]}"
 # The Python client (monsoon.Client) against the C++ one, both to a transport_bench server.
 package="$bin/python"
@@ -74,6 +78,7 @@ def whole(name): return json.load(open(f"{out}/{name}.out"))
 def last_line(name): return json.loads(open(f"{out}/{name}.out").read().strip().splitlines()[-1])
 transport, apply, compute, worker = whole("transport"), last_line("apply"), whole("compute"), last_line("worker")
 compute_cnn, pytorch_cnn = whole("compute_cnn"), whole("pytorch_cnn")
+compute_resnet, pytorch_resnet = whole("compute_resnet"), whole("pytorch_resnet")
 python_client = whole("python_client")
 scaling = []
 for run in sorted(glob.glob(f"{out}/scaling/*")):
@@ -155,22 +160,28 @@ for what, ok, figures in checks:
 print(f"\n{'scaling (Downpour, fmnist MLP)':<34} {'samples/s':>10} {'comm share':>11}")
 for r in scaling:
     print(f"{r['workers']} worker(s), {r['servers']} server(s){'':<13} {r['samples_per_second']:>10.0f} {r['comm_share']:>11.3f}")
-torch_at = {r["batch"]: r["step_samples_per_second"] for r in pytorch_cnn["results"]}
-print(f"\n{'CNN step (fmnist_cnn), 1 thread':<34} {'samples/s':>10} {'PyTorch':>8} {'/ PyTorch':>10} "
-      f"{'/ primitives':>13}")
-for r in compute_cnn["results"]:
-    print(f"batch {r['batch']:<28} {r['step_samples_per_second']:>10} {torch_at[r['batch']]:>8} "
-          f"{r['step_samples_per_second'] / torch_at[r['batch']]:>10.2f} {r['ratio']:>13.3f}")
-cnn_checks = [
-    ("CNN step >= PyTorch 1.13, batch 64 and 256",
-     all(r["step_samples_per_second"] >= torch_at[r["batch"]] for r in compute_cnn["results"]),
-     " / ".join(f"{r['step_samples_per_second'] / torch_at[r['batch']]:.2f}" for r in compute_cnn["results"])),
-    ("CNN step >= 0.8 of its primitives alone", all(r["ratio"] >= 0.8 for r in compute_cnn["results"]),
-     " / ".join(f"{r['ratio']:.3f}" for r in compute_cnn["results"]))]
-print(f"\nissue 23 targets in this run{' (--quick: not for quoting)' if quick else ''}:")
-for what, ok, figures in cnn_checks:
-    print(f"  {what:<50} {verdict(ok):<8} {figures}")
-checks += cnn_checks
+def network_checks(title, issue, ours, torch, speedup):
+    """The table of a network's step against PyTorch's and its primitives', and its targets:
+    at least `speedup` times PyTorch's samples/s and 0.8 of its primitives alone."""
+    torch_at = {r["batch"]: r["step_samples_per_second"] for r in torch["results"]}
+    print(f"\n{title + ', 1 thread':<38} {'samples/s':>10} {'PyTorch':>8} {'/ PyTorch':>10} "
+          f"{'/ primitives':>13}")
+    for r in ours["results"]:
+        print(f"batch {r['batch']:<32} {r['step_samples_per_second']:>10} {torch_at[r['batch']]:>8} "
+              f"{r['step_samples_per_second'] / torch_at[r['batch']]:>10.2f} {r['ratio']:>13.3f}")
+    name = title.split()[0]
+    found = [
+        (f"{name} step >= {speedup:g}x PyTorch 1.13, batch 64 and 256",
+         all(r["step_samples_per_second"] >= speedup * torch_at[r["batch"]] for r in ours["results"]),
+         " / ".join(f"{r['step_samples_per_second'] / torch_at[r['batch']]:.2f}" for r in ours["results"])),
+        (f"{name} step >= 0.8 of its primitives alone", all(r["ratio"] >= 0.8 for r in ours["results"]),
+         " / ".join(f"{r['ratio']:.3f}" for r in ours["results"]))]
+    print(f"\nissue {issue} targets in this run{' (--quick: not for quoting)' if quick else ''}:")
+    for what, ok, figures in found:
+        print(f"  {what:<50} {verdict(ok):<8} {figures}")
+    return found
+checks += network_checks("CNN step (fmnist_cnn)", 23, compute_cnn, pytorch_cnn, 1)
+checks += network_checks("ResNet step (fmnist_resnet)", 33, compute_resnet, pytorch_resnet, 1.5)
 pc = python_client
 print(f"\nPython client (monsoon.Client), {pc['mib']} MiB: push {pc['python_push_gbps']:.3f} GB/s "
       f"(C++ {pc['cpp_push_gbps']:.3f}), pull {pc['python_pull_gbps']:.3f} GB/s (C++ {pc['cpp_pull_gbps']:.3f})")
@@ -182,6 +193,7 @@ print(f"  {client_check[0]:<50} {verdict(client_check[1]):<8} {client_check[2]}"
 checks.append(client_check)
 json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": compute,
            "compute_cnn": compute_cnn, "pytorch_cnn": pytorch_cnn, "python_client": python_client,
+           "compute_resnet": compute_resnet, "pytorch_resnet": pytorch_resnet,
            "worker": worker, "scaling": scaling,
            "targets": [{"target": what, "met": ok, "figures": figures}
                        for what, ok, figures in checks]},

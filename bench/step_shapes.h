@@ -29,14 +29,20 @@ inline ModelSpec BenchmarkMlp() {
   return spec;
 }
 
-// configs/fmnist_cnn.yaml's network: conv 3x3x32 same, ReLU, max-pool 2, conv 3x3x64 same,
-// ReLU, max-pool 2, dense 128, ReLU, dense 10 on 1x28x28 images.
-inline ModelSpec BenchmarkCnn() {
+// A layer list (to fill in) on 1x28x28 images of 10 classes.
+inline ModelSpec FashionMnistLayers() {
   ModelSpec spec;
   spec.type = ModelType::kLayers;
   spec.input_shape = {1, 28, 28};
   spec.input_dim = 784;
   spec.output_dim = 10;
+  return spec;
+}
+
+// configs/fmnist_cnn.yaml's network: conv 3x3x32 same, ReLU, max-pool 2, conv 3x3x64 same,
+// ReLU, max-pool 2, dense 128, ReLU, dense 10 on 1x28x28 images.
+inline ModelSpec BenchmarkCnn() {
+  ModelSpec spec = FashionMnistLayers();
   LayerSpec conv32, conv64, pool, dense128, dense10;
   conv32.kind = conv64.kind = LayerKind::kConv2d;
   conv32.filters = 32;
@@ -49,6 +55,40 @@ inline ModelSpec BenchmarkCnn() {
   dense10.units = 10;
   const LayerSpec relu{LayerKind::kRelu}, flatten{LayerKind::kFlatten};
   spec.layers = {conv32, relu, pool, conv64, relu, pool, flatten, dense128, relu, dense10};
+  return spec;
+}
+
+// configs/fmnist_resnet.yaml's network: a 3x3 convolution to 16 channels, batchnorm, ReLU;
+// three stages of two residual blocks (conv-batchnorm-ReLU-conv-batchnorm, then ReLU) of 16,
+// 32 and 64 channels, the first block of stages 2 and 3 halving the size through a 1x1
+// projection; global average pooling and a dense layer to 10 classes, on 1x28x28 images.
+inline ModelSpec BenchmarkResnet() {
+  ModelSpec spec = FashionMnistLayers();
+  const auto conv = [](int filters, int stride) {
+    LayerSpec c;
+    c.kind = LayerKind::kConv2d;
+    c.filters = filters;
+    c.kernel = 3;
+    c.stride = stride;
+    c.padding = Padding::kSame;
+    return c;
+  };
+  const LayerSpec bn{LayerKind::kBatchNorm}, relu{LayerKind::kRelu};
+  spec.layers = {conv(16, 1), bn, relu};
+  for (const int filters : {16, 32, 64}) {
+    for (int block = 0; block < 2; ++block) {
+      const bool halve = block == 0 && filters > 16;
+      LayerSpec residual{LayerKind::kResidual};
+      residual.layers = {conv(filters, halve ? 2 : 1), bn, relu, conv(filters, 1), bn};
+      residual.shortcut = halve ? Shortcut::kProjection : Shortcut::kIdentity;
+      spec.layers.push_back(residual);
+      spec.layers.push_back(relu);
+    }
+  }
+  spec.layers.push_back({LayerKind::kGlobalAvgPool2d});
+  LayerSpec dense{LayerKind::kDense};
+  dense.units = 10;
+  spec.layers.push_back(dense);
   return spec;
 }
 
@@ -92,23 +132,35 @@ inline std::vector<GemmShape> LayerListGemms(int batch, const ModelSpec& spec) {
   return gemms;
 }
 
-// A layer-list model's convolutions, and whether each computes its input's gradient (all but
-// a first layer).
+// A layer-list model's convolutions, those of its residual blocks (a projection last) among
+// them, and whether each computes its input's gradient (all but a first layer).
 struct ConvolutionStep {
   Conv2dGeometry geometry;
   bool input_gradient;
 };
-inline std::vector<ConvolutionStep> LayerListConvolutions(const ModelSpec& spec) {
-  const std::vector<LayerSpec> layers = ModelLayers(spec);
-  const std::vector<Shape> shapes = *LayerShapes(spec);
-  std::vector<ConvolutionStep> convolutions;
-  Shape in = spec.input_shape;
+inline void AppendConvolutions(const std::vector<LayerSpec>& layers, Shape in, bool first,
+                               std::vector<ConvolutionStep>* convolutions) {
+  const std::vector<Shape> shapes = *LayerListShapes(layers, in, "");
   for (size_t i = 0; i < layers.size(); ++i) {
+    const bool input_gradient = !first || i > 0;
     if (layers[i].kind == LayerKind::kConv2d) {
-      convolutions.push_back({ConvGeometryOf(layers[i], in), i > 0});
+      convolutions->push_back({ConvGeometryOf(layers[i], in), input_gradient});
+    } else if (layers[i].kind == LayerKind::kResidual) {
+      AppendConvolutions(layers[i].layers, in, !input_gradient, convolutions);
+      if (layers[i].shortcut == Shortcut::kProjection) {
+        LayerSpec projection{LayerKind::kConv2d};
+        projection.filters = shapes[i][0];
+        projection.kernel = 1;
+        projection.stride = (in[1] + shapes[i][1] - 1) / shapes[i][1];
+        convolutions->push_back({ConvGeometryOf(projection, in), input_gradient});
+      }
     }
     in = shapes[i];
   }
+}
+inline std::vector<ConvolutionStep> LayerListConvolutions(const ModelSpec& spec) {
+  std::vector<ConvolutionStep> convolutions;
+  AppendConvolutions(ModelLayers(spec), spec.input_shape, true, &convolutions);
   return convolutions;
 }
 

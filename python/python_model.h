@@ -26,7 +26,9 @@ namespace py = pybind11;
 // state, TrainableModel::num_state; 0 when absent), and the methods
 // compute_gradients(x, y, seed) -> the batch's summed loss, after writing the batch-mean loss
 // gradient into `grads` (and the state's current values into both arrays' state); and
-// evaluate(x, y) -> (summed loss, correct predictions). x is [rows, features] and y [rows] or
+// evaluate(x, y) -> (summed loss, correct predictions). With `own_loop` true the model is
+// trained by its user's loop (TrainableModel::trained_by_own_loop): compute_gradients then
+// returns that loop's gradient, or None once the loop has ended. x is [rows, features] and y [rows] or
 // [rows, targets], both float32 and valid only during the call. Borrows the object, which its
 // caller keeps alive. A Python exception ends the role: it goes to *raised (which the caller
 // owns and clears with the GIL held), and the model's status says what was raised.
@@ -42,6 +44,7 @@ class PythonModel : public TrainableModel {
           absl::StrCat("model.grads has ", grads_size, " values but model.params ", n_));
     }
     if (py::hasattr(model, "num_state")) state_ = model.attr("num_state").cast<size_t>();
+    if (py::hasattr(model, "own_loop")) own_loop_ = model.attr("own_loop").cast<bool>();
     if (state_ >= n_) {
       throw py::value_error(absl::StrCat("model.num_state is ", state_, " of ", n_,
                                          " values: no trained parameters left"));
@@ -54,15 +57,16 @@ class PythonModel : public TrainableModel {
   void SetParams(const float* host) override { Copy(host, params_); }
   void GetParams(float* host) override { Copy(params_, host); }
   void GetGrads(float* host) override { Copy(grads_, host); }
+  // The local steps (none where the user's loop takes its own).
   void AddWeightDecay(float weight_decay) override {
-    if (weight_decay > 0) Axpy(weight_decay, params_, grads_, n_ - state_);
+    if (weight_decay > 0 && !own_loop_) Axpy(weight_decay, params_, grads_, n_ - state_);
   }
   void ApplyLocalSgd(float learning_rate) override {
-    Axpy(-learning_rate, grads_, params_, n_ - state_);
+    if (!own_loop_) Axpy(-learning_rate, grads_, params_, n_ - state_);
   }
   void ApplyLocalNesterov(float learning_rate, float momentum) override {
     velocity_.resize(n_);
-    for (size_t i = 0; i < n_ - state_; ++i) {
+    for (size_t i = 0; i < (own_loop_ ? 0 : n_ - state_); ++i) {
       NesterovElement(learning_rate, momentum, grads_[i], &velocity_[i], &params_[i]);
     }
   }
@@ -75,14 +79,18 @@ class PythonModel : public TrainableModel {
   }
   absl::Status Synchronize() override { return status_; }
   void set_batch_seed(uint64_t seed) override { seed_ = seed; }
+  bool trained_by_own_loop() const override { return own_loop_; }
+  bool loop_ended() const override { return ended_; }
 
   BatchResult ComputeGradients(const float* x, const float* y, int rows) override {
     BatchResult result{0, 0, rows};
     Call([&] {
-      result.loss_sum =
-          model_.attr("compute_gradients")(View(x, rows, true), View(y, rows, false), seed_)
-              .cast<double>();
+      const py::object loss_sum =
+          model_.attr("compute_gradients")(View(x, rows, true), View(y, rows, false), seed_);
+      ended_ = own_loop_ && loss_sum.is_none();
+      if (!ended_) result.loss_sum = loss_sum.cast<double>();
     });
+    if (ended_) return result;
     if (status_.ok()) status_ = CheckFinite("the model's gradient", {grads_, n_});
     return result;
   }
@@ -140,6 +148,8 @@ class PythonModel : public TrainableModel {
   float* grads_ = nullptr;
   size_t n_ = 0;
   size_t state_ = 0;
+  bool own_loop_ = false;
+  bool ended_ = false;
   std::vector<float> velocity_;
   uint64_t seed_ = 0;
   int features_ = 0, targets_ = 0;

@@ -92,8 +92,9 @@ auto TrainingWorker::Timed(WorkerReport* report, std::string_view name, Call cal
 float TrainingWorker::RateScale() const { return rules_.learning_rate.Scale(shard_->progress()); }
 
 bool TrainingWorker::Done(const WorkerReport& report) const {
-  return shard_->progress() >= rules_.epochs ||
-         (rules_.max_steps > 0 && report.steps >= rules_.max_steps);
+  const bool epochs_done =
+      model_->trained_by_own_loop() ? model_->loop_ended() : shard_->progress() >= rules_.epochs;
+  return epochs_done || (rules_.max_steps > 0 && report.steps >= rules_.max_steps);
 }
 
 double TrainingWorker::EmulatedDelay(double compute_seconds, int64_t step) const {
@@ -119,6 +120,7 @@ void TrainingWorker::ComputeStep(WorkerReport* report) {
   model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
   const absl::Time start = absl::Now();
   const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
+  if (model_->loop_ended()) return;
   const bool slow = rules_.stragglers.slow_factor > 1;
   // A slow worker's factor applies to the compute itself, not to its launch on a GPU.
   if (slow) model_->Synchronize().IgnoreError();  // a device error comes back at the next sync
@@ -176,6 +178,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     }
     MONSOON_RETURN_IF_ERROR(
         ComputeGradients(pipeline.accumulator(), since_push > 0, &scratch, &report));
+    if (model_->loop_ended()) break;
     if (rules_.local_learning_rate > 0) {
       model_->AddWeightDecay(rules_.weight_decay);
       model_->ApplyLocalSgd(rules_.local_learning_rate * RateScale());
@@ -214,6 +217,7 @@ absl::Status TrainingWorker::ComputeGradients(absl::Span<float> sum, bool add,
   {
     const TraceScope compute = ComputeSpan(*report);
     ComputeStep(report);
+    if (model_->loop_ended()) return absl::OkStatus();  // nothing computed
     model_->GetGrads(add ? scratch->data() : sum.data());
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
   }
@@ -271,6 +275,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     TraceStep(report);
     LocalStep(&report);
+    if (model_->loop_ended()) break;
     // With overlap, the force lands after the first step that ends with its exchange arrived:
     // at least one step late and at most tau (the next exchange waits for it first).
     if (exchanger.in_flight() && exchanger.Arrived()) {
@@ -292,6 +297,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
 void TrainingWorker::LocalStep(WorkerReport* report) {
   const TraceScope compute = ComputeSpan(*report);
   ComputeStep(report);
+  if (model_->loop_ended()) return;
   const float eta = static_cast<float>(rules_.easgd.learning_rate) * RateScale();
   model_->AddWeightDecay(rules_.weight_decay);
   if (rules_.algorithm == Algorithm::kEamsgd) {

@@ -57,8 +57,8 @@ class TrainingWorker {
 
   // Continues where the servers last heard from this worker (Resume(): nowhere for a fresh
   // job; after a restart, right after its last push they all have), trains until
-  // training.epochs passes over the shard (or training.max_steps steps), then tells the
-  // servers it has finished. Pushes are numbered 1, 2, ... across restarts.
+  // training.epochs passes over the shard (a model trained by its own loop: until that loop
+  // ends) or training.max_steps steps, then tells the servers it has finished. Pushes are numbered 1, 2, ... across restarts.
   // Returns early with Cancelled when *stop becomes true, or with the first RPC or device
   // error (the process's role runner reports one after a stop as the stop's doing).
   absl::StatusOr<WorkerReport> Run(const std::atomic<bool>* stop);
@@ -77,7 +77,8 @@ class TrainingWorker {
   absl::StatusOr<WorkerReport> TrainElastic(const std::atomic<bool>* stop);
   // Loads the weights for this step into the model: those a push brought back, else a pull.
   absl::Status Fetch(const PullSchedule& schedule, PushingState* state, WorkerReport* report);
-  // One step's gradient into `sum`, or added to it (through `scratch`) when `add`.
+  // One step's gradient into `sum`, or added to it (through `scratch`) when `add`; nothing
+  // when the model's own loop has ended.
   absl::Status ComputeGradients(absl::Span<float> sum, bool add, std::vector<float>* scratch,
                                 WorkerReport* report);
   // Pushes the summed gradients (after waiting for the push in flight).

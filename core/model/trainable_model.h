@@ -67,6 +67,14 @@ class TrainableModel {
   // The random seed of the next ComputeGradients' random choices (dropout); a worker sets one
   // per step, so that a replayed step draws the same.
   virtual void set_batch_seed(uint64_t seed) = 0;
+
+  // A model trained by its user's own loop (monsoon.torch.DistributedOptimizer): each
+  // ComputeGradients waits for that loop's next gradient, from its own batches, and ignores
+  // the worker's; the loop's optimizer takes the local steps, so the model's own do nothing.
+  // The loop, not training.epochs, ends training: loop_ended() turns true (from a
+  // ComputeGradients that then computed nothing) once it has.
+  virtual bool trained_by_own_loop() const { return false; }
+  virtual bool loop_ended() const { return false; }
 };
 
 }  // namespace monsoon

@@ -21,7 +21,10 @@ state: they follow the parameters in the flat vector, workers send their values 
 and the servers keep them (README "Model state").
 """
 
+import atexit
+import os
 import sys
+import threading
 
 import numpy as np
 import torch
@@ -143,6 +146,215 @@ def load_state(module, params):
     _copy_into(tensors, torch.from_numpy(np.asarray(params, dtype=np.float32)))
 
 
+class _OwnLoop:
+    """Monsoon's worker loop (monsoon.run_role) on a thread of its own, trained by the user's
+    loop: each batch the worker loop asks for, it waits for the user's next
+    DistributedOptimizer.step(), whose gradient (and buffers) it then pushes as the job's
+    algorithm says; it pulls, exchanges and moves the weights only while the user's thread
+    waits in step(), so the module never changes under a forward pass."""
+
+    own_loop = True  # PythonModel: the user's loop draws the batches and takes local steps
+
+    def __init__(self, module, job):
+        self._flat = _FlatModule(module, job, None)
+        _check_sizes(self._flat, job)
+        self.params, self.grads, self.num_state = (
+            self._flat.params, self._flat.grads, self._flat.num_state)
+        flat_grads = torch.from_numpy(self.grads)
+        self._grads = []  # (parameter, its slice of the flat gradient)
+        offset = 0
+        for p in _trained(module):
+            self._grads.append((p, flat_grads[offset : offset + p.numel()].view_as(p)))
+            offset += p.numel()
+        self._turn = "monsoon"  # whose turn it is: Monsoon's worker loop's, or the user's
+        self._user_done = False
+        self._monsoon_done = False
+        self._error = None
+        self._loss = 0.0
+        self._cv = threading.Condition()
+        self._thread = threading.Thread(target=self._run, name="monsoon worker", daemon=True)
+        self._thread.start()
+        self._wait_for_user_turn()  # the servers' weights are in the module
+
+    def _run(self):
+        try:
+            monsoon.run_role(self)
+        except BaseException as e:  # handed to the user's thread
+            self._error = e
+        with self._cv:
+            self._monsoon_done = True
+            self._turn = "user"
+            self._cv.notify_all()
+
+    def _wait_for_user_turn(self):
+        with self._cv:
+            self._cv.wait_for(lambda: self._turn == "user")
+        if self._error is not None:
+            raise self._error
+        if self._monsoon_done and not self._user_done:
+            raise monsoon.Error(
+                "the job's worker has finished (training.max_steps) while the training loop "
+                "goes on")
+
+    def compute_gradients(self, x, y, seed):  # on Monsoon's thread
+        self._flat._load_state()
+        with self._cv:
+            self._turn = "user"
+            self._cv.notify_all()
+            self._cv.wait_for(lambda: self._turn == "monsoon" or self._user_done)
+            if self._user_done:
+                return None
+        return self._loss * len(x)
+
+    def evaluate(self, x, y):
+        return self._flat.evaluate(x, y)
+
+    def step(self, loss):  # on the user's thread
+        for p, flat in self._grads:
+            if p.grad is None:
+                flat.zero_()
+            elif p.grad.data_ptr() != flat.data_ptr():
+                flat.copy_(p.grad)
+        self._flat._store_state()
+        self._loss = 0.0 if loss is None else float(loss)
+        with self._cv:
+            self._turn = "monsoon"
+            self._cv.notify_all()
+        self._wait_for_user_turn()
+
+    def finish(self):
+        with self._cv:
+            self._user_done = True
+            self._cv.notify_all()
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+
+_loop = None
+
+
+def init(module):
+    """Joins the job that started this program with ``module``, for a training loop of your own.
+
+    As the launcher's first run (before the servers) it writes the module's initial weights,
+    and as the job's evaluator it scores the servers' weights with the module in ``eval()``
+    mode; both then end the program. As a worker it starts Monsoon's worker (the job's
+    algorithm, client, metrics and restarts) on a thread, loads the servers' weights into the
+    module and returns: train with ``DistributedOptimizer`` and ``DistributedSampler``. The
+    worker finishes when the program ends (or at ``finish()``).
+    """
+    global _loop
+    job = monsoon.job()
+    torch.set_num_threads(job.get("threads", 1))
+    if job["role"] == "init":
+        monsoon.write_initial_params(flat_params(module), num_state(module))
+        sys.exit(0)
+    if job["role"] == "evaluator":
+        model = _FlatModule(module, job, None)
+        _check_sizes(model, job)
+        _run_role(model)
+        sys.exit(0)
+    _loop = _OwnLoop(module, job)
+    atexit.register(_finish_at_exit)
+
+
+def finish():
+    """Ends this worker's training: tells the servers it has finished. Raises monsoon.Error
+    when the worker failed."""
+    global _loop
+    loop, _loop = _loop, None
+    if loop is not None:
+        loop.finish()
+
+
+def _finish_at_exit():
+    try:
+        finish()
+    except monsoon.Error as e:
+        print(f"monsoon: {e}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(e.exit_status)
+
+
+class DistributedOptimizer:
+    """Wraps a ``torch.optim`` optimizer of the module given to ``init``: ``step()`` does what
+    the job's algorithm says. Under downpour, sync and ssp it pushes the gradient (and takes
+    the servers' weights, when the algorithm pulls them), and the servers' optimizer (the
+    job's ``optimizer`` section) updates the weights: the wrapped optimizer takes no step.
+    Under easgd and eamsgd the wrapped optimizer takes the local step, and every ``easgd.tau``
+    steps the worker exchanges with the centre. ``step(loss=loss)`` puts the batch's loss in
+    the worker's metrics."""
+
+    def __init__(self, optimizer):
+        self.optimizer = optimizer
+        self._local = monsoon.job()["algorithm"] in ("easgd", "eamsgd")
+
+    def zero_grad(self, set_to_none=False):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def step(self, closure=None, loss=None):
+        if _loop is None:
+            raise monsoon.Error("monsoon.torch.init(module) must come before the first step")
+        if self._local:
+            result = self.optimizer.step(closure)
+            if loss is None and result is not None:
+                loss = result
+        _loop.step(loss)
+
+    def __getattr__(self, name):  # param_groups, state_dict, ...
+        return getattr(self.optimizer, name)
+
+
+class DistributedSampler(torch.utils.data.Sampler):
+    """This worker's shard of a map-style dataset: of one permutation of its indices (seeded
+    by the job's seed and the epoch, ``set_epoch``), every W-th from the worker's index, so
+    that the job's W workers draw disjoint shards, in a new order every epoch."""
+
+    def __init__(self, dataset, shuffle=True):
+        job = monsoon.job()
+        self.size = len(dataset)
+        self.shuffle = shuffle
+        # The init run (before the servers) never draws from it.
+        self.seed, self.index, self.workers = job["seed"], job["index"], job.get("workers", 1)
+        self.epoch = 0
+
+    def set_epoch(self, epoch):
+        self.epoch = epoch
+
+    def __iter__(self):
+        order = np.arange(self.size)
+        if self.shuffle:
+            order = np.random.default_rng([self.seed, self.epoch]).permutation(self.size)
+        return iter(order[self.index :: self.workers].tolist())
+
+    def __len__(self):
+        return len(range(self.index, self.size, self.workers))
+
+
+def _check_sizes(model, job):
+    mine = (model.params.size - model.num_state, model.num_state)
+    servers = (job["num_params"] - job["num_state"], job["num_state"])
+    if mine != servers:
+        raise monsoon.Error(
+            f"the model has {mine[0]} parameters and {mine[1]} buffer values but the job's "
+            f"servers hold {servers[0]} and {servers[1]} (made by the same program's first run; "
+            "is make_model deterministic?)"
+        )
+
+
+def _run_role(model):
+    """monsoon.run_role(model), ending the program with the role's exit status on Monsoon's
+    errors but a plain failure (which raise)."""
+    try:
+        monsoon.run_role(model)
+    except monsoon.Error as e:
+        if e.exit_status != 1:
+            print(f"monsoon: {e}", file=sys.stderr)
+            sys.exit(e.exit_status)
+        raise
+
+
 def run(make_model, loss=None):
     """Runs this process's role of the job that started it, with ``make_model()``'s module.
 
@@ -159,18 +371,5 @@ def run(make_model, loss=None):
         monsoon.write_initial_params(flat_params(module), num_state(module))
         return
     model = _FlatModule(module, job, loss)
-    mine = (model.params.size - model.num_state, model.num_state)
-    servers = (job["num_params"] - job["num_state"], job["num_state"])
-    if mine != servers:
-        raise monsoon.Error(
-            f"the model has {mine[0]} parameters and {mine[1]} buffer values but the job's "
-            f"servers hold {servers[0]} and {servers[1]} (made by the same program's first run; "
-            "is make_model deterministic?)"
-        )
-    try:
-        monsoon.run_role(model)
-    except monsoon.Error as e:
-        if e.exit_status != 1:
-            print(f"monsoon: {e}", file=sys.stderr)
-            sys.exit(e.exit_status)
-        raise
+    _check_sizes(model, job)
+    _run_role(model)

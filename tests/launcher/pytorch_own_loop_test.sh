@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# A PyTorch script that keeps its own training loop (README "Keep your own training loop"):
+#   - examples/pytorch_own_loop.py, the classic PyTorch MNIST example, reaches >= 0.88 after
+#     its 2 epochs under Downpour with 2 workers, with every push applied once and the loop's
+#     losses in the workers' metrics;
+#   - the same script runs under sync and easgd (in CI one batch an epoch, --dry-run);
+#   - README's diff is every line that differs from the plain script: undone on the example,
+#     it leaves a PyTorch script without Monsoon, which trains;
+#   - a loop that outlives training.max_steps and a step before init are clear errors.
+source tests/launcher/test_lib.sh
+export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
+
+at_least() {  # at_least WHAT VALUE MIN
+  python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$2" "$3" \
+    && pass "$1: $2 >= $3" || fail "$1: $2 < $3"
+}
+# job NAME ARGS...: examples/pytorch_own_loop.yaml with the script's arguments ARGS.
+job() {
+  local name=$1
+  shift
+  local args=""
+  for a in "$@"; do args+=", \"$a\""; done
+  sed -e "s|pytorch_own_loop.py, --epochs, \"2\"\]|$PWD/examples/pytorch_own_loop.py$args]|" \
+    examples/pytorch_own_loop.yaml >"$WORK/$name.yaml"
+}
+
+timeout 900 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$WORK/downpour" \
+  >"$WORK/downpour.txt" 2>&1
+expect_eq "own loop, downpour: exit status" "$?" "0"
+tail -1 "$WORK/downpour.txt"
+at_least "own loop, downpour: test accuracy after 2 epochs" \
+  "$(json_get "$WORK/downpour/summary.json" final_test_accuracy)" 0.88
+check_ledger "$WORK/downpour" && pass "own loop: every push applied exactly once" || fail "ledger"
+python3 - "$WORK/downpour/metrics/worker-0.csv" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) > 400 and all(float(r["loss"]) > 0 for r in rows), len(rows)
+PY
+expect_eq "own loop: a row per step with the loop's loss in the worker's metrics" "$?" "0"
+
+if [ "${CI:-}" = "true" ]; then short=(--epochs 2 --dry-run); else short=(--epochs 1); fi
+for algorithm in sync easgd; do
+  job "$algorithm" "${short[@]}"
+  timeout 600 "$MONSOON" run "$WORK/$algorithm.yaml" --run-dir "$WORK/$algorithm" \
+    --set training.algorithm=$algorithm >"$WORK/$algorithm.txt" 2>&1
+  expect_eq "own loop, $algorithm (${short[*]}): exit status" "$?" "0"
+  check_ledger "$WORK/$algorithm" && pass "own loop, $algorithm: every push applied once" \
+    || fail "own loop, $algorithm: ledger"
+  [ "${CI:-}" = "true" ] || at_least "own loop, $algorithm: test accuracy after 1 epoch" \
+    "$(json_get "$WORK/$algorithm/summary.json" final_test_accuracy)" 0.8
+done
+
+# README's diff, undone on the example: each + line that follows - lines goes back to them,
+# a lone + line goes. What is left must not mention Monsoon, and must train (one batch).
+python3 - README.md examples/pytorch_own_loop.py "$WORK/plain.py" <<'PY'
+import re, sys
+readme, example, plain = sys.argv[1:]
+text = open(readme).read()
+block = re.search(r"### Keep your own training loop.*?```diff\n(.*?)```", text, re.S).group(1)
+diff = block.splitlines()
+changed = [l for l in diff if l[:1] in "+-"]
+assert len(changed) == len(diff) and len(changed) <= 10, diff
+lines = open(example).read().splitlines()
+removed = []
+for l in diff:
+    if l.startswith("-"):
+        removed.append(l[1:])
+        continue
+    i = lines.index(l[1:])  # ValueError: a + line the example does not have
+    lines[i : i + 1] = removed
+    removed = []
+assert not removed, removed
+body = [l for l in lines if not l.lstrip().startswith(("#", '"', "README", "monsoon run"))]
+assert not any("monsoon" in l for l in body), [l for l in body if "monsoon" in l]
+open(plain, "w").write("\n".join(lines) + "\n")
+PY
+expect_eq "README's diff is every line that differs from the plain script" "$?" "0"
+timeout 300 python3 "$WORK/plain.py" --epochs 1 --dry-run >"$WORK/plain.txt" 2>&1
+expect_eq "the plain script README's diff leaves trains without Monsoon" "$?" "0"
+
+# A loop that goes on after the worker's last step (training.max_steps), and a step before
+# init.
+timeout 300 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$WORK/max_steps" \
+  --set training.max_steps=5 >"$WORK/max_steps.txt" 2>&1
+status=$?
+[ "$status" -ne 0 ] && grep -qF "the job's worker has finished (training.max_steps) while the training loop goes on" \
+  "$WORK/max_steps.txt" && pass "a loop past training.max_steps: exit $status, named" \
+  || fail "a loop past training.max_steps: exit $status: $(tail -3 "$WORK/max_steps.txt")"
+MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" MONSOON_INDEX=0 MONSOON_GPU=-1 \
+  MONSOON_SEED=1 PYTHONPATH="$PWD/python" \
+  python3 - >"$WORK/early.txt" 2>&1 <<'PY'
+import torch
+import monsoon.torch
+model = torch.nn.Linear(2, 2)
+optimizer = monsoon.torch.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
+optimizer.step()
+PY
+grep -qF "monsoon.torch.init(module) must come before the first step" "$WORK/early.txt" \
+  && pass "a step before init: named" || fail "a step before init: $(tail -2 "$WORK/early.txt")"
+finish
