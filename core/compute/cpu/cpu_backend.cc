@@ -14,6 +14,7 @@
 
 #include "core/compute/conv_math.h"
 #include "core/compute/kernel_math.h"
+#include "core/multiversion.h"
 
 namespace monsoon {
 
@@ -511,13 +512,80 @@ void CpuBackend::DropoutBackward(const float* mask, const float* dy, float* dx, 
 
 namespace {
 
-// Calls f(i) with the flat index of each of channel c's batch * pixels values, in memory order.
-template <class F>
-void ForEachOfChannel(const BatchNormGeometry& g, int batch, int c, F f) {
-  for (int b = 0; b < batch; ++b) {
-    const size_t base = (static_cast<size_t>(b) * g.channels + c) * g.pixels;
-    for (int p = 0; p < g.pixels; ++p) f(base + p);
+// Batch normalisation's passes over one row: a channel's `n` pixels of one example. Sums run
+// in kLanes float lanes (so that they vectorise), added up in double per channel by the caller.
+constexpr int kLanes = 16;
+
+template <class Term>
+float LaneSum(size_t n, Term term) {
+  float lanes[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) lanes[l] += term(i + l);
   }
+  for (; i < n; ++i) lanes[0] += term(i);
+  float sum = 0;
+  for (const float lane : lanes) sum += lane;
+  return sum;
+}
+
+MONSOON_MULTIVERSION float RowSum(const float* x, size_t n) {
+  return LaneSum(n, [x](size_t i) { return x[i]; });
+}
+
+MONSOON_MULTIVERSION float RowSquares(const float* x, size_t n, float mean) {
+  return LaneSum(n, [x, mean](size_t i) { return (x[i] - mean) * (x[i] - mean); });
+}
+
+// Sums of dy and of dy * xhat over a row, in one pass.
+MONSOON_MULTIVERSION void RowGradientSums(const float* x, const float* dy, size_t n, float mean,
+                                          float invstd, float* sum_dy, float* sum_dy_xhat) {
+  float dys[kLanes] = {}, products[kLanes] = {};
+  size_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      dys[l] += dy[i + l];
+      products[l] += dy[i + l] * ((x[i + l] - mean) * invstd);
+    }
+  }
+  for (; i < n; ++i) {
+    dys[0] += dy[i];
+    products[0] += dy[i] * ((x[i] - mean) * invstd);
+  }
+  *sum_dy = *sum_dy_xhat = 0;
+  for (int l = 0; l < kLanes; ++l) {
+    *sum_dy += dys[l];
+    *sum_dy_xhat += products[l];
+  }
+}
+
+MONSOON_MULTIVERSION void RowNormalise(const float* x, size_t n, float mean, float invstd,
+                                       float gamma, float beta, float* y) {
+  for (size_t i = 0; i < n; ++i) y[i] = BatchNormElement(x[i], mean, invstd, gamma, beta);
+}
+
+MONSOON_MULTIVERSION void RowInputGradient(bool training, const float* x, const float* dy,
+                                           size_t n, float mean, float invstd, float gamma,
+                                           float mean_dy, float mean_dy_xhat, float* dx) {
+  // The two modes as loops of their own, so that each vectorises.
+  if (training) {
+    for (size_t i = 0; i < n; ++i) {
+      dx[i] = BatchNormGradientElement(true, gamma, invstd, (x[i] - mean) * invstd, dy[i],
+                                       mean_dy, mean_dy_xhat);
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      dx[i] = BatchNormGradientElement(false, gamma, invstd, 0.0f, dy[i], 0.0f, 0.0f);
+    }
+  }
+}
+
+// The sum over channel c's rows of row(offset of the row), in double.
+template <class Row>
+double ChannelSum(const BatchNormGeometry& g, int batch, int c, Row row) {
+  double sum = 0;
+  for (int b = 0; b < batch; ++b) sum += row((static_cast<size_t>(b) * g.channels + c) * g.pixels);
+  return sum;
 }
 
 }  // namespace
@@ -530,21 +598,19 @@ void CpuBackend::BatchNormForward(const BatchNormGeometry& g, bool training, con
   for (int c = 0; c < g.channels; ++c) {
     float m = running_mean[c], variance = running_var[c];
     if (training) {
-      double sum = 0, squares = 0;
-      ForEachOfChannel(g, batch, c, [&](size_t i) { sum += x[i]; });
-      m = static_cast<float>(sum / count);
-      ForEachOfChannel(g, batch, c, [&](size_t i) {
-        const double d = x[i] - m;
-        squares += d * d;
-      });
-      variance = static_cast<float>(squares / count);
+      m = static_cast<float>(
+          ChannelSum(g, batch, c, [&](size_t at) { return RowSum(x + at, g.pixels); }) / count);
+      variance = static_cast<float>(
+          ChannelSum(g, batch, c, [&](size_t at) { return RowSquares(x + at, g.pixels, m); }) /
+          count);
       BatchNormRunningUpdate(g.momentum, m, variance, count, &running_mean[c], &running_var[c]);
     }
     mean[c] = m;
     invstd[c] = 1.0f / std::sqrt(variance + g.epsilon);
-    ForEachOfChannel(g, batch, c, [&](size_t i) {
-      y[i] = BatchNormElement(x[i], m, invstd[c], gamma[c], beta[c]);
-    });
+    for (int b = 0; b < batch; ++b) {
+      const size_t at = (static_cast<size_t>(b) * g.channels + c) * g.pixels;
+      RowNormalise(x + at, g.pixels, m, invstd[c], gamma[c], beta[c], y + at);
+    }
   }
 }
 
@@ -555,19 +621,22 @@ void CpuBackend::BatchNormBackward(const BatchNormGeometry& g, bool training, co
   const double count = static_cast<double>(batch) * g.pixels;
   for (int c = 0; c < g.channels; ++c) {
     double sum_dy = 0, sum_dy_xhat = 0;
-    ForEachOfChannel(g, batch, c, [&](size_t i) {
-      sum_dy += dy[i];
-      sum_dy_xhat += dy[i] * ((x[i] - mean[c]) * invstd[c]);
-    });
+    for (int b = 0; b < batch; ++b) {
+      const size_t at = (static_cast<size_t>(b) * g.channels + c) * g.pixels;
+      float row_dy, row_dy_xhat;
+      RowGradientSums(x + at, dy + at, g.pixels, mean[c], invstd[c], &row_dy, &row_dy_xhat);
+      sum_dy += row_dy;
+      sum_dy_xhat += row_dy_xhat;
+    }
     dbeta[c] = static_cast<float>(sum_dy);
     dgamma[c] = static_cast<float>(sum_dy_xhat);
     if (dx == nullptr) continue;
-    const float mean_dy = static_cast<float>(sum_dy / count);
-    const float mean_dy_xhat = static_cast<float>(sum_dy_xhat / count);
-    ForEachOfChannel(g, batch, c, [&](size_t i) {
-      dx[i] = BatchNormGradientElement(training, gamma[c], invstd[c], (x[i] - mean[c]) * invstd[c],
-                                       dy[i], mean_dy, mean_dy_xhat);
-    });
+    for (int b = 0; b < batch; ++b) {
+      const size_t at = (static_cast<size_t>(b) * g.channels + c) * g.pixels;
+      RowInputGradient(training, x + at, dy + at, g.pixels, mean[c], invstd[c], gamma[c],
+                       static_cast<float>(sum_dy / count), static_cast<float>(sum_dy_xhat / count),
+                       dx + at);
+    }
   }
 }
 
