@@ -23,12 +23,14 @@ assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["sc
 # --quick has no 64 or 256 MiB figures: the apply and the two worker-loop targets are judged.
 assert [t["target"].split(" >=")[0] for t in b["targets"]] == [
     "server apply (SGD)", "Downpour every step", "EASGD tau 8", "CNN step", "CNN step",
-    "Python client push and pull"], b["targets"]
+    "ResNet step", "ResNet step", "Python client push and pull"], b["targets"]
 pc = b["python_client"]
 assert pc["mib"] == 4 and all(pc[k] > 0 for k in ("python_push_gbps", "cpp_push_gbps",
                                                   "python_pull_gbps", "cpp_pull_gbps")), pc
-assert [r["batch"] for r in b["pytorch_cnn"]["results"]] == [64, 256]
-assert all(r["step_samples_per_second"] > 0 for r in b["pytorch_cnn"]["results"])
+for torch in ("pytorch_cnn", "pytorch_resnet"):
+    assert [r["batch"] for r in b[torch]["results"]] == [64, 256], torch
+    assert all(r["step_samples_per_second"] > 0 for r in b[torch]["results"]), torch
+assert all(r["ratio"] > 0 for r in b["compute_resnet"]["results"])
 assert all(isinstance(t["met"], bool) for t in b["targets"])
 print("bench.json: every section present")
 PY
