@@ -236,6 +236,12 @@ TEST_CASE("JobConfig: residual blocks nest a layer list, shapes and misfits name
         "{filters: 16, kernel: 3}]");
   CHECK(error("[residual, flatten, dense: {units: 2}]") ==
         "model.layers[0].residual: needs {layers: ...}");
+  CHECK(error("[batchnorm: {momentum: 1}, flatten, dense: {units: 2}]") ==
+        "model.layers[0].batchnorm.momentum: expected a number in [0, 1), got '1'");
+  CHECK(error("[batchnorm: {epsilon: 0}, flatten, dense: {units: 2}]") ==
+        "model.layers[0].batchnorm.epsilon: expected a number in [1e-12, 1), got '0'");
+  CHECK(error("[batchnorm: {eps: 0.1}, flatten, dense: {units: 2}]") ==
+        "model.layers[0].batchnorm.eps: unknown setting (allowed: momentum, epsilon)");
 }
 
 TEST_CASE("Layer kinds: each is declared once, and README's table has a row for each",
