@@ -76,6 +76,7 @@ py::dict JobInfo() {
   info["num_params"] = m.num_params;
   info["num_state"] = m.num_state;
   info["algorithm"] = std::string(kAlgorithmNames.Name(config.training.algorithm));
+  info["batch_size"] = config.training.batch_size;
   return info;
 }
 

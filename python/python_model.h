@@ -28,7 +28,8 @@ namespace py = pybind11;
 // gradient into `grads` (and the state's current values into both arrays' state); and
 // evaluate(x, y) -> (summed loss, correct predictions). With `own_loop` true the model is
 // trained by its user's loop (TrainableModel::trained_by_own_loop): compute_gradients then
-// returns that loop's gradient, or None once the loop has ended. x is [rows, features] and y [rows] or
+// returns that loop's gradient, or None once the loop has ended, and the object's `steps_done`
+// is set to the worker's steps before it. x is [rows, features] and y [rows] or
 // [rows, targets], both float32 and valid only during the call. Borrows the object, which its
 // caller keeps alive. A Python exception ends the role: it goes to *raised (which the caller
 // owns and clears with the GIL held), and the model's status says what was raised.
@@ -80,11 +81,13 @@ class PythonModel : public TrainableModel {
   absl::Status Synchronize() override { return status_; }
   void set_batch_seed(uint64_t seed) override { seed_ = seed; }
   bool trained_by_own_loop() const override { return own_loop_; }
+  void set_steps_done(int64_t steps) override { steps_done_ = steps; }
   bool loop_ended() const override { return ended_; }
 
   BatchResult ComputeGradients(const float* x, const float* y, int rows) override {
     BatchResult result{0, 0, rows};
     Call([&] {
+      if (own_loop_) model_.attr("steps_done") = steps_done_;
       const py::object loss_sum =
           model_.attr("compute_gradients")(View(x, rows, true), View(y, rows, false), seed_);
       ended_ = own_loop_ && loss_sum.is_none();
@@ -150,6 +153,7 @@ class PythonModel : public TrainableModel {
   size_t state_ = 0;
   bool own_loop_ = false;
   bool ended_ = false;
+  int64_t steps_done_ = 0;
   std::vector<float> velocity_;
   uint64_t seed_ = 0;
   int features_ = 0, targets_ = 0;

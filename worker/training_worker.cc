@@ -118,6 +118,7 @@ void TrainingWorker::ComputeStep(WorkerReport* report) {
   const int rows = shard_->NextBatch(rules_.batch_size, &x_, &y_);
   // Dropout masks from (seed, worker, step): a replayed step draws the same ones.
   model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
+  model_->set_steps_done(report->steps);
   const absl::Time start = absl::Now();
   const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
   if (model_->loop_ended()) return;

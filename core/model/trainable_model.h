@@ -75,6 +75,9 @@ class TrainableModel {
   // ComputeGradients that then computed nothing) once it has.
   virtual bool trained_by_own_loop() const { return false; }
   virtual bool loop_ended() const { return false; }
+  // The worker's steps before the next ComputeGradients (a restarted worker's count on from
+  // where the servers last heard from it), so that an own loop can resume its data there.
+  virtual void set_steps_done(int64_t /*steps*/) {}
 };
 
 }  // namespace monsoon

@@ -166,6 +166,8 @@ class _OwnLoop:
         for p in _trained(module):
             self._grads.append((p, flat_grads[offset : offset + p.numel()].view_as(p)))
             offset += p.numel()
+        self.steps_done = 0  # the worker's steps before its current one (set by run_role)
+        self.batch_size = job["batch_size"]
         self._turn = "monsoon"  # whose turn it is: Monsoon's worker loop's, or the user's
         self._user_done = False
         self._monsoon_done = False
@@ -309,7 +311,9 @@ class DistributedOptimizer:
 class DistributedSampler(torch.utils.data.Sampler):
     """This worker's shard of a map-style dataset: of one permutation of its indices (seeded
     by the job's seed and the epoch, ``set_epoch``), every W-th from the worker's index, so
-    that the job's W workers draw disjoint shards, in a new order every epoch."""
+    that the job's W workers draw disjoint shards, in a new order every epoch. A restarted
+    worker's sampler skips what the worker had trained on before (its steps times the job's
+    ``training.batch_size``), across as many epochs as that takes."""
 
     def __init__(self, dataset, shuffle=True):
         job = monsoon.job()
@@ -318,6 +322,7 @@ class DistributedSampler(torch.utils.data.Sampler):
         # The init run (before the servers) never draws from it.
         self.seed, self.index, self.workers = job["seed"], job["index"], job.get("workers", 1)
         self.epoch = 0
+        self._skip = None  # examples still to skip (known once the worker has started)
 
     def set_epoch(self, epoch):
         self.epoch = epoch
@@ -326,7 +331,13 @@ class DistributedSampler(torch.utils.data.Sampler):
         order = np.arange(self.size)
         if self.shuffle:
             order = np.random.default_rng([self.seed, self.epoch]).permutation(self.size)
-        return iter(order[self.index :: self.workers].tolist())
+        mine = order[self.index :: self.workers]
+        if self._skip is None and _loop is not None:
+            self._skip = _loop.steps_done * _loop.batch_size
+        skipped = min(self._skip or 0, len(mine))
+        if self._skip:
+            self._skip -= skipped
+        return iter(mine[skipped:].tolist())
 
     def __len__(self):
         return len(range(self.index, self.size, self.workers))

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A PyTorch script that keeps its own training loop (README "Keep your own training loop"):
 #   - examples/pytorch_own_loop.py, the classic PyTorch MNIST example, reaches >= 0.88 after
-#     its 2 epochs under Downpour with 2 workers, with every push applied once and the loop's
-#     losses in the workers' metrics;
+#     its 2 epochs under Downpour with 2 workers, one of them killed and restarted on the way:
+#     every push applied once, the restarted loop resuming its data, the loop's losses in the
+#     workers' metrics;
 #   - the same script runs under sync and easgd (in CI one batch an epoch, --dry-run);
 #   - README's diff is every line that differs from the plain script: undone on the example,
 #     it leaves a PyTorch script without Monsoon, which trains;
@@ -24,19 +25,34 @@ job() {
     examples/pytorch_own_loop.yaml >"$WORK/$name.yaml"
 }
 
-timeout 900 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$WORK/downpour" \
-  >"$WORK/downpour.txt" 2>&1
-expect_eq "own loop, downpour: exit status" "$?" "0"
+# Worker 0 is killed after 100 steps: restarted, it resumes Monsoon's pushes and the loop's
+# data where the servers last heard from it.
+run="$WORK/downpour"
+timeout 900 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$run" \
+  --set reliability.worker_restarts=1 >"$WORK/downpour.txt" 2>&1 &
+launcher=$!
+for _ in $(seq 1200); do [ "$(rows "$run/metrics/worker-0.csv")" -gt 100 ] && break; sleep 0.1; done
+for p in $(pgrep -f "pytorch_own_loop.py" || true); do
+  env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
+  grep -qx "MONSOON_RUN_DIR=$run" <<<"$env_of" && grep -qx "MONSOON_ROLE=worker" <<<"$env_of" &&
+    grep -qx "MONSOON_INDEX=0" <<<"$env_of" && kill -9 "$p" && echo "killed worker 0 ($p)"
+done
+wait "$launcher"
+expect_eq "own loop, downpour, worker 0 killed: exit status" "$?" "0"
 tail -1 "$WORK/downpour.txt"
+grep -q "worker-0 was killed by signal 9 (Killed); restarting it" "$WORK/downpour.txt" \
+  && pass "own loop: the killed worker was restarted" || fail "no restart"
 at_least "own loop, downpour: test accuracy after 2 epochs" \
-  "$(json_get "$WORK/downpour/summary.json" final_test_accuracy)" 0.88
-check_ledger "$WORK/downpour" && pass "own loop: every push applied exactly once" || fail "ledger"
-python3 - "$WORK/downpour/metrics/worker-0.csv" <<'PY'
+  "$(json_get "$run/summary.json" final_test_accuracy)" 0.88
+check_ledger "$run" && pass "own loop: every push applied exactly once" || fail "ledger"
+python3 - "$run/metrics/worker-0.csv" "$run/metrics/worker-1.csv" <<'PY'
 import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
-assert len(rows) > 400 and all(float(r["loss"]) > 0 for r in rows), len(rows)
+killed, other = (list(csv.DictReader(open(path))) for path in sys.argv[1:])
+assert len(other) == 2 * 469 and all(float(r["loss"]) > 0 for r in other), len(other)
+assert [r["step"] for r in killed] == [r["step"] for r in other], (len(killed), len(other))
 PY
-expect_eq "own loop: a row per step with the loop's loss in the worker's metrics" "$?" "0"
+expect_eq "own loop: the restarted worker's loop resumed its data (both 2 x 469 steps, losses kept)" \
+  "$?" "0"
 
 if [ "${CI:-}" = "true" ]; then short=(--epochs 2 --dry-run); else short=(--epochs 1); fi
 for algorithm in sync easgd; do
