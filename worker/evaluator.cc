@@ -83,21 +83,39 @@ absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& s
   return result;
 }
 
+namespace {
+
+bool WorkersDone(const std::vector<ServerStats>& stats) {
+  return std::all_of(stats.begin(), stats.end(), [](const ServerStats& s) {
+    return s.workers_finished + static_cast<int>(s.workers_lost.size()) == s.workers_expected;
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<bool> Evaluator::WaitForNext(absl::Time next, const std::atomic<bool>* stop) {
+  absl::Time look = absl::Now() + absl::Seconds(1);
+  while (absl::Now() < next) {
+    if (stop != nullptr && stop->load()) return absl::CancelledError("evaluator stopped by signal");
+    if (absl::Now() >= look) {
+      MONSOON_ASSIGN_OR_RETURN(const std::vector<ServerStats> stats, client_->AllStats());
+      if (WorkersDone(stats)) return true;
+      look = absl::Now() + absl::Seconds(1);
+    }
+    absl::SleepFor(std::min(absl::Milliseconds(50), next - absl::Now()));
+  }
+  return false;
+}
+
 absl::StatusOr<EvalResult> Evaluator::RunUntilWorkersFinish(absl::Duration interval,
                                                             const std::atomic<bool>* stop) {
   while (true) {
     const absl::Time next = absl::Now() + interval;
     MONSOON_ASSIGN_OR_RETURN(std::vector<ServerStats> stats, client_->AllStats());
-    const bool workers_done = std::all_of(stats.begin(), stats.end(), [](const ServerStats& s) {
-      return s.workers_finished + static_cast<int>(s.workers_lost.size()) == s.workers_expected;
-    });
-    if (workers_done) break;
+    if (WorkersDone(stats)) break;
     MONSOON_RETURN_IF_ERROR(Evaluate(stats).status());
-    while (absl::Now() < next) {
-      if (stop != nullptr && stop->load())
-        return absl::CancelledError("evaluator stopped by signal");
-      absl::SleepFor(std::min(absl::Milliseconds(50), next - absl::Now()));
-    }
+    MONSOON_ASSIGN_OR_RETURN(const bool done, WaitForNext(next, stop));
+    if (done) break;
   }
   MONSOON_ASSIGN_OR_RETURN(EvalResult final_result, EvaluateOnce());
   MONSOON_RETURN_IF_ERROR(client_->Finish());

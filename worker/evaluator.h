@@ -57,13 +57,19 @@ class Evaluator {
   // The same, with the servers' stats already fetched (they give the workers' progress).
   absl::StatusOr<EvalResult> Evaluate(const std::vector<ServerStats>& stats);
 
-  // Evaluates every `interval` until all workers have finished (per the servers' stats), then
-  // once more, tells the servers it has finished and returns that final result. Cancelled
+  // Evaluates every `interval` until all workers have finished (per the servers' stats, asked
+  // every second), then at once a last time, tells the servers it has finished and returns
+  // that final result. Cancelled
   // when *stop becomes true, else the first RPC error.
   absl::StatusOr<EvalResult> RunUntilWorkersFinish(absl::Duration interval,
                                                    const std::atomic<bool>* stop);
 
  private:
+  // Waits until `next`, asking the servers every second whether every worker has finished
+  // (or been lost): true as soon as they have, so that the final evaluation need not wait
+  // for the interval's end. Cancelled when *stop becomes true.
+  absl::StatusOr<bool> WaitForNext(absl::Time next, const std::atomic<bool>* stop);
+
   TrainableModel* const model_;
   const Dataset* const test_;
   PsClient* const client_;
