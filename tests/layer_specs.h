@@ -6,6 +6,27 @@
 
 namespace monsoon {
 
+// A layer-list model of `layers` on inputs of `shape` with `out` outputs.
+inline ModelSpec LayerListModel(const Shape& shape, std::vector<LayerSpec> layers, int out,
+                                LossType loss = LossType::kSoftmaxCrossEntropy) {
+  ModelSpec spec;
+  spec.type = ModelType::kLayers;
+  spec.input_shape = shape;
+  spec.input_dim = ShapeSize(shape);
+  spec.layers = std::move(layers);
+  spec.output_dim = out;
+  spec.loss = loss;
+  return spec;
+}
+
+// The same, `layers` then a flatten and a dense layer of `out` units.
+inline ModelSpec Cnn(const Shape& shape, std::vector<LayerSpec> layers, int out,
+                     LossType loss = LossType::kSoftmaxCrossEntropy) {
+  layers.push_back({LayerKind::kFlatten});
+  layers.push_back({LayerKind::kDense, out});
+  return LayerListModel(shape, std::move(layers), out, loss);
+}
+
 inline LayerSpec Conv(int filters, int kernel, int stride, Padding padding) {
   LayerSpec l;
   l.kind = LayerKind::kConv2d;

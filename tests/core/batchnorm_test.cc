@@ -12,21 +12,11 @@
 namespace monsoon {
 namespace {
 
-ModelSpec Layers(const Shape& shape, std::vector<LayerSpec> layers, int out) {
-  ModelSpec spec;
-  spec.type = ModelType::kLayers;
-  spec.input_shape = shape;
-  spec.input_dim = ShapeSize(shape);
-  spec.layers = std::move(layers);
-  spec.output_dim = out;
-  return spec;
-}
-
 TEST_CASE("batchnorm: model gradients match finite differences while training",
           "[core][batchnorm]") {
   const LayerSpec relu{LayerKind::kRelu}, flatten{LayerKind::kFlatten};
   // After a convolution (per channel over the pixels), then a dense layer (per value).
-  CheckGradients(Layers({2, 5, 4},
+  CheckGradients(LayerListModel({2, 5, 4},
                         {Conv(3, 3, 1, Padding::kSame), BatchNorm(), relu,
                          Pool(LayerKind::kMaxPool2d, 2, 2), flatten, {LayerKind::kDense, 5},
                          BatchNorm(0.3), {LayerKind::kTanh}, {LayerKind::kDense, 3}},
@@ -86,7 +76,7 @@ TEST_CASE("batchnorm: running statistics move as PyTorch's, by the unbiased vari
 TEST_CASE("batchnorm: state lies last in the flat vector, pushed as values, never stepped",
           "[core][batchnorm]") {
   const ModelSpec spec =
-      Layers({4}, {{LayerKind::kDense, 3}, BatchNorm(), {LayerKind::kDense, 2}}, 2);
+      LayerListModel({4}, {{LayerKind::kDense, 3}, BatchNorm(), {LayerKind::kDense, 2}}, 2);
   const std::vector<ParamTensor> layout = Model::Layout(spec);
   REQUIRE(layout.size() == 8);
   CHECK(layout[2].shape.name == "bn0.weight");
@@ -128,7 +118,7 @@ TEST_CASE("batchnorm: state lies last in the flat vector, pushed as values, neve
 
 TEST_CASE("batchnorm: evaluating with the batch's statistics as running ones scores as training",
           "[core][batchnorm]") {
-  const ModelSpec spec = Layers({3}, {BatchNorm(), {LayerKind::kDense, 2}}, 2);
+  const ModelSpec spec = LayerListModel({3}, {BatchNorm(), {LayerKind::kDense, 2}}, 2);
   const std::vector<float> x = {1, 2, 3, 4, -1, 0, 2, 1, 0.5f, 0, 3, -2};
   const std::vector<float> labels = {0, 1, 1, 0};
   std::vector<float> params(Model::NumParams(spec));

@@ -71,19 +71,6 @@ TEST_CASE("Model: MLP gradients match finite differences for every activation", 
 }
 
 // A layer-list spec over input `shape` ending in `out` dense units.
-ModelSpec Cnn(const Shape& shape, std::vector<LayerSpec> layers, int out, LossType loss) {
-  ModelSpec spec;
-  spec.type = ModelType::kLayers;
-  spec.input_shape = shape;
-  spec.input_dim = ShapeSize(shape);
-  layers.push_back({LayerKind::kFlatten});
-  layers.push_back({LayerKind::kDense, out});
-  spec.layers = layers;
-  spec.output_dim = out;
-  spec.loss = loss;
-  return spec;
-}
-
 TEST_CASE("Model: convolution and pooling gradients match finite differences, odd shapes",
           "[core][model][conv]") {
   // Strided `same` convolution of a 2-channel 7x5 input, overlapping average pooling, a

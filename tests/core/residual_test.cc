@@ -11,18 +11,6 @@
 namespace monsoon {
 namespace {
 
-ModelSpec Layers(const Shape& shape, std::vector<LayerSpec> layers, int out) {
-  ModelSpec spec;
-  spec.type = ModelType::kLayers;
-  spec.input_shape = shape;
-  spec.input_dim = ShapeSize(shape);
-  spec.layers = std::move(layers);
-  spec.layers.push_back({LayerKind::kFlatten});
-  spec.layers.push_back({LayerKind::kDense, out});
-  spec.output_dim = out;
-  return spec;
-}
-
 // The block a model builds for `block` on input `in`.
 std::unique_ptr<Layer> BuildBlock(const LayerSpec& block, const Shape& in) {
   std::vector<std::unique_ptr<Layer>> built = BuildLayerList({block}, in, 0, "", nullptr);
@@ -35,7 +23,7 @@ const LayerSpec kRelu{LayerKind::kRelu};
 TEST_CASE("residual: model gradients match finite differences, identity and projection",
           "[core][residual]") {
   CheckGradients(
-      Layers({2, 5, 4},
+      Cnn({2, 5, 4},
              {Conv(3, 3, 1, Padding::kSame), kRelu,
               Residual({Conv(3, 3, 1, Padding::kSame), BatchNorm(), kRelu,
                         Conv(3, 3, 1, Padding::kSame)}),
@@ -45,7 +33,7 @@ TEST_CASE("residual: model gradients match finite differences, identity and proj
              3),
       31);
   // A block as the model's first layer (its input gradient is not needed), on a flat input.
-  CheckGradients(Layers({6}, {Residual({{LayerKind::kDense, 6}, {LayerKind::kTanh}})}, 2), 5);
+  CheckGradients(Cnn({6}, {Residual({{LayerKind::kDense, 6}, {LayerKind::kTanh}})}, 2), 5);
 }
 
 TEST_CASE("residual: a block's gradients match finite differences, training and evaluating",
@@ -66,7 +54,7 @@ TEST_CASE("residual: a block's gradients match finite differences, training and 
 TEST_CASE("residual: y = layers(x) + x, or + the projection, with named tensors",
           "[core][residual]") {
   const ModelSpec spec =
-      Layers({1, 2, 2}, {Residual({Conv(2, 1, 1, Padding::kValid)}, Shortcut::kProjection)}, 2);
+      Cnn({1, 2, 2}, {Residual({Conv(2, 1, 1, Padding::kValid)}, Shortcut::kProjection)}, 2);
   const std::vector<ParamTensor> layout = Model::Layout(spec);
   REQUIRE(layout.size() == 6);
   CHECK(layout[0].shape.name == "res0.conv0.weight");

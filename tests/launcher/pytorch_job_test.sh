@@ -50,11 +50,7 @@ timeout 300 "$MONSOON" run examples/pytorch_mlp.yaml --run-dir "$run" --set trai
   --set reliability.worker_restarts=1 >"$WORK/killed.txt" 2>&1 &
 launcher=$!
 for _ in $(seq 600); do [ "$(rows "$run/metrics/worker-0.csv")" -gt 300 ] && break; sleep 0.05; done
-for p in $(pgrep -f "pytorch_mlp.py" || true); do
-  env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
-  grep -qx "MONSOON_RUN_DIR=$run" <<<"$env_of" && grep -qx "MONSOON_ROLE=worker" <<<"$env_of" &&
-    grep -qx "MONSOON_INDEX=0" <<<"$env_of" && kill -9 "$p" && echo "killed python worker 0 ($p)"
-done
+kill_program_worker "$run" pytorch_mlp.py 0
 wait "$launcher"
 expect_eq "job with a killed Python worker: exit status" "$?" "0"
 grep -q "worker-0 was killed by signal 9 (Killed); restarting it" "$WORK/killed.txt" \

@@ -34,11 +34,7 @@ timeout 900 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$run" \
   >"$WORK/downpour.txt" 2>&1 &
 launcher=$!
 for _ in $(seq 1200); do [ "$(rows "$run/metrics/worker-0.csv")" -gt 100 ] && break; sleep 0.1; done
-for p in $(pgrep -f "pytorch_own_loop.py" || true); do
-  env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
-  grep -qx "MONSOON_RUN_DIR=$run" <<<"$env_of" && grep -qx "MONSOON_ROLE=worker" <<<"$env_of" &&
-    grep -qx "MONSOON_INDEX=0" <<<"$env_of" && kill -9 "$p" && echo "killed worker 0 ($p)"
-done
+kill_program_worker "$run" pytorch_own_loop.py 0
 wait "$launcher"
 expect_eq "own loop, downpour, worker 0 killed: exit status" "$?" "0"
 tail -1 "$WORK/downpour.txt"

@@ -28,6 +28,17 @@ wait_for_file() {
 # rows FILE: lines in FILE (0 when it does not exist yet).
 rows() { wc -l 2>/dev/null <"$1" || echo 0; }
 
+# kill_program_worker RUN_DIR SCRIPT INDEX: kill -9 the worker program SCRIPT running as worker
+# INDEX of the job in RUN_DIR (by its environment).
+kill_program_worker() {
+  local p env_of
+  for p in $(pgrep -f "$2" || true); do
+    env_of=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null || true)
+    grep -qx "MONSOON_RUN_DIR=$1" <<<"$env_of" && grep -qx "MONSOON_ROLE=worker" <<<"$env_of" &&
+      grep -qx "MONSOON_INDEX=$3" <<<"$env_of" && kill -9 "$p" && echo "killed worker $3 ($p)"
+  done
+}
+
 # fits_line RUN_DIR [TOLERANCE]: the linear jobs' data (configs/data/linear_*.csv) come from
 # y = 2.5 x - 1.25 plus noise; the fit in RUN_DIR/summary.json is within TOLERANCE (0.01) of
 # both. (The training set's own least-squares line is m = 2.4978, b = -1.2512, so rounding m
