@@ -148,11 +148,8 @@ inline void AppendConvolutions(const std::vector<LayerSpec>& layers, Shape in, b
     } else if (layers[i].kind == LayerKind::kResidual) {
       AppendConvolutions(layers[i].layers, in, !input_gradient, convolutions);
       if (layers[i].shortcut == Shortcut::kProjection) {
-        LayerSpec projection{LayerKind::kConv2d};
-        projection.filters = shapes[i][0];
-        projection.kernel = 1;
-        projection.stride = (in[1] + shapes[i][1] - 1) / shapes[i][1];
-        convolutions->push_back({ConvGeometryOf(projection, in), input_gradient});
+        convolutions->push_back(
+            {ConvGeometryOf(ProjectionOf(in, shapes[i]), in), input_gradient});
       }
     }
     in = shapes[i];

@@ -118,15 +118,6 @@ int ProjectionStride(const Shape& in, const Shape& out) {
   }
   return 0;
 }
-// The projection shortcut's layer spec: a 1x1 convolution from `in` to `out`.
-LayerSpec ProjectionOf(const Shape& in, const Shape& out) {
-  LayerSpec p;
-  p.kind = LayerKind::kConv2d;
-  p.filters = out[0];
-  p.kernel = 1;
-  p.stride = ProjectionStride(in, out);
-  return p;
-}
 absl::StatusOr<Shape> ResidualShape(const LayerSpec& l, const Shape& in) {
   if (l.layers.empty()) return absl::InvalidArgumentError("a residual block needs layers");
   MONSOON_ASSIGN_OR_RETURN(const std::vector<Shape> shapes, LayerListShapes(l.layers, in, "layers"));
@@ -251,6 +242,15 @@ class SettingsDoc : public LayerSettingVisitor {
 };
 
 }  // namespace
+
+LayerSpec ProjectionOf(const Shape& in, const Shape& out) {
+  LayerSpec p;
+  p.kind = LayerKind::kConv2d;
+  p.filters = out[0];
+  p.kernel = 1;
+  p.stride = ProjectionStride(in, out);
+  return p;
+}
 
 const LayerKindDecl& DeclOf(LayerKind kind) {
   for (const LayerKindDecl& d : kDecls) {

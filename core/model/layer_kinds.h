@@ -176,6 +176,9 @@ struct LayerKindDecl {
 
 // The declaration of `kind`.
 const LayerKindDecl& DeclOf(LayerKind kind);
+// A residual block's projection shortcut from `in` to `out` ([C, H, W] both, the block's
+// input and output): a 1x1 convolution of out[0] filters with the stride that gives `out`.
+LayerSpec ProjectionOf(const Shape& in, const Shape& out);
 // The output shape of each of `layers` in turn on input `in`; InvalidArgument naming the first
 // that does not fit ("layers[2] (dense): takes a flat input, ...", after `where`).
 absl::StatusOr<std::vector<Shape>> LayerListShapes(const std::vector<LayerSpec>& layers,
