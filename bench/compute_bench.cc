@@ -1,8 +1,8 @@
 // Compute benchmark: CPU training-step samples/s of the default MLP (784-256-128-10), of the
 // CNN of configs/fmnist_cnn.yaml or of the ResNet of configs/fmnist_resnet.yaml, next to the
 // time of the same-shape primitives alone (the SGEMMs, and the convolutional models' oneDNN
-// convolution primitives in their own layouts, without the reorders from and to Monsoon's;
-// batch normalisation, the residual additions and the activations are not among them), at
+// convolution and batch normalisation primitives in their own layouts, without the reorders
+// from and to Monsoon's; the residual additions and the activations are not among them), at
 // several batch sizes. Steps and primitives alternate,
 // one of each a round. Prints one JSON object: medians over the rounds, and ratio = the median
 // of the rounds' primitives-only time / full step time (1.0 = no overhead).
@@ -22,22 +22,26 @@
 #include "bench/step_shapes.h"
 #include "bench/timed_backend.h"
 #include "core/compute/cpu/cpu_backend.h"
-#include "core/model/model.h"
+#include "core/compute/cpu/onednn_batchnorm.h"
 #include "core/compute/cpu/onednn_convolution.h"
+#include "core/model/model.h"
 
 namespace monsoon {
 namespace {
 
 // `spec`'s primitives alone at `batch` (best layouts, no reorders): its SGEMMs on `backend`
-// and, for the CNN, its oneDNN convolution primitives. Run() runs each once.
+// and, for the CNNs, their oneDNN convolution and batch normalisation primitives. Run() runs
+// each once.
 class Primitives {
  public:
   Primitives(CpuBackend* backend, const ModelSpec& spec, bool cnn, int batch, int threads)
       : backend_(backend),
         batch_(batch),
         shapes_(cnn ? LayerListGemms(batch, spec) : StepGemms(batch, spec)),
-        convolutions_(cnn ? LayerListConvolutions(spec) : std::vector<ConvolutionStep>{}),
-        convolution_(threads) {
+        steps_(cnn ? LayerListPrimitives(spec, OneDnnConvolution::NativeChannelBlock())
+                   : PrimitiveSteps{}),
+        convolution_(threads),
+        batch_norm_(threads) {
     for (const GemmShape& s : shapes_) {
       a_.emplace_back(static_cast<size_t>(s.m) * s.k, 0.5f);
       b_.emplace_back(static_cast<size_t>(s.k) * s.n, 0.25f);
@@ -46,9 +50,10 @@ class Primitives {
   }
 
   void Run() {
-    for (const ConvolutionStep& c : convolutions_) {
+    for (const ConvolutionStep& c : steps_.convolutions) {
       convolution_.RunPrimitives(c.geometry, batch_, c.input_gradient);
     }
+    for (const BatchNormGeometry& g : steps_.batch_norms) batch_norm_.RunPrimitives(g, batch_);
     for (size_t i = 0; i < shapes_.size(); ++i) {
       const GemmShape& s = shapes_[i];
       backend_->Gemm(s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a_[i].data(), b_[i].data(), 0.0f,
@@ -60,8 +65,9 @@ class Primitives {
   CpuBackend* const backend_;
   const int batch_;
   const std::vector<GemmShape> shapes_;
-  const std::vector<ConvolutionStep> convolutions_;
+  const PrimitiveSteps steps_;
   OneDnnConvolution convolution_;
+  OneDnnBatchNorm batch_norm_;
   std::vector<std::vector<float>> a_, b_, c_;
 };
 

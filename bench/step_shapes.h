@@ -138,27 +138,40 @@ struct ConvolutionStep {
   Conv2dGeometry geometry;
   bool input_gradient;
 };
-inline void AppendConvolutions(const std::vector<LayerSpec>& layers, Shape in, bool first,
-                               std::vector<ConvolutionStep>* convolutions) {
+// The oneDNN primitives of one training step of a layer-list model: its convolutions, and its
+// batch normalisations of [C, H, W] activations whose channels a native block of `block`
+// divides (in that layout; the CPU backend runs the others with loops of its own).
+struct PrimitiveSteps {
+  std::vector<ConvolutionStep> convolutions;
+  std::vector<BatchNormGeometry> batch_norms;
+};
+inline void AppendPrimitives(const std::vector<LayerSpec>& layers, Shape in, bool first, int block,
+                             PrimitiveSteps* steps) {
   const std::vector<Shape> shapes = *LayerListShapes(layers, in, "");
   for (size_t i = 0; i < layers.size(); ++i) {
     const bool input_gradient = !first || i > 0;
     if (layers[i].kind == LayerKind::kConv2d) {
-      convolutions->push_back({ConvGeometryOf(layers[i], in), input_gradient});
+      steps->convolutions.push_back({ConvGeometryOf(layers[i], in), input_gradient});
+    } else if (layers[i].kind == LayerKind::kBatchNorm && in.size() == 3 && in[0] % block == 0) {
+      BatchNormGeometry g;
+      g.channels = in[0];
+      g.pixels = in[1] * in[2];
+      g.layout = Layout::kNative;
+      steps->batch_norms.push_back(g);
     } else if (layers[i].kind == LayerKind::kResidual) {
-      AppendConvolutions(layers[i].layers, in, !input_gradient, convolutions);
+      AppendPrimitives(layers[i].layers, in, !input_gradient, block, steps);
       if (layers[i].shortcut == Shortcut::kProjection) {
-        convolutions->push_back(
+        steps->convolutions.push_back(
             {ConvGeometryOf(ProjectionOf(in, shapes[i]), in), input_gradient});
       }
     }
     in = shapes[i];
   }
 }
-inline std::vector<ConvolutionStep> LayerListConvolutions(const ModelSpec& spec) {
-  std::vector<ConvolutionStep> convolutions;
-  AppendConvolutions(ModelLayers(spec), spec.input_shape, true, &convolutions);
-  return convolutions;
+inline PrimitiveSteps LayerListPrimitives(const ModelSpec& spec, int block) {
+  PrimitiveSteps steps;
+  AppendPrimitives(ModelLayers(spec), spec.input_shape, true, block, &steps);
+  return steps;
 }
 
 // The SGEMMs of one training step of a layer-list model on the CUDA backend at batch B: per
@@ -166,7 +179,7 @@ inline std::vector<ConvolutionStep> LayerListConvolutions(const ModelSpec& spec)
 // layer, dcols), then the dense layers' (LayerListGemms).
 inline std::vector<GemmShape> CudaLayerListGemms(int batch, const ModelSpec& spec) {
   std::vector<GemmShape> gemms;
-  for (const ConvolutionStep& c : LayerListConvolutions(spec)) {
+  for (const ConvolutionStep& c : LayerListPrimitives(spec, 1).convolutions) {
     const Conv2dGeometry& g = c.geometry;
     const int columns = batch * g.out_height * g.out_width;
     gemms.push_back({false, false, g.filters, columns, g.patch()});

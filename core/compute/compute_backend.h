@@ -45,8 +45,8 @@ enum class Layout { kPlain, kNative };
 // A ReLU run inside another kernel's call, planned once per model (core/model/model.cc).
 enum class FusedRelu {
   kNone,
-  // A convolution's: y = max(0, conv(x, w) + b). Conv2dBackward's dy is still the gradient
-  // with respect to conv(x, w) + b, before the ReLU.
+  // A convolution's or a batch normalisation's: y = max(0, conv(x, w) + b). Conv2dBackward's
+  // dy is still the gradient with respect to conv(x, w) + b, before the ReLU.
   kOnOutput,
   // A pooling layer's: x is such a fused ReLU's output, and Pool2dBackward's dx the gradient
   // with respect to that ReLU's input (zero where x is 0).
@@ -89,6 +89,11 @@ enum class PoolKind { kMax, kAverage };
 struct BatchNormGeometry {
   int channels = 0, pixels = 1;
   float momentum = 0.1f, epsilon = 1e-5f;
+  Layout layout = Layout::kPlain;  // of x, y, dy and dx
+  // kNone or kOnOutput (y = max(0, batchnorm(x)); BatchNormBackward's dy is still the
+  // gradient before the ReLU); backends with a native layout take kOnOutput where `layout` is
+  // native.
+  FusedRelu relu = FusedRelu::kNone;
 };
 
 // Pointers passed to these methods live in the backend's memory space unless named `host`.

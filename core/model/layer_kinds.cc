@@ -101,7 +101,9 @@ std::unique_ptr<Layer> MakeBatchNorm(const LayerBuild& b) {
   g.pixels = ShapeSize(b.in) / b.in[0];
   g.momentum = static_cast<float>(b.spec.momentum);
   g.epsilon = static_cast<float>(b.spec.epsilon);
-  return std::make_unique<BatchNormLayer>(b.name, g);
+  g.layout = b.plan.in;
+  g.relu = b.plan.relu;
+  return std::make_unique<BatchNormLayer>(b.name, g, b.plan.dy_before_relu);
 }
 
 void ResidualSettings(LayerSpec& l, LayerSettingVisitor& v) {
@@ -138,18 +140,20 @@ std::unique_ptr<Layer> MakeResidual(const LayerBuild& b) {
   std::unique_ptr<Layer> projection;
   const std::string prefix = absl::StrCat(b.name, ".");
   if (b.spec.shortcut == Shortcut::kProjection) {
-    LayerBuild p{ProjectionOf(b.in, b.out), b.in, b.out, LayerPlan(),
-                 absl::StrCat(prefix, "shortcut")};
+    LayerPlan plan;
+    plan.in = plan.out = b.plan.in;
+    LayerBuild p{ProjectionOf(b.in, b.out), b.in, b.out, plan, absl::StrCat(prefix, "shortcut"),
+                 b.native_block};
     projection = MakeConv2d(p);
   }
-  return std::make_unique<ResidualLayer>(b.name,
-                                         BuildLayerList(b.spec.layers, b.in, 0, prefix, nullptr),
-                                         std::move(projection), ShapeSize(b.in));
+  return std::make_unique<ResidualLayer>(
+      b.name, BuildLayerList(b.spec.layers, b.in, b.native_block, b.plan.in, prefix, nullptr),
+      std::move(projection), ShapeSize(b.in));
 }
 
 absl::StatusOr<Shape> GlobalPoolShape(const LayerSpec&, const Shape& in) { return Shape{in[0]}; }
 std::unique_ptr<Layer> MakeGlobalAvgPool(const LayerBuild& b) {
-  return std::make_unique<GlobalAvgPoolLayer>(b.in[0], b.in[1] * b.in[2]);
+  return std::make_unique<GlobalAvgPoolLayer>(b.in[0], b.in[1], b.in[2], b.plan.in);
 }
 
 template <Activation f>
@@ -193,7 +197,7 @@ const LayerKindDecl kDecls[] = {
     {LayerKind::kGlobalAvgPool2d,
      "the mean of each channel's `H x W` values: `[C, H, W]` in, `[C]` out (a ResNet's last "
      "pooling)",
-     NoSettings, InputRank::kSpatial, GlobalPoolShape, NativeLayout::kPlain, false, false,
+     NoSettings, InputRank::kSpatial, GlobalPoolShape, NativeLayout::kFlattens, false, false,
      nullptr, MakeGlobalAvgPool},
     {LayerKind::kLeakyRelu, "`x` where `x > 0`, else `slope · x`, elementwise", LeakyReluSettings,
      InputRank::kAny, nullptr, NativeLayout::kPasses, false, false, nullptr, MakeLeakyRelu},
@@ -203,14 +207,14 @@ const LayerKindDecl kDecls[] = {
      "(zeros); training uses the batch's statistics and moves the running mean and variance "
      "(`running = (1 - momentum) running + momentum batch`, as PyTorch), which evaluation "
      "uses and the servers hold as model state",
-     BatchNormSettings, InputRank::kAny, nullptr, NativeLayout::kPlain, false, false, "bn",
+     BatchNormSettings, InputRank::kAny, nullptr, NativeLayout::kPasses, true, false, "bn",
      MakeBatchNorm},
     {LayerKind::kResidual,
      "a residual block: its `layers` (any of these kinds) applied in turn, plus the block's "
      "input through the shortcut: `identity`, or `projection`, a 1x1 convolution with a bias "
      "whose filters and stride give the layers' output shape; a ReLU after the block is a "
      "layer of its own",
-     ResidualSettings, InputRank::kAny, ResidualShape, NativeLayout::kPlain, false, false, "res",
+     ResidualSettings, InputRank::kAny, ResidualShape, NativeLayout::kPasses, false, false, "res",
      MakeResidual},
 };
 

@@ -123,9 +123,10 @@ enum class InputRank { kAny, kFlat, kSpatial };
 // What a kind does with the backend's native layout (ComputeBackend::NativeChannelBlock).
 enum class NativeLayout {
   kPlain,     // takes and gives [batch x ...] only
-  kPasses,    // takes either layout and gives the one it took (elementwise, pooling)
+  kPasses,    // takes either layout and gives the one it took (elementwise, pooling,
+              // batchnorm; a residual block where its layers can)
   kProduces,  // gives the native layout when the block divides its channels (convolutions)
-  kFlattens,  // takes either and gives a plain flat vector
+  kFlattens,  // takes either and gives a plain flat vector (flatten, global pooling)
 };
 
 // How layer i of a model is built, planned once per model (Model's planner): where its input
@@ -141,14 +142,16 @@ struct LayerPlan {
   bool fused = false;
 };
 
-// What a kind's factory gets: the layer's settings, shapes and plan, and its name for the
-// parameter tensors ("conv0", "res1.bn0"; empty for kinds without parameters).
+// What a kind's factory gets: the layer's settings, shapes and plan, its name for the
+// parameter tensors ("conv0", "res1.bn0"; empty for kinds without parameters), and the
+// native layout's channel block its list was planned for (0: none).
 struct LayerBuild {
   const LayerSpec& spec;
   const Shape& in;
   const Shape& out;
   const LayerPlan& plan;
   std::string name;
+  int native_block;
 };
 
 struct LayerKindDecl {
@@ -184,12 +187,13 @@ LayerSpec ProjectionOf(const Shape& in, const Shape& out);
 absl::StatusOr<std::vector<Shape>> LayerListShapes(const std::vector<LayerSpec>& layers,
                                                    const Shape& in, const std::string& where);
 // The computing layers of `specs` (whose shapes fit `in`), in order, with activations in the
-// native layout of channel block `native_block` where they can be (0: none). Parameter tensors
-// are named `prefix`, the kind's param_prefix and its count among `specs` ("conv0",
-// "res1.bn0"). spec_index, unless null, gets each computing layer's index in `specs`.
-// Defined with the planner (model.cc).
+// native layout of channel block `native_block` where they can be (0: none); the list's input
+// and output lie in `ends` (kNative only where the list can keep it from end to end).
+// Parameter tensors are named `prefix`, the kind's param_prefix and its count among `specs`
+// ("conv0", "res1.bn0"). spec_index, unless null, gets each computing layer's index in
+// `specs`. Defined with the planner (model.cc).
 std::vector<std::unique_ptr<Layer>> BuildLayerList(const std::vector<LayerSpec>& specs,
-                                                   const Shape& in, int native_block,
+                                                   const Shape& in, int native_block, Layout ends,
                                                    const std::string& prefix,
                                                    std::vector<size_t>* spec_index);
 // "model.layers[2] (conv2d)"-style output shape of `l` on `in`, with the input's rank checked.

@@ -77,14 +77,17 @@ void Conv2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, fl
   backend.Conv2dForward(g_, x, w_, b_, batch, y);
 }
 
+const float* FusedReluGradient::Before(ComputeBackend& backend, const float* y, const float* dy,
+                                       size_t n) {
+  if (!active_) return dy;
+  if (dy_.size() < n) dy_ = backend.Allocate(n);
+  backend.ActivationBackward(Activation::kRelu, y, dy, dy_.data(), n);
+  return dy_.data();
+}
+
 void Conv2dLayer::Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
                            int batch, float* dx) {
-  if (g_.relu == FusedRelu::kOnOutput && !dy_before_relu_) {
-    const size_t n = static_cast<size_t>(batch) * output_dim();
-    if (relu_dy_.size() < n) relu_dy_ = backend.Allocate(n);
-    backend.ActivationBackward(Activation::kRelu, y, dy, relu_dy_.data(), n);
-    dy = relu_dy_.data();
-  }
+  dy = relu_gradient_.Before(backend, y, dy, static_cast<size_t>(batch) * output_dim());
   backend.Conv2dBackward(g_, x, w_, dy, batch, dw_, db_, dx);
 }
 
@@ -149,8 +152,9 @@ void BatchNormLayer::Forward(ComputeBackend& backend, const float* x, int batch,
                            saved_.data(), saved_.data() + g_.channels);
 }
 
-void BatchNormLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
+void BatchNormLayer::Backward(ComputeBackend& backend, const float* x, const float* y,
                               const float* dy, int batch, float* dx) {
+  dy = relu_gradient_.Before(backend, y, dy, static_cast<size_t>(batch) * output_dim());
   backend.BatchNormBackward(g_, training_, x, gamma_, saved_.data(), saved_.data() + g_.channels,
                             dy, batch, dgamma_, dbeta_, dx);
 }
@@ -262,8 +266,19 @@ const float* GlobalAvgPoolLayer::Ones(ComputeBackend& backend) {
   return ones_.data();
 }
 
+float* GlobalAvgPoolLayer::Plain(ComputeBackend& backend, int batch) {
+  const size_t n = static_cast<size_t>(batch) * input_dim();
+  if (plain_.size() < n) plain_ = backend.Allocate(n);
+  return plain_.data();
+}
+
 // y [batch*C x 1] = x [batch*C x pixels] . ones / pixels.
 void GlobalAvgPoolLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
+  if (in_ == Layout::kNative) {
+    float* plain = Plain(backend, batch);
+    backend.ConvertLayout(channels_, height_, width_, batch, /*to_native=*/false, x, plain);
+    x = plain;
+  }
   backend.Gemm(false, false, batch * channels_, 1, pixels_, 1.0f / pixels_, x, Ones(backend), 0.0f,
                y);
 }
@@ -272,8 +287,12 @@ void GlobalAvgPoolLayer::Forward(ComputeBackend& backend, const float* x, int ba
 void GlobalAvgPoolLayer::Backward(ComputeBackend& backend, const float* /*x*/, const float* /*y*/,
                                   const float* dy, int batch, float* dx) {
   if (dx == nullptr) return;
+  const bool native = in_ == Layout::kNative;
   backend.Gemm(false, false, batch * channels_, pixels_, 1, 1.0f / pixels_, dy, Ones(backend),
-               0.0f, dx);
+               0.0f, native ? Plain(backend, batch) : dx);
+  if (native) {
+    backend.ConvertLayout(channels_, height_, width_, batch, /*to_native=*/true, plain_.data(), dx);
+  }
 }
 
 }  // namespace monsoon

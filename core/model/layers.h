@@ -116,6 +116,21 @@ class LeakyReluLayer : public Layer {
   const int dim_;
 };
 
+// The gradient back through a ReLU fused into a layer's forward call (FusedRelu::kOnOutput),
+// for layers whose backward kernels take the gradient before that ReLU.
+class FusedReluGradient {
+ public:
+  // `active`: the layer fuses a ReLU and the next layer does not take the gradient back
+  // through it itself.
+  explicit FusedReluGradient(bool active) : active_(active) {}
+  // The gradient before the ReLU, from its output y and dy ([n] each): dy where not active.
+  const float* Before(ComputeBackend& backend, const float* y, const float* dy, size_t n);
+
+ private:
+  const bool active_;
+  DeviceBuffer dy_;  // the last Before's, where active
+};
+
 // A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters]. Where the
 // geometry fuses a ReLU (FusedRelu::kOnOutput), the output is the ReLU's, and Backward's dy the
 // gradient with respect to it, unless `dy_before_relu`: the next layer then gives the gradient
@@ -123,7 +138,9 @@ class LeakyReluLayer : public Layer {
 class Conv2dLayer : public Layer {
  public:
   Conv2dLayer(std::string name, const Conv2dGeometry& g, bool dy_before_relu = false)
-      : name_(std::move(name)), g_(g), dy_before_relu_(dy_before_relu) {}
+      : name_(std::move(name)),
+        g_(g),
+        relu_gradient_(g.relu == FusedRelu::kOnOutput && !dy_before_relu) {}
   std::string name() const override { return name_ + " (conv2d)"; }
   int input_dim() const override { return g_.channels * g_.height * g_.width; }
   int output_dim() const override { return g_.filters * g_.out_height * g_.out_width; }
@@ -136,12 +153,11 @@ class Conv2dLayer : public Layer {
  private:
   const std::string name_;
   const Conv2dGeometry g_;
-  const bool dy_before_relu_;
+  FusedReluGradient relu_gradient_;
   float* w_ = nullptr;  // borrowed
   float* b_ = nullptr;
   float* dw_ = nullptr;
   float* db_ = nullptr;
-  DeviceBuffer relu_dy_;  // dy through the fused ReLU, where Backward computes it
 };
 
 // Inverted dropout: while training, each value is zeroed with probability `rate` and the rest
@@ -207,7 +223,11 @@ class Pool2dLayer : public Layer {
 // normalises by the batch's statistics and moves the running ones; evaluating uses those.
 class BatchNormLayer : public Layer {
  public:
-  BatchNormLayer(std::string name, const BatchNormGeometry& g) : name_(std::move(name)), g_(g) {}
+  // A fused ReLU and dy_before_relu as Conv2dLayer's.
+  BatchNormLayer(std::string name, const BatchNormGeometry& g, bool dy_before_relu = false)
+      : name_(std::move(name)),
+        g_(g),
+        relu_gradient_(g.relu == FusedRelu::kOnOutput && !dy_before_relu) {}
   std::string name() const override { return name_ + " (batchnorm)"; }
   int input_dim() const override { return g_.channels * g_.pixels; }
   int output_dim() const override { return input_dim(); }
@@ -223,6 +243,7 @@ class BatchNormLayer : public Layer {
  private:
   const std::string name_;
   const BatchNormGeometry g_;
+  FusedReluGradient relu_gradient_;
   bool training_ = false;
   float* gamma_ = nullptr;  // borrowed
   float* beta_ = nullptr;
@@ -268,12 +289,14 @@ class ResidualLayer : public Layer {
   DeviceBuffer scratch_[2];            // gradients inside the block, ping-pong
 };
 
-// Global average pooling: y[c] = the mean of channel c's `pixels` values, [C x pixels] in, [C]
-// out. Forward and backward are products with a vector of ones (Gemm), so every backend runs
-// it with no kernel of its own.
+// Global average pooling: y[c] = the mean of channel c's height x width values, [C, H, W] in
+// (either layout), [C] out. Forward and backward are products with a vector of ones (Gemm),
+// on the input converted to [batch x C x H x W] where it lies in the native layout, so every
+// backend runs it with no kernel of its own.
 class GlobalAvgPoolLayer : public Layer {
  public:
-  GlobalAvgPoolLayer(int channels, int pixels) : channels_(channels), pixels_(pixels) {}
+  GlobalAvgPoolLayer(int channels, int height, int width, Layout in)
+      : channels_(channels), height_(height), width_(width), pixels_(height * width), in_(in) {}
   std::string name() const override { return "globalavgpool2d"; }
   int input_dim() const override { return channels_ * pixels_; }
   int output_dim() const override { return channels_; }
@@ -283,9 +306,13 @@ class GlobalAvgPoolLayer : public Layer {
 
  private:
   const float* Ones(ComputeBackend& backend);
+  // A plain-layout buffer for a batch's input (or its gradient), where the input is native.
+  float* Plain(ComputeBackend& backend, int batch);
 
-  const int channels_, pixels_;
-  DeviceBuffer ones_;  // pixels_ ones
+  const int channels_, height_, width_, pixels_;
+  const Layout in_;
+  DeviceBuffer ones_;   // pixels_ ones
+  DeviceBuffer plain_;  // Plain's
 };
 
 }  // namespace monsoon

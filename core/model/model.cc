@@ -30,39 +30,74 @@ Shape InputShape(const ModelSpec& spec) {
   return spec.input_shape.empty() ? Shape{spec.input_dim} : spec.input_shape;
 }
 
-// Whether each layer's output stays in the native layout of channel block `block` (0: none):
-// that of a kind that produces it, when the block divides its channels and every layer after
-// it up to the next producer or flatten passes it on; that of a passing kind after such a one.
-std::vector<bool> NativeOutputs(const std::vector<LayerSpec>& specs,
-                                const std::vector<Shape>& shapes, int block) {
-  std::vector<bool> native(specs.size(), false);
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const NativeLayout layout = DeclOf(specs[i].kind).layout;
-    if (layout != NativeLayout::kProduces) {
-      native[i] = layout == NativeLayout::kPasses && i > 0 && native[i - 1];
+// Whether each layer's output stays in the native layout of channel block `block` (0: none),
+// given what each does with it (`layouts`), whether the list's input is native, and whether
+// its output may be: that of a kind that produces it, when the block divides its channels and
+// every layer after it up to the next producer or flattening kind passes it on (or the list
+// ends, where its output may be native); that of a passing kind after such a one.
+std::vector<bool> NativeOutputs(const std::vector<NativeLayout>& layouts,
+                                const std::vector<Shape>& shapes, int block, bool in_native,
+                                bool out_native) {
+  std::vector<bool> native(layouts.size(), false);
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    if (layouts[i] != NativeLayout::kProduces) {
+      native[i] = layouts[i] == NativeLayout::kPasses && (i > 0 ? native[i - 1] : in_native);
       continue;
     }
     bool takes = block > 0 && shapes[i][0] % block == 0;
-    for (size_t j = i + 1; takes && j < specs.size(); ++j) {
-      const NativeLayout next = DeclOf(specs[j].kind).layout;
-      if (next == NativeLayout::kProduces || next == NativeLayout::kFlattens) break;
-      takes = next == NativeLayout::kPasses;
+    size_t j = i + 1;
+    for (; takes && j < layouts.size(); ++j) {
+      if (layouts[j] == NativeLayout::kProduces || layouts[j] == NativeLayout::kFlattens) break;
+      takes = layouts[j] == NativeLayout::kPasses;
     }
-    native[i] = takes;
+    native[i] = takes && (j < layouts.size() || out_native);
   }
   return native;
 }
 
-// Each layer's plan for channel block `block` (0: no native layout). A ReLU right after a layer
-// that absorbs it, with a native output, runs in that layer's call; a layer right after that
-// ReLU which backpropagates through it takes the gradient back through it.
-std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs,
-                                  const std::vector<Shape>& shapes, int block) {
-  const std::vector<bool> native = NativeOutputs(specs, shapes, block);
+std::vector<NativeLayout> KindLayouts(const std::vector<LayerSpec>& specs, const Shape& in,
+                                      const std::vector<Shape>& shapes, int block);
+
+// Whether a residual block (`spec`, on `in`, giving `out`) can take and give the native layout
+// of channel block `block`: its body keeps it from end to end, and the block divides its
+// channels in and out.
+bool ResidualPassesNative(const LayerSpec& spec, const Shape& in, const Shape& out, int block) {
+  if (block == 0 || in.size() != 3 || in[0] % block != 0 || out[0] % block != 0) return false;
+  const absl::StatusOr<std::vector<Shape>> shapes = LayerListShapes(spec.layers, in, "");
+  if (!shapes.ok() || shapes->empty()) return false;
+  return NativeOutputs(KindLayouts(spec.layers, in, *shapes, block), *shapes, block, true, true)
+      .back();
+}
+
+// What each of `specs` (on `in`, giving `shapes`) does with the native layout of channel block
+// `block`: its kind's, but a residual block passes it only where ResidualPassesNative.
+std::vector<NativeLayout> KindLayouts(const std::vector<LayerSpec>& specs, const Shape& in,
+                                      const std::vector<Shape>& shapes, int block) {
+  std::vector<NativeLayout> layouts;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    NativeLayout layout = DeclOf(specs[i].kind).layout;
+    if (specs[i].kind == LayerKind::kResidual &&
+        !ResidualPassesNative(specs[i], i > 0 ? shapes[i - 1] : in, shapes[i], block)) {
+      layout = NativeLayout::kPlain;
+    }
+    layouts.push_back(layout);
+  }
+  return layouts;
+}
+
+// Each layer's plan for channel block `block` (0: no native layout), for a list whose input
+// and output lie in `ends`. A ReLU right after a layer that absorbs it, with a native output,
+// runs in that layer's call; a layer right after that ReLU which backpropagates through it
+// takes the gradient back through it.
+std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs, const Shape& in,
+                                  const std::vector<Shape>& shapes, int block, Layout ends) {
+  const bool native_ends = ends == Layout::kNative;
+  const std::vector<bool> native = NativeOutputs(KindLayouts(specs, in, shapes, block), shapes,
+                                                 block, native_ends, native_ends);
   std::vector<LayerPlan> plans(specs.size());
   const auto layout = [](bool native) { return native ? Layout::kNative : Layout::kPlain; };
   for (size_t i = 0; i < specs.size(); ++i) {
-    plans[i].in = layout(i > 0 && native[i - 1]);
+    plans[i].in = i > 0 ? layout(native[i - 1]) : ends;
     plans[i].out = layout(native[i]);
   }
   for (size_t i = 0; i + 1 < specs.size(); ++i) {
@@ -85,18 +120,19 @@ std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs,
 // ModelLayers(spec) of each in `spec_index` unless null.
 std::vector<std::unique_ptr<Layer>> BuildLayers(const ModelSpec& spec, int native_block = 0,
                                                 std::vector<size_t>* spec_index = nullptr) {
-  return BuildLayerList(ModelLayers(spec), InputShape(spec), native_block, "", spec_index);
+  return BuildLayerList(ModelLayers(spec), InputShape(spec), native_block, Layout::kPlain, "",
+                        spec_index);
 }
 
 }  // namespace
 
 std::vector<std::unique_ptr<Layer>> BuildLayerList(const std::vector<LayerSpec>& specs,
-                                                   const Shape& in, int native_block,
+                                                   const Shape& in, int native_block, Layout ends,
                                                    const std::string& prefix,
                                                    std::vector<size_t>* spec_index) {
   const std::vector<Shape> shapes = LayerListShapes(specs, in, "").value_or(std::vector<Shape>());
   if (shapes.size() != specs.size()) return {};
-  const std::vector<LayerPlan> plans = PlanLayers(specs, shapes, native_block);
+  const std::vector<LayerPlan> plans = PlanLayers(specs, in, shapes, native_block, ends);
   std::vector<std::unique_ptr<Layer>> layers;
   std::map<LayerKind, int> counts;  // layers with parameters so far, per kind
   Shape layer_in = in;
@@ -106,7 +142,7 @@ std::vector<std::unique_ptr<Layer>> BuildLayerList(const std::vector<LayerSpec>&
     if (decl.param_prefix != nullptr) {
       name = absl::StrCat(prefix, decl.param_prefix, counts[specs[i].kind]++);
     }
-    if (auto layer = decl.make({specs[i], layer_in, shapes[i], plans[i], name})) {
+    if (auto layer = decl.make({specs[i], layer_in, shapes[i], plans[i], name, native_block})) {
       layers.push_back(std::move(layer));
       if (spec_index != nullptr) spec_index->push_back(i);
     }
@@ -199,7 +235,7 @@ size_t AppendSummaryRows(const std::vector<LayerSpec>& specs, const Shape& in,
                          std::vector<SummaryRow>* rows) {
   const std::vector<Shape> shapes = LayerListShapes(specs, in, "").value_or(std::vector<Shape>());
   std::vector<size_t> spec_index;  // of each computing layer
-  BuildLayerList(specs, in, 0, "", &spec_index);
+  BuildLayerList(specs, in, 0, Layout::kPlain, "", &spec_index);
   size_t total = 0, computing = 0;
   Shape layer_in = in;
   for (size_t i = 0; i < specs.size() && i < shapes.size(); ++i) {

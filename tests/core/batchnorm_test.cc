@@ -31,7 +31,14 @@ TEST_CASE("batchnorm: layer gradients match finite differences, training and eva
   spatial.pixels = 6;
   BatchNormGeometry flat;
   flat.channels = 5;
-  for (const BatchNormGeometry& g : {spatial, flat}) {
+  // In the CPU's native layout (oneDNN's primitive), with and without a fused ReLU.
+  BatchNormGeometry native;
+  native.channels = 16;
+  native.pixels = 6;
+  native.layout = Layout::kNative;
+  BatchNormGeometry native_relu = native;
+  native_relu.relu = FusedRelu::kOnOutput;
+  for (const BatchNormGeometry& g : {spatial, flat, native, native_relu}) {
     for (const bool training : {true, false}) {
       BatchNormLayer layer("bn0", g);
       std::vector<float> state(2 * g.channels);

@@ -126,7 +126,9 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
 // CNNs whose convolution activations stay in the CPU's native (blocked) layout: 16 filters
 // and 32, so that a channel block of 8 or 16 divides them. Between them, a ReLU fused into its
 // convolution is followed by max pooling whose windows tile the input and whose windows do not,
-// by average pooling and by a convolution; and a dropout follows the flatten.
+// by average pooling and by a convolution; and a dropout follows the flatten. The third is a
+// small ResNet: batchnorm with a fused ReLU before max pooling and inside residual blocks
+// (identity and projection shortcuts), up to the global average pooling.
 std::vector<ModelSpec> NativeCnns() {
   const LayerSpec relu{LayerKind::kRelu};
   ModelSpec tiling = Cnn({3, 12, 12},
@@ -146,7 +148,18 @@ std::vector<ModelSpec> NativeCnns() {
            Conv(32, 3, 1, Padding::kSame), relu, Pool(LayerKind::kAvgPool2d, 2, 1),
            Pool(LayerKind::kMaxPool2d, 2, 1)},
           5, LossType::kSoftmaxCrossEntropy);
-  return {tiling, other};
+  const ModelSpec resnet = Cnn(
+      {3, 8, 8},
+      {Conv(16, 3, 1, Padding::kSame), BatchNorm(), relu, Pool(LayerKind::kMaxPool2d, 2, 2),
+       Residual({Conv(16, 3, 1, Padding::kSame), BatchNorm(), relu,
+                 Conv(16, 3, 1, Padding::kSame), BatchNorm()}),
+       relu,
+       Residual({Conv(32, 3, 2, Padding::kSame), BatchNorm(), relu,
+                 Conv(32, 3, 1, Padding::kSame), BatchNorm()},
+                Shortcut::kProjection),
+       relu, {LayerKind::kGlobalAvgPool2d}},
+      5, LossType::kSoftmaxCrossEntropy);
+  return {tiling, other, resnet};
 }
 
 TEST_CASE("Model: gradients match finite differences with activations in the native layout",
@@ -187,7 +200,8 @@ TEST_CASE("Model: native and plain layouts compute the same loss and gradients",
       losses.push_back((*model)->ComputeGradients(x.data(), y.data(), rows).loss_sum);
       grads.emplace_back((*model)->num_params());
       (*model)->GetGrads(grads.back().data());
-      // Native: the flatten converts forward and back; plain: nothing converts.
+      // Native: the flatten (or the global pooling) converts forward and back; plain: nothing
+      // converts.
       CHECK(backend.conversions == (native ? 2 : 0));
     }
     CHECK(losses[0] == Approx(losses[1]).epsilon(1e-5));

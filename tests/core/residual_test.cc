@@ -13,7 +13,7 @@ namespace {
 
 // The block a model builds for `block` on input `in`.
 std::unique_ptr<Layer> BuildBlock(const LayerSpec& block, const Shape& in) {
-  std::vector<std::unique_ptr<Layer>> built = BuildLayerList({block}, in, 0, "", nullptr);
+  std::vector<std::unique_ptr<Layer>> built = BuildLayerList({block}, in, 0, Layout::kPlain, "", nullptr);
   REQUIRE(built.size() == 1);
   return std::move(built[0]);
 }

@@ -19,7 +19,7 @@
 namespace monsoon {
 
 CpuBackend::CpuBackend(int blas_threads, bool native_layouts)
-    : convolution_(blas_threads), native_layouts_(native_layouts) {
+    : convolution_(blas_threads), batch_norm_(blas_threads), native_layouts_(native_layouts) {
   openblas_set_num_threads(blas_threads);
 }
 
@@ -594,6 +594,11 @@ void CpuBackend::BatchNormForward(const BatchNormGeometry& g, bool training, con
                                   const float* gamma, const float* beta, float* running_mean,
                                   float* running_var, int batch, float* y, float* mean,
                                   float* invstd) {
+  if (g.layout == Layout::kNative) {
+    batch_norm_.Forward(g, training, x, gamma, beta, running_mean, running_var, batch, y, mean,
+                        invstd);
+    return;
+  }
   const double count = static_cast<double>(batch) * g.pixels;
   for (int c = 0; c < g.channels; ++c) {
     float m = running_mean[c], variance = running_var[c];
@@ -618,6 +623,10 @@ void CpuBackend::BatchNormBackward(const BatchNormGeometry& g, bool training, co
                                    const float* gamma, const float* mean, const float* invstd,
                                    const float* dy, int batch, float* dgamma, float* dbeta,
                                    float* dx) {
+  if (g.layout == Layout::kNative) {
+    batch_norm_.Backward(g, training, x, gamma, mean, invstd, dy, batch, dgamma, dbeta, dx);
+    return;
+  }
   const double count = static_cast<double>(batch) * g.pixels;
   for (int c = 0; c < g.channels; ++c) {
     double sum_dy = 0, sum_dy_xhat = 0;

@@ -1,11 +1,12 @@
 // ComputeBackend on the host: OpenBLAS cblas_sgemm for matrix products, oneDNN for
-// convolutions, plain loops for the rest.
+// convolutions and for batch normalisation in the native layout, plain loops for the rest.
 #ifndef MONSOON_CORE_COMPUTE_CPU_CPU_BACKEND_H_
 #define MONSOON_CORE_COMPUTE_CPU_CPU_BACKEND_H_
 
 #include <vector>
 
 #include "core/compute/compute_backend.h"
+#include "core/compute/cpu/onednn_batchnorm.h"
 #include "core/compute/cpu/onednn_convolution.h"
 
 namespace monsoon {
@@ -68,6 +69,7 @@ class CpuBackend : public ComputeBackend {
 
  private:
   OneDnnConvolution convolution_;
+  OneDnnBatchNorm batch_norm_;
   const bool native_layouts_;
 };
 

@@ -5,11 +5,16 @@
 #include <algorithm>
 #include <dnnl.hpp>
 
+#include "core/compute/cpu/onednn_common.h"
+
 namespace monsoon {
 namespace {
 
 using dnnl::memory;
-using Tag = memory::format_tag;
+using onednn::Desc;
+using onednn::HeldDesc;
+using onednn::NativeTag;
+using onednn::Tag;
 
 // A tensor in Monsoon's layout (`user`, pointed at the caller's buffer on each call) and in
 // the layout a primitive wants (`internal`: the same memory when the two agree).
@@ -54,15 +59,6 @@ class Tensor {
   dnnl::reorder to_internal_, to_user_;  // empty when the layouts agree
 };
 
-memory::desc Desc(const memory::dims& dims, Tag tag) {
-  return memory::desc(dims, memory::data_type::f32, tag);
-}
-
-// The native activation layout's tag.
-Tag NativeTag() {
-  return OneDnnConvolution::NativeChannelBlock() == 16 ? Tag::nChw16c : Tag::nChw8c;
-}
-
 // An activation's layout for a primitive: the native one, or the primitive's choice.
 memory::desc ActivationDesc(const memory::dims& dims, bool native) {
   return Desc(dims, native ? NativeTag() : Tag::any);
@@ -79,17 +75,7 @@ dnnl::primitive_attr ForwardAttributes(const Conv2dGeometry& g) {
   return attributes;
 }
 
-// An activation's layout as Monsoon holds it: native, or [batch x C x H x W].
-memory::desc HeldDesc(const memory::dims& dims, bool native) {
-  return Desc(dims, native ? NativeTag() : Tag::nchw);
-}
-
 }  // namespace
-
-struct OneDnnConvolution::Engine {
-  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
-  dnnl::stream stream{engine};
-};
 
 struct OneDnnConvolution::Primitives {
   Primitives(const Conv2dGeometry& g, int batch, const dnnl::engine& engine);
@@ -175,12 +161,9 @@ OneDnnConvolution::Primitives::Primitives(const Conv2dGeometry& g, int batch,
       own_data_dy(data_pd.diff_dst_desc() != weights_pd.diff_dst_desc()) {}
 
 OneDnnConvolution::OneDnnConvolution(int threads)
-    : engine_(std::make_unique<Engine>()), threads_(threads) {}
+    : engine_(std::make_unique<onednn::Engine>()), threads_(threads) {}
 
-int OneDnnConvolution::NativeChannelBlock() {
-  static const int block = dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core ? 16 : 8;
-  return block;
-}
+int OneDnnConvolution::NativeChannelBlock() { return onednn::NativeChannelBlock(); }
 
 OneDnnConvolution::~OneDnnConvolution() = default;
 

@@ -16,6 +16,9 @@
 #include "core/compute/compute_backend.h"
 
 namespace monsoon {
+namespace onednn {
+struct Engine;  // onednn_common.h
+}  // namespace onednn
 
 class OneDnnConvolution {
  public:
@@ -42,8 +45,7 @@ class OneDnnConvolution {
   struct Primitives;  // oneDNN's objects for one (geometry, batch)
   Primitives& For(const Conv2dGeometry& g, int batch);
 
-  struct Engine;  // oneDNN's engine and stream
-  const std::unique_ptr<Engine> engine_;
+  const std::unique_ptr<onednn::Engine> engine_;
   const int threads_;
   using Key =
       std::tuple<int, int, int, int, int, int, int, int, int, int, int, Layout, Layout, FusedRelu>;
