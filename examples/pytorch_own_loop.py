@@ -88,6 +88,7 @@ def test(model, device, test_loader):
     print('\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\n'.format(
         test_loss, correct, len(test_loader.dataset),
         100. * correct / len(test_loader.dataset)))
+    return test_loss, correct / len(test_loader.dataset)
 
 
 def main():
@@ -118,7 +119,7 @@ def main():
     test_loader = torch.utils.data.DataLoader(test_set, batch_size=args.test_batch_size)
 
     model = Net().to(device)
-    monsoon.torch.init(model)
+    monsoon.torch.init(model, evaluate=lambda m: test(m, device, test_loader))
     optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
 
     scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)

@@ -77,6 +77,7 @@ py::dict JobInfo() {
   info["num_state"] = m.num_state;
   info["algorithm"] = std::string(kAlgorithmNames.Name(config.training.algorithm));
   info["batch_size"] = config.training.batch_size;
+  info["evaluation_by_program"] = config.evaluation.by_program;
   return info;
 }
 

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -26,7 +27,8 @@ namespace py = pybind11;
 // state, TrainableModel::num_state; 0 when absent), and the methods
 // compute_gradients(x, y, seed) -> the batch's summed loss, after writing the batch-mean loss
 // gradient into `grads` (and the state's current values into both arrays' state); and
-// evaluate(x, y) -> (summed loss, correct predictions). With `own_loop` true the model is
+// evaluate(x, y) -> (summed loss, correct predictions); optionally score() -> (mean loss,
+// accuracy) of its parameters on data of its own (ScoreItself). With `own_loop` true the model is
 // trained by its user's loop (TrainableModel::trained_by_own_loop): compute_gradients then
 // returns that loop's gradient, or None once the loop has ended, and the object's `steps_done`
 // is set to the worker's steps before it. x is [rows, features] and y [rows] or
@@ -106,6 +108,24 @@ class PythonModel : public TrainableModel {
       result.correct = correct;
     });
     return result;
+  }
+
+  absl::StatusOr<TestScore> ScoreItself() override {
+    TestScore score;
+    bool scores = false;
+    Call([&] {
+      scores = py::hasattr(model_, "score");
+      if (!scores) return;
+      std::tie(score.loss, score.accuracy) =
+          model_.attr("score")().cast<std::pair<double, double>>();
+    });
+    if (!status_.ok()) return status_;
+    if (!scores) {
+      return absl::FailedPreconditionError(
+          "evaluation.by_program is true but the worker program has no evaluation function: "
+          "pass one to monsoon.torch.init(module, evaluate=...)");
+    }
+    return score;
   }
 
   // The batch's shape per example: features, and targets (0: one class id per example).

@@ -26,9 +26,11 @@ double MeanWorkerEpoch(const std::vector<ServerStats>& stats) {
 
 }  // namespace
 
-absl::StatusOr<TestScore> ScoreTestSet(TrainableModel* model, const Dataset& test, int batch_size,
-                                       const float* params) {
+absl::StatusOr<TestScore> ScoreTestSet(TrainableModel* model, const Dataset* test_set,
+                                       int batch_size, const float* params) {
   model->SetParams(params);
+  if (test_set == nullptr) return model->ScoreItself();
+  const Dataset& test = *test_set;
   const size_t rows = test.size();
   const size_t fd = test.feature_dim;
   const size_t td = test.target_dim;
@@ -61,7 +63,7 @@ absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& s
   result.global_step = pull.min_version;
   const absl::Time scoring = absl::Now();
   MONSOON_ASSIGN_OR_RETURN(const TestScore score,
-                           ScoreTestSet(model_, *test_, batch_size_, result.params.data()));
+                           ScoreTestSet(model_, test_, batch_size_, result.params.data()));
   result.test_loss = score.loss;
   result.test_accuracy = score.accuracy;
   if (trace_ != nullptr) {

@@ -26,13 +26,9 @@ struct EvalResult {
   std::vector<float> params;  // the weights that were scored
 };
 
-struct TestScore {
-  double loss = 0;      // mean over the examples
-  double accuracy = 0;  // classification only
-};
 // Scores `params` (model->num_params() floats) on the whole of `test`, `batch_size` examples
-// at a time.
-absl::StatusOr<TestScore> ScoreTestSet(TrainableModel* model, const Dataset& test, int batch_size,
+// at a time; with no test set (null), by the model's own function (ScoreItself).
+absl::StatusOr<TestScore> ScoreTestSet(TrainableModel* model, const Dataset* test, int batch_size,
                                        const float* params);
 
 // Borrows everything it is given.
@@ -40,7 +36,8 @@ class Evaluator {
  public:
   // `trace` gets every evaluation: its pull and its scoring (thread 0). Results' wall_seconds
   // count from construction, plus `earlier_wall_seconds`: the clock the evaluator's earlier
-  // processes in the run left (its metrics CSV's last row; 0 for its first).
+  // processes in the run left (its metrics CSV's last row; 0 for its first). `test` null: the
+  // model scores itself (ScoreTestSet).
   Evaluator(TrainableModel* model, const Dataset* test, PsClient* client, int batch_size,
             CsvMetricsWriter* metrics /* nullable */, TraceWriter* trace /* nullable */,
             double earlier_wall_seconds = 0)

@@ -207,9 +207,13 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TraceWriter> trace,
                            OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), "evaluator",
                                          kTraceEvaluatorPid, "evaluator", {"evaluator"}));
-  MONSOON_ASSIGN_OR_RETURN(Dataset test, Traced(trace.get(), 0, "load data", [&] {
-                             return LoadSplit(config, /*train=*/false);
-                           }));
+  // Under evaluation.by_program the program's own function scores the weights.
+  std::optional<Dataset> test;
+  if (!config.evaluation.by_program) {
+    MONSOON_ASSIGN_OR_RETURN(test, Traced(trace.get(), 0, "load data", [&] {
+                               return LoadSplit(config, /*train=*/false);
+                             }));
+  }
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
                            MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(
@@ -226,8 +230,9 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
   MONSOON_ASSIGN_OR_RETURN(
       const std::optional<EvaluatorMetricsRow> last,
       RowFrom<EvaluatorMetricsRow>(metrics->continued_from(), run_dir.evaluator_metrics_path()));
-  Evaluator evaluator(model.get(), &test, client.get(), config.evaluation.batch_size, metrics.get(),
-                      trace.get(), last.has_value() ? last->wall_seconds : 0);
+  Evaluator evaluator(model.get(), test.has_value() ? &*test : nullptr, client.get(),
+                      config.evaluation.batch_size, metrics.get(), trace.get(),
+                      last.has_value() ? last->wall_seconds : 0);
   MONSOON_ASSIGN_OR_RETURN(
       EvalResult final_result,
       evaluator.RunUntilWorkersFinish(absl::Seconds(config.evaluation.interval_seconds), stop));

@@ -343,6 +343,10 @@ void VisitRuntime(JobConfig& c, V& v) {
             "time between evaluations");
     v.Field("batch_size", &c.evaluation.batch_size, IntRange{1, 1 << 20},
             "test examples per forward pass");
+    v.Field("by_program", &c.evaluation.by_program, Flag{},
+            "the worker program's own evaluation function scores the weights "
+            "(`monsoon.torch.init(module, evaluate=...)`) instead of the job's test data, which "
+            "it then does not need; only with `cluster.worker_program`");
   });
   v.Section("trace", "", [&] {
     v.Field("steps", &c.trace.steps, IntRange{0, 1000000},

@@ -1185,13 +1185,19 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
                                                      c.cluster.workers, ")"));
     }
   }
-  MONSOON_RETURN_IF_ERROR(ValidateData(c.data, c.cluster.evaluator));
+  MONSOON_RETURN_IF_ERROR(
+      ValidateData(c.data, c.cluster.evaluator && !c.evaluation.by_program));
   MONSOON_RETURN_IF_ERROR(ValidateModel(c.model));
   if ((c.model.type == ModelType::kProgram) != !c.cluster.worker_program.empty()) {
     return absl::InvalidArgumentError(
         c.cluster.worker_program.empty()
             ? "model.type is program: name the program in cluster.worker_program"
             : "cluster.worker_program: the program's model needs model.type: program");
+  }
+  if (c.evaluation.by_program && c.cluster.worker_program.empty()) {
+    return absl::InvalidArgumentError(
+        "evaluation.by_program: only a worker program (cluster.worker_program) has an "
+        "evaluation function of its own");
   }
   if (c.staleness.dc_lambda > 0 && c.training.algorithm != Algorithm::kDownpour &&
       c.training.algorithm != Algorithm::kSsp) {

@@ -181,6 +181,9 @@ struct StalenessConfig {
 struct EvaluationConfig {
   double interval_seconds = 2;
   int batch_size = 1000;
+  // The worker program scores the weights with its own function (TrainableModel::ScoreItself)
+  // instead of the job's test data.
+  bool by_program = false;
 };
 
 // The job's Chrome trace (RUN_DIR/trace.json, README "Outputs"): servers record checkpoints

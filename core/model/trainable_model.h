@@ -12,6 +12,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace monsoon {
 
@@ -20,6 +21,12 @@ struct BatchResult {
   double loss_sum = 0;  // summed over the batch's rows
   int correct = 0;      // classification only
   int rows = 0;
+};
+
+// A model's score on a test set.
+struct TestScore {
+  double loss = 0;      // mean over the examples
+  double accuracy = 0;  // classification only
 };
 
 // Not thread-safe. A model may run its work asynchronously and record its first error instead
@@ -64,6 +71,11 @@ class TrainableModel {
                                        int rows) = 0;
   // Forward only; loss and accuracy of the batch (no dropout).
   virtual BatchResult Evaluate(const float* x_host, const float* targets_host, int rows) = 0;
+  // The score of the current parameters by the model's own evaluation function, on data of
+  // its own (evaluation.by_program); FailedPrecondition for a model without one.
+  virtual absl::StatusOr<TestScore> ScoreItself() {
+    return absl::FailedPreconditionError("this model has no evaluation function of its own");
+  }
   // The random seed of the next ComputeGradients' random choices (dropout); a worker sets one
   // per step, so that a replayed step draws the same.
   virtual void set_batch_seed(uint64_t seed) = 0;

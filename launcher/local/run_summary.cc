@@ -33,7 +33,7 @@ absl::StatusOr<FinalWeights> WeightsFromServers(const JobConfig& config, const R
     MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model, Model::Create(config.model, &backend));
     MONSOON_ASSIGN_OR_RETURN(
         const TestScore score,
-        ScoreTestSet(model.get(), test, config.evaluation.batch_size, values.data()));
+        ScoreTestSet(model.get(), &test, config.evaluation.batch_size, values.data()));
     p->has_eval = true;
     p->test_loss = score.loss;
     p->test_accuracy = score.accuracy;

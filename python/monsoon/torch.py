@@ -168,6 +168,8 @@ class _OwnLoop:
             offset += p.numel()
         self.steps_done = 0  # the worker's steps before its current one (set by run_role)
         self.batch_size = job["batch_size"]
+        self._short_batch = False  # the last training batch had fewer examples
+        module.register_forward_pre_hook(self._check_batch)
         self._turn = "monsoon"  # whose turn it is: Monsoon's worker loop's, or the user's
         self._user_done = False
         self._monsoon_done = False
@@ -187,6 +189,20 @@ class _OwnLoop:
             self._monsoon_done = True
             self._turn = "user"
             self._cv.notify_all()
+
+    def _check_batch(self, module, inputs):
+        """Refuses training batches of another size than the job's ``training.batch_size`` (but
+        a short one that ends an epoch): the worker counts samples, and a restarted worker's
+        sampler skips what it trained, by that size."""
+        if not module.training or not inputs or not torch.is_tensor(inputs[0]):
+            return
+        rows = inputs[0].shape[0] if inputs[0].dim() > 0 else 1
+        if rows > self.batch_size or (rows < self.batch_size and self._short_batch):
+            raise monsoon.Error(
+                f"the training loop's batches have {rows} examples but the job's "
+                f"training.batch_size is {self.batch_size}: make them the same (the worker "
+                "counts samples, and resumes a restarted worker's data, by it)")
+        self._short_batch = rows < self.batch_size
 
     def _wait_for_user_turn(self):
         with self._cv:
@@ -236,15 +252,17 @@ class _OwnLoop:
 _loop = None
 
 
-def init(module):
+def init(module, evaluate=None):
     """Joins the job that started this program with ``module``, for a training loop of your own.
 
     As the launcher's first run (before the servers) it writes the module's initial weights,
     and as the job's evaluator it scores the servers' weights with the module in ``eval()``
-    mode; both then end the program. As a worker it starts Monsoon's worker (the job's
-    algorithm, client, metrics and restarts) on a thread, loads the servers' weights into the
-    module and returns: train with ``DistributedOptimizer`` and ``DistributedSampler``. The
-    worker finishes when the program ends (or at ``finish()``).
+    mode: on the job's test data, or, where the job sets ``evaluation.by_program``, by
+    ``evaluate(module)``, which returns (mean loss, accuracy) on data of its own; both roles
+    then end the program. As a worker it starts Monsoon's worker (the job's algorithm, client,
+    metrics and restarts) on a thread, loads the servers' weights into the module and returns:
+    train with ``DistributedOptimizer`` and ``DistributedSampler``. The worker finishes when
+    the program ends (or at ``finish()``).
     """
     global _loop
     job = monsoon.job()
@@ -255,10 +273,32 @@ def init(module):
     if job["role"] == "evaluator":
         model = _FlatModule(module, job, None)
         _check_sizes(model, job)
+        if evaluate is not None:
+            model.score = lambda: _score(model, evaluate)
+            if not job["evaluation_by_program"]:
+                print("monsoon: the evaluator scores the job's test data "
+                      "(evaluation.by_program is false); the evaluate function is not used",
+                      file=sys.stderr)
         _run_role(model)
         sys.exit(0)
     _loop = _OwnLoop(module, job)
     atexit.register(_finish_at_exit)
+
+
+def _score(model, evaluate):
+    """``evaluate(module)`` on the flat model's weights and buffers, in ``eval()`` mode without
+    gradients: (mean loss, accuracy) as floats."""
+    model._load_state()
+    model.module.eval()
+    with torch.no_grad():
+        result = evaluate(model.module)
+    try:
+        loss, accuracy = result
+        return float(loss), float(accuracy)
+    except (TypeError, ValueError):
+        raise monsoon.Error(
+            f"the evaluate function given to monsoon.torch.init returned {result!r}; "
+            "it must return (mean loss, accuracy)") from None
 
 
 def finish():
@@ -313,7 +353,8 @@ class DistributedSampler(torch.utils.data.Sampler):
     by the job's seed and the epoch, ``set_epoch``), every W-th from the worker's index, so
     that the job's W workers draw disjoint shards, in a new order every epoch. A restarted
     worker's sampler skips what the worker had trained on before (its steps times the job's
-    ``training.batch_size``), across as many epochs as that takes."""
+    ``training.batch_size``, which the loop's batches must have), across as many epochs as that
+    takes."""
 
     def __init__(self, dataset, shuffle=True):
         job = monsoon.job()

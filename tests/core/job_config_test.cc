@@ -440,6 +440,17 @@ TEST_CASE("JobConfig: a worker program's model (model.type: program)", "[core][c
   CHECK(again->model.num_params == 1234);
   CHECK(Model::NumParams(again->model) == 1234);
 
+  // evaluation.by_program: the program scores the weights, so no test data is needed.
+  const std::string no_test = "job: t\nmodel:\n" + model +
+                              "data:\n  format: csv\n  train: train4.csv\n"
+                              "evaluation:\n  by_program: true\n";
+  CHECK(ParseJobConfig(program + no_test, TempPath("")).ok());
+  CHECK(ErrorOf(program + no_test, {"evaluation.by_program=false"}) ==
+        "data.test: required when cluster.evaluator is true");
+  CHECK(ErrorOf(CsvJob("evaluation:\n  by_program: true\n")) ==
+        "evaluation.by_program: only a worker program (cluster.worker_program) has an "
+        "evaluation function of its own");
+
   CHECK(ErrorOf(CsvJobWithModel(model)) ==
         "model.type is program: name the program in cluster.worker_program");
   CHECK(ErrorOf(program + CsvJobWithModel("  type: mlp\n  input_dim: 4\n  output_dim: 2\n")) ==

@@ -3,11 +3,13 @@
 #   - examples/pytorch_own_loop.py, the classic PyTorch MNIST example, reaches >= 0.88 after
 #     its 2 epochs under Downpour with 2 workers, one of them killed and restarted on the way:
 #     every push applied once, the restarted loop resuming its data, the loop's losses in the
-#     workers' metrics;
-#   - the same script runs under sync and easgd (in CI one batch an epoch, --dry-run);
+#     workers' metrics, the evaluator scoring with the script's own test();
+#   - the same script runs under sync (scored by Monsoon's evaluator on the job's test data)
+#     and easgd (in CI one batch an epoch, --dry-run);
 #   - README's diff is every line that differs from the plain script: undone on the example,
 #     it leaves a PyTorch script without Monsoon, which trains;
-#   - a loop that outlives training.max_steps and a step before init are clear errors.
+#   - a loop that outlives training.max_steps, batches of another size than the job's and a
+#     step before init are clear errors.
 source tests/launcher/test_lib.sh
 export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
 
@@ -43,6 +45,8 @@ grep -q "worker-0 was killed by signal 9 (Killed); restarting it" "$WORK/downpou
 at_least "own loop, downpour: test accuracy after 2 epochs" \
   "$(json_get "$run/summary.json" final_test_accuracy)" 0.88
 check_ledger "$run" && pass "own loop: every push applied exactly once" || fail "ledger"
+grep -q "^Test set: Average loss" "$run/logs/evaluator.log" \
+  && pass "own loop: the evaluator scored with the script's test()" || fail "no test() output"
 python3 - "$run/metrics/worker-0.csv" "$run/metrics/worker-1.csv" <<'PY'
 import csv, sys
 killed, other = (list(csv.DictReader(open(path))) for path in sys.argv[1:])
@@ -52,16 +56,21 @@ PY
 expect_eq "own loop: the restarted worker's loop resumed its data (both 2 x 469 steps, losses kept)" \
   "$?" "0"
 
-# In CI: one batch an epoch, no evaluator.
+# In CI: one batch an epoch, easgd with no evaluator. Sync's evaluator scores the job's test
+# data instead of the script's test().
+fmnist=/usr/share/datasets/fashion-mnist
+evaluators=(sync "--set evaluation.by_program=false --set data.test_images=$fmnist/t10k-images-idx3-ubyte.gz --set data.test_labels=$fmnist/t10k-labels-idx1-ubyte.gz")
 if [ "${CI:-}" = "true" ]; then
-  short=(--epochs 2 --dry-run); extra=(--set cluster.evaluator=false)
+  short=(--epochs 2 --dry-run); evaluators+=(easgd "--set cluster.evaluator=false")
 else
-  short=(--epochs 1); extra=()
+  short=(--epochs 1); evaluators+=(easgd "")
 fi
-for algorithm in sync easgd; do
+for ((i = 0; i < ${#evaluators[@]}; i += 2)); do
+  algorithm=${evaluators[i]}
   job "$algorithm" "${short[@]}"
+  # shellcheck disable=SC2086  # the settings split into words
   timeout 600 "$MONSOON" run "$WORK/$algorithm.yaml" --run-dir "$WORK/$algorithm" \
-    --set training.algorithm=$algorithm "${extra[@]}" >"$WORK/$algorithm.txt" 2>&1
+    --set training.algorithm=$algorithm ${evaluators[i + 1]} >"$WORK/$algorithm.txt" 2>&1
   expect_eq "own loop, $algorithm (${short[*]}): exit status" "$?" "0"
   check_ledger "$WORK/$algorithm" && pass "own loop, $algorithm: every push applied once" \
     || fail "own loop, $algorithm: ledger"
@@ -97,14 +106,24 @@ expect_eq "README's diff is every line that differs from the plain script" "$?" 
 timeout 300 python3 "$WORK/plain.py" --epochs 1 --dry-run >"$WORK/plain.txt" 2>&1
 expect_eq "the plain script README's diff leaves trains without Monsoon" "$?" "0"
 
-# A loop that goes on after the worker's last step (training.max_steps), and a step before
-# init.
+grep -q "Test set:" "$WORK/sync/logs/evaluator.log" \
+  && fail "sync: the script's test() scored" || pass "sync: Monsoon's evaluator scored the test data"
+at_least "sync: the evaluator scored (a number)" "$(json_get "$WORK/sync/summary.json" final_test_accuracy)" 0
+
+# A loop that goes on after the worker's last step (training.max_steps), batches of another
+# size than training.batch_size, and a step before init.
 timeout 300 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$WORK/max_steps" \
   --set training.max_steps=5 --set cluster.evaluator=false >"$WORK/max_steps.txt" 2>&1
 status=$?
 [ "$status" -ne 0 ] && grep -qF "the job's worker has finished (training.max_steps) while the training loop goes on" \
   "$WORK/max_steps.txt" && pass "a loop past training.max_steps: exit $status, named" \
   || fail "a loop past training.max_steps: exit $status: $(tail -3 "$WORK/max_steps.txt")"
+timeout 300 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$WORK/batch" \
+  --set training.batch_size=32 --set cluster.evaluator=false >"$WORK/batch.txt" 2>&1
+status=$?
+[ "$status" -ne 0 ] && grep -qF "the training loop's batches have 64 examples but the job's training.batch_size is 32" \
+  "$WORK/batch.txt" && pass "batches of another size: exit $status, named" \
+  || fail "batches of another size: exit $status: $(tail -3 "$WORK/batch.txt")"
 MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" MONSOON_INDEX=0 MONSOON_GPU=-1 \
   MONSOON_SEED=1 PYTHONPATH="$PWD/python" \
   python3 - >"$WORK/early.txt" 2>&1 <<'PY'
