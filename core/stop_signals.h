@@ -13,8 +13,13 @@ namespace monsoon {
 // (SLURM's --signal warning before the time limit).
 inline constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1};
 
-// A role still running this long after its first stop signal is ended by SIGALRM.
+// A server still running this long after its first stop signal (it writes its final
+// checkpoint on the way out) is ended by SIGALRM.
 inline constexpr absl::Duration kStopDeadline = absl::Seconds(60);
+// The same for a worker or the evaluator (Monsoon's or a worker program): one busy in a
+// forward pass, a kernel or the user's own code is ended this soon, its last push kept
+// exactly once by the servers' numbering.
+inline constexpr absl::Duration kClientStopDeadline = absl::Seconds(5);
 
 }  // namespace monsoon
 

@@ -35,10 +35,12 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 
-// As in Monsoon's own roles: the first stop signal asks the role to stop, and SIGALRM ends the
-// process if it has not within kStopDeadline.
+// As in Monsoon's own client roles: the first stop signal asks the role to stop, and SIGALRM
+// ends the process if it has not within kClientStopDeadline.
 extern "C" void OnStopSignal(int) {
-  if (!g_stop.exchange(true)) alarm(static_cast<unsigned>(absl::ToInt64Seconds(kStopDeadline)));
+  if (!g_stop.exchange(true)) {
+    alarm(static_cast<unsigned>(absl::ToInt64Seconds(kClientStopDeadline)));
+  }
 }
 
 // Stop signals go to OnStopSignal while this object lives; then Python's handlers come back.

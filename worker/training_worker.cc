@@ -8,6 +8,7 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/compression.h"
 #include "core/compute/kernel_math.h"
@@ -31,7 +32,8 @@ TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableMode
       client_(client),
       metrics_(metrics),
       trace_(trace),
-      earlier_(metrics != nullptr ? metrics->earlier() : WorkerTotals{}) {}
+      earlier_(metrics != nullptr ? metrics->earlier() : WorkerTotals{}),
+      stall_watch_(absl::StrCat("worker-", index), rules_.stall_seconds) {}
 
 absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
   start_ = absl::Now() - absl::Seconds(earlier_.wall_seconds);
@@ -41,7 +43,11 @@ absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) 
     const absl::Status finished = client_->Finish();
     if (!finished.ok()) report = finished;
   }
-  if (report.ok()) report->wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  // The metrics' clock where there are metrics, so that the report's time follows their rows'.
+  if (report.ok()) {
+    report->wall_seconds = metrics_ != nullptr ? metrics_->wall_seconds()
+                                               : absl::ToDoubleSeconds(absl::Now() - start_);
+  }
   return report;
 }
 
@@ -217,6 +223,7 @@ absl::Status TrainingWorker::ComputeGradients(absl::Span<float> sum, bool add,
                                               std::vector<float>* scratch, WorkerReport* report) {
   {
     const TraceScope compute = ComputeSpan(*report);
+    const StallWatch::Computing computing(&stall_watch_, report->steps);
     ComputeStep(report);
     if (model_->loop_ended()) return absl::OkStatus();  // nothing computed
     model_->GetGrads(add ? scratch->data() : sum.data());
@@ -297,6 +304,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
 
 void TrainingWorker::LocalStep(WorkerReport* report) {
   const TraceScope compute = ComputeSpan(*report);
+  const StallWatch::Computing computing(&stall_watch_, report->steps);
   ComputeStep(report);
   if (model_->loop_ended()) return;
   const float eta = static_cast<float>(rules_.easgd.learning_rate) * RateScale();

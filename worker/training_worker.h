@@ -24,6 +24,7 @@
 #include "worker/ps_client.h"
 #include "worker/pull_schedule.h"
 #include "worker/push_pipeline.h"
+#include "worker/stall_watch.h"
 #include "worker/worker_metrics_recorder.h"
 #include "worker/worker_rules.h"
 
@@ -60,7 +61,8 @@ class TrainingWorker {
   // training.epochs passes over the shard (a model trained by its own loop: until that loop
   // ends) or training.max_steps steps, then tells the servers it has finished. Pushes are numbered 1, 2, ... across restarts.
   // Returns early with Cancelled when *stop becomes true, or with the first RPC or device
-  // error (the process's role runner reports one after a stop as the stop's doing).
+  // error (the process's role runner reports one after a stop as the stop's doing). A step
+  // whose compute runs past reliability.stall_seconds ends the process (StallWatch).
   absl::StatusOr<WorkerReport> Run(const std::atomic<bool>* stop);
 
  private:
@@ -131,12 +133,13 @@ class TrainingWorker {
   WorkerMetricsRecorder* const metrics_;
   TraceWriter* const trace_;
   const WorkerTotals earlier_;  // metrics_'s, or none
-  absl::Time start_;                   // this process's start, moved back by earlier_.wall_seconds
+  absl::Time start_;  // Run's start, moved back by earlier_.wall_seconds (the clock without metrics)
   int64_t first_step_ = 0;             // the step this process started at
   TraceWriter* step_trace_ = nullptr;  // trace_ while the current step is traced
   uint64_t resumed_after_ = 0;         // pushes already processed when this process started
   std::vector<float> x_, y_;           // the current batch
   std::vector<float> velocity_;        // EAMSGD: the model's velocity at an exchange
+  StallWatch stall_watch_;             // over each step's compute
 };
 
 }  // namespace monsoon

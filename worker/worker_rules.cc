@@ -28,6 +28,7 @@ WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
   rules.trace_steps = config.trace.steps;
   rules.seed = config.seed;
   rules.stragglers = config.stragglers;
+  rules.stall_seconds = config.reliability.stall_seconds;
   return rules;
 }
 

@@ -31,6 +31,7 @@ struct WorkerRules {
   int trace_steps = 200;
   uint64_t seed = 1;  // the job's: with the worker's index and step, each batch's dropout masks
   StragglersConfig stragglers;  // emulated slowness
+  double stall_seconds = 0;      // reliability.stall_seconds
 
   static WorkerRules FromConfig(const JobConfig& config);
 };

@@ -430,6 +430,12 @@ void VisitOperations(JobConfig& c, V& v) {
             "when a server is killed by a signal, `monsoon run` resumes the whole job from the "
             "servers' checkpoints, as `monsoon run --resume` would, up to this many times per "
             "run; 0 stops the job instead");
+    v.Field("stall_seconds", &r.stall_seconds, RealRange{0, false, 1e6},
+            "a worker whose step has computed this long (its forward and backward, or an own "
+            "loop's time between two steps; waits on servers do not count) reports where it is "
+            "stuck and ends, and the launcher treats it as lost (`worker_restarts`, "
+            "`worker_loss`); 0: ten times its longest step so far, at least 120 s, from its "
+            "second step on");
   });
   v.Section("checkpoint", "", [&] {
     v.Field("interval_seconds", &c.checkpoint.interval_seconds, RealRange{0, false, 1e6},

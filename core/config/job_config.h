@@ -237,6 +237,9 @@ struct ReliabilityConfig {
   // a signal, up to this many times per run: every role restarts, servers from their newest
   // checkpoints, workers after the last push every server has (as `monsoon run --resume`).
   int server_restarts = 0;
+  // A worker whose step's compute has run this long ends itself as stalled (StallWatch);
+  // 0: ten times its longest step so far, at least 120 s, from its second step on.
+  double stall_seconds = 0;
 };
 
 // Server checkpoints (shard weights, optimizer state, versions, clocks, workers' data

@@ -144,7 +144,8 @@ int RunNewJobHere(JobConfig config, const std::string& dir) {
 
 int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& run_dir,
             const std::string& bind_host, int gpu, bool resume) {
-  g_stop_deadline_seconds.store(absl::ToInt64Seconds(kStopDeadline));
+  g_stop_deadline_seconds.store(absl::ToInt64Seconds(
+      role.kind == RoleKind::kServer ? kStopDeadline : kClientStopDeadline));
   absl::Status s;
   switch (role.kind) {
     case RoleKind::kServer: {

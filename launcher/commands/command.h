@@ -36,8 +36,9 @@ void AddGenLinearCommand(CLI::App& app, int* exit_code);
 void AddRoleCommands(CLI::App& app, int* exit_code);
 
 // Set by a stop signal (kStopSignals, core/stop_signals.h; InstallStopSignals);
-// polled by the job and role loops. A role still running kStopDeadline after its first stop
-// signal is ended by SIGALRM, a launcher 15 s later. SIGPIPE is ignored.
+// polled by the job and role loops. A role still running kStopDeadline (a server) or
+// kClientStopDeadline (a worker or the evaluator) after its first stop signal is ended by
+// SIGALRM, a launcher kStopDeadline + 15 s after it. SIGPIPE is ignored.
 std::atomic<bool>* StopFlag();
 void InstallStopSignals();
 

@@ -15,6 +15,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 
 namespace monsoon {
@@ -42,11 +44,22 @@ bool IsStopSignal(int signal) {
          std::end(kStopSignals);
 }
 
+// What a worker that ended as stalled (kExitStalled) wrote last to its log (StallWatch's
+// "monsoon: worker-1 made no progress ..."), without "monsoon: "; empty for any other exit
+// (a worker program's own exit status 4 among them).
+std::string StallReport(const ChildExit& e) {
+  if (e.signal != 0 || e.exit_code != kExitStalled) return "";
+  const std::string last = TailOfFile(e.log_path, 1);
+  const absl::string_view report = absl::StripPrefix(last, "monsoon: ");
+  return absl::StartsWith(report, e.name + " made no progress") ? std::string(report) : "";
+}
+
 }  // namespace
 
 ExitKind ChildExit::kind() const {
   if (signal != 0) return IsStopSignal(signal) ? ExitKind::kStopped : ExitKind::kCrashed;
   if (exit_code == kExitStopped) return ExitKind::kStopped;
+  if (!stall.empty()) return ExitKind::kStalled;
   return exit_code == 0 ? ExitKind::kFinished : ExitKind::kFailed;
 }
 
@@ -59,6 +72,8 @@ std::string ChildExit::Describe() const {
       return absl::StrCat(name, " was killed by signal ", signal, " (", strsignal(signal), ")");
     case ExitKind::kCrashed:
       return absl::StrCat(name, " crashed with signal ", signal, " (", strsignal(signal), ")");
+    case ExitKind::kStalled:
+      return stall;
     case ExitKind::kFailed:
       if (exit_code == kExitServerUnreachable) {
         return absl::StrCat(name, " stopped because a server did not answer it (exit status ",
@@ -124,9 +139,10 @@ std::vector<ChildExit> ProcessGroup::Reap() {
     const pid_t r = waitpid(c.pid, &status, WNOHANG);
     if (r != c.pid) continue;
     c.running = false;
-    ChildExit e{c.name, c.log_path, 0, 0};
+    ChildExit e{c.name, c.log_path, 0, 0, ""};
     if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+    e.stall = StallReport(e);
     exits.push_back(e);
   }
   return exits;

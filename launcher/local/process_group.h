@@ -25,6 +25,8 @@ enum class ExitKind {
   kStopped,   // killed by a signal sent from outside (SIGKILL, SIGTERM, SIGHUP, ...) or exited
               // kExitStopped after a stop signal: lost, not wrong
   kCrashed,   // ended by a signal of its own making (SIGABRT, SIGSEGV, SIGBUS, SIGFPE, ...)
+  kStalled,   // a worker that ended itself because its compute made no progress
+              // (kExitStalled): lost, as a stopped one
   kFailed,    // any other non-zero exit status
 };
 
@@ -33,6 +35,9 @@ struct ChildExit {
   std::string log_path;
   int exit_code = 0;  // valid when signal == 0
   int signal = 0;     // the signal that killed it, or 0
+  // A worker that ended itself as stalled (kExitStalled): its log's report, "worker-1 made no
+  // progress for 60 s, stuck at step 10 in compute"; empty for any other exit.
+  std::string stall;
   bool ok() const { return signal == 0 && exit_code == 0; }
   ExitKind kind() const;
   std::string Describe() const;

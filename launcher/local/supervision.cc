@@ -34,6 +34,7 @@ Action Decide(const RoleId& role, const ChildExit& exit, const JobConfig& config
     case ExitKind::kFailed:
       return Action::kAbort;
     case ExitKind::kStopped:
+    case ExitKind::kStalled:
       break;
   }
   int* restarts = nullptr;

@@ -39,7 +39,8 @@ struct RestartBudget {
 };
 
 // The action for `role` ending as `exit`; spends the budget it uses. A process stopped from
-// outside (ExitKind::kStopped: SIGKILL, a plain kill, the OOM killer) was lost, not wrong: a
+// outside (ExitKind::kStopped: SIGKILL, a plain kill, the OOM killer), or a worker that ended
+// itself as stalled (ExitKind::kStalled), was lost, not wrong: a
 // server's loss resumes the job while server_restarts last; a worker or the evaluator is
 // restarted while its restarts last, and a worker is then left behind unless the config stops
 // on a lost worker. A crash (SIGABRT, SIGSEGV, ...) or a failure aborts the job.

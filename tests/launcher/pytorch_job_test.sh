@@ -4,8 +4,9 @@
 # Downpour, and trains under sync and easgd from the same script; its final weights reload
 # into PyTorch with the evaluator's accuracy, a BatchNorm module's buffers included; the
 # metrics are a C++ worker's; bad use is a Python exception or a job error naming the problem;
-# a killed Python worker is restarted with every push applied once; monsoon.Client pushes and
-# pulls by hand.
+# a killed Python worker is restarted with every push applied once; a worker whose forward
+# hangs is named within reliability.stall_seconds and left behind, and one stopped by a
+# signal ends within seconds; monsoon.Client pushes and pulls by hand.
 source tests/launcher/test_lib.sh
 export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
 export PYTHONPATH="$PWD/python"
@@ -167,4 +168,50 @@ class Model:
 monsoon.run_role(Model())
 PY
 expect_failure float64 "model.params must be a float32 NumPy array"
+
+# A forward that hangs in worker 1 at its step 10. With stall_seconds 3 the worker names
+# itself and ends, and Downpour carries on without it; with the default, a stop signal ends
+# the job within seconds all the same.
+cat >"$WORK/hangs.py" <<'PY'
+import os, time
+import torch.nn as nn
+import monsoon.torch
+class Hangs(nn.Sequential):
+    calls = 0
+    def forward(self, x):
+        self.calls += self.training
+        while self.calls == 11 and os.environ["MONSOON_INDEX"] == "1":
+            time.sleep(1)
+        return super().forward(x)
+monsoon.torch.run(lambda: Hangs(nn.Flatten(), nn.Linear(784, 10)))
+PY
+sed -e "s|pytorch_mlp.py|hangs.py|" examples/pytorch_mlp.yaml >"$WORK/hangs.yaml"
+hung() {  # hung NAME SETTINGS...: the job, in the background ($launcher)
+  local name=$1
+  shift
+  timeout 120 "$MONSOON" run "$WORK/hangs.yaml" --run-dir "$WORK/$name" --set training.max_steps=40 \
+    --set cluster.evaluator=false "$@" >"$WORK/$name.txt" 2>&1 &
+  launcher=$!
+}
+started=$(date +%s.%N)
+hung stalled --set reliability.stall_seconds=3
+wait "$launcher"
+expect_eq "a worker stalled in forward: the job's exit status" "$?" "0"
+grep -qF "worker-1 made no progress for 3 s, stuck at step 10 in compute; the job carries on without it" \
+  "$WORK/stalled.txt" && pass "the stalled worker is named with its step and left behind" \
+  || fail "stalled worker: $(cat "$WORK/stalled.txt")"
+elapsed=$(python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$started")
+at_least "the job with a stalled worker ended within a minute (60 - seconds taken)" \
+  "$(python3 -c "print(60 - $elapsed)")" 0
+hung stopped
+for _ in $(seq 600); do [ "$(rows "$WORK/stopped/metrics/worker-1.csv")" -gt 10 ] && break; sleep 0.1; done
+sleep 1
+started=$(date +%s.%N)
+kill -TERM "$launcher"
+wait "$launcher"
+expect_eq "a job stopped while a worker hangs in forward: exit status" "$?" "130"
+elapsed=$(python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$started")
+at_least "stopped within 10 s of SIGTERM (10 - seconds taken)" "$(python3 -c "print(10 - $elapsed)")" 0
+pgrep -f "$WORK/hangs.py" >/dev/null && fail "a worker program outlived its job" \
+  || pass "no worker program outlived the stopped job"
 finish

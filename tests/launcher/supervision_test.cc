@@ -13,12 +13,13 @@
 namespace monsoon {
 namespace {
 
-ChildExit Killed() { return {"", "", 0, SIGKILL}; }
-ChildExit Terminated() { return {"", "", 0, SIGTERM}; }
-ChildExit StoppedOnSignal() { return {"", "", kExitStopped, 0}; }
-ChildExit Crashed() { return {"", "", 0, SIGABRT}; }
-ChildExit Failed() { return {"", "", 1, 0}; }
-ChildExit Finished() { return {"", "", 0, 0}; }
+ChildExit Killed() { return {"", "", 0, SIGKILL, ""}; }
+ChildExit Terminated() { return {"", "", 0, SIGTERM, ""}; }
+ChildExit StoppedOnSignal() { return {"", "", kExitStopped, 0, ""}; }
+ChildExit Crashed() { return {"", "", 0, SIGABRT, ""}; }
+ChildExit Failed() { return {"", "", 1, 0, ""}; }
+ChildExit Stalled() { return {"", "", kExitStalled, 0, "worker-2 made no progress ..."}; }
+ChildExit Finished() { return {"", "", 0, 0, ""}; }
 
 TEST_CASE("Decide: each role's end maps to README's action", "[launcher][supervision]") {
   struct Case {
@@ -44,6 +45,10 @@ TEST_CASE("Decide: each role's end maps to README's action", "[launcher][supervi
        aut, Action::kRestart},
       {"... also when it caught the signal and exited 130", worker, StoppedOnSignal(), async, 1, 0,
        0, aut, Action::kRestart},
+      {"a stalled worker is lost: restarted while its restarts last", worker, Stalled(), async, 1,
+       0, 0, aut, Action::kRestart},
+      {"... then left behind, as the loss rules say", worker, Stalled(), async, 0, 0, 0, aut,
+       Action::kContinueWithout},
       {"a worker that crashed (SIGABRT) stops the job, restarts or not", worker, Crashed(), async,
        3, 0, 0, aut, Action::kAbort},
       {"a server stopped by a plain kill resumes the job", server, StoppedOnSignal(), async, 0, 0,
@@ -103,14 +108,19 @@ TEST_CASE("Decide: restarts are spent per worker, resumes per job", "[launcher][
 }
 
 TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
-  CHECK(ChildExit{"worker-1", "", 0, SIGKILL}.Describe() ==
+  CHECK(ChildExit{"worker-1", "", 0, SIGKILL, ""}.Describe() ==
         "worker-1 was killed by signal 9 (Killed)");
-  CHECK(ChildExit{"worker-1", "", kExitStopped, 0}.Describe() ==
+  CHECK(ChildExit{"worker-1", "", kExitStopped, 0, ""}.Describe() ==
         "worker-1 was stopped by a signal");
-  CHECK(ChildExit{"server-0", "", 0, SIGSEGV}.Describe() ==
+  CHECK(ChildExit{"server-0", "", 0, SIGSEGV, ""}.Describe() ==
         "server-0 crashed with signal 11 (Segmentation fault)");
-  CHECK(ChildExit{"server-0", "", 4, 0}.Describe() == "server-0 exited with status 4");
-  CHECK(ChildExit{"evaluator", "", kExitServerUnreachable, 0}.Describe() ==
+  CHECK(ChildExit{"server-0", "", 5, 0, ""}.Describe() == "server-0 exited with status 5");
+  // Exit status 4 with the stall's report (StallWatch's line in the log), or without.
+  const std::string report = "worker-1 made no progress for 60 s, stuck at step 10 in compute";
+  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, report}.Describe() == report);
+  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, ""}.Describe() ==
+        "worker-1 exited with status 4");
+  CHECK(ChildExit{"evaluator", "", kExitServerUnreachable, 0, ""}.Describe() ==
         "evaluator stopped because a server did not answer it (exit status 3)");
 }
 

@@ -729,5 +729,15 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
   }
 }
 
+TEST_CASE("StallWatch: the limit given, or ten times the longest step from the second on",
+          "[worker]") {
+  StallWatch given("worker-0", 7);
+  CHECK(given.limit() == absl::Seconds(7));
+  StallWatch derived("worker-0", 0);
+  CHECK(derived.limit() == absl::InfiniteDuration());  // a first step may warm up for long
+  { const StallWatch::Computing step(&derived, 0); }
+  CHECK(derived.limit() == StallWatch::kAutoFloor);
+}
+
 }  // namespace
 }  // namespace monsoon
