@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A PyTorch script that keeps its own training loop (README "Keep your own training loop"):
 #   - examples/pytorch_own_loop.py, the classic PyTorch MNIST example, reaches >= 0.88 after
-#     its 2 epochs under Downpour with 2 workers, one of them killed and restarted on the way:
+#     its 2 epochs (in CI >= 0.85 after 1) under Downpour with 2 workers, one of them killed and
+#     restarted on the way:
 #     every push applied once, the restarted loop resuming its data, the loop's losses in the
 #     workers' metrics, the evaluator scoring with the script's own test();
 #   - the same script runs under sync (scored by Monsoon's evaluator on the job's test data)
@@ -30,8 +31,10 @@ job() {
 # Worker 0 is killed after 100 steps: restarted, it resumes Monsoon's pushes and the loop's
 # data where the servers last heard from it. The evaluator scores the final weights only (it
 # would take a core's share from the workers).
+if [ "${CI:-}" = "true" ]; then epochs=1 target=0.85; else epochs=2 target=0.88; fi
+job downpour --epochs "$epochs"
 run="$WORK/downpour"
-timeout 900 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$run" \
+timeout 900 "$MONSOON" run "$WORK/downpour.yaml" --run-dir "$run" \
   --set reliability.worker_restarts=1 --set evaluation.interval_seconds=600 \
   >"$WORK/downpour.txt" 2>&1 &
 launcher=$!
@@ -42,18 +45,18 @@ expect_eq "own loop, downpour, worker 0 killed: exit status" "$?" "0"
 tail -1 "$WORK/downpour.txt"
 grep -q "worker-0 was killed by signal 9 (Killed); restarting it" "$WORK/downpour.txt" \
   && pass "own loop: the killed worker was restarted" || fail "no restart"
-at_least "own loop, downpour: test accuracy after 2 epochs" \
-  "$(json_get "$run/summary.json" final_test_accuracy)" 0.88
+at_least "own loop, downpour: test accuracy after $epochs epoch(s)" \
+  "$(json_get "$run/summary.json" final_test_accuracy)" "$target"
 check_ledger "$run" && pass "own loop: every push applied exactly once" || fail "ledger"
 grep -q "^Test set: Average loss" "$run/logs/evaluator.log" \
   && pass "own loop: the evaluator scored with the script's test()" || fail "no test() output"
-python3 - "$run/metrics/worker-0.csv" "$run/metrics/worker-1.csv" <<'PY'
+python3 - "$run/metrics/worker-0.csv" "$run/metrics/worker-1.csv" "$epochs" <<'PY'
 import csv, sys
-killed, other = (list(csv.DictReader(open(path))) for path in sys.argv[1:])
-assert len(other) == 2 * 469 and all(float(r["loss"]) > 0 for r in other), len(other)
+killed, other = (list(csv.DictReader(open(path))) for path in sys.argv[1:3])
+assert len(other) == int(sys.argv[3]) * 469 and all(float(r["loss"]) > 0 for r in other), len(other)
 assert [r["step"] for r in killed] == [r["step"] for r in other], (len(killed), len(other))
 PY
-expect_eq "own loop: the restarted worker's loop resumed its data (both 2 x 469 steps, losses kept)" \
+expect_eq "own loop: the restarted worker's loop resumed its data (both $epochs x 469 steps, losses kept)" \
   "$?" "0"
 
 # In CI: one batch an epoch, easgd with no evaluator. Sync's evaluator scores the job's test
