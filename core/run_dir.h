@@ -8,6 +8,8 @@
 //   RUN_DIR/initial_params.bin     a worker program's initial weights (model.type: program),
 //                                  raw little-endian float32 in its flat layout
 //   RUN_DIR/initial_state_size     how many of them are its state (a decimal count)
+//   RUN_DIR/initial_manifest       their tensors, one line each in the flat layout's order
+//                                  ("0.weight (10, 784)"), where the program names them
 //   RUN_DIR/checkpoints/server-J/  server J's checkpoints (core/checkpoint_file.h)
 //   RUN_DIR/rendezvous/server-J    "host:port" of server J, published atomically
 //   RUN_DIR/rendezvous/finished-server-J   server J has finished training (cleared on resume)
@@ -60,6 +62,7 @@ struct RunDir {
   }
   std::string initial_params_path() const { return root + "/initial_params.bin"; }
   std::string initial_state_size_path() const { return root + "/initial_state_size"; }
+  std::string initial_manifest_path() const { return root + "/initial_manifest"; }
   std::string checkpoint_dir(int server) const {
     return root + "/checkpoints/server-" + std::to_string(server);
   }

@@ -16,6 +16,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "core/config/job_config.h"
 #include "core/exit_status.h"
 #include "core/file_util.h"
@@ -80,6 +83,12 @@ py::dict JobInfo() {
   info["algorithm"] = std::string(kAlgorithmNames.Name(config.training.algorithm));
   info["batch_size"] = config.training.batch_size;
   info["evaluation_by_program"] = config.evaluation.by_program;
+  // The init run's manifest (write_initial_params), where it wrote one.
+  const absl::StatusOr<std::string> manifest =
+      ReadFile(RunDir{env.run_dir}.initial_manifest_path());
+  std::vector<std::string> tensors;
+  if (manifest.ok()) tensors = absl::StrSplit(absl::StripSuffix(*manifest, "\n"), '\n');
+  info["manifest"] = tensors;
   return info;
 }
 
@@ -132,7 +141,8 @@ void RunRole(py::handle model) {
 
 // Writes the program's initial weights, the last num_state of them its state, where the
 // launcher reads them (its init run).
-void WriteInitialParams(py::handle params, size_t num_state) {
+void WriteInitialParams(py::handle params, size_t num_state,
+                        const std::vector<std::string>& manifest) {
   const ProgramEnvironment env = ValueOrRaise(ProgramEnvironment::FromEnv());
   size_t n = 0;
   const float* data = FloatData(params, "params", &n);
@@ -143,6 +153,10 @@ void WriteInitialParams(py::handle params, size_t num_state) {
   const RunDir run_dir{env.run_dir};
   absl::Status written = WriteFileAtomically(run_dir.initial_state_size_path(),
                                              absl::StrCat(num_state, "\n"));
+  if (written.ok() && !manifest.empty()) {
+    written = WriteFileAtomically(run_dir.initial_manifest_path(),
+                                  absl::StrCat(absl::StrJoin(manifest, "\n"), "\n"));
+  }
   if (written.ok()) {
     written =
         WriteFileAtomically(run_dir.initial_params_path(),
@@ -198,9 +212,11 @@ PYBIND11_MODULE(_monsoon, m) {
   m.def("run_role", &monsoon::RunRole, py::arg("model"),
         "Runs this program's worker or evaluator role with `model` until the job ends.");
   m.def("write_initial_params", &monsoon::WriteInitialParams, py::arg("params"),
-        py::arg("num_state") = 0,
+        py::arg("num_state") = 0, py::arg("manifest") = std::vector<std::string>(),
         "Writes the model's initial flat weights for the servers (the launcher's init run); the "
-        "last num_state values are its state (buffers), which workers send as values.");
+        "last num_state values are its state (buffers), which workers send as values. "
+        "`manifest`: the tensors in the flat layout's order, one string each, which monsoon.job() "
+        "then gives every worker and the evaluator to check their model against.");
   m.attr("EXIT_STOPPED") = monsoon::kExitStopped;
   monsoon::DefineClient(m);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -58,6 +59,7 @@ class LocalJob {
 
   // Every role; with `resume`, servers start from their newest checkpoints.
   absl::Status StartAll(bool resume) {
+    servers_finished_ = 0;
     for (const RoleId& role : Roles(config_.cluster)) {
       MONSOON_RETURN_IF_ERROR(Start(role, resume));
     }
@@ -93,6 +95,7 @@ class LocalJob {
       const RoleId role = roles_[e.name];
       switch (Decide(role, e, config_, budget)) {
         case Action::kNone:
+          servers_finished_ += role.kind == RoleKind::kServer ? 1 : 0;
           break;
         case Action::kResumeJob:
           std::fprintf(stderr,
@@ -132,6 +135,20 @@ class LocalJob {
   }
 
   int running() const { return children_.running(); }
+  // Whether every server has finished training (exited 0).
+  bool ServersFinished() const { return servers_finished_ == config_.cluster.servers; }
+  // Stops the roles still running after the servers finished, naming each: clients the servers
+  // gave up (a worker that never connected, or stopped answering), whose loss the servers'
+  // metrics already count.
+  void StopLeftovers(bool tty) {
+    for (const std::string& name : children_.RunningNames()) {
+      std::fprintf(stderr,
+                   "%smonsoon: %s was still running after the servers had finished (they gave it "
+                   "up); stopping it\n",
+                   tty ? "\n" : "", name.c_str());
+    }
+    children_.StopAll(kClientStopDeadline + absl::Seconds(2));
+  }
   // Waits out the roles' own deadline, so that servers can write their final checkpoints.
   void StopAll() { children_.StopAll(kStopDeadline + absl::Seconds(5)); }
 
@@ -148,7 +165,11 @@ class LocalJob {
   const EmulatedHosts* const hosts_;
   ProcessGroup children_;
   std::map<std::string, RoleId> roles_;  // child name -> role
+  int servers_finished_ = 0;             // since the last StartAll
 };
+
+// How long clients may outlive the servers' finish (the evaluator writing params.bin).
+constexpr absl::Duration kLeftoverGrace = absl::Seconds(10);
 
 // Runs the job until every role has ended, showing its progress and recording the run's wall
 // time as it goes (earlier_wall: the run's earlier invocations); an error ends it.
@@ -169,14 +190,21 @@ absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds + 30);
   absl::Time next_progress = start + options.progress_interval;
   auto elapsed = [&] { return absl::ToDoubleSeconds(absl::Now() - start); };
+  std::optional<absl::Time> servers_finished;
   while (job.running() > 0) {
-    MONSOON_RETURN_IF_ERROR(job.Supervise(&budget, tty));
+    // Before the roles' exits: a stop signal sent to the whole process group ends them too.
     if (stop != nullptr && stop->load()) {
       if (tty) std::fprintf(stderr, "\n");
       job.StopAll();
       return absl::CancelledError(
           absl::StrCat("interrupted: all roles stopped (continue it with: monsoon run --resume ",
                        run_dir.root, ")"));
+    }
+    MONSOON_RETURN_IF_ERROR(job.Supervise(&budget, tty));
+    if (job.ServersFinished() && !servers_finished.has_value()) servers_finished = absl::Now();
+    if (servers_finished.has_value() && absl::Now() > *servers_finished + kLeftoverGrace) {
+      job.StopLeftovers(tty);
+      break;
     }
     if (absl::Now() > deadline) {
       job.StopAll();

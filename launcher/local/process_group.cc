@@ -154,6 +154,14 @@ int ProcessGroup::running() const {
   return n;
 }
 
+std::vector<std::string> ProcessGroup::RunningNames() const {
+  std::vector<std::string> names;
+  for (const Child& c : children_) {
+    if (c.running) names.push_back(c.name);
+  }
+  return names;
+}
+
 void ProcessGroup::StopAll(absl::Duration grace) {
   for (const Child& c : children_) {
     if (c.running) kill(c.pid, SIGTERM);

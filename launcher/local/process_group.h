@@ -61,6 +61,8 @@ class ProcessGroup {
   std::vector<ChildExit> Reap();
 
   int running() const;
+  // The names of the children still running, in start order.
+  std::vector<std::string> RunningNames() const;
 
   // SIGTERM to every running child; SIGKILL to those still running after `grace`.
   void StopAll(absl::Duration grace);

@@ -129,6 +129,15 @@ def flat_params(module):
     return torch.cat([t.detach().reshape(-1).float() for t in tensors]).numpy()
 
 
+def manifest(module):
+    """The module's tensors in the flat layout's order, one string each: its trainable
+    parameters' names and shapes, then its buffers' (``"0.weight (10, 784)"``, ``"buffer
+    1.running_mean (16,)"``)."""
+    trained = [f"{name} {tuple(p.shape)}" for name, p in module.named_parameters()
+               if p.requires_grad]
+    return trained + [f"buffer {name} {tuple(b.shape)}" for name, b in module.named_buffers()]
+
+
 def num_state(module):
     """How many values of ``flat_params(module)`` are its buffers."""
     return sum(b.numel() for b in module.buffers())
@@ -157,7 +166,7 @@ class _OwnLoop:
 
     def __init__(self, module, job):
         self._flat = _FlatModule(module, job, None)
-        _check_sizes(self._flat, job)
+        _check_layout(self._flat, job)
         self.params, self.grads, self.num_state = (
             self._flat.params, self._flat.grads, self._flat.num_state)
         flat_grads = torch.from_numpy(self.grads)
@@ -268,11 +277,11 @@ def init(module, evaluate=None):
     job = monsoon.job()
     torch.set_num_threads(job.get("threads", 1))
     if job["role"] == "init":
-        monsoon.write_initial_params(flat_params(module), num_state(module))
+        monsoon.write_initial_params(flat_params(module), num_state(module), manifest(module))
         sys.exit(0)
     if job["role"] == "evaluator":
         model = _FlatModule(module, job, None)
-        _check_sizes(model, job)
+        _check_layout(model, job)
         if evaluate is not None:
             model.score = lambda: _score(model, evaluate)
             if not job["evaluation_by_program"]:
@@ -384,15 +393,25 @@ class DistributedSampler(torch.utils.data.Sampler):
         return len(range(self.index, self.size, self.workers))
 
 
-def _check_sizes(model, job):
+def _check_layout(model, job):
+    """Refuses a flat model whose sizes, or tensors (names, shapes, order), differ from the
+    layout the program's first run gave the servers (monsoon.job()'s ``manifest``)."""
+    made = "(made by the same program's first run; is make_model deterministic?)"
     mine = (model.params.size - model.num_state, model.num_state)
     servers = (job["num_params"] - job["num_state"], job["num_state"])
     if mine != servers:
         raise monsoon.Error(
             f"the model has {mine[0]} parameters and {mine[1]} buffer values but the job's "
-            f"servers hold {servers[0]} and {servers[1]} (made by the same program's first run; "
-            "is make_model deterministic?)"
+            f"servers hold {servers[0]} and {servers[1]} {made}"
         )
+    theirs, ours = job.get("manifest", []), manifest(model.module)
+    for i, (a, b) in enumerate(zip(ours, theirs)):
+        if a != b:
+            raise monsoon.Error(
+                f"the model's tensor {i} is {a} but the job's servers hold {b} there {made}")
+    if theirs and len(ours) != len(theirs):
+        raise monsoon.Error(
+            f"the model has {len(ours)} tensors but the job's servers hold {len(theirs)} {made}")
 
 
 def _run_role(model):
@@ -420,8 +439,8 @@ def run(make_model, loss=None):
     torch.set_num_threads(job.get("threads", 1))  # the job's compute.threads; 1 for init
     module = make_model()
     if job["role"] == "init":
-        monsoon.write_initial_params(flat_params(module), num_state(module))
+        monsoon.write_initial_params(flat_params(module), num_state(module), manifest(module))
         return
     model = _FlatModule(module, job, loss)
-    _check_sizes(model, job)
+    _check_layout(model, job)
     _run_role(model)

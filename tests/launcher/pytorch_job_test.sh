@@ -148,6 +148,23 @@ PY
 job resized resized.py
 expect_failure resized \
   "the model has 7840 parameters and 0 buffer values but the job's servers hold 7850 and 0"
+cat >"$WORK/reordered.py" <<'PY'
+import os
+import torch
+import torch.nn as nn
+import monsoon.torch
+class Heads(nn.Module):  # 7,850 parameters, as one Linear(784, 10), in another layout
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(784, 5), nn.Linear(784, 5)
+    def forward(self, x):
+        return torch.cat([self.a(x.flatten(1)), self.b(x.flatten(1))], 1)
+one = os.environ["MONSOON_ROLE"] == "init"
+monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10)) if one else Heads())
+PY
+job reordered reordered.py
+expect_failure reordered \
+  "the model's tensor 0 is a.weight (5, 784) but the job's servers hold 1.weight (10, 784) there"
 cat >"$WORK/nan.py" <<'PY'
 import torch.nn as nn
 import monsoon.torch
@@ -169,21 +186,27 @@ monsoon.run_role(Model())
 PY
 expect_failure float64 "model.params must be a float32 NumPy array"
 
-# A forward that hangs in worker 1 at its step 10. With stall_seconds 3 the worker names
-# itself and ends, and Downpour carries on without it; with the default, a stop signal ends
-# the job within seconds all the same.
+# Worker 1 hangs: in its forward at step 10, or in make_model before it connects (hangs.py
+# model). A forward with stall_seconds 3: the worker names itself and ends, and Downpour
+# carries on without it; with the default, a stop signal ends the job within seconds all the
+# same. make_model: the servers give it up, finish without it, and the launcher stops it.
 cat >"$WORK/hangs.py" <<'PY'
-import os, time
+import os, sys, time
 import torch.nn as nn
 import monsoon.torch
+hung = os.environ["MONSOON_INDEX"] == "1" and os.environ["MONSOON_ROLE"] == "worker"
 class Hangs(nn.Sequential):
     calls = 0
     def forward(self, x):
         self.calls += self.training
-        while self.calls == 11 and os.environ["MONSOON_INDEX"] == "1":
+        while self.calls == 11 and hung:
             time.sleep(1)
         return super().forward(x)
-monsoon.torch.run(lambda: Hangs(nn.Flatten(), nn.Linear(784, 10)))
+def make_model():
+    while sys.argv[1:] == ["model"] and hung:
+        time.sleep(1)
+    return Hangs(nn.Flatten(), nn.Linear(784, 10))
+monsoon.torch.run(make_model)
 PY
 sed -e "s|pytorch_mlp.py|hangs.py|" examples/pytorch_mlp.yaml >"$WORK/hangs.yaml"
 hung() {  # hung NAME SETTINGS...: the job, in the background ($launcher)
@@ -214,4 +237,12 @@ elapsed=$(python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]
 at_least "stopped within 10 s of SIGTERM (10 - seconds taken)" "$(python3 -c "print(10 - $elapsed)")" 0
 pgrep -f "$WORK/hangs.py" >/dev/null && fail "a worker program outlived its job" \
   || pass "no worker program outlived the stopped job"
+hung never_connected --set "cluster.worker_program=[python3, $WORK/hangs.py, model]" \
+  --set reliability.join_timeout_seconds=5 --set transport.rendezvous_timeout_seconds=5
+wait "$launcher"
+expect_eq "a worker hung before connecting: the job's exit status" "$?" "0"
+grep -qF "worker-1 was still running after the servers had finished (they gave it up); stopping it" \
+  "$WORK/never_connected.txt" && pass "the launcher stops a worker the servers gave up, naming it" \
+  || fail "never connected: $(cat "$WORK/never_connected.txt")"
+expect_eq "the summary counts it lost" "$(json_get "$WORK/never_connected/summary.json" workers_lost)" "1"
 finish
