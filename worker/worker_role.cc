@@ -50,18 +50,18 @@ Shape WithoutUnitDims(const Shape& shape) {
   return out;
 }
 
-// `data`, read from `source`, checked against the model's classes or targets.
-absl::StatusOr<Dataset> CheckTargets(const JobConfig& config, const DataSource& source,
+// `data`, read from the split `name`, checked against the model's classes or targets.
+absl::StatusOr<Dataset> CheckTargets(const JobConfig& config, const std::string& name,
                                      Dataset data) {
   const ModelSpec& m = config.model;
   if (m.loss == LossType::kSoftmaxCrossEntropy && data.num_classes > m.output_dim) {
     return absl::InvalidArgumentError(
-        absl::StrCat("model.output_dim is ", m.output_dim, " but ", source.name(), " has ",
+        absl::StrCat("model.output_dim is ", m.output_dim, " but ", name, " has ",
                      data.num_classes, " classes (labels 0 to ", data.num_classes - 1, ")"));
   }
   if (m.loss != LossType::kSoftmaxCrossEntropy && data.target_dim != m.output_dim) {
     return absl::InvalidArgumentError(absl::StrCat("model.output_dim is ", m.output_dim, " but ",
-                                                   source.name(), " has ", data.target_dim,
+                                                   name, " has ", data.target_dim,
                                                    " targets per example"));
   }
   return data;
@@ -119,12 +119,14 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, b
   return source;
 }
 
-absl::Status CheckDataShapes(const JobConfig& config) {
+absl::Status CheckData(const JobConfig& config) {
   for (const bool train : {true, false}) {
     if (!train && !config.data.HasTestSet()) continue;
-    MONSOON_ASSIGN_OR_RETURN(const SplitShape split,
-                             ExampleShapeOf(config.data, train, TargetsOf(config.model)));
-    MONSOON_RETURN_IF_ERROR(CheckExampleShape(config.model, split.name, split.shape));
+    MONSOON_ASSIGN_OR_RETURN(SplitTargets split,
+                             ReadSplitTargets(config.data, train, TargetsOf(config.model)));
+    MONSOON_RETURN_IF_ERROR(
+        CheckExampleShape(config.model, split.name, split.targets.example_shape));
+    MONSOON_RETURN_IF_ERROR(CheckTargets(config, split.name, std::move(split.targets)).status());
   }
   return absl::OkStatus();
 }
@@ -132,7 +134,7 @@ absl::Status CheckDataShapes(const JobConfig& config) {
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, train));
   MONSOON_ASSIGN_OR_RETURN(Dataset data, source->ReadAll());
-  return CheckTargets(config, *source, std::move(data));
+  return CheckTargets(config, source->name(), std::move(data));
 }
 
 absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index) {
@@ -142,7 +144,7 @@ absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index) {
   LOG(INFO) << "worker " << index << ": reading " << rows.size() << " of " << source->rows()
             << " rows of " << source->name();
   MONSOON_ASSIGN_OR_RETURN(Dataset data, source->Read(rows));
-  return CheckTargets(config, *source, std::move(data));
+  return CheckTargets(config, source->name(), std::move(data));
 }
 
 absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu) {

@@ -22,10 +22,12 @@ namespace monsoon {
 // Opens the training or test split the config names, checking its example shape against the
 // model (the rows are read later).
 absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train);
-// Checks the example shape of every split the config names (training, and test where there is
-// one) against the model as OpenSplit does, from the files' headers (ExampleShapeOf; CSV is
-// read whole): the check `monsoon run`, `prepare` and `launch` make before any role starts.
-absl::Status CheckDataShapes(const JobConfig& config);
+// Checks every split the config names (training, and test where there is one) against the
+// model as the roles do: its example shape, and its targets (classes against
+// model.output_dim, or the regression targets' count), reading no feature rows where the
+// format keeps them apart (ReadSplitTargets; CSV is read whole). The check `monsoon run`,
+// `prepare`, `launch` and `validate` make before any role starts.
+absl::Status CheckData(const JobConfig& config);
 // The whole split, read and checked.
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
 // Worker `index`'s shard of the training split (ShardRows), and only its rows.

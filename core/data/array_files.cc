@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <numeric>
 #include <regex>
 #include <utility>
 
@@ -176,6 +177,7 @@ class ArraySource : public DataSource {
   uint64_t rows() const override { return rows_; }
   const std::vector<int>& example_shape() const override { return shape_; }
   absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) override;
+  absl::StatusOr<Dataset> ReadTargets() override;
 
  private:
   ArraySource(std::vector<Pair> pairs, const TargetSpec& targets)
@@ -214,6 +216,23 @@ absl::StatusOr<Dataset> ArraySource::Read(const std::vector<uint64_t>& indices) 
   }
   if (at != indices.size()) {
     return absl::OutOfRangeError(absl::StrCat("row ", indices[at], " of ", rows_, " asked for"));
+  }
+  if (class_labels_) {
+    MONSOON_ASSIGN_OR_RETURN(data.num_classes, CountClasses(data));
+  }
+  return data;
+}
+
+absl::StatusOr<Dataset> ArraySource::ReadTargets() {
+  Dataset data;
+  data.example_shape = shape_;
+  data.feature_dim = static_cast<int>(pairs_[0].first->part().row_elements());
+  data.target_dim = static_cast<int>(pairs_[0].second->part().row_elements());
+  data.targets.reserve(rows_ * data.target_dim);
+  for (const Pair& p : pairs_) {
+    std::vector<uint64_t> all(p.second->part().rows());
+    std::iota(all.begin(), all.end(), uint64_t{0});
+    MONSOON_RETURN_IF_ERROR(AppendRows(p.second.get(), all, 1.0f, &data.targets));
   }
   if (class_labels_) {
     MONSOON_ASSIGN_OR_RETURN(data.num_classes, CountClasses(data));

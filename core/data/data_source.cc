@@ -48,6 +48,16 @@ absl::StatusOr<Dataset> DataSource::ReadAll() {
   return Read(all);
 }
 
+absl::StatusOr<Dataset> InMemorySource::ReadTargets() {
+  Dataset out;
+  out.feature_dim = data_.feature_dim;
+  out.target_dim = data_.target_dim;
+  out.num_classes = data_.num_classes;
+  out.example_shape = data_.example_shape;
+  out.targets = data_.targets;
+  return out;
+}
+
 absl::StatusOr<Dataset> InMemorySource::Read(const std::vector<uint64_t>& indices) {
   Dataset out;
   out.feature_dim = data_.feature_dim;
@@ -124,6 +134,21 @@ absl::StatusOr<SplitShape> ExampleShapeOf(const DataConfig& config, bool train,
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source,
                            OpenDataSource(config, train, targets));
   return SplitShape{source->name(), source->example_shape()};
+}
+
+absl::StatusOr<SplitTargets> ReadSplitTargets(const DataConfig& config, bool train,
+                                              const TargetSpec& targets) {
+  if (config.format == DataFormat::kIdx) {  // OpenDataSource would read the images whole
+    const std::string& images = train ? config.train_images : config.test_images;
+    MONSOON_ASSIGN_OR_RETURN(
+        Dataset labels, ReadIdxLabels(images, train ? config.train_labels : config.test_labels));
+    return SplitTargets{absl::StrCat("data.", train ? "train" : "test", "_images (", images, ")"),
+                        std::move(labels)};
+  }
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source,
+                           OpenDataSource(config, train, targets));
+  MONSOON_ASSIGN_OR_RETURN(Dataset read, source->ReadTargets());
+  return SplitTargets{source->name(), std::move(read)};
 }
 
 absl::StatusOr<std::vector<int>> TrainingExampleShape(const DataConfig& config) {

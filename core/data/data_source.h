@@ -61,6 +61,9 @@ class DataSource {
   virtual absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) = 0;
   // Every row. The source may hand its own rows over and be empty afterwards.
   virtual absl::StatusOr<Dataset> ReadAll();
+  // Every row's targets, without the features (empty; feature_dim and example_shape set), and
+  // num_classes for class labels.
+  virtual absl::StatusOr<Dataset> ReadTargets() = 0;
   // The split as messages name it: "data.train_images (PATH)".
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -77,6 +80,7 @@ class InMemorySource : public DataSource {
   const std::vector<int>& example_shape() const override { return data_.example_shape; }
   absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) override;
   absl::StatusOr<Dataset> ReadAll() override { return std::move(data_); }
+  absl::StatusOr<Dataset> ReadTargets() override;
 
  private:
   Dataset data_;
@@ -95,6 +99,16 @@ struct SplitShape {
 };
 absl::StatusOr<SplitShape> ExampleShapeOf(const DataConfig& config, bool train,
                                           const TargetSpec& targets);
+
+// A split's targets (DataSource::ReadTargets), with the split's name as ExampleShapeOf gives
+// it. Reads no feature rows where the format keeps them apart: IDX labels, .npy and HDF5
+// targets; a CSV split is read whole.
+struct SplitTargets {
+  std::string name;
+  Dataset targets;
+};
+absl::StatusOr<SplitTargets> ReadSplitTargets(const DataConfig& config, bool train,
+                                              const TargetSpec& targets);
 
 // One training example's shape from the files' headers alone (ExampleShapeOf). InvalidArgument
 // for CSV, whose columns become features or targets only by the model's output size.

@@ -67,6 +67,31 @@ absl::Status CheckIdxImageMagic(const std::string& path, const std::string& byte
       absl::StrCat(path, ": not an IDX image file (", MagicFound(bytes), "; expected 0x00000803)"));
 }
 
+// An IDX label file's `count` labels (the images file's count, `images_path`) into `data`'s
+// targets, and its num_classes.
+absl::Status ReadIdxLabelsInto(const std::string& labels_path, uint64_t count,
+                               const std::string& images_path, Dataset* data) {
+  auto labels = ReadMaybeGzipped(labels_path);
+  if (!labels.ok()) return labels.status();
+  if (labels->size() < 8 || BigEndian32(*labels, 0) != 0x801) {
+    return absl::InvalidArgumentError(absl::StrCat(labels_path, ": not an IDX label file (",
+                                                   MagicFound(*labels), "; expected 0x00000801)"));
+  }
+  if (BigEndian32(*labels, 4) != count || labels->size() != 8 + count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(labels_path, ": expected ", count, " labels to match ", images_path));
+  }
+  data->targets.resize(count);
+  int max_label = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const int label = static_cast<unsigned char>((*labels)[8 + i]);
+    max_label = std::max(max_label, label);
+    data->targets[i] = static_cast<float>(label);
+  }
+  data->num_classes = max_label + 1;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_path) {
@@ -81,17 +106,24 @@ absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_pat
   return std::vector<int>{1, static_cast<int>(rows), static_cast<int>(cols)};
 }
 
+absl::StatusOr<Dataset> ReadIdxLabels(const std::string& images_path,
+                                      const std::string& labels_path) {
+  auto header = ReadMaybeGzipped(images_path, kIdxImageHeader);
+  if (!header.ok()) return header.status();
+  MONSOON_ASSIGN_OR_RETURN(std::vector<int> shape, ReadIdxImageShape(images_path));
+  Dataset data;
+  data.feature_dim = shape[1] * shape[2];
+  data.example_shape = std::move(shape);
+  MONSOON_RETURN_IF_ERROR(
+      ReadIdxLabelsInto(labels_path, BigEndian32(*header, 4), images_path, &data));
+  return data;
+}
+
 absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
                                        const std::string& labels_path) {
   auto images = ReadMaybeGzipped(images_path);
   if (!images.ok()) return images.status();
-  auto labels = ReadMaybeGzipped(labels_path);
-  if (!labels.ok()) return labels.status();
   MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, *images));
-  if (labels->size() < 8 || BigEndian32(*labels, 0) != 0x801) {
-    return absl::InvalidArgumentError(absl::StrCat(labels_path, ": not an IDX label file (",
-                                                   MagicFound(*labels), "; expected 0x00000801)"));
-  }
   const uint64_t count = BigEndian32(*images, 4), rows = BigEndian32(*images, 8),
                  cols = BigEndian32(*images, 12);
   // Each factor is below 2^32, so rows * cols does not overflow; count * pixels might, so the
@@ -103,24 +135,13 @@ absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
         absl::StrCat(images_path, ": the header says ", count, " images of ", rows, "x", cols,
                      " pixels, which do not match the ", body, " bytes after it"));
   }
-  if (BigEndian32(*labels, 4) != count || labels->size() != 8 + count) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(labels_path, ": expected ", count, " labels to match ", images_path));
-  }
   Dataset data;
   data.feature_dim = static_cast<int>(pixels);
   data.example_shape = {1, static_cast<int>(rows), static_cast<int>(cols)};
+  MONSOON_RETURN_IF_ERROR(ReadIdxLabelsInto(labels_path, count, images_path, &data));
   data.features.resize(count * pixels);
   const auto* px = reinterpret_cast<const unsigned char*>(images->data() + 16);
   for (size_t i = 0; i < count * pixels; ++i) data.features[i] = px[i] * (1.0f / 255.0f);
-  data.targets.resize(count);
-  int max_label = 0;
-  for (size_t i = 0; i < count; ++i) {
-    const int label = static_cast<unsigned char>((*labels)[8 + i]);
-    max_label = std::max(max_label, label);
-    data.targets[i] = static_cast<float>(label);
-  }
-  data.num_classes = max_label + 1;
   return data;
 }
 

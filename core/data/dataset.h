@@ -30,6 +30,10 @@ struct Dataset {
 // InvalidArgument names a malformed one.
 absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
                                        const std::string& labels_path);
+// The labels of ReadIdxDataset (targets, num_classes, feature_dim and example_shape) from the
+// label file and the image file's header alone.
+absl::StatusOr<Dataset> ReadIdxLabels(const std::string& images_path,
+                                      const std::string& labels_path);
 // An IDX image file's example shape, [1, rows, cols], from its header alone.
 absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_path);
 

@@ -29,13 +29,10 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       return;
     }
     // The data against the model, as every worker and the evaluator will read it.
-    for (const bool train : {true, false}) {
-      if (!train && !loaded->data.HasTestSet()) continue;
-      const absl::StatusOr<Dataset> data = LoadSplit(*loaded, train);
-      if (!data.ok()) {
-        *exit_code = Fail(data.status(), 2);
-        return;
-      }
+    const absl::Status data = CheckData(*loaded);
+    if (!data.ok()) {
+      *exit_code = Fail(data, 2);
+      return;
     }
     std::cout << JobConfigToYaml(*loaded) << "#\n# The model:\n";
     for (const absl::string_view line : absl::StrSplit(Model::Summary(loaded->model), '\n')) {

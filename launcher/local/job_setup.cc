@@ -51,7 +51,7 @@ absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config,
                                                           const RunDir& run_dir) {
   // The data against the model before anything is written: a misfit is the job's error, not
   // a role's.
-  MONSOON_RETURN_IF_ERROR(CheckDataShapes(*config));
+  MONSOON_RETURN_IF_ERROR(CheckData(*config));
   std::error_code ec;
   std::filesystem::create_directories(run_dir.root, ec);
   if (ec) {

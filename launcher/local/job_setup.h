@@ -28,7 +28,8 @@ class RunDirLock {
   const int fd_;  // owned
 };
 
-// Checks the data's shapes against the model (CheckDataShapes: every split, headers only),
+// Checks the data against the model (CheckData: every split's shape and targets; no feature
+// rows read),
 // then creates the run directory (or takes an empty one) and writes its config, token and start
 // time, under its lock, which the caller holds while the job runs. For a worker program's
 // model (model.type: program), first runs the program to write its initial weights

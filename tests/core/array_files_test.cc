@@ -58,6 +58,13 @@ TEST_CASE("npy: reads only the rows asked for, uint8 scaled to [0, 1]", "[core][
   CHECK(data->features[17] == Approx(232 / 255.0));  // row 4, last pixel
   CHECK(data->targets == std::vector<float>{0, 1, 3});
   CHECK(data->num_classes == 4);
+  // Every target, without the features (run and validate check the data with them).
+  auto targets = (*source)->ReadTargets();
+  REQUIRE(targets.ok());
+  CHECK(targets->features.empty());
+  CHECK(targets->feature_dim == 6);
+  CHECK(targets->targets == std::vector<float>{4, 0, 2, 1, 3});
+  CHECK(targets->num_classes == 5);
 }
 
 TEST_CASE("npy: float64 features and [rows, k] regression targets", "[core][data]") {

@@ -228,6 +228,12 @@ expect_config_error "validate checks the data against the model" \
 expect_config_error "more classes in the data than the model has" \
   "model.output_dim is 2 but data.train ($WORK/classes_train.csv) has 3 classes (labels 0 to 2)" \
   validate "$WORK/classes.yaml" --set model.output_dim=2
+timeout 60 "$MONSOON" run "$WORK/classes.yaml" --run-dir "$WORK/r5" --set model.output_dim=2 \
+  >/dev/null 2>"$WORK/err5.txt"
+expect_eq "more classes than the model has, run: exit status" "$?" "2"
+grep -qF "model.output_dim is 2 but data.train ($WORK/classes_train.csv) has 3 classes" \
+  "$WORK/err5.txt" && [ ! -e "$WORK/r5/logs" ] \
+  && pass "run names the classes before any role starts" || fail "run: $(cat "$WORK/err5.txt")"
 # The same data through a model written as a list of layers.
 timeout 120 "$MONSOON" run "$WORK/classes.yaml" --run-dir "$WORK/classes_layers" \
   --set model.type=layers --set 'model.layers=[dense: {units: 16}, tanh, dense: {units: 3}]' \
