@@ -4,14 +4,17 @@
 # and writes every figure to OUT_DIR/bench.json (the benchmarks' own JSON, plus the scaling
 # runs). Figures and their meaning: bench/RESULTS.md.
 #
-#   bench/run_all.sh [--quick] [OUT_DIR]     (default OUT_DIR: runs/bench/TIMESTAMP)
+#   bench/run_all.sh [--quick] [--check] [OUT_DIR]     (default OUT_DIR: runs/bench/TIMESTAMP)
 #
 # --quick shortens every benchmark (CI runs it so that none rots); its figures are not the
-# ones to quote. Binaries come from bazel-bin (built here), or from $MONSOON_BENCH_BIN when
+# ones to quote. --check exits 1 when a target is missed, naming each. Binaries come from bazel-bin (built here), or from $MONSOON_BENCH_BIN when
 # set (a tree with bench/* and launcher/monsoon, e.g. a test's runfiles).
 set -euo pipefail
-quick=0
-if [ "${1:-}" = "--quick" ]; then quick=1; shift; fi
+quick=0 check=0
+while [ "${1:-}" = "--quick" ] || [ "${1:-}" = "--check" ]; do
+  if [ "$1" = "--quick" ]; then quick=1; else check=1; fi
+  shift
+done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$root/runs/bench/$(date +%Y%m%d-%H%M%S)}"
 mkdir -p "$out"
@@ -71,9 +74,9 @@ for s in "${servers[@]}"; do
   done
 done
 
-python3 - "$out" "$quick" <<'PY'
+python3 - "$out" "$quick" "$check" <<'PY'
 import csv, glob, json, os, sys
-out, quick = sys.argv[1], sys.argv[2] == "1"
+out, quick, check = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
 def whole(name): return json.load(open(f"{out}/{name}.out"))
 def last_line(name): return json.loads(open(f"{out}/{name}.out").read().strip().splitlines()[-1])
 transport, apply, compute, worker = whole("transport"), last_line("apply"), whole("compute"), last_line("worker")
@@ -199,4 +202,8 @@ json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": co
                        for what, ok, figures in checks]},
           open(f"{out}/bench.json", "w"), indent=1)
 print(f"\nall figures: {out}/bench.json")
+missed = [f"{what} ({figures})" for what, ok, figures in checks if not ok]
+if check and missed:
+    print(f"run_all: {len(missed)} target(s) missed:\n  " + "\n  ".join(missed), file=sys.stderr)
+    sys.exit(1)
 PY

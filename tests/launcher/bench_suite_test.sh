@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# bench/run_all.sh --quick: every benchmark of the suite runs to the end under a time limit
-# and reports every figure (the figures themselves are benchmarks' business, not tests').
+# bench/run_all.sh --quick --check: every benchmark of the suite runs to the end under a time
+# limit and reports every figure (the figures themselves are benchmarks' business, not
+# tests'); --check fails exactly when a target is missed, naming each.
 source tests/launcher/test_lib.sh
 
-MONSOON_BENCH_BIN="$PWD" timeout 600 bench/run_all.sh --quick "$WORK/bench" >"$WORK/out.txt" 2>&1
-expect_eq "run_all.sh --quick exit status" "$?" "0"
+MONSOON_BENCH_BIN="$PWD" timeout 600 bench/run_all.sh --quick --check "$WORK/bench" \
+  >"$WORK/out.txt" 2>&1
+status=$?
 tail -42 "$WORK/out.txt"
 python3 - "$WORK/bench/bench.json" <<'PY'
 import json, sys
@@ -35,6 +37,17 @@ assert all(isinstance(t["met"], bool) for t in b["targets"])
 print("bench.json: every section present")
 PY
 expect_eq "bench.json complete" "$?" "0"
+python3 - "$WORK/bench/bench.json" "$WORK/out.txt" "$status" <<'PY'
+import json, sys
+targets = json.load(open(sys.argv[1]))["targets"]
+out, status = open(sys.argv[2]).read(), int(sys.argv[3])
+missed = [t["target"] for t in targets if not t["met"]]
+assert status == (1 if missed else 0), (status, missed)
+assert all(f"  {m} (" in out for m in missed), missed
+assert (f"run_all: {len(missed)} target(s) missed:" in out) == bool(missed)
+print(f"--check: exit {status}, {len(missed)} missed target(s) named")
+PY
+expect_eq "run_all.sh --check fails exactly on a missed target, naming it" "$?" "0"
 leftover=$(pgrep -f -- "$WORK" || true)
 expect_eq "no benchmark process left running" "$leftover" ""
 finish
