@@ -1,7 +1,16 @@
 #include "core/exit_status.h"
 
+#include <unistd.h>
+
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "core/file_util.h"
 
 namespace monsoon {
 
@@ -16,6 +25,55 @@ int RoleExitStatus(const absl::Status& s, bool client) {
 absl::Status AfterStop(absl::Status s, bool stopped, absl::string_view who) {
   if (s.ok() || absl::IsCancelled(s) || !stopped) return s;
   return absl::CancelledError(absl::StrCat(who, " stopped by signal; after it: ", s.message()));
+}
+
+ExitRecord ExitRecordOf(const absl::Status& s, bool client) {
+  ExitRecord record;
+  record.status = RoleExitStatus(s, client);
+  record.message = std::string(s.message());
+  switch (record.status) {
+    case 0:
+      record.cause = ExitCause::kFinished;
+      break;
+    case kExitStopped:
+      record.cause = ExitCause::kStopped;
+      break;
+    case kExitServerUnreachable:
+      record.cause = ExitCause::kServerUnreachable;
+      break;
+    default:
+      record.cause = ExitCause::kFailed;
+  }
+  return record;
+}
+
+// The file: "PID STATUS CAUSE" on its first line, the message after it.
+void RecordExit(ExitRecord record) {
+  const char* path = std::getenv(kExitRecordVariable);
+  if (path == nullptr || *path == '\0') return;
+  record.pid = getpid();
+  WriteFileAtomically(path,
+                      absl::StrCat(record.pid, " ", record.status, " ",
+                                   kExitCauseNames.Name(record.cause), "\n", record.message))
+      .IgnoreError();
+}
+
+std::optional<ExitRecord> ReadExitRecord(const std::string& path) {
+  const absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return std::nullopt;
+  const std::pair<absl::string_view, absl::string_view> lines =
+      absl::StrSplit(*text, absl::MaxSplits('\n', 1));
+  const std::vector<absl::string_view> fields = absl::StrSplit(lines.first, ' ');
+  ExitRecord record;
+  if (fields.size() != 3 || !absl::SimpleAtoi(fields[0], &record.pid) ||
+      !absl::SimpleAtoi(fields[1], &record.status)) {
+    return std::nullopt;
+  }
+  const absl::StatusOr<ExitCause> cause = kExitCauseNames.Parse(fields[2]);
+  if (!cause.ok()) return std::nullopt;
+  record.cause = *cause;
+  record.message = std::string(lines.second);
+  return record;
 }
 
 }  // namespace monsoon

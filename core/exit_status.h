@@ -4,8 +4,13 @@
 #ifndef MONSOON_CORE_EXIT_STATUS_H_
 #define MONSOON_CORE_EXIT_STATUS_H_
 
+#include <cstdint>
+#include <optional>
+#include <string>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "core/enum_names.h"
 
 namespace monsoon {
 
@@ -28,6 +33,36 @@ int RoleExitStatus(const absl::Status& s, bool client);
 // stop (its peers shut down on the same signal) is reported as the stop, Cancelled "WHO
 // stopped by signal; after it: ...". Anything else is returned as it is.
 absl::Status AfterStop(absl::Status s, bool stopped, absl::string_view who);
+
+// How a role process ended, in its own words: Monsoon's role runners (C++ roles, the Python
+// package's run_role, a stalled worker's watch) write it to the file $MONSOON_EXIT_RECORD
+// names (the launcher sets it for each role: RUN_DIR/logs/NAME.exit) just before the process
+// exits. The launcher trusts an exit status of Monsoon's (3, 4, 130) only with a record of the
+// same process saying so; any other is the program's own.
+inline constexpr char kExitRecordVariable[] = "MONSOON_EXIT_RECORD";
+enum class ExitCause { kFinished, kStopped, kServerUnreachable, kStalled, kFailed };
+inline constexpr NamedValue<ExitCause> kExitCauseValues[] = {
+    {ExitCause::kFinished, "finished"},
+    {ExitCause::kStopped, "stopped"},
+    {ExitCause::kServerUnreachable, "server_unreachable"},
+    {ExitCause::kStalled, "stalled"},
+    {ExitCause::kFailed, "failed"}};
+inline constexpr EnumNames<ExitCause> kExitCauseNames{"exit cause", kExitCauseValues};
+
+struct ExitRecord {
+  int64_t pid = 0;  // the process's
+  int status = 0;   // its exit status
+  ExitCause cause = ExitCause::kFinished;
+  std::string message;  // the role's error, or where it stalled; empty when it finished
+};
+
+// The record of a role that ended with `s` (its exit status: RoleExitStatus).
+ExitRecord ExitRecordOf(const absl::Status& s, bool client);
+// Writes `record`, with this process's pid, to $MONSOON_EXIT_RECORD; nothing when it is not
+// set. Best effort: a record that cannot be written leaves the exit the process's own.
+void RecordExit(ExitRecord record);
+// The record at `path`; nullopt when there is none or it does not parse.
+std::optional<ExitRecord> ReadExitRecord(const std::string& path);
 
 }  // namespace monsoon
 

@@ -16,6 +16,7 @@
 //   RUN_DIR/metrics/*.csv          per-role metrics (worker-I, server-J, evaluator) and each
 //                                  server's staleness-server-J and ledger-server-J tables
 //   RUN_DIR/logs/*.log             per-role logs
+//   RUN_DIR/logs/*.exit            per-role exit records (core/exit_status.h)
 //   RUN_DIR/tensorboard/ROLE/      per-role TensorBoard event files (worker-I, server-J,
 //                                  evaluator): the metrics CSVs' rows as scalars
 //   RUN_DIR/trace/*.jsonl          per-role trace events, merged into RUN_DIR/trace.json

@@ -129,13 +129,17 @@ void RunRole(py::handle model) {
     }
   };
   absl::Status status = RunRoleUnlocked(env, config, make_model);
-  if (raised.has_value()) {
+  if (raised.has_value()) {  // the model's own exception: the role failed, however it ends
+    RecordExit({0, 1, ExitCause::kFailed, std::string(status.message())});
     raised->restore();
     raised.reset();
     throw py::error_already_set();
   }
   status = AfterStop(std::move(status), g_stop.load(),
                      absl::StrCat(kProgramRoleNames.Name(env.role), " ", env.index));
+  // The exit status the program gives it (monsoon.torch exits with it; a program that exits
+  // otherwise exits with its own).
+  RecordExit(ExitRecordOf(status, /*client=*/true));
   if (!status.ok()) Raise(status, /*client=*/true);
 }
 

@@ -54,9 +54,12 @@ void StallWatch::Watch() {
     if (!since_.has_value()) continue;
     const absl::Duration limit = LimitLocked();
     if (absl::Now() - *since_ <= limit) continue;
-    std::fprintf(stderr, "monsoon: %s made no progress for %.0f s, stuck at step %lld in compute\n",
-                 who_.c_str(), absl::ToDoubleSeconds(limit), static_cast<long long>(step_));
+    const std::string report =
+        absl::StrFormat("%s made no progress for %.0f s, stuck at step %d in compute", who_,
+                        absl::ToDoubleSeconds(limit), step_);
+    std::fprintf(stderr, "monsoon: %s\n", report.c_str());
     std::fflush(stderr);
+    RecordExit({0, kExitStalled, ExitCause::kStalled, report});
     _exit(kExitStalled);  // the compute holds the role's thread: nothing else can end it
   }
 }

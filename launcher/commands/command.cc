@@ -174,7 +174,9 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
   // calls to its peers (connecting, pulling, pushing, evaluating) fail: report the stop, with
   // what the role ran into. The roles themselves only return Cancelled for a stop they saw.
   s = AfterStop(std::move(s), StopFlag()->load(), role.Describe());
-  return s.ok() ? 0 : Fail(s, RoleExitStatus(s, role.kind != RoleKind::kServer));
+  const bool client = role.kind != RoleKind::kServer;
+  RecordExit(ExitRecordOf(s, client));
+  return s.ok() ? 0 : Fail(s, RoleExitStatus(s, client));
 }
 
 }  // namespace monsoon

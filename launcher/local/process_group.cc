@@ -44,23 +44,47 @@ bool IsStopSignal(int signal) {
          std::end(kStopSignals);
 }
 
-// What a worker that ended as stalled (kExitStalled) wrote last to its log (StallWatch's
-// "monsoon: worker-1 made no progress ..."), without "monsoon: "; empty for any other exit
-// (a worker program's own exit status 4 among them).
-std::string StallReport(const ChildExit& e) {
-  if (e.signal != 0 || e.exit_code != kExitStalled) return "";
-  const std::string last = TailOfFile(e.log_path, 1);
-  const absl::string_view report = absl::StripPrefix(last, "monsoon: ");
-  return absl::StartsWith(report, e.name + " made no progress") ? std::string(report) : "";
+// A child's exit record file: its log's, ".log" replaced by ".exit".
+std::string RecordPathOf(const std::string& log_path) {
+  return absl::StrCat(absl::StripSuffix(log_path, ".log"), ".exit");
+}
+
+// This process's environment, with MONSOON_EXIT_RECORD set to `record_path`.
+std::vector<std::string> EnvironmentWith(const std::string& record_path) {
+  std::vector<std::string> env;
+  const std::string variable = absl::StrCat(kExitRecordVariable, "=");
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (!absl::StartsWith(*e, variable)) env.push_back(*e);
+  }
+  env.push_back(variable + record_path);
+  return env;
 }
 
 }  // namespace
 
+// Monsoon's own exit statuses (3, 4, 130) count with a record of the same process saying so;
+// without one (or with another status) an exit is the process's own failure, and so is a
+// SIGINT it got without recording a stop (Python's uncaught KeyboardInterrupt ends that way).
+// A role that recorded a failure failed, however it then ended.
 ExitKind ChildExit::kind() const {
-  if (signal != 0) return IsStopSignal(signal) ? ExitKind::kStopped : ExitKind::kCrashed;
-  if (exit_code == kExitStopped) return ExitKind::kStopped;
-  if (!stall.empty()) return ExitKind::kStalled;
-  return exit_code == 0 ? ExitKind::kFinished : ExitKind::kFailed;
+  if (record.has_value() && record->cause == ExitCause::kFailed) return ExitKind::kFailed;
+  if (signal != 0) {
+    if (signal == SIGINT && !record.has_value()) return ExitKind::kFailed;
+    return IsStopSignal(signal) ? ExitKind::kStopped : ExitKind::kCrashed;
+  }
+  if (exit_code == 0) return ExitKind::kFinished;  // a program that used monsoon.Client alone
+  if (!record.has_value() || record->status != exit_code) return ExitKind::kFailed;
+  switch (record->cause) {
+    case ExitCause::kStopped:
+      return ExitKind::kStopped;
+    case ExitCause::kStalled:
+      return ExitKind::kStalled;
+    case ExitCause::kFinished:
+    case ExitCause::kServerUnreachable:
+    case ExitCause::kFailed:
+      break;
+  }
+  return ExitKind::kFailed;
 }
 
 std::string ChildExit::Describe() const {
@@ -73,15 +97,30 @@ std::string ChildExit::Describe() const {
     case ExitKind::kCrashed:
       return absl::StrCat(name, " crashed with signal ", signal, " (", strsignal(signal), ")");
     case ExitKind::kStalled:
-      return stall;
+      return record->message;
     case ExitKind::kFailed:
-      if (exit_code == kExitServerUnreachable) {
-        return absl::StrCat(name, " stopped because a server did not answer it (exit status ",
-                            exit_code, ")");
-      }
-      return absl::StrCat(name, " exited with status ", exit_code);
+      return DescribeFailure();
   }
   return absl::StrCat(name, " finished");
+}
+
+std::string ChildExit::DescribeFailure() const {
+  if (!record.has_value() || (signal == 0 && record->status != exit_code)) {
+    if (signal != 0) {
+      return absl::StrCat(name, " ended by signal ", signal, " (", strsignal(signal),
+                          ") of its own (an uncaught KeyboardInterrupt in Python ends so)");
+    }
+    return absl::StrCat(name, " exited with status ", exit_code, " of its own (not Monsoon's)",
+                        exit_code == 127 ? ": a command not found?" : "");
+  }
+  if (record->cause == ExitCause::kServerUnreachable) {
+    return absl::StrCat(name, " stopped because a server did not answer it (exit status ",
+                        exit_code, ")");
+  }
+  if (signal != 0) {
+    return absl::StrCat(name, " failed (", record->message, ") and was ended by signal ", signal);
+  }
+  return absl::StrCat(name, " exited with status ", exit_code);
 }
 
 ProcessGroup::~ProcessGroup() { StopAll(absl::Seconds(2)); }
@@ -96,6 +135,12 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  const std::string record_path = RecordPathOf(log_path);
+  unlink(record_path.c_str());  // an earlier process's (a restarted role's)
+  const std::vector<std::string> env = EnvironmentWith(record_path);
+  std::vector<char*> envp;
+  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   const pid_t parent = getpid();
   // A stop signal between fork and exec would reach the child's copy of this process's
   // handler and be lost: the child takes the stop signals blocked, with their default
@@ -123,7 +168,7 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
     dup2(log_fd, STDERR_FILENO);
     const int devnull = open("/dev/null", O_RDONLY);
     if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    execv(args[0], args.data());
+    execve(args[0], args.data(), envp.data());
     _exit(127);
   }
   close(log_fd);
@@ -139,10 +184,11 @@ std::vector<ChildExit> ProcessGroup::Reap() {
     const pid_t r = waitpid(c.pid, &status, WNOHANG);
     if (r != c.pid) continue;
     c.running = false;
-    ChildExit e{c.name, c.log_path, 0, 0, ""};
+    ChildExit e{c.name, c.log_path, 0, 0, std::nullopt};
     if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
-    e.stall = StallReport(e);
+    e.record = ReadExitRecord(RecordPathOf(c.log_path));
+    if (e.record.has_value() && e.record->pid != c.pid) e.record.reset();
     exits.push_back(e);
   }
   return exits;

@@ -35,12 +35,14 @@ struct ChildExit {
   std::string log_path;
   int exit_code = 0;  // valid when signal == 0
   int signal = 0;     // the signal that killed it, or 0
-  // A worker that ended itself as stalled (kExitStalled): its log's report, "worker-1 made no
-  // progress for 60 s, stuck at step 10 in compute"; empty for any other exit.
-  std::string stall;
+  // What the process recorded of its exit (core/exit_status.h), where it did.
+  std::optional<ExitRecord> record;
   bool ok() const { return signal == 0 && exit_code == 0; }
   ExitKind kind() const;
   std::string Describe() const;
+
+ private:
+  std::string DescribeFailure() const;
 };
 
 // Not thread-safe; owned by the launcher's main thread.
@@ -53,7 +55,7 @@ class ProcessGroup {
   ~ProcessGroup();
 
   // Starts `argv` (argv[0] is the executable path) named `name`, stdout and stderr appended
-  // to log_path.
+  // to log_path, its exit record (MONSOON_EXIT_RECORD) beside it: log_path's stem + ".exit".
   absl::Status Start(const std::string& name, const std::vector<std::string>& argv,
                      const std::string& log_path);
 

@@ -173,6 +173,28 @@ monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10)),
 PY
 job nan nan.py
 expect_failure nan "the model's gradient is not finite at element 0 (nan); nothing was pushed"
+# A program's own exit status is its own, even one Monsoon's roles use (3: a server did not
+# answer), and its own KeyboardInterrupt is a failure, not a stop (exit records).
+cat >"$WORK/exit3.py" <<'PY'
+import os, sys
+import torch.nn as nn
+import monsoon.torch
+if os.environ["MONSOON_ROLE"] == "worker" and os.environ["MONSOON_INDEX"] == "1":
+    sys.exit(3)
+monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10)))
+PY
+job exit3 exit3.py
+expect_failure exit3 "worker-1 exited with status 3 of its own (not Monsoon's)"
+cat >"$WORK/interrupted.py" <<'PY'
+import torch.nn as nn
+import monsoon.torch
+class Interrupted(nn.Linear):
+    def forward(self, x):
+        raise KeyboardInterrupt("the program's own")
+monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), Interrupted(784, 10)))
+PY
+job interrupted interrupted.py
+expect_failure interrupted "failed (the model raised KeyboardInterrupt: the program's own"
 python3 -c "import monsoon; monsoon.job()" >"$WORK/outside.txt" 2>&1
 expect_failure outside "monsoon.Error: MONSOON_ROLE is not set"
 MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" MONSOON_INDEX=0 MONSOON_GPU=-1 MONSOON_SEED=1 \

@@ -2,24 +2,37 @@
 // it ended, the config's reliability rules and the restarts left, and the action.
 #include "launcher/local/supervision.h"
 
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
+#include <string>
 
 #include "launcher/local/summary.h"
 
 namespace monsoon {
 namespace {
 
-ChildExit Killed() { return {"", "", 0, SIGKILL, ""}; }
-ChildExit Terminated() { return {"", "", 0, SIGTERM, ""}; }
-ChildExit StoppedOnSignal() { return {"", "", kExitStopped, 0, ""}; }
-ChildExit Crashed() { return {"", "", 0, SIGABRT, ""}; }
-ChildExit Failed() { return {"", "", 1, 0, ""}; }
-ChildExit Stalled() { return {"", "", kExitStalled, 0, "worker-2 made no progress ..."}; }
-ChildExit Finished() { return {"", "", 0, 0, ""}; }
+ChildExit Killed() { return {"", "", 0, SIGKILL, std::nullopt}; }
+ChildExit Terminated() { return {"", "", 0, SIGTERM, std::nullopt}; }
+ChildExit StoppedOnSignal() {
+  return {"", "", kExitStopped, 0, ExitRecord{0, kExitStopped, ExitCause::kStopped, ""}};
+}
+ChildExit Crashed() { return {"", "", 0, SIGABRT, std::nullopt}; }
+ChildExit Failed() { return {"", "", 1, 0, ExitRecord{0, 1, ExitCause::kFailed, "oops"}}; }
+ChildExit Stalled() {
+  return {"", "", kExitStalled, 0,
+          ExitRecord{0, kExitStalled, ExitCause::kStalled, "worker-2 made no progress ..."}};
+}
+// Exits of a program's own, without a record: Monsoon's statuses, and Python's uncaught
+// KeyboardInterrupt.
+ChildExit OwnStopStatus() { return {"", "", kExitStopped, 0, std::nullopt}; }
+ChildExit OwnInterrupt() { return {"", "", 0, SIGINT, std::nullopt}; }
+ChildExit Finished() { return {"", "", 0, 0, ExitRecord{}}; }
 
 TEST_CASE("Decide: each role's end maps to README's action", "[launcher][supervision]") {
   struct Case {
@@ -45,6 +58,10 @@ TEST_CASE("Decide: each role's end maps to README's action", "[launcher][supervi
        aut, Action::kRestart},
       {"... also when it caught the signal and exited 130", worker, StoppedOnSignal(), async, 1, 0,
        0, aut, Action::kRestart},
+      {"a program's own exit status 130 is a failure, not a stop", worker, OwnStopStatus(), async,
+       1, 0, 0, aut, Action::kAbort},
+      {"so is its own KeyboardInterrupt (SIGINT, no record)", worker, OwnInterrupt(), async, 1,
+       0, 0, aut, Action::kAbort},
       {"a stalled worker is lost: restarted while its restarts last", worker, Stalled(), async, 1,
        0, 0, aut, Action::kRestart},
       {"... then left behind, as the loss rules say", worker, Stalled(), async, 0, 0, 0, aut,
@@ -108,20 +125,49 @@ TEST_CASE("Decide: restarts are spent per worker, resumes per job", "[launcher][
 }
 
 TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
-  CHECK(ChildExit{"worker-1", "", 0, SIGKILL, ""}.Describe() ==
+  const auto record = [](int status, ExitCause cause, std::string message = "") {
+    return std::optional<ExitRecord>(ExitRecord{0, status, cause, std::move(message)});
+  };
+  CHECK(ChildExit{"worker-1", "", 0, SIGKILL, std::nullopt}.Describe() ==
         "worker-1 was killed by signal 9 (Killed)");
-  CHECK(ChildExit{"worker-1", "", kExitStopped, 0, ""}.Describe() ==
-        "worker-1 was stopped by a signal");
-  CHECK(ChildExit{"server-0", "", 0, SIGSEGV, ""}.Describe() ==
+  CHECK(ChildExit{"worker-1", "", kExitStopped, 0, record(kExitStopped, ExitCause::kStopped)}
+            .Describe() == "worker-1 was stopped by a signal");
+  CHECK(ChildExit{"server-0", "", 0, SIGSEGV, std::nullopt}.Describe() ==
         "server-0 crashed with signal 11 (Segmentation fault)");
-  CHECK(ChildExit{"server-0", "", 5, 0, ""}.Describe() == "server-0 exited with status 5");
-  // Exit status 4 with the stall's report (StallWatch's line in the log), or without.
+  CHECK(ChildExit{"server-0", "", 1, 0, record(1, ExitCause::kFailed, "oops")}.Describe() ==
+        "server-0 exited with status 1");
   const std::string report = "worker-1 made no progress for 60 s, stuck at step 10 in compute";
-  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, report}.Describe() == report);
-  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, ""}.Describe() ==
-        "worker-1 exited with status 4");
-  CHECK(ChildExit{"evaluator", "", kExitServerUnreachable, 0, ""}.Describe() ==
-        "evaluator stopped because a server did not answer it (exit status 3)");
+  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, record(4, ExitCause::kStalled, report)}
+            .Describe() == report);
+  CHECK(ChildExit{"evaluator", "", kExitServerUnreachable, 0,
+                  record(3, ExitCause::kServerUnreachable)}
+            .Describe() == "evaluator stopped because a server did not answer it (exit status 3)");
+  // Without a record, Monsoon's statuses are the program's own.
+  CHECK(ChildExit{"worker-1", "", 3, 0, std::nullopt}.Describe() ==
+        "worker-1 exited with status 3 of its own (not Monsoon's)");
+  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, std::nullopt}.kind() == ExitKind::kFailed);
+  CHECK(ChildExit{"worker-1", "", 127, 0, std::nullopt}.Describe() ==
+        "worker-1 exited with status 127 of its own (not Monsoon's): a command not found?");
+  CHECK(ChildExit{"worker-1", "", 0, SIGINT, std::nullopt}.Describe() ==
+        "worker-1 ended by signal 2 (Interrupt) of its own (an uncaught KeyboardInterrupt in "
+        "Python ends so)");
+  // A record of another status than the exit's is not this exit's.
+  CHECK(ChildExit{"worker-1", "", 1, 0, record(130, ExitCause::kStopped)}.kind() ==
+        ExitKind::kFailed);
+}
+
+TEST_CASE("RecordExit writes what ReadExitRecord reads, with the pid", "[launcher][supervision]") {
+  const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/worker-0.exit";
+  setenv(kExitRecordVariable, path.c_str(), 1);
+  RecordExit({0, kExitStopped, ExitCause::kStopped, "worker stopped by signal\nsecond line"});
+  unsetenv(kExitRecordVariable);
+  const std::optional<ExitRecord> read = ReadExitRecord(path);
+  REQUIRE(read.has_value());
+  CHECK(read->pid == getpid());
+  CHECK(read->status == kExitStopped);
+  CHECK(read->cause == ExitCause::kStopped);
+  CHECK(read->message == "worker stopped by signal\nsecond line");
+  CHECK(!ReadExitRecord(path + ".missing").has_value());
 }
 
 TEST_CASE("LogExcerpt: the log's last lines, or why there are none", "[launcher][supervision]") {
