@@ -1,8 +1,12 @@
 #include "worker/worker_role.h"
 
 #include <glog/logging.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "core/data/data_shard.h"
 #include "core/data/data_source.h"
 #include "core/data/dataset.h"
@@ -119,13 +123,36 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, b
   return source;
 }
 
+namespace {
+
+// InvalidArgument when one role's rows of a split (`rows` of `features` and `targets` floats
+// each, held as float32) need more than this machine's memory.
+absl::Status CheckFitsInMemory(const std::string& name, const char* whose, uint64_t rows,
+                               int features, int targets) {
+  const uint64_t bytes = rows * (static_cast<uint64_t>(features) + targets) * sizeof(float);
+  const uint64_t memory =
+      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  if (bytes <= memory) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: %s %d rows of %d features need %.1f GB of memory, more than this machine's %.1f GB",
+      name, whose, rows, features, bytes / 1e9, memory / 1e9));
+}
+
+}  // namespace
+
 absl::Status CheckData(const JobConfig& config) {
   for (const bool train : {true, false}) {
     if (!train && !config.data.HasTestSet()) continue;
     MONSOON_ASSIGN_OR_RETURN(SplitTargets split,
                              ReadSplitTargets(config.data, train, TargetsOf(config.model)));
-    MONSOON_RETURN_IF_ERROR(
-        CheckExampleShape(config.model, split.name, split.targets.example_shape));
+    const Dataset& t = split.targets;
+    MONSOON_RETURN_IF_ERROR(CheckExampleShape(config.model, split.name, t.example_shape));
+    const uint64_t rows = t.targets.size() / std::max(t.target_dim, 1);
+    // The largest worker's shard, or the evaluator's whole test set.
+    const int workers = config.cluster.workers;
+    MONSOON_RETURN_IF_ERROR(CheckFitsInMemory(
+        split.name, train ? "each worker's shard of" : "the evaluator's",
+        train ? (rows + workers - 1) / workers : rows, t.feature_dim, t.target_dim));
     MONSOON_RETURN_IF_ERROR(CheckTargets(config, split.name, std::move(split.targets)).status());
   }
   return absl::OkStatus();

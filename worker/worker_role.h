@@ -23,10 +23,11 @@ namespace monsoon {
 // model (the rows are read later).
 absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train);
 // Checks every split the config names (training, and test where there is one) against the
-// model as the roles do: its example shape, and its targets (classes against
-// model.output_dim, or the regression targets' count), reading no feature rows where the
-// format keeps them apart (ReadSplitTargets; CSV is read whole). The check `monsoon run`,
-// `prepare`, `launch` and `validate` make before any role starts.
+// model as the roles do: its example shape, whether one role's rows of it (a worker's shard,
+// the evaluator's test set) fit in this machine's memory, and its targets
+// (classes against model.output_dim, or the regression targets' count), reading no feature
+// rows where the format keeps them apart (ReadSplitTargets; CSV is read whole). The check
+// `monsoon run`, `prepare`, `launch` and `validate` make before any role starts.
 absl::Status CheckData(const JobConfig& config);
 // The whole split, read and checked.
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);

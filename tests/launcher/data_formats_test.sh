@@ -78,4 +78,29 @@ head -c 1000000 "$WORK/train_x.npy" >"$WORK/cut.npy"
 expect_eq "a truncated .npy file: exit status" "$?" "2"
 grep -q "cut.npy: shape \[60000, 1, 28, 28\] of uint8 needs 47040000 bytes of data, but the file holds 999872 (truncated)" "$WORK/cut.txt" \
   && pass "the truncated file is named with its shape" || { cat "$WORK/cut.txt"; fail "no clear error"; }
+
+# Rows that cannot fit in this machine's memory (a sparse file: the header's size, no data
+# written) are refused by `run` before anything is read or any role starts.
+/usr/bin/python3 - "$WORK" <<'PY'
+import os, sys
+import numpy as np
+memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGESIZE")
+rows = memory // (4 * 784) + 1000
+def sparse_npy(path, shape, dtype):
+    header = np.lib.format.header_data_from_array_1_0(np.empty((0,), dtype))
+    header["shape"] = shape
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, header)
+        start = f.tell()
+    os.truncate(path, start + int(np.prod(shape)) * np.dtype(dtype).itemsize)
+sparse_npy(f"{sys.argv[1]}/huge_x.npy", (rows, 784), "<f4")
+sparse_npy(f"{sys.argv[1]}/huge_y.npy", (rows,), "<i8")
+PY
+timeout 60 "$MONSOON" run "$WORK/npy.yaml" --run-dir "$WORK/huge" --set cluster.workers=1 \
+  --set data.train_features="$WORK/huge_x.npy" --set data.train_targets="$WORK/huge_y.npy" \
+  >"$WORK/huge.txt" 2>&1
+expect_eq "rows beyond the machine's memory: exit status" "$?" "2"
+grep -q "huge_x.npy): each worker's shard of [0-9]* rows of 784 features need .* GB of memory, more than this machine's" \
+  "$WORK/huge.txt" && [ ! -e "$WORK/huge/logs" ] \
+  && pass "refused before any role starts, with the sizes" || fail "huge: $(cat "$WORK/huge.txt")"
 finish
