@@ -94,7 +94,15 @@ absl::Status ReadIdxLabelsInto(const std::string& labels_path, uint64_t count,
 
 }  // namespace
 
-absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_path) {
+namespace {
+
+// What an IDX image file's header says: how many images, and their shape [1, rows, cols].
+struct IdxImageHeader {
+  uint64_t count = 0;
+  std::vector<int> shape;
+};
+
+absl::StatusOr<IdxImageHeader> ReadIdxImageHeader(const std::string& images_path) {
   auto header = ReadMaybeGzipped(images_path, kIdxImageHeader);
   if (!header.ok()) return header.status();
   MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, *header));
@@ -103,19 +111,24 @@ absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_pat
     return absl::InvalidArgumentError(
         absl::StrCat(images_path, ": the header says images of ", rows, "x", cols, " pixels"));
   }
-  return std::vector<int>{1, static_cast<int>(rows), static_cast<int>(cols)};
+  return IdxImageHeader{BigEndian32(*header, 4),
+                        {1, static_cast<int>(rows), static_cast<int>(cols)}};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int>> ReadIdxImageShape(const std::string& images_path) {
+  MONSOON_ASSIGN_OR_RETURN(IdxImageHeader header, ReadIdxImageHeader(images_path));
+  return std::move(header.shape);
 }
 
 absl::StatusOr<Dataset> ReadIdxLabels(const std::string& images_path,
                                       const std::string& labels_path) {
-  auto header = ReadMaybeGzipped(images_path, kIdxImageHeader);
-  if (!header.ok()) return header.status();
-  MONSOON_ASSIGN_OR_RETURN(std::vector<int> shape, ReadIdxImageShape(images_path));
+  MONSOON_ASSIGN_OR_RETURN(IdxImageHeader header, ReadIdxImageHeader(images_path));
   Dataset data;
-  data.feature_dim = shape[1] * shape[2];
-  data.example_shape = std::move(shape);
-  MONSOON_RETURN_IF_ERROR(
-      ReadIdxLabelsInto(labels_path, BigEndian32(*header, 4), images_path, &data));
+  data.feature_dim = header.shape[1] * header.shape[2];
+  data.example_shape = std::move(header.shape);
+  MONSOON_RETURN_IF_ERROR(ReadIdxLabelsInto(labels_path, header.count, images_path, &data));
   return data;
 }
 

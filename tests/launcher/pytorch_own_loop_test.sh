@@ -115,18 +115,21 @@ at_least "sync: the evaluator scored (a number)" "$(json_get "$WORK/sync/summary
 
 # A loop that goes on after the worker's last step (training.max_steps), batches of another
 # size than training.batch_size, and a step before init.
-timeout 300 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$WORK/max_steps" \
-  --set training.max_steps=5 --set cluster.evaluator=false >"$WORK/max_steps.txt" 2>&1
-status=$?
-[ "$status" -ne 0 ] && grep -qF "the job's worker has finished (training.max_steps) while the training loop goes on" \
-  "$WORK/max_steps.txt" && pass "a loop past training.max_steps: exit $status, named" \
-  || fail "a loop past training.max_steps: exit $status: $(tail -3 "$WORK/max_steps.txt")"
-timeout 300 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$WORK/batch" \
-  --set training.batch_size=32 --set cluster.evaluator=false >"$WORK/batch.txt" 2>&1
-status=$?
-[ "$status" -ne 0 ] && grep -qF "the training loop's batches have 64 examples but the job's training.batch_size is 32" \
-  "$WORK/batch.txt" && pass "batches of another size: exit $status, named" \
-  || fail "batches of another size: exit $status: $(tail -3 "$WORK/batch.txt")"
+refused() {  # refused NAME WHAT TEXT SETTINGS...: the example job with SETTINGS fails, saying TEXT
+  local name=$1 what=$2 text=$3 status
+  shift 3
+  timeout 300 "$MONSOON" run examples/pytorch_own_loop.yaml --run-dir "$WORK/$name" \
+    --set cluster.evaluator=false "$@" >"$WORK/$name.txt" 2>&1
+  status=$?
+  [ "$status" -ne 0 ] && grep -qF "$text" "$WORK/$name.txt" && pass "$what: exit $status, named" \
+    || fail "$what: exit $status: $(tail -3 "$WORK/$name.txt")"
+}
+refused max_steps "a loop past training.max_steps" \
+  "the job's worker has finished (training.max_steps) while the training loop goes on" \
+  --set training.max_steps=5
+refused batch "batches of another size" \
+  "the training loop's batches have 64 examples but the job's training.batch_size is 32" \
+  --set training.batch_size=32
 MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" MONSOON_INDEX=0 MONSOON_GPU=-1 \
   MONSOON_SEED=1 PYTHONPATH="$PWD/python" \
   python3 - >"$WORK/early.txt" 2>&1 <<'PY'
