@@ -128,6 +128,8 @@ for loop, target, modes in worker_loops:
         rows.append((f"worker samples/s / alone: {loop}, overlap {overlap}",
                      worker[f"{key}_ratio"], f">= {target}"))
         rows.append((f"  share of time in communication", worker[f"{key}_comm_share"], ""))
+rows.append(("worker samples/s, data streamed from .npy / held in memory",
+             worker["streamed_data_ratio"], ">= 0.8"))
 print(f"\nMonsoon benchmark suite{' (--quick: shortened, not for quoting)' if quick else ''}: {out}\n")
 width = max(len(what) for what, _, _ in rows)
 print(f"{'figure':<{width}} {'value':>8}  target")
@@ -159,6 +161,11 @@ for loop, target, modes in worker_loops:
 print(f"\nissue 6 targets in this run{' (--quick: not for quoting)' if quick else ''}:")
 for what, ok, figures in checks:
     print(f"  {what:<50} {verdict(ok):<8} {figures}")
+streamed = worker["streamed_data_ratio"]
+stream_check = ("data streamed from .npy >= 0.8 of held in memory", streamed >= 0.8, f"{streamed:.3f}")
+print(f"\nissue 36 target in this run{' (--quick: not for quoting)' if quick else ''}:")
+print(f"  {stream_check[0]:<50} {verdict(stream_check[1]):<8} {stream_check[2]}")
+checks.append(stream_check)
 
 print(f"\n{'scaling (Downpour, fmnist MLP)':<34} {'samples/s':>10} {'comm share':>11}")
 for r in scaling:

@@ -8,21 +8,28 @@
 // lone-worker reference; the figures are the medians over the rounds. Each round starts a
 // fresh server and connection, whose first ~100 steps run at half speed or less (about 50 ms
 // on the AMD VM), so a round must be long against that for the figure to be the loop's steady
-// rate: 2000 steps by default. Prints a table and one JSON object.
+// rate: 2000 steps by default. Last, the lone worker on the same rows streamed from .npy files
+// (a shard larger than data.memory_budget_mib) as a share of them held in memory. Prints a
+// table and one JSON object.
 //
 //   worker_bench [--steps N] [--batch B] [--tau T] [--rounds R]
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "bench/child_process.h"
 #include "bench/median.h"
 #include "bench/step_shapes.h"
 #include "core/compute/cpu/cpu_backend.h"
+#include "core/data/array_files.h"
 #include "core/data/data_shard.h"
 #include "core/process_setup.h"
 #include "server/grpc_parameter_server.h"
@@ -79,22 +86,71 @@ struct Figures {
   double comm_share = 0;
 };
 
-// The worker's loop without any server.
-Figures Alone(const Dataset& data, int batch, int steps) {
+// The worker's loop without any server, on `shard`'s batches.
+Figures Alone(DataShard* shard, int batch, int steps) {
   CpuBackend backend;
   auto model = Model::Create(BenchmarkMlp(), &backend);
-  DataShard shard(&data, 0, 1);
   std::vector<float> x, y;
   const absl::Time start = absl::Now();
   int64_t samples = 0;
   for (int s = 0; s < steps; ++s) {
-    const int rows = shard.NextBatch(batch, &x, &y);
+    const int rows = shard->NextBatch(batch, &x, &y).value();
     (*model)->ComputeGradients(x.data(), y.data(), rows);
     (*model)->ApplyLocalSgd(0.01f);
     samples += rows;
   }
   if (!(*model)->Synchronize().ok()) std::abort();
   return {samples / absl::ToDoubleSeconds(absl::Now() - start), 0};
+}
+
+Figures Alone(const Dataset& data, int batch, int steps) {
+  DataShard shard(&data, 0, 1);
+  return Alone(&shard, batch, steps);
+}
+
+// `data` as .npy files (float32 features, int64 labels) in a fresh temporary directory.
+struct NpyFiles {
+  std::string features, targets;
+};
+NpyFiles WriteNpyFiles(const Dataset& data) {
+  char dir[] = "/tmp/worker_bench.XXXXXX";
+  if (mkdtemp(dir) == nullptr) std::abort();
+  const auto write = [&](const std::string& path, const char* descr, const std::string& shape,
+                         const void* bytes, size_t size) {
+    std::string header =
+        absl::StrFormat("{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
+    while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+    header += '\n';
+    std::ofstream out(path, std::ios::binary);
+    out << "\x93NUMPY" << '\x01' << '\x00' << static_cast<char>(header.size() & 0xff)
+        << static_cast<char>(header.size() >> 8) << header;
+    out.write(static_cast<const char*>(bytes), static_cast<std::streamsize>(size));
+  };
+  const NpyFiles files{absl::StrCat(dir, "/x.npy"), absl::StrCat(dir, "/y.npy")};
+  write(files.features, "<f4", absl::StrFormat("(%d, %d)", data.size(), data.feature_dim),
+        data.features.data(), data.features.size() * sizeof(float));
+  std::vector<int64_t> labels(data.targets.begin(), data.targets.end());
+  write(files.targets, "<i8", absl::StrFormat("(%d,)", data.size()), labels.data(),
+        labels.size() * sizeof(int64_t));
+  return files;
+}
+
+// The lone worker on `data` streamed from .npy files (as a shard larger than
+// data.memory_budget_mib is), as a share of the same rows held in memory, over `rounds`.
+double StreamedRatio(const Dataset& data, int batch, int steps, int rounds) {
+  const NpyFiles files = WriteNpyFiles(data);
+  std::vector<uint64_t> all(data.size());
+  std::iota(all.begin(), all.end(), uint64_t{0});
+  std::vector<double> ratio;
+  for (int r = 0; r < rounds; ++r) {
+    const double held = Alone(data, batch, steps).samples_per_second;
+    auto source = OpenNpySource(files.features, files.targets, {1, true});
+    if (!source.ok()) std::abort();
+    DataShard streamed(std::move(*source), all, 0, 1);
+    ratio.push_back(Alone(&streamed, batch, steps).samples_per_second / held);
+  }
+  std::filesystem::remove_all(std::filesystem::path(files.features).parent_path());
+  return Median(ratio);
 }
 
 Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int steps, int tau,
@@ -191,6 +247,9 @@ int Main(int argc, char** argv) {
                           mode.key, median.samples_per_second, mode.key, median_alone, mode.key,
                           median_ratio, mode.key, median.comm_share);
   }
+  const double streamed = StreamedRatio(data, batch, round_steps, rounds);
+  std::printf("%-34s %12s %12s %8.3f\n", "data streamed from .npy files", "", "", streamed);
+  absl::StrAppendFormat(&json, ", \"streamed_data_ratio\": %.3f", streamed);
   std::printf("%s}\n", json.c_str());
   return 0;
 }

@@ -7,7 +7,10 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include "absl/synchronization/mutex.h"
 
@@ -53,6 +56,41 @@ std::string SelfExePath() {
   char buf[PATH_MAX];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   return n > 0 ? std::string(buf, n) : "";
+}
+
+namespace {
+
+// This process's cgroup v2 memory.max in bytes; 0 when there is none or it is "max".
+uint64_t CgroupMemoryMax() {
+  std::ifstream cgroup("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(cgroup, line)) {
+    if (line.rfind("0::", 0) != 0) continue;
+    std::ifstream limit("/sys/fs/cgroup" + line.substr(3) + "/memory.max");
+    std::string value;
+    if (limit >> value && value != "max") return std::strtoull(value.c_str(), nullptr, 10);
+  }
+  return 0;
+}
+
+}  // namespace
+
+MemoryLimit HostMemoryLimit() {
+  MemoryLimit limit{
+      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)),
+      "this machine's"};
+  const auto lower = [&limit](uint64_t bytes, const char* source) {
+    if (bytes > 0 && bytes < limit.bytes) limit = {bytes, source};
+  };
+  lower(CgroupMemoryMax(), "this cgroup's");
+  if (const char* slurm = std::getenv("SLURM_MEM_PER_NODE")) {
+    lower(std::strtoull(slurm, nullptr, 10) << 20, "the SLURM allocation's");
+  }
+  struct rlimit address_space {};
+  if (getrlimit(RLIMIT_AS, &address_space) == 0 && address_space.rlim_cur != RLIM_INFINITY) {
+    lower(address_space.rlim_cur, "the address-space limit's");
+  }
+  return limit;
 }
 
 }  // namespace monsoon

@@ -29,6 +29,16 @@ struct DescriptorUse {
 };
 DescriptorUse CountDescriptors();
 
+// The memory this process's job may use on this host, and where that bound comes from: the
+// least of the machine's physical memory ("this machine's"), the cgroup's memory.max ("this
+// cgroup's"), SLURM's SLURM_MEM_PER_NODE ("the SLURM allocation's") and RLIMIT_AS ("the
+// address-space limit's").
+struct MemoryLimit {
+  uint64_t bytes = 0;
+  std::string source;
+};
+MemoryLimit HostMemoryLimit();
+
 // The path of this process's executable (/proc/self/exe); "" when it cannot be read.
 std::string SelfExePath();
 

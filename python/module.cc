@@ -22,6 +22,7 @@
 #include "core/config/job_config.h"
 #include "core/exit_status.h"
 #include "core/file_util.h"
+#include "core/out_of_memory.h"
 #include "core/process_setup.h"
 #include "core/run_dir.h"
 #include "core/stop_signals.h"
@@ -98,17 +99,16 @@ absl::Status RunRoleUnlocked(const ProgramEnvironment& env, const JobConfig& con
   const StopSignals signals;
   py::gil_scoped_release release;
   const RunDir run_dir{env.run_dir};
-  switch (env.role) {
-    case ProgramRole::kWorker:
-      return RunWorkerRole(config, run_dir, env.index, env.gpu, &g_stop, make_model);
-    case ProgramRole::kEvaluator:
-      return RunEvaluatorRole(config, run_dir, env.gpu, &g_stop, make_model);
-    case ProgramRole::kInit:
-      break;
+  if (env.role == ProgramRole::kInit) {
+    return absl::InvalidArgumentError(
+        "run_role: this is the program's init run; write the initial weights "
+        "(write_initial_params) instead");
   }
-  return absl::InvalidArgumentError(
-      "run_role: this is the program's init run; write the initial weights "
-      "(write_initial_params) instead");
+  return CatchOutOfMemory([&] {
+    return env.role == ProgramRole::kWorker
+               ? RunWorkerRole(config, run_dir, env.index, env.gpu, &g_stop, make_model)
+               : RunEvaluatorRole(config, run_dir, env.gpu, &g_stop, make_model);
+  });
 }
 
 // Runs the role the environment names with `model`.

@@ -13,10 +13,11 @@
 #include "core/checkpoint_file.h"
 #include "core/job_secrets.h"
 #include "core/metrics/metrics.h"
+#include "core/metrics/trace.h"
 #include "core/model/model.h"
+#include "core/out_of_memory.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"
-#include "core/metrics/trace.h"
 #include "server/grpc_parameter_server.h"
 #include "server/parameter_server.h"
 #include "server/server_checkpoint.h"
@@ -255,6 +256,9 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   MONSOON_ASSIGN_OR_RETURN(rules.run_id, ReadRunId(run_dir));
   MONSOON_ASSIGN_OR_RETURN(const InitialValuesFn initial_values,
                            JobInitialValues(config, run_dir, plan.num_params()));
+  const Allocating allocating(absl::StrCat("server ", options.index, "'s ",
+                                           plan.FloatsOf(options.index),
+                                           " parameters and their optimizer state"));
   ParameterServer logic(options.index, plan, initial_values, rules, config.cluster.workers,
                         config.cluster.evaluator);
   if (options.resume) {

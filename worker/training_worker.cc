@@ -120,14 +120,14 @@ double TrainingWorker::EmulatedDelay(double compute_seconds, int64_t step) const
   return delay;
 }
 
-void TrainingWorker::ComputeStep(WorkerReport* report) {
-  const int rows = shard_->NextBatch(rules_.batch_size, &x_, &y_);
+absl::Status TrainingWorker::ComputeStep(WorkerReport* report) {
+  MONSOON_ASSIGN_OR_RETURN(const int rows, shard_->NextBatch(rules_.batch_size, &x_, &y_));
   // Dropout masks from (seed, worker, step): a replayed step draws the same ones.
   model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
   model_->set_steps_done(report->steps);
   const absl::Time start = absl::Now();
   const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
-  if (model_->loop_ended()) return;
+  if (model_->loop_ended()) return absl::OkStatus();
   const bool slow = rules_.stragglers.slow_factor > 1;
   // A slow worker's factor applies to the compute itself, not to its launch on a GPU.
   if (slow) model_->Synchronize().IgnoreError();  // a device error comes back at the next sync
@@ -140,6 +140,7 @@ void TrainingWorker::ComputeStep(WorkerReport* report) {
   ++report->steps;
   report->samples += rows;
   report->last_loss = batch.loss_sum / rows;
+  return absl::OkStatus();
 }
 
 absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const PullResult& pull,
@@ -224,7 +225,7 @@ absl::Status TrainingWorker::ComputeGradients(absl::Span<float> sum, bool add,
   {
     const TraceScope compute = ComputeSpan(*report);
     const StallWatch::Computing computing(&stall_watch_, report->steps);
-    ComputeStep(report);
+    MONSOON_RETURN_IF_ERROR(ComputeStep(report));
     if (model_->loop_ended()) return absl::OkStatus();  // nothing computed
     model_->GetGrads(add ? scratch->data() : sum.data());
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
@@ -282,7 +283,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
     TraceStep(report);
-    LocalStep(&report);
+    MONSOON_RETURN_IF_ERROR(LocalStep(&report));
     if (model_->loop_ended()) break;
     // With overlap, the force lands after the first step that ends with its exchange arrived:
     // at least one step late and at most tau (the next exchange waits for it first).
@@ -302,11 +303,11 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainElastic(const std::atomic<bool
   return report;
 }
 
-void TrainingWorker::LocalStep(WorkerReport* report) {
+absl::Status TrainingWorker::LocalStep(WorkerReport* report) {
   const TraceScope compute = ComputeSpan(*report);
   const StallWatch::Computing computing(&stall_watch_, report->steps);
-  ComputeStep(report);
-  if (model_->loop_ended()) return;
+  MONSOON_RETURN_IF_ERROR(ComputeStep(report));
+  if (model_->loop_ended()) return absl::OkStatus();
   const float eta = static_cast<float>(rules_.easgd.learning_rate) * RateScale();
   model_->AddWeightDecay(rules_.weight_decay);
   if (rules_.algorithm == Algorithm::kEamsgd) {
@@ -314,6 +315,7 @@ void TrainingWorker::LocalStep(WorkerReport* report) {
   } else {
     model_->ApplyLocalSgd(eta);
   }
+  return absl::OkStatus();
 }
 
 absl::Status TrainingWorker::Exchange(ElasticExchanger* exchanger, PullResult* pull,

@@ -89,7 +89,7 @@ class TrainingWorker {
   // Waits for the push in flight, if any (the wait counts as communication time).
   absl::Status FinishPush(PushPipeline* pipeline, PushingState* state, WorkerReport* report);
   // One local SGD (or Nesterov) step of EASGD/EAMSGD.
-  void LocalStep(WorkerReport* report);
+  absl::Status LocalStep(WorkerReport* report);
   // Sends x (after applying the force in flight, if any); without overlap, applies its force.
   absl::Status Exchange(ElasticExchanger* exchanger, PullResult* pull, PushSummary* exchange,
                         WorkerReport* report);
@@ -108,7 +108,7 @@ class TrainingWorker {
   float RateScale() const;
   // Computes one batch's gradient into the model, then sleeps what the stragglers emulation
   // adds to the step (EmulatedDelay); updates the report.
-  void ComputeStep(WorkerReport* report);
+  absl::Status ComputeStep(WorkerReport* report);
   // The emulated delay of step `step` whose compute took `compute_seconds`: a slow worker's
   // (slow_factor - 1) * compute_seconds, plus a random straggler's delay with the
   // configured probability, drawn from (seed, worker, step).

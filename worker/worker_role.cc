@@ -7,18 +7,21 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/compute/compute_backends.h"
 #include "core/data/data_shard.h"
 #include "core/data/data_source.h"
 #include "core/data/dataset.h"
 #include "core/job_secrets.h"
 #include "core/metrics/metrics.h"
+#include "core/metrics/trace.h"
 #include "core/model/model.h"
+#include "core/out_of_memory.h"
+#include "core/process_setup.h"
 #include "core/sharding_plan.h"
 #include "core/status_macros.h"
-#include "core/metrics/trace.h"
-#include "core/compute/compute_backends.h"
 #include "worker/evaluator.h"
 #include "worker/grpc_ps_client.h"
+#include "worker/memory_estimate.h"
 #include "worker/training_worker.h"
 
 namespace monsoon {
@@ -126,21 +129,21 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, b
 namespace {
 
 // InvalidArgument when one role's rows of a split (`rows` of `features` and `targets` floats
-// each, held as float32) need more than this machine's memory.
+// each, held as float32) need more memory than this host gives the job.
 absl::Status CheckFitsInMemory(const std::string& name, const char* whose, uint64_t rows,
                                int features, int targets) {
-  const uint64_t bytes = rows * (static_cast<uint64_t>(features) + targets) * sizeof(float);
-  const uint64_t memory =
-      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-  if (bytes <= memory) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "%s: %s %d rows of %d features need %.1f GB of memory, more than this machine's %.1f GB",
-      name, whose, rows, features, bytes / 1e9, memory / 1e9));
+  const uint64_t bytes = RowBytes(rows, features, targets);
+  const MemoryLimit memory = HostMemoryLimit();
+  if (bytes <= memory.bytes) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: %s %d rows of %d features need %.1f GB of memory, more than %s %.1f GB",
+                      name, whose, rows, features, bytes / 1e9, memory.source, memory.bytes / 1e9));
 }
 
 }  // namespace
 
-absl::Status CheckData(const JobConfig& config) {
+absl::StatusOr<DataSizes> CheckData(const JobConfig& config) {
+  DataSizes sizes;
   for (const bool train : {true, false}) {
     if (!train && !config.data.HasTestSet()) continue;
     MONSOON_ASSIGN_OR_RETURN(SplitTargets split,
@@ -148,30 +151,57 @@ absl::Status CheckData(const JobConfig& config) {
     const Dataset& t = split.targets;
     MONSOON_RETURN_IF_ERROR(CheckExampleShape(config.model, split.name, t.example_shape));
     const uint64_t rows = t.targets.size() / std::max(t.target_dim, 1);
-    // The largest worker's shard, or the evaluator's whole test set.
-    const int workers = config.cluster.workers;
-    MONSOON_RETURN_IF_ERROR(CheckFitsInMemory(
-        split.name, train ? "each worker's shard of" : "the evaluator's",
-        train ? (rows + workers - 1) / workers : rows, t.feature_dim, t.target_dim));
+    // The largest worker's shard (unless streamed), or the evaluator's whole test set.
+    const uint64_t shard = (rows + config.cluster.workers - 1) / config.cluster.workers;
+    if (!train || !StreamsShard(config, shard, t.feature_dim, t.target_dim)) {
+      MONSOON_RETURN_IF_ERROR(
+          CheckFitsInMemory(split.name, train ? "each worker's shard of" : "the evaluator's",
+                            train ? shard : rows, t.feature_dim, t.target_dim));
+    }
+    (train ? sizes.train_rows : sizes.test_rows) = rows;
+    sizes.feature_dim = t.feature_dim;
+    sizes.target_dim = t.target_dim;
     MONSOON_RETURN_IF_ERROR(CheckTargets(config, split.name, std::move(split.targets)).status());
   }
-  return absl::OkStatus();
+  return sizes;
 }
 
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, train));
+  const Allocating allocating(absl::StrCat(source->rows(), " rows of ", source->name()));
   MONSOON_ASSIGN_OR_RETURN(Dataset data, source->ReadAll());
   return CheckTargets(config, source->name(), std::move(data));
 }
 
-absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index) {
+absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index,
+                                                     Dataset* held) {
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, /*train=*/true));
-  const std::vector<uint64_t> rows =
+  std::vector<uint64_t> rows =
       ShardRows(source->rows(), index, config.cluster.workers, config.seed);
+  if (rows.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("worker ", index,
+                                                   " has no data: fewer examples than the ",
+                                                   config.cluster.workers, " workers"));
+  }
+  // Targets alone, to check against the model, then the first batch's rows for their width.
+  MONSOON_ASSIGN_OR_RETURN(Dataset targets, source->ReadTargets());
+  MONSOON_RETURN_IF_ERROR(CheckTargets(config, source->name(), std::move(targets)).status());
+  const int features = ShapeSize(source->example_shape());
+  const int target_dim = TargetsOf(config.model).columns;
+  if (source->reads_files() && StreamsShard(config, rows.size(), features, target_dim)) {
+    LOG(INFO) << "worker " << index << ": streaming " << rows.size() << " of " << source->rows()
+              << " rows of " << source->name() << " batch by batch (they need "
+              << RowBytes(rows.size(), features, target_dim) / (1 << 20)
+              << " MiB, more than data.memory_budget_mib's "
+              << (ShardMemoryBudget(config.data) >> 20) << ")";
+    return std::make_unique<DataShard>(std::move(source), std::move(rows), index, config.seed);
+  }
   LOG(INFO) << "worker " << index << ": reading " << rows.size() << " of " << source->rows()
             << " rows of " << source->name();
-  MONSOON_ASSIGN_OR_RETURN(Dataset data, source->Read(rows));
-  return CheckTargets(config, source->name(), std::move(data));
+  const Allocating allocating(
+      absl::StrCat("worker ", index, "'s ", rows.size(), " rows of ", source->name()));
+  MONSOON_ASSIGN_OR_RETURN(*held, source->Read(rows));
+  return std::make_unique<DataShard>(held, index, config.seed);
 }
 
 absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu) {
@@ -188,14 +218,10 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       std::unique_ptr<TraceWriter> trace,
       OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), absl::StrCat("worker-", index),
                     kTraceWorkerPid + index, absl::StrCat("worker ", index), WorkerTraceThreads()));
-  MONSOON_ASSIGN_OR_RETURN(Dataset train, Traced(trace.get(), kTraceLoop, "load data",
-                                                 [&] { return LoadShard(config, index); }));
-  if (train.size() == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("worker ", index,
-                                                   " has no data: fewer examples than the ",
-                                                   config.cluster.workers, " workers"));
-  }
-  DataShard shard(&train, index, config.seed);
+  Dataset held;
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataShard> shard,
+                           Traced(trace.get(), kTraceLoop, "load data",
+                                  [&] { return OpenShard(config, index, &held); }));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
                            MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(
@@ -210,9 +236,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       std::unique_ptr<WorkerMetricsRecorder> metrics,
       WorkerMetricsRecorder::Open(run_dir, index, static_cast<double>(resume.position.step)));
   LOG(INFO) << "worker " << index << ": " << kAlgorithmNames.Name(config.training.algorithm) << ", "
-            << shard.size() << " examples, " << model->num_params() << " parameters, on "
+            << shard->size() << " examples, " << model->num_params() << " parameters, on "
             << model->where();
-  TrainingWorker worker(config, index, model.get(), &shard, client.get(), metrics.get(),
+  TrainingWorker worker(config, index, model.get(), shard.get(), client.get(), metrics.get(),
                         trace.get());
   absl::StatusOr<WorkerReport> trained = worker.Run(stop);
   if (!trained.ok() && ServersFinished(run_dir, config.cluster.servers)) {

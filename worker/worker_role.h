@@ -10,12 +10,14 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/config/job_config.h"
+#include "core/data/data_shard.h"
 #include "core/data/data_source.h"
 #include "core/data/dataset.h"
-#include "core/config/job_config.h"
-#include "core/run_dir.h"
 #include "core/model/trainable_model.h"
+#include "core/run_dir.h"
 #include "worker/grpc_ps_client.h"
+#include "worker/memory_estimate.h"
 
 namespace monsoon {
 
@@ -27,12 +29,16 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, b
 // the evaluator's test set) fit in this machine's memory, and its targets
 // (classes against model.output_dim, or the regression targets' count), reading no feature
 // rows where the format keeps them apart (ReadSplitTargets; CSV is read whole). The check
-// `monsoon run`, `prepare`, `launch` and `validate` make before any role starts.
-absl::Status CheckData(const JobConfig& config);
+// `monsoon run`, `prepare`, `launch` and `validate` make before any role starts. Returns the
+// splits' sizes.
+absl::StatusOr<DataSizes> CheckData(const JobConfig& config);
 // The whole split, read and checked.
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
-// Worker `index`'s shard of the training split (ShardRows), and only its rows.
-absl::StatusOr<Dataset> LoadShard(const JobConfig& config, int index);
+// Worker `index`'s shard of the training split (ShardRows), its targets checked against the
+// model: its rows read into `held` when they fit ShardMemoryBudget, else (.npy and HDF5)
+// read from the files batch by batch. InvalidArgument for a worker with no rows.
+absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index,
+                                                     Dataset* held);
 
 // Builds the model a worker or evaluator role trains or scores; `gpu` is the CUDA device the
 // launcher gave the task (< 0: none).

@@ -219,6 +219,10 @@ void VisitData(JobConfig& c, V& v) {
             "HDF5: the dataset of features in each file (types as for `npy`)");
     v.Field("targets_dataset", &c.data.targets_dataset, Text{},
             "HDF5: the dataset of targets in each file");
+    v.Field("memory_budget_mib", &c.data.memory_budget_mib, IntRange{0, 1 << 30},
+            "the most memory, in MiB, a worker's shard may take held whole (as float32); a "
+            "larger `npy` or `hdf5` shard is read from its files batch by batch (IDX and CSV "
+            "are always read whole). 0: a quarter of the node's memory");
   });
 }
 

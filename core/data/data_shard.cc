@@ -3,18 +3,30 @@
 #include <algorithm>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "core/status_macros.h"
 
 namespace monsoon {
 
 DataShard::DataShard(const Dataset* rows, int index, uint64_t seed)
-    : data_(rows), index_(index), seed_(seed) {
+    : data_(rows), size_(rows->size()), index_(index), seed_(seed) {
+  Shuffle();
+}
+
+DataShard::DataShard(std::unique_ptr<DataSource> source, std::vector<uint64_t> rows, int index,
+                     uint64_t seed)
+    : source_(std::move(source)),
+      source_rows_(std::move(rows)),
+      size_(source_rows_.size()),
+      index_(index),
+      seed_(seed) {
   Shuffle();
 }
 
 void DataShard::Shuffle() {
-  order_.resize(data_->size());
+  order_.resize(size_);
   std::iota(order_.begin(), order_.end(), size_t{0});
   std::mt19937_64 rng(seed_ ^ (0x9e3779b97f4a7c15ULL * (index_ + 1)) ^ (uint64_t(epoch_) << 32));
   std::shuffle(order_.begin(), order_.end(), rng);
@@ -39,24 +51,48 @@ absl::Status DataShard::Seek(const DataPosition& position) {
   return absl::OkStatus();
 }
 
-int DataShard::NextBatch(int batch, std::vector<float>* x, std::vector<float>* y) {
+absl::StatusOr<int> DataShard::NextBatch(int batch, std::vector<float>* x, std::vector<float>* y) {
   if (order_.empty()) return 0;
   if (cursor_ == order_.size()) {
     ++epoch_;
     Shuffle();
   }
   const int rows = static_cast<int>(std::min<size_t>(batch, order_.size() - cursor_));
-  const size_t fd = data_->feature_dim;
-  const size_t td = data_->target_dim;
-  x->resize(rows * fd);
-  y->resize(rows * td);
-  for (int r = 0; r < rows; ++r) {
-    const size_t e = order_[cursor_ + r];
-    std::copy_n(data_->features.data() + e * fd, fd, x->data() + r * fd);
-    std::copy_n(data_->targets.data() + e * td, td, y->data() + r * td);
+  if (streamed()) {
+    MONSOON_RETURN_IF_ERROR(ReadStreamed(rows, x, y));
+  } else {
+    const size_t fd = data_->feature_dim;
+    const size_t td = data_->target_dim;
+    x->resize(rows * fd);
+    y->resize(rows * td);
+    for (int r = 0; r < rows; ++r) {
+      const size_t e = order_[cursor_ + r];
+      std::copy_n(data_->features.data() + e * fd, fd, x->data() + r * fd);
+      std::copy_n(data_->targets.data() + e * td, td, y->data() + r * td);
+    }
   }
   cursor_ += rows;
   return rows;
+}
+
+absl::Status DataShard::ReadStreamed(int rows, std::vector<float>* x, std::vector<float>* y) {
+  // The batch's rows of the source, ascending, each with its place in the batch.
+  std::vector<std::pair<uint64_t, int>> wanted(rows);
+  for (int r = 0; r < rows; ++r) wanted[r] = {source_rows_[order_[cursor_ + r]], r};
+  std::sort(wanted.begin(), wanted.end());
+  std::vector<uint64_t> indices(rows);
+  for (int i = 0; i < rows; ++i) indices[i] = wanted[i].first;
+  MONSOON_ASSIGN_OR_RETURN(const Dataset read, source_->Read(indices));
+  const size_t fd = read.feature_dim;
+  const size_t td = read.target_dim;
+  x->resize(rows * fd);
+  y->resize(rows * td);
+  for (int i = 0; i < rows; ++i) {
+    const int r = wanted[i].second;
+    std::copy_n(read.features.data() + i * fd, fd, x->data() + r * fd);
+    std::copy_n(read.targets.data() + i * td, td, y->data() + r * td);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace monsoon

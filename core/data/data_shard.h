@@ -1,11 +1,15 @@
-// One worker's disjoint share of a data set, visited in a fresh seeded order every epoch.
+// One worker's disjoint share of a data set, visited in a fresh seeded order every epoch: held
+// in memory, or read from its files batch by batch when it does not fit a memory budget.
 #ifndef MONSOON_CORE_DATA_DATA_SHARD_H_
 #define MONSOON_CORE_DATA_DATA_SHARD_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "core/data/data_source.h"
 #include "core/data/dataset.h"
 
 namespace monsoon {
@@ -19,20 +23,29 @@ struct DataPosition {
   uint64_t cursor = 0;
 };
 
-// Worker `index`'s shard: every row of `rows` (the rows ShardRows gave it, as read), visited in
-// an order reshuffled every epoch from (seed, index, epoch). Borrows `rows`.
+// Worker `index`'s shard, visited in an order reshuffled every epoch from (seed, index, epoch).
+// The order depends only on the shard's size, so a streamed shard yields exactly the batches
+// the same rows held in memory would.
 class DataShard {
  public:
+  // Every row of `rows` (the rows ShardRows gave this worker, as read). Borrows `rows`.
   DataShard(const Dataset* rows, int index, uint64_t seed);
+  // The rows `rows` of `source` (ascending, as ShardRows gives them), read from it batch by
+  // batch: each batch's rows in ascending order, consecutive ones in one read.
+  DataShard(std::unique_ptr<DataSource> source, std::vector<uint64_t> rows, int index,
+            uint64_t seed);
 
-  size_t size() const { return order_.size(); }
+  size_t size() const { return size_; }
+  // Whether the rows are read from the files per batch.
+  bool streamed() const { return source_ != nullptr; }
   // Completed passes over the shard.
   int epoch() const { return epoch_; }
   // Fractional epochs consumed so far.
   double progress() const;
   // Copies the next min(batch, remaining-in-epoch) examples into x / y (resized), advancing
-  // to the next epoch (and reshuffling) when the current one is used up. Returns the row count.
-  int NextBatch(int batch, std::vector<float>* x, std::vector<float>* y);
+  // to the next epoch (and reshuffling) when the current one is used up. Returns the row
+  // count, or a streamed shard's read error (naming the file).
+  absl::StatusOr<int> NextBatch(int batch, std::vector<float>* x, std::vector<float>* y);
 
   // The position after `step` batches (the shard itself does not count batches).
   DataPosition Position(int64_t step) const;
@@ -42,8 +55,13 @@ class DataShard {
 
  private:
   void Shuffle();
+  // Reads the shard's examples order_[cursor_, cursor_ + rows) from source_ into x / y.
+  absl::Status ReadStreamed(int rows, std::vector<float>* x, std::vector<float>* y);
 
-  const Dataset* const data_;  // borrowed
+  const Dataset* const data_ = nullptr;       // in memory: borrowed
+  const std::unique_ptr<DataSource> source_;  // streamed
+  const std::vector<uint64_t> source_rows_;   // streamed: the shard's rows of source_
+  const size_t size_;
   const int index_;
   const uint64_t seed_;
   std::vector<size_t> order_;  // this epoch's visiting order

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/compute/kernel_math.h"
+#include "core/out_of_memory.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -300,6 +301,20 @@ std::string Model::Summary(const ModelSpec& spec) {
   return table;
 }
 
+std::vector<Model::LayerFootprint> Model::Footprints(const ModelSpec& spec) {
+  std::vector<LayerFootprint> out;
+  for (const std::unique_ptr<Layer>& layer : BuildLayers(spec)) {
+    LayerFootprint f{layer->name(), 0, static_cast<size_t>(layer->output_dim())};
+    for (const ParamShape& shape : layer->param_shapes()) f.params += shape.size();
+    for (const ParamShape& shape : layer->state_shapes()) f.params += shape.size();
+    if (const auto* block = dynamic_cast<const ResidualLayer*>(layer.get())) {
+      for (const Layer* part : block->parts()) f.values += part->output_dim();
+    }
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
 size_t Model::NumParams(const ModelSpec& spec) {
   size_t n = 0;
   for (const ParamTensor& t : Layout(spec)) n += t.shape.size();
@@ -332,6 +347,7 @@ absl::StatusOr<std::unique_ptr<Model>> Model::Create(const ModelSpec& spec,
                                                    " but the last layer's output is ",
                                                    ShapeText(shapes->back())));
   }
+  const Allocating allocating(absl::StrCat("the model's ", NumParams(spec), " parameters"));
   return std::unique_ptr<Model>(new Model(spec, backend));
 }
 
@@ -423,6 +439,7 @@ void Model::AddToParams(const float* delta_host, float scale) {
 
 void Model::EnsureWorkspace(int rows) {
   if (rows <= workspace_rows_) return;
+  const Allocating allocating(absl::StrCat("the model's activations for a batch of ", rows));
   activations_.clear();
   activations_.push_back(backend_->Allocate(static_cast<size_t>(rows) * spec_.input_dim));
   int widest = spec_.input_dim;

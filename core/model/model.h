@@ -80,6 +80,15 @@ class Model : public TrainableModel {
   // Length of the flat vector, and of the state at its end.
   static size_t NumParams(const ModelSpec& spec);
   static size_t NumState(const ModelSpec& spec);
+  // Each top-level layer's size: its name ("conv0 (conv2d)"), parameters (state included) and
+  // the values it computes per example (a residual block's inner layers' too). Not for
+  // kProgram.
+  struct LayerFootprint {
+    std::string name;
+    size_t params = 0;
+    size_t values = 0;
+  };
+  static std::vector<LayerFootprint> Footprints(const ModelSpec& spec);
   // The model as a table, as Keras' summary() prints it: a row per layer (its name, its
   // output's shape and its parameter count), then the total.
   static std::string Summary(const ModelSpec& spec);

@@ -8,6 +8,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/out_of_memory.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/local/job_setup.h"
@@ -131,7 +132,7 @@ int RunNewJobHere(JobConfig config, const std::string& dir) {
   absl::StatusOr<std::string> root = dir.empty() ? NewDefaultDir(config.job) : dir;
   if (!root.ok()) return Fail(root.status(), 1);
   const RunDir run_dir{*root};
-  auto lock = PrepareRunDir(&config, run_dir);  // held while the job runs
+  auto lock = PrepareRunDir(&config, run_dir, HostRoles::kAll);  // held while the job runs
   const absl::Status& s = lock.status();
   if (absl::IsAlreadyExists(s) || absl::IsInvalidArgument(s)) return Fail(s, 2);
   if (!s.ok()) return Fail(s, 1);
@@ -146,30 +147,25 @@ int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& r
             const std::string& bind_host, int gpu, bool resume) {
   g_stop_deadline_seconds.store(absl::ToInt64Seconds(
       role.kind == RoleKind::kServer ? kStopDeadline : kClientStopDeadline));
-  absl::Status s;
-  switch (role.kind) {
-    case RoleKind::kServer: {
+  if (role.kind == RoleKind::kIdle) {
+    std::cerr << "monsoon: this task has no role in the job; exiting" << std::endl;
+    return 0;
+  }
+  absl::Status s = CatchOutOfMemory([&] {
+    if (role.kind == RoleKind::kServer) {
       ServerRoleOptions options;
       options.index = role.index;
       options.bind_host = bind_host;
       options.resume = resume;
-      s = RunServerRole(config, run_dir, options, StopFlag());
-      break;
+      return RunServerRole(config, run_dir, options, StopFlag());
     }
-    case RoleKind::kWorker:
-    case RoleKind::kEvaluator:
-      if (!config.cluster.worker_program.empty()) {
-        s = ExecWorkerProgram(config, run_dir, role, gpu);  // returns only on failure
-      } else if (role.kind == RoleKind::kWorker) {
-        s = RunWorkerRole(config, run_dir, role.index, gpu, StopFlag());
-      } else {
-        s = RunEvaluatorRole(config, run_dir, gpu, StopFlag());
-      }
-      break;
-    case RoleKind::kIdle:
-      std::cerr << "monsoon: this task has no role in the job; exiting" << std::endl;
-      return 0;
-  }
+    if (!config.cluster.worker_program.empty()) {
+      return ExecWorkerProgram(config, run_dir, role, gpu);  // returns only on failure
+    }
+    return role.kind == RoleKind::kWorker
+               ? RunWorkerRole(config, run_dir, role.index, gpu, StopFlag())
+               : RunEvaluatorRole(config, run_dir, gpu, StopFlag());
+  });
   // After a stop signal (SIGTERM, SLURM's SIGUSR1, Ctrl-C) every role shuts down, so a role's
   // calls to its peers (connecting, pulling, pushing, evaluating) fail: report the stop, with
   // what the role ran into. The roles themselves only return Cancelled for a stop they saw.

@@ -31,7 +31,8 @@ absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std
             << std::endl;
   const RunDir run_dir{absl::StrCat(out, "/", v.name)};
   JobConfig config = v.config;
-  MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<RunDirLock> lock, PrepareRunDir(&config, run_dir));
+  MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<RunDirLock> lock,
+                           PrepareRunDir(&config, run_dir, HostRoles::kAll));
   LocalJobOptions options;
   options.self_exe = SelfExePath();
   options.progress_label = absl::StrCat(place, " ", v.name, " ");

@@ -46,7 +46,7 @@ std::optional<int> PrepareTogether(const LaunchOptions& o, const TaskEnvironment
   auto config = LoadUserConfig(o.config, o.sets);
   if (!config.ok()) return task.rank == 0 ? Fail(config.status(), 2) : 2;
   if (task.rank == 0) {
-    const absl::Status s = PrepareRunDir(&*config, run_dir).status();
+    const absl::Status s = PrepareRunDir(&*config, run_dir, HostRoles::kOne).status();
     if (!s.ok()) return Fail(s, 2);
     return std::nullopt;
   }

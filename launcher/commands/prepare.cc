@@ -29,7 +29,7 @@ int Prepare(const PrepareOptions& o) {
   }
   auto config = LoadUserConfig(o.config, o.sets);
   if (!config.ok()) return Fail(config.status(), 2);
-  const absl::Status s = PrepareRunDir(&*config, run_dir).status();
+  const absl::Status s = PrepareRunDir(&*config, run_dir, HostRoles::kOne).status();
   if (!s.ok()) return Fail(s, absl::IsAlreadyExists(s) ? 2 : 1);
   std::cerr << "monsoon: prepared " << run_dir.root << " for job '" << config->job << "'"
             << std::endl;

@@ -5,10 +5,22 @@
 #include "absl/strings/str_split.h"
 #include "core/data/dataset.h"
 #include "core/model/model.h"
+#include "core/process_setup.h"
 #include "launcher/commands/command.h"
 #include "worker/worker_role.h"
 
 namespace monsoon {
+
+namespace {
+
+// `text`'s lines after "#   ", as comments of the YAML printed before them.
+void PrintCommented(const std::string& text) {
+  for (const absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!line.empty()) std::cout << "#   " << line << "\n";
+  }
+}
+
+}  // namespace
 
 void AddValidateCommand(CLI::App& app, int* exit_code) {
   struct Options {
@@ -29,14 +41,23 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
       return;
     }
     // The data against the model, as every worker and the evaluator will read it.
-    const absl::Status data = CheckData(*loaded);
+    const absl::StatusOr<DataSizes> data = CheckData(*loaded);
     if (!data.ok()) {
-      *exit_code = Fail(data, 2);
+      *exit_code = Fail(data.status(), 2);
       return;
     }
     std::cout << JobConfigToYaml(*loaded) << "#\n# The model:\n";
-    for (const absl::string_view line : absl::StrSplit(Model::Summary(loaded->model), '\n')) {
-      if (!line.empty()) std::cout << "#   " << line << "\n";
+    PrintCommented(Model::Summary(loaded->model));
+    const MemoryEstimate memory = EstimateMemory(*loaded, *data);
+    const MemoryLimit limit = HostMemoryLimit();
+    std::cout << "#\n# Memory each role needs (estimated):\n";
+    PrintCommented(MemoryTable(memory, limit));
+    // As `monsoon run` would start them: every role on this host.
+    const absl::Status fits =
+        CheckMemoryFits(memory, memory.all_roles(), "the job's roles on this host", limit);
+    if (!fits.ok()) {
+      *exit_code = Fail(fits, 2);
+      return;
     }
     *exit_code = 0;
   });

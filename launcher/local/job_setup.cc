@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "core/job_secrets.h"
+#include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/local/worker_program.h"
 #include "worker/worker_role.h"
@@ -47,11 +48,22 @@ absl::StatusOr<std::unique_ptr<RunDirLock>> RunDirLock::Acquire(const RunDir& ru
 
 RunDirLock::~RunDirLock() { close(fd_); }
 
-absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config,
-                                                          const RunDir& run_dir) {
-  // The data against the model before anything is written: a misfit is the job's error, not
-  // a role's.
-  MONSOON_RETURN_IF_ERROR(CheckData(*config));
+absl::Status CheckJobFits(const JobConfig& config, HostRoles roles) {
+  MONSOON_ASSIGN_OR_RETURN(const DataSizes data, CheckData(config));
+  const MemoryEstimate estimate = EstimateMemory(config, data);
+  if (roles == HostRoles::kAll) {
+    return CheckMemoryFits(estimate, estimate.all_roles(), "the job's roles on this host",
+                           HostMemoryLimit());
+  }
+  return CheckMemoryFits(estimate, estimate.largest_role(), "the job's largest role",
+                         HostMemoryLimit());
+}
+
+absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config, const RunDir& run_dir,
+                                                          HostRoles roles) {
+  // The data against the model, and the memory they need, before anything is written: a
+  // misfit is the job's error, not a role's.
+  MONSOON_RETURN_IF_ERROR(CheckJobFits(*config, roles));
   std::error_code ec;
   std::filesystem::create_directories(run_dir.root, ec);
   if (ec) {

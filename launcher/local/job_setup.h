@@ -28,15 +28,23 @@ class RunDirLock {
   const int fd_;  // owned
 };
 
+// Which of a job's roles one host runs: all of them (`monsoon run`), or one each (under SLURM,
+// a task per role).
+enum class HostRoles { kAll, kOne };
+
 // Checks the data against the model (CheckData: every split's shape and targets; no feature
-// rows read),
-// then creates the run directory (or takes an empty one) and writes its config, token and start
-// time, under its lock, which the caller holds while the job runs. For a worker program's
-// model (model.type: program), first runs the program to write its initial weights
-// (RunWorkerProgramInit) and sets config->model.num_params to their count. AlreadyExists when
-// the directory is in use by another process, already holds a run (config.yaml, written
-// last, exists) or holds anything else: nothing is ever overwritten.
-absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config, const RunDir& run_dir);
+// rows read) and the roles `roles` says this host runs against its memory (EstimateMemory,
+// HostMemoryLimit): InvalidArgument naming the largest layer when they do not fit.
+absl::Status CheckJobFits(const JobConfig& config, HostRoles roles);
+
+// Checks the job (CheckJobFits), then creates the run directory (or takes an empty one) and writes
+// its config, token and start time, under its lock, which the caller holds while the job runs. For
+// a worker program's model (model.type: program), first runs the program to write its initial
+// weights (RunWorkerProgramInit) and sets config->model.num_params to their count. AlreadyExists
+// when the directory is in use by another process, already holds a run (config.yaml, written last,
+// exists) or holds anything else: nothing is ever overwritten.
+absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config, const RunDir& run_dir,
+                                                          HostRoles roles);
 
 // Readies a prepared run directory for `--resume`, under its lock: NotFound unless it holds a
 // run, AlreadyExists while another process uses it. The checkpoints stay.

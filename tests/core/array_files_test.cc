@@ -3,14 +3,16 @@
 #include <hdf5.h>
 
 #include <catch2/catch.hpp>
-#include <functional>
 #include <cstdint>
+#include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/data/data_shard.h"
 #include "tests/test_util.h"
 
 namespace monsoon {
@@ -131,6 +133,48 @@ std::string WriteHdf5(const std::string& name, int first, int rows) {
   for (hid_t id : {x_space, y_space}) H5Sclose(id);
   H5Fclose(file);
   return path;
+}
+
+TEST_CASE("DataShard: a streamed shard yields the batches of the same rows in memory",
+          "[core][data]") {
+  const int rows = 97, width = 3;
+  std::vector<float> features(rows * width);
+  std::vector<int64_t> labels(rows);
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < width; ++c) features[r * width + c] = r + c / 10.0f;
+    labels[r] = r % 7;
+  }
+  const std::string x = WriteNpy("stream_x.npy", "<f4", {rows, width}, Bytes(features));
+  const std::string y = WriteNpy("stream_y.npy", "<i8", {rows}, Bytes(labels));
+  const std::vector<uint64_t> mine = ShardRows(rows, 1, 3, 5);
+  auto source = OpenNpySource(x, y, {1, true});
+  REQUIRE(source.ok());
+  const Dataset held = *(*source)->Read(mine);
+  DataShard in_memory(&held, 1, 5);
+  DataShard streamed(*OpenNpySource(x, y, {1, true}), mine, 1, 5);
+  CHECK(streamed.streamed());
+  CHECK(streamed.size() == in_memory.size());
+  std::vector<float> xa, ya, xb, yb;
+  // Three epochs in batches that do not divide the shard, then a resume mid-epoch.
+  for (int step = 0; step < 12; ++step) {
+    const int a = in_memory.NextBatch(8, &xa, &ya).value();
+    REQUIRE(streamed.NextBatch(8, &xb, &yb).value() == a);
+    REQUIRE(xa == xb);
+    REQUIRE(ya == yb);
+  }
+  CHECK(streamed.epoch() == in_memory.epoch());
+  const DataPosition at = in_memory.Position(12);
+  DataShard resumed(*OpenNpySource(x, y, {1, true}), mine, 1, 5);
+  REQUIRE(resumed.Seek(at).ok());
+  in_memory.NextBatch(8, &xa, &ya).value();
+  resumed.NextBatch(8, &xb, &yb).value();
+  CHECK(xa == xb);
+  // A file cut short after opening: the batch's read error names it.
+  DataShard cut(*OpenNpySource(x, y, {1, true}), mine, 1, 5);
+  std::filesystem::resize_file(x, 200);
+  const absl::StatusOr<int> failed = cut.NextBatch(200, &xb, &yb);
+  REQUIRE_FALSE(failed.ok());
+  CHECK_THAT(Message(failed.status()), Catch::Contains("stream_x.npy"));
 }
 
 TEST_CASE("hdf5: rows of several files, read by hyperslab across the files' boundary",

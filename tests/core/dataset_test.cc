@@ -180,7 +180,7 @@ TEST_CASE("DataShard: shards are disjoint, cover the data and reshuffle every ep
     std::vector<float> x, y;
     std::vector<float> first_epoch;
     while (shard.progress() < 1.0) {
-      const int rows = shard.NextBatch(10, &x, &y);
+      const int rows = shard.NextBatch(10, &x, &y).value();
       for (int r = 0; r < rows; ++r) {
         ++seen[static_cast<int>(x[r])];
         first_epoch.push_back(x[r]);
@@ -189,7 +189,7 @@ TEST_CASE("DataShard: shards are disjoint, cover the data and reshuffle every ep
     CHECK(first_epoch.size() == shard.size());
     std::vector<float> second_epoch;
     while (shard.progress() < 2.0) {
-      const int rows = shard.NextBatch(10, &x, &y);
+      const int rows = shard.NextBatch(10, &x, &y).value();
       second_epoch.insert(second_epoch.end(), x.begin(), x.begin() + rows);
     }
     CHECK(shard.epoch() == 1);

@@ -248,6 +248,27 @@ expect_config_error "a layer that does not fit its input" \
   --set 'model.layers=[tanh, dense: {units: 3}]'
 expect_config_error "a study given as a job" "this is a study file, not a job: run it with \`monsoon compare\`" \
   validate configs/compare_fmnist.yaml
+# A model that cannot fit the host (1,000,000 filters: 1 TB of activations per worker at batch
+# 64) is refused by validate and run before any role starts, naming its largest layer.
+cat >"$WORK/huge.yaml" <<YAML
+cluster: {servers: 2, workers: 1, evaluator: false}
+model:
+  type: layers
+  output_dim: 10
+  layers: [conv2d: {filters: 1000000, kernel: 3}, flatten, dense: {units: 10}]
+data:
+  train_images: /usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz
+  train_labels: /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
+YAML
+expect_config_error "a model beyond the host's memory: validate" \
+  "the job's roles on this host need 1228.08 GB of memory, more than" \
+  validate "$WORK/huge.yaml"
+expect_config_error "a model beyond the host's memory: run" \
+  "the largest layer is conv0 (conv2d): 10000000 parameters and 676000000 values per example" \
+  run "$WORK/huge.yaml" --run-dir "$WORK/huge"
+[ ! -e "$WORK/huge/logs" ] && pass "no role started" || fail "roles started: $(ls "$WORK/huge/logs")"
+grep -q "^#   worker x 2 " <("$MONSOON" validate configs/fmnist_downpour.yaml) \
+  && pass "validate prints what each role needs" || fail "no memory table"
 # Weights out of a run that has none yet, and of a run whose weights do not fit its model.
 "$MONSOON" prepare "$WORK/classes.yaml" --run-dir "$WORK/unfinished" >/dev/null 2>&1
 "$MONSOON" export --run-dir "$WORK/unfinished" >"$WORK/export.txt" 2>&1

@@ -21,10 +21,12 @@ assert len(b["apply"]["rules"]) == 7 and all(r["ratio_vs_memcpy"] > 0 for r in b
 assert all(r["ratio"] > 0 for r in b["compute"]["results"])
 for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd", "easgd_overlap"]:
     assert b["worker"][f"{key}_ratio"] > 0 and 0 <= b["worker"][f"{key}_comm_share"] <= 1, key
+assert b["worker"]["streamed_data_ratio"] > 0
 assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["scaling"])
 # --quick has no 64 or 256 MiB figures: the apply and the two worker-loop targets are judged.
 assert [t["target"].split(" >=")[0] for t in b["targets"]] == [
-    "server apply (SGD)", "Downpour every step", "EASGD tau 8", "CNN step", "CNN step",
+    "server apply (SGD)", "Downpour every step", "EASGD tau 8", "data streamed from .npy",
+    "CNN step", "CNN step",
     "ResNet step", "ResNet step", "Python client push and pull"], b["targets"]
 pc = b["python_client"]
 assert pc["mib"] == 4 and all(pc[k] > 0 for k in ("python_push_gbps", "cpp_push_gbps",

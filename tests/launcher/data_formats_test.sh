@@ -43,16 +43,20 @@ job_with_data idx "  train_images: $FMNIST/train-images-idx3-ubyte.gz
   train_labels: $FMNIST/train-labels-idx1-ubyte.gz
   test_images: $FMNIST/t10k-images-idx3-ubyte.gz
   test_labels: $FMNIST/t10k-labels-idx1-ubyte.gz"
+# Each worker's 30000 rows take 94 MB as float32: with a budget of 22 MiB, a quarter of that,
+# the npy and HDF5 workers read them from the files batch by batch.
 job_with_data npy "  format: npy
   train_features: train_x.npy
   train_targets: train_y.npy
   test_features: test_x.npy
-  test_targets: test_y.npy"
+  test_targets: test_y.npy
+  memory_budget_mib: 22"
 job_with_data hdf5 "  format: hdf5
   train_files: [train_0.h5, train_1.h5]
   test_files: test_0.h5
   features_dataset: images
-  targets_dataset: labels"
+  targets_dataset: labels
+  memory_budget_mib: 22"
 
 for format in idx npy hdf5; do
   timeout 300 "$MONSOON" run "$WORK/$format.yaml" --run-dir "$WORK/run-$format" \
@@ -67,9 +71,12 @@ acc = {f: json.load(open(f"{sys.argv[1]}/run-{f}/summary.json"))["final_test_acc
 print("final test accuracy:", acc)
 sys.exit(0 if acc["idx"] > 0.8 and all(abs(a - acc["idx"]) <= 0.01 for a in acc.values()) else 1)
 PY
-grep -h "rows of data.train" "$WORK"/run-hdf5/logs/worker-*.log | sed 's/.*\] //'
-expect_eq "each HDF5 worker reads its 30000 of the 60000 rows" \
-  "$(grep -l "reading 30000 of 60000 rows of data.train_files" "$WORK"/run-hdf5/logs/worker-*.log | wc -l)" "2"
+grep -h "rows of data.train" "$WORK"/run-{npy,hdf5}/logs/worker-*.log | sed 's/.*\] //'
+for format in npy hdf5; do
+  expect_eq "each $format worker streams its 30000 of the 60000 rows" \
+    "$(grep -l "streaming 30000 of 60000 rows of data.train_.* batch by batch (they need 89 MiB, more than data.memory_budget_mib's 22)" \
+       "$WORK"/run-$format/logs/worker-*.log | wc -l)" "2"
+done
 expect_eq "npy: the model's input shape comes from the file" \
   "$(grep -A1 "input_shape" "$WORK/run-npy/config.yaml" | head -1 | tr -d ' ')" "input_shape:[1,28,28]"
 
@@ -79,13 +86,18 @@ expect_eq "a truncated .npy file: exit status" "$?" "2"
 grep -q "cut.npy: shape \[60000, 1, 28, 28\] of uint8 needs 47040000 bytes of data, but the file holds 999872 (truncated)" "$WORK/cut.txt" \
   && pass "the truncated file is named with its shape" || { cat "$WORK/cut.txt"; fail "no clear error"; }
 
-# Rows that cannot fit in this machine's memory (a sparse file: the header's size, no data
-# written) are refused by `run` before anything is read or any role starts.
+# Rows beyond this machine's memory (sparse files: the headers' sizes, no data written). A
+# .npy shard that large is streamed; IDX files, read whole, are refused by `run` before
+# anything is read or any role starts.
 /usr/bin/python3 - "$WORK" <<'PY'
 import os, sys
 import numpy as np
 memory = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGESIZE")
 rows = memory // (4 * 784) + 1000
+def sparse(path, header, size):
+    with open(path, "wb") as f:
+        f.write(header)
+    os.truncate(path, len(header) + size)
 def sparse_npy(path, shape, dtype):
     header = np.lib.format.header_data_from_array_1_0(np.empty((0,), dtype))
     header["shape"] = shape
@@ -95,12 +107,21 @@ def sparse_npy(path, shape, dtype):
     os.truncate(path, start + int(np.prod(shape)) * np.dtype(dtype).itemsize)
 sparse_npy(f"{sys.argv[1]}/huge_x.npy", (rows, 784), "<f4")
 sparse_npy(f"{sys.argv[1]}/huge_y.npy", (rows,), "<i8")
+big = lambda *v: b"".join(int(x).to_bytes(4, "big") for x in v)
+sparse(f"{sys.argv[1]}/huge-images", big(0x803, rows, 28, 28), rows * 784)
+sparse(f"{sys.argv[1]}/huge-labels", big(0x801, rows), rows)
 PY
-timeout 60 "$MONSOON" run "$WORK/npy.yaml" --run-dir "$WORK/huge" --set cluster.workers=1 \
+"$MONSOON" validate "$WORK/npy.yaml" --set cluster.workers=1 --set data.memory_budget_mib=0 \
   --set data.train_features="$WORK/huge_x.npy" --set data.train_targets="$WORK/huge_y.npy" \
+  >"$WORK/huge-npy.txt" 2>&1
+expect_eq "a .npy shard beyond the machine's memory: validate's exit status" "$?" "0"
+grep -q "^#   worker x 1 .*(shard streamed from its files)" "$WORK/huge-npy.txt" \
+  && pass "validate says the shard is streamed" || fail "$(tail -8 "$WORK/huge-npy.txt")"
+timeout 60 "$MONSOON" run "$WORK/idx.yaml" --run-dir "$WORK/huge" --set cluster.workers=1 \
+  --set data.train_images="$WORK/huge-images" --set data.train_labels="$WORK/huge-labels" \
   >"$WORK/huge.txt" 2>&1
-expect_eq "rows beyond the machine's memory: exit status" "$?" "2"
-grep -q "huge_x.npy): each worker's shard of [0-9]* rows of 784 features need .* GB of memory, more than this machine's" \
+expect_eq "IDX rows beyond the machine's memory: exit status" "$?" "2"
+grep -q "huge-images): each worker's shard of [0-9]* rows of 784 features need .* GB of memory, more than this machine's" \
   "$WORK/huge.txt" && [ ! -e "$WORK/huge/logs" ] \
   && pass "refused before any role starts, with the sizes" || fail "huge: $(cat "$WORK/huge.txt")"
 finish

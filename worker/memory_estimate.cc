@@ -1,0 +1,176 @@
+#include "worker/memory_estimate.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "core/model/model.h"
+
+namespace monsoon {
+namespace {
+
+// The copies of the flat vector each role keeps: a worker its weights, gradients, the weights
+// it fetched and the push in flight; a server its shard's weights, a gradient being applied
+// and its checkpoint snapshot, plus the optimizer's slots; the evaluator its weights and the
+// pull.
+constexpr uint64_t kWorkerCopies = 4;
+constexpr uint64_t kServerCopies = 3;
+constexpr uint64_t kEvaluatorCopies = 2;
+
+uint64_t OptimizerSlots(OptimizerType type) {
+  switch (type) {
+    case OptimizerType::kSgd:
+      return 0;
+    case OptimizerType::kMomentum:
+    case OptimizerType::kAdagrad:
+      return 1;
+    case OptimizerType::kAdam:
+      return 2;
+  }
+  return 2;
+}
+
+// Bytes of the layers' values at `batch` rows: the input, every layer's output and the
+// model's two scratch buffers of the widest; `backward` doubles them for their gradients.
+uint64_t ActivationBytes(const ModelSpec& spec, const std::vector<Model::LayerFootprint>& layers,
+                         int batch, bool backward) {
+  uint64_t values = spec.input_dim;
+  uint64_t widest = spec.input_dim;
+  for (const Model::LayerFootprint& layer : layers) {
+    values += layer.values;
+    widest = std::max<uint64_t>(widest, layer.values);
+  }
+  return (values + 2 * widest) * batch * sizeof(float) * (backward ? 2 : 1);
+}
+
+// The server that holds the most of the flat vector: its floats.
+uint64_t LargestServerShare(const JobConfig& config, uint64_t params) {
+  const absl::StatusOr<ShardingPlan> plan = JobShardingPlan(config);
+  if (!plan.ok()) return (params + config.cluster.servers - 1) / config.cluster.servers;
+  uint64_t largest = 0;
+  for (int s = 0; s < config.cluster.servers; ++s)
+    largest = std::max<uint64_t>(largest, plan->FloatsOf(s));
+  return largest;
+}
+
+// "812.3 MB", "27.08 GB".
+std::string Gb(uint64_t bytes) {
+  return bytes < 1e9 ? absl::StrFormat("%.1f MB", bytes / 1e6)
+                     : absl::StrFormat("%.2f GB", bytes / 1e9);
+}
+
+// "conv0 (conv2d): 10000000 parameters and 6760000 values per example, 346.27 GB per worker
+// at batch 64".
+std::string LargestLayer(const MemoryEstimate& estimate) {
+  return absl::StrCat(estimate.largest_layer, ": ", estimate.largest_layer_params,
+                      " parameters and ", estimate.largest_layer_values, " values per example, ",
+                      Gb(estimate.largest_layer_bytes), " per worker at batch ", estimate.batch);
+}
+
+}  // namespace
+
+uint64_t ShardMemoryBudget(const DataConfig& data) {
+  return data.memory_budget_mib > 0 ? static_cast<uint64_t>(data.memory_budget_mib) << 20
+                                    : HostMemoryLimit().bytes / 4;
+}
+
+uint64_t RowBytes(uint64_t rows, int features, int targets) {
+  return rows * (static_cast<uint64_t>(features) + targets) * sizeof(float);
+}
+
+bool StreamsShard(const JobConfig& config, uint64_t rows, int features, int targets) {
+  const DataFormat format = config.data.format;
+  return (format == DataFormat::kNpy || format == DataFormat::kHdf5) &&
+         RowBytes(rows, features, targets) > ShardMemoryBudget(config.data);
+}
+
+uint64_t MemoryEstimate::all_roles() const {
+  uint64_t sum = 0;
+  for (const RoleMemory& role : roles) sum += role.total() * role.count;
+  return sum;
+}
+
+int MemoryEstimate::role_count() const {
+  int count = 0;
+  for (const RoleMemory& role : roles) count += role.count;
+  return count;
+}
+
+uint64_t MemoryEstimate::largest_role() const {
+  uint64_t largest = 0;
+  for (const RoleMemory& role : roles) largest = std::max(largest, role.total());
+  return largest;
+}
+
+MemoryEstimate EstimateMemory(const JobConfig& config, const DataSizes& data) {
+  const ModelSpec& spec = config.model;
+  const uint64_t params = Model::NumParams(spec);
+  const std::vector<Model::LayerFootprint> layers = spec.type == ModelType::kProgram
+                                                        ? std::vector<Model::LayerFootprint>{}
+                                                        : Model::Footprints(spec);
+  const int batch = config.training.batch_size;
+  MemoryEstimate estimate;
+  estimate.batch = batch;
+  const uint64_t server_floats = LargestServerShare(config, params);
+  estimate.roles.push_back(
+      {"server", config.cluster.servers,
+       server_floats * sizeof(float) * (kServerCopies + OptimizerSlots(config.optimizer.type))});
+  const int workers = config.cluster.workers;
+  const uint64_t shard = (data.train_rows + workers - 1) / workers;
+  RoleMemory worker{"worker", workers, params * sizeof(float) * kWorkerCopies,
+                    ActivationBytes(spec, layers, batch, /*backward=*/true)};
+  worker.streamed = StreamsShard(config, shard, data.feature_dim, data.target_dim);
+  worker.data = RowBytes(worker.streamed ? 2 * batch : shard, data.feature_dim, data.target_dim);
+  estimate.roles.push_back(worker);
+  if (config.cluster.evaluator) {
+    estimate.roles.push_back(
+        {"evaluator", 1, params * sizeof(float) * kEvaluatorCopies,
+         ActivationBytes(spec, layers, config.evaluation.batch_size, /*backward=*/false),
+         config.evaluation.by_program
+             ? 0
+             : RowBytes(data.test_rows, data.feature_dim, data.target_dim)});
+  }
+  for (const Model::LayerFootprint& layer : layers) {
+    const uint64_t bytes =
+        (layer.params * kWorkerCopies + layer.values * batch * 2) * sizeof(float);
+    if (bytes > estimate.largest_layer_bytes) {
+      estimate.largest_layer = layer.name;
+      estimate.largest_layer_params = layer.params;
+      estimate.largest_layer_values = layer.values;
+      estimate.largest_layer_bytes = bytes;
+    }
+  }
+  return estimate;
+}
+
+std::string MemoryTable(const MemoryEstimate& estimate, const MemoryLimit& limit) {
+  std::string table = absl::StrFormat("%-13s %11s %11s %11s %11s\n", "role", "weights",
+                                      "activations", "data", "total");
+  for (const RoleMemory& role : estimate.roles) {
+    const std::string name = absl::StrCat(role.kind, " x ", role.count);
+    absl::StrAppendFormat(&table, "%-13s %11s %11s %11s %11s%s\n", name, Gb(role.weights),
+                          Gb(role.activations), Gb(role.data), Gb(role.total()),
+                          role.streamed ? "  (shard streamed from its files)" : "");
+  }
+  absl::StrAppendFormat(&table, "all %d roles on one host (monsoon run): %s of %s %s\n",
+                        estimate.role_count(), Gb(estimate.all_roles()), limit.source,
+                        Gb(limit.bytes));
+  if (!estimate.largest_layer.empty()) {
+    absl::StrAppend(&table, "largest layer: ", LargestLayer(estimate), "\n");
+  }
+  return table;
+}
+
+absl::Status CheckMemoryFits(const MemoryEstimate& estimate, uint64_t needed,
+                             const std::string& what, const MemoryLimit& limit) {
+  if (needed <= limit.bytes) return absl::OkStatus();
+  std::string message = absl::StrCat(what, " need ", Gb(needed), " of memory, more than ",
+                                     limit.source, " ", Gb(limit.bytes));
+  if (!estimate.largest_layer.empty()) {
+    absl::StrAppend(&message, "; the largest layer is ", LargestLayer(estimate));
+  }
+  absl::StrAppend(&message, " (`monsoon validate` prints what each role needs)");
+  return absl::InvalidArgumentError(message);
+}
+
+}  // namespace monsoon
