@@ -17,47 +17,67 @@
 namespace monsoon {
 namespace {
 
-// Runs variant i of n into out/NAME; its result, or a failed one saying why. `left`: how much
-// of the study remains with it, for its first line.
-absl::StatusOr<VariantResult> RunVariant(const Study& study, size_t i, const std::string& out,
+// One run of a study: variant `variant`, with the `seed`-th of `seeds` seeds (the job's seed
+// plus `seed`).
+struct StudyRun {
+  size_t variant = 0;
+  int seed = 0;
+  int seeds = 1;
+  // Its directory: out/NAME, or out/NAME/seed-S with several seeds.
+  std::string Dir(const Study& study, const std::string& out) const {
+    const StudyVariant& v = study.variants[variant];
+    return seeds == 1 ? absl::StrCat(out, "/", v.name)
+                      : absl::StrCat(out, "/", v.name, "/seed-", v.config.seed + seed);
+  }
+};
+
+// Runs `run` into its directory; its result, or a failed one saying why. `place`: "[3/8]";
+// `left`: how much of the study remains with it, for its first line.
+absl::StatusOr<VariantResult> RunVariant(const Study& study, const StudyRun& run,
+                                         const std::string& out, const std::string& place,
                                          const std::string& left) {
-  const StudyVariant& v = study.variants[i];
+  const StudyVariant& v = study.variants[run.variant];
   for (const std::string& w : JobConfigWarnings(v.config)) {
     std::cerr << "monsoon: warning: variant '" << v.name << "': " << w << std::endl;
   }
-  const std::string place = absl::StrCat("[", i + 1, "/", study.variants.size(), "]");
-  std::cerr << "monsoon: " << place << " " << v.name << ": "
-            << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantLabel(v) << left
-            << std::endl;
-  const RunDir run_dir{absl::StrCat(out, "/", v.name)};
   JobConfig config = v.config;
+  config.seed += run.seed;
+  std::cerr << "monsoon: " << place << " " << v.name << ": "
+            << kAlgorithmNames.Name(v.config.training.algorithm) << ", " << VariantLabel(v)
+            << (run.seeds > 1 ? absl::StrCat(", seed ", config.seed) : "") << left << std::endl;
+  const RunDir run_dir{run.Dir(study, out)};
   MONSOON_ASSIGN_OR_RETURN(const std::unique_ptr<RunDirLock> lock,
                            PrepareRunDir(&config, run_dir, HostRoles::kAll));
   LocalJobOptions options;
   options.self_exe = SelfExePath();
   options.progress_label = absl::StrCat(place, " ", v.name, " ");
   MONSOON_RETURN_IF_ERROR(RunLocalJob(config, run_dir, options, StopFlag()).status());
-  return ReadVariantResult(v, run_dir, study.target_accuracy);
+  MONSOON_ASSIGN_OR_RETURN(VariantResult result,
+                           ReadVariantResult(v, run_dir, study.target_accuracy));
+  result.seed = config.seed;
+  return result;
 }
 
 // A variant that failed: its first line of error (the rest, a log excerpt, is in its run
 // directory) and no figures.
-VariantResult FailedVariant(const StudyVariant& v, const absl::Status& status,
+VariantResult FailedVariant(const Study& study, const StudyRun& run, const absl::Status& status,
                             const std::string& out) {
+  const StudyVariant& v = study.variants[run.variant];
   VariantResult failure;
   failure.name = v.name;
+  failure.seed = v.config.seed + run.seed;
   failure.algorithm = kAlgorithmNames.Name(v.config.training.algorithm);
   failure.knobs = VariantLabel(v);
   const absl::string_view message = status.message();
   const size_t line_end = message.find('\n');
   failure.status = std::string(message.substr(0, line_end));
   if (line_end != absl::string_view::npos) {
-    absl::StrAppend(&failure.status, " (see ", out, "/", v.name, "/logs)");
+    absl::StrAppend(&failure.status, " (see ", run.Dir(study, out), "/logs)");
   }
   return failure;
 }
 
-int Compare(const std::string& study_path, std::string out) {
+int Compare(const std::string& study_path, std::string out, int seeds) {
   auto study = LoadStudy(study_path);
   if (!study.ok()) return Fail(study.status(), 2);
   if (out.empty()) {
@@ -71,22 +91,29 @@ int Compare(const std::string& study_path, std::string out) {
   std::vector<VariantResult> results;
   int failed = 0;
   const absl::Time start = absl::Now();
-  const size_t n = study->variants.size();
+  // Every variant with the first seed, then every variant with the next, and so on: a study
+  // stopped early has whole rounds.
+  std::vector<StudyRun> runs;
+  for (int seed = 0; seed < seeds; ++seed) {
+    for (size_t i = 0; i < study->variants.size(); ++i) runs.push_back({i, seed, seeds});
+  }
+  const size_t n = runs.size();
   for (size_t i = 0; i < n; ++i) {
-    const StudyVariant& v = study->variants[i];
-    // At the pace of the variants so far.
+    const StudyVariant& v = study->variants[runs[i].variant];
+    // At the pace of the runs so far.
     const double so_far = absl::ToDoubleSeconds(absl::Now() - start);
     const std::string left = i == 0 ? ""
                                     : absl::StrCat(" (", n - i, " of ", n, " left, about ",
                                                    DurationText(so_far / i * (n - i)), ")");
-    absl::StatusOr<VariantResult> result = RunVariant(*study, i, out, left);
+    const std::string place = absl::StrCat("[", i + 1, "/", n, "]");
+    absl::StatusOr<VariantResult> result = RunVariant(*study, runs[i], out, place, left);
     if (absl::IsAlreadyExists(result.status())) return Fail(result.status(), 2);
     if (absl::IsCancelled(result.status())) return Fail(result.status(), kExitStopped);
     if (!result.ok()) {
       std::cerr << "monsoon: variant '" << v.name << "' failed: " << result.status().message()
                 << std::endl;
       ++failed;
-      results.push_back(FailedVariant(v, result.status(), out));
+      results.push_back(FailedVariant(*study, runs[i], result.status(), out));
       continue;
     }
     std::cerr << "monsoon: " << v.name << ": final test "
@@ -97,8 +124,9 @@ int Compare(const std::string& study_path, std::string out) {
   }
   const absl::Status written = WriteComparison(*study, results, out);
   if (!written.ok()) return Fail(written, 1);
-  std::cerr << "monsoon: compared " << study->variants.size() << " variants (" << failed
-            << " failed): " << out << "/compare.{csv,md,svg}" << std::endl;
+  std::cerr << "monsoon: compared " << study->variants.size() << " variants"
+            << (seeds > 1 ? absl::StrCat(" with ", seeds, " seeds each") : "") << " (" << failed
+            << " of " << n << " runs failed): " << out << "/compare.{csv,md,svg}" << std::endl;
   return failed == 0 ? 0 : 1;
 }
 
@@ -107,6 +135,7 @@ int Compare(const std::string& study_path, std::string out) {
 void AddCompareCommand(CLI::App& app, int* exit_code) {
   struct Options {
     std::string study, out;
+    int seeds = 1;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -115,7 +144,11 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
       "write DIR/compare.csv, compare.md and compare.svg");
   cmd->add_option("STUDY.yaml", o->study, "the study")->required();
   cmd->add_option("--out", o->out, "the study's directory (default runs/STUDY/TIMESTAMP)");
-  cmd->callback([o, exit_code] { *exit_code = Compare(o->study, o->out); });
+  cmd->add_option("--seeds", o->seeds,
+                  "run each variant N times, with the job's seed, seed + 1, ...; compare.md "
+                  "adds each figure's median and range over them")
+      ->check(CLI::Range(1, 100));
+  cmd->callback([o, exit_code] { *exit_code = Compare(o->study, o->out, o->seeds); });
 }
 
 }  // namespace monsoon

@@ -49,39 +49,125 @@ std::string Csv(const Study& study, const std::vector<VariantResult>& results) {
   std::string csv =
       "variant,algorithm,knobs,status,final_test_accuracy,best_test_accuracy,final_test_loss,"
       "best_test_loss,seconds_to_target,samples_per_second,bytes_sent,mean_staleness,"
-      "comm_share,wall_seconds\n";
+      "comm_share,wall_seconds,seed\n";
   // Regression jobs have no accuracy: empty in the CSV; a failed variant has no figures.
   const auto accuracy = [&](double v) { return study.classification ? Fmt(v) : ""; };
   for (const VariantResult& r : results) {
     absl::StrAppend(&csv, CsvField(r.name), ",", CsvField(r.algorithm), ",", CsvField(r.knobs), ",",
                     CsvField(r.status));
     if (r.failed()) {
-      absl::StrAppend(&csv, ",,,,,,,,,,\n");
+      absl::StrAppend(&csv, ",,,,,,,,,,,", r.seed, "\n");
       continue;
     }
     absl::StrAppend(&csv, ",", accuracy(r.final_accuracy), ",", accuracy(r.best_accuracy), ",",
                     Fmt(r.final_loss), ",", Fmt(r.best_loss), ",",
                     r.time_to_target >= 0 ? Fmt(r.time_to_target) : "", ",",
                     Fmt(r.samples_per_second), ",", absl::StrFormat("%.0f", r.bytes_sent), ",",
-                    Fmt(r.mean_staleness), ",", Fmt(r.comm_share), ",", Fmt(r.wall_seconds), "\n");
+                    Fmt(r.mean_staleness), ",", Fmt(r.comm_share), ",", Fmt(r.wall_seconds), ",",
+                    r.seed, "\n");
   }
   return csv;
 }
 
+// The median and range of a figure over a variant's runs.
+struct Spread {
+  double median = 0, low = 0, high = 0;
+  size_t count = 0;
+};
+
+Spread SpreadOf(std::vector<double> values) {
+  Spread s;
+  s.count = values.size();
+  if (values.empty()) return s;
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  s.median = n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+  s.low = values.front();
+  s.high = values.back();
+  return s;
+}
+
+// "0.8781 [0.8712, 0.8840]" (with `digits` decimals), or "—" without values.
+std::string SpreadText(const Spread& s, int digits) {
+  if (s.count == 0) return "—";
+  return absl::StrFormat("%.*f [%.*f, %.*f]", digits, s.median, digits, s.low, digits, s.high);
+}
+
+// The runs of each variant, in the order of the variants' first runs.
+std::vector<std::vector<const VariantResult*>> RunsByVariant(
+    const std::vector<VariantResult>& results) {
+  std::vector<std::vector<const VariantResult*>> groups;
+  for (const VariantResult& r : results) {
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.front()->name == r.name; });
+    if (it == groups.end()) {
+      groups.push_back({&r});
+    } else {
+      it->push_back(&r);
+    }
+  }
+  return groups;
+}
+
+// The first variant's time to target over this run's, for the first variant's run of the
+// same seed; < 0 when either never reached the target.
+double SpeedupOverFirst(const std::vector<const VariantResult*>& first, const VariantResult& r) {
+  for (const VariantResult* f : first) {
+    if (f->seed == r.seed && !f->failed() && f->time_to_target > 0 && r.time_to_target > 0) {
+      return f->time_to_target / r.time_to_target;
+    }
+  }
+  return -1;
+}
+
+// compare.md's table over seeds: each figure's median and range over a variant's runs.
+std::string SeedTable(const Study& study, const std::vector<VariantResult>& results) {
+  const auto groups = RunsByVariant(results);
+  const std::string& first = groups.front().front()->name;
+  std::string md = absl::StrCat(
+      "\n## Over seeds\n\nEach figure: median [lowest, highest] over a variant's runs, one per "
+      "seed; the speed-up pairs each run with `", first, "`'s run of the same seed.\n\n",
+      "| variant | runs ok | final ", study.classification ? "acc" : "loss",
+      " | s to target | runs reaching it | `", first, "`'s s to target / this | samples/s | "
+      "wall s |\n|---|---|---|---|---|---|---|---|\n");
+  for (const auto& runs : groups) {
+    std::vector<double> final_metric, to_target, speedup, samples, wall;
+    for (const VariantResult* r : runs) {
+      if (r->failed()) continue;
+      final_metric.push_back(study.classification ? r->final_accuracy : r->final_loss);
+      if (r->time_to_target >= 0) to_target.push_back(r->time_to_target);
+      const double ratio = SpeedupOverFirst(groups.front(), *r);
+      if (ratio > 0) speedup.push_back(ratio);
+      samples.push_back(r->samples_per_second);
+      wall.push_back(r->wall_seconds);
+    }
+    absl::StrAppend(&md, "| ", MdCell(runs.front()->name), " | ", final_metric.size(), " of ",
+                    runs.size(), " | ", SpreadText(SpreadOf(final_metric), 4), " | ",
+                    SpreadText(SpreadOf(to_target), 1), " | ", to_target.size(), " | ",
+                    SpreadText(SpreadOf(speedup), 2), " | ",
+                    SpreadText(SpreadOf(samples), 0), " | ", SpreadText(SpreadOf(wall), 1),
+                    " |\n");
+  }
+  return md;
+}
+
 std::string Markdown(const Study& study, const std::vector<VariantResult>& results) {
   std::string md = absl::StrCat(
-      "# ", study.name, "\n\n", results.size(), " variants of one job",
+      "# ", study.name, "\n\n", RunsByVariant(results).size(), " variants of one job",
+      RunsByVariant(results).size() < results.size() ? absl::StrCat(" (", results.size(), " runs)")
+                                                     : "",
       study.target_accuracy > 0 ? absl::StrCat("; target accuracy ", Fmt(study.target_accuracy))
                                 : "",
       ". Plot: compare.svg.\n\n",
-      "| variant | algorithm | knobs | final acc | best acc | final loss | best loss | "
+      "| variant | seed | algorithm | knobs | final acc | best acc | final loss | best loss | "
       "s to target | samples/s | MB sent | mean staleness | comm share | wall s | status |\n",
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const auto accuracy = [&](double v) {
     return study.classification ? absl::StrFormat("%.4f", v) : "n/a";
   };
   for (const VariantResult& r : results) {
-    absl::StrAppend(&md, "| ", MdCell(r.name), " | ", r.algorithm, " | ", MdCell(r.knobs), " | ");
+    absl::StrAppend(&md, "| ", MdCell(r.name), " | ", r.seed, " | ", r.algorithm, " | ",
+                    MdCell(r.knobs), " | ");
     if (r.failed()) {  // no figures, rather than zeros that would read as the best loss
       absl::StrAppend(&md, "— | — | — | — | — | — | — | — | — | — | ", MdCell(r.status), " |\n");
       continue;
@@ -95,6 +181,7 @@ std::string Markdown(const Study& study, const std::vector<VariantResult>& resul
         absl::StrFormat("%.2f", r.mean_staleness), " | ", absl::StrFormat("%.2f", r.comm_share),
         " | ", Fmt(r.wall_seconds), " | ", MdCell(r.status), " |\n");
   }
+  if (RunsByVariant(results).size() < results.size()) absl::StrAppend(&md, SeedTable(study, results));
   return md;
 }
 
@@ -114,9 +201,10 @@ LinePlot ComparisonPlot(const Study& study, const std::vector<VariantResult>& re
   if (study.classification && study.target_accuracy > 0) plot.target = study.target_accuracy;
   plot.panels = {
       {"wall time (s)", {}}, {"epochs (mean over workers)", {}}, {"GB sent (all workers)", {}}};
+  const bool seeds = RunsByVariant(results).size() < results.size();
   for (const VariantResult& r : results) {
     plot.legend.push_back(absl::StrCat(
-        r.name, " (", r.knobs, "): ",
+        r.name, " (", r.knobs, seeds ? absl::StrCat(", seed ", r.seed) : "", "): ",
         r.failed()
             ? "failed"
             : absl::StrCat("final ", Fmt(study.classification ? r.final_accuracy : r.final_loss))));

@@ -2,6 +2,7 @@
 #ifndef MONSOON_LAUNCHER_STUDY_STUDY_RESULTS_H_
 #define MONSOON_LAUNCHER_STUDY_STUDY_RESULTS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@ struct VariantResult {
   std::string name;
   std::string algorithm;
   std::string knobs;  // the settings that define the variant, e.g. "tau=4 alpha=0.45 eta=0.05"
+  uint64_t seed = 0;  // the run's job seed (compare --seeds runs each variant with several)
   std::string status = "ok";  // or the error that ended the variant's job, on one line
   bool failed() const { return status != "ok"; }  // then it has no figures
   double final_accuracy = 0;                      // classification only

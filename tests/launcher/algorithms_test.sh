@@ -91,7 +91,7 @@ expect_eq "ssp: no worker more than bound ahead" "$?" "0"
 [ -s "$WORK/ssp/metrics/staleness-server-0.csv" ] && pass "staleness histogram written" \
   || fail "no staleness histogram"
 
-# A short study: two variants, their table and plot.
+# A short study: two variants with two seeds each, their table and plot.
 cat >"$WORK/study.yaml" <<YAML
 study: linear_study
 base: $PWD/configs/linear_regression.yaml
@@ -102,23 +102,30 @@ variants:
   - name: easgd
     set: {training.algorithm: easgd, easgd.learning_rate: 0.02}
 YAML
-timeout 240 "$MONSOON" compare "$WORK/study.yaml" --out "$WORK/study" >"$WORK/study.txt" 2>&1
+timeout 240 "$MONSOON" compare "$WORK/study.yaml" --out "$WORK/study" --seeds 2 \
+  >"$WORK/study.txt" 2>&1
 expect_eq "compare: exit status" "$?" "0"
 tail -2 "$WORK/study.txt"
 python3 - "$WORK/study" <<'PY'
 import csv, sys, xml.dom.minidom
 rows = list(csv.DictReader(open(f"{sys.argv[1]}/compare.csv")))
-assert [r["variant"] for r in rows] == ["sync", "easgd"], rows
-assert [r["algorithm"] for r in rows] == ["sync", "easgd"], rows
+assert [r["variant"] for r in rows] == ["sync", "easgd"] * 2, rows
+assert [r["algorithm"] for r in rows] == ["sync", "easgd"] * 2, rows
+seed = int(rows[0]["seed"])
+assert [int(r["seed"]) for r in rows] == [seed, seed, seed + 1, seed + 1], rows
+for name in ("sync", "easgd"):
+    for s in (seed, seed + 1):
+        assert f"seed: {s}\n" in open(f"{sys.argv[1]}/{name}/seed-{s}/config.yaml").read()
 for r in rows:
     assert r["status"] == "ok" and float(r["bytes_sent"]) > 0 and float(r["samples_per_second"]) > 0
     assert float(r["wall_seconds"]) > 0, r
     assert float(r["final_test_loss"]) < 0.01 and r["seconds_to_target"] == "", r
 md = open(f"{sys.argv[1]}/compare.md").read()
-assert "| sync | sync | quorum=2/2" in md, md
+assert "| sync | %d | sync | quorum=2/2" % seed in md, md
+assert "## Over seeds" in md and "| easgd | 2 of 2 | " in md, md
 svg = xml.dom.minidom.parse(f"{sys.argv[1]}/compare.svg")
 lines = svg.getElementsByTagName("polyline")
-assert len(lines) == 6, len(lines)   # 2 variants x 3 panels
+assert len(lines) == 12, len(lines)   # 2 variants x 2 seeds x 3 panels
 # This job is so short that the evaluator may only score the final weights: >= 1 point.
 assert all(len(l.getAttribute("points").split()) >= 1 for l in lines)
 texts = " ".join(t.firstChild.data for t in svg.getElementsByTagName("text") if t.firstChild)

@@ -178,8 +178,17 @@ TEST_CASE("compare: the shipped straggler and network studies load", "[launcher]
   auto stragglers = LoadStudy("configs/compare_stragglers.yaml");
   INFO(stragglers.status().ToString());
   REQUIRE(stragglers.ok());
-  CHECK(stragglers->variants.size() == 8);
+  REQUIRE(stragglers->variants.size() == 12);
   CHECK(stragglers->variants[0].config.stragglers.slow_factor == 3);
+  // Random stragglers for every algorithm of the slow-worker half.
+  for (size_t i = 0; i < 6; ++i) {
+    const JobConfig& slow = stragglers->variants[i].config;
+    const JobConfig& random = stragglers->variants[i + 6].config;
+    INFO(stragglers->variants[i + 6].name);
+    CHECK(random.training.algorithm == slow.training.algorithm);
+    CHECK(random.stragglers.probability == 0.1);
+    CHECK(random.stragglers.slow_workers.empty());
+  }
   auto network = LoadStudy("configs/compare_network.yaml");
   INFO(network.status().ToString());
   REQUIRE(network.ok());
@@ -224,9 +233,51 @@ TEST_CASE("compare: a failed variant has no figures, and its status stays on one
   std::ifstream md_in(dir + "/compare.md"), csv_in(dir + "/compare.csv");
   const std::string md((std::istreambuf_iterator<char>(md_in)), {});
   const std::string csv((std::istreambuf_iterator<char>(csv_in)), {});
-  CHECK(md.find("| bad |  |  | — | — | — | — | — | — | — | — | — | — | worker-1 exited with "
+  CHECK(md.find("| bad | 0 |  |  | — | — | — | — | — | — | — | — | — | — | worker-1 exited with "
                 "status 1 \\| oops |\n") != std::string::npos);
-  CHECK(csv.find("\nbad,,,worker-1 exited with status 1 | oops,,,,,,,,,,\n") != std::string::npos);
+  CHECK(csv.find("\nbad,,,worker-1 exited with status 1 | oops,,,,,,,,,,,0\n") !=
+        std::string::npos);
+  CHECK(md.find("Over seeds") == std::string::npos);  // one run per variant
+}
+
+TEST_CASE("compare --seeds: each figure's median and range over a variant's runs",
+          "[launcher][compare]") {
+  Study study;
+  study.name = "s";
+  study.classification = true;
+  std::vector<VariantResult> results;
+  // sync reaches the target in 10, 12 and 20 s; downpour in 5, 8 and (seed 3) never.
+  const auto run = [&](const char* name, uint64_t seed, double accuracy, double to_target) {
+    VariantResult r;
+    r.name = name;
+    r.seed = seed;
+    r.final_accuracy = accuracy;
+    r.time_to_target = to_target;
+    r.samples_per_second = 1000;
+    r.wall_seconds = 30;
+    r.curve_seconds = {1};
+    r.curve_accuracy = {accuracy};
+    results.push_back(r);
+  };
+  run("sync", 1, 0.86, 10);
+  run("downpour", 1, 0.88, 5);
+  run("sync", 2, 0.87, 12);
+  run("downpour", 2, 0.89, 8);
+  run("sync", 3, 0.90, 20);
+  run("downpour", 3, 0.80, -1);
+  const std::string dir = TempPath("seeds");
+  std::filesystem::create_directories(dir);
+  REQUIRE(WriteComparison(study, results, dir).ok());
+  std::ifstream md_in(dir + "/compare.md");
+  const std::string md((std::istreambuf_iterator<char>(md_in)), {});
+  INFO(md);
+  CHECK(md.find("2 variants of one job (6 runs)") != std::string::npos);
+  CHECK(md.find("| sync | 3 of 3 | 0.8700 [0.8600, 0.9000] | 12.0 [10.0, 20.0] | 3 | "
+                "1.00 [1.00, 1.00] | 1000 [1000, 1000] | 30.0 [30.0, 30.0] |") !=
+        std::string::npos);
+  // Speed-ups paired by seed: 10 / 5 and 12 / 8; seed 3 never reached the target.
+  CHECK(md.find("| downpour | 3 of 3 | 0.8800 [0.8000, 0.8900] | 6.5 [5.0, 8.0] | 2 | "
+                "1.75 [1.50, 2.00] |") != std::string::npos);
 }
 
 TEST_CASE("CsvField: a field with a comma, quote or line break is quoted, quotes doubled",
