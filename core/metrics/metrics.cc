@@ -186,4 +186,15 @@ double HistogramMean(const std::vector<uint64_t>& counts) {
   return total > 0 ? weighted / total : 0;
 }
 
+double HistogramQuantile(const std::vector<uint64_t>& counts, double q) {
+  double total = 0;
+  for (const uint64_t n : counts) total += static_cast<double>(n);
+  double below = 0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    below += static_cast<double>(counts[i]);
+    if (total > 0 && below >= q * total) return static_cast<double>(i);
+  }
+  return 0;
+}
+
 }  // namespace monsoon

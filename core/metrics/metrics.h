@@ -142,6 +142,9 @@ std::string FormatCsvTable(const CsvTable& table);
 
 // The mean of a histogram whose bucket i counts observations of value i (0 when empty).
 double HistogramMean(const std::vector<uint64_t>& counts);
+// The smallest value at or below which at least `q` (0 < q <= 1) of the observations lie (0
+// when empty): q = 0.99 gives the 99th percentile.
+double HistogramQuantile(const std::vector<uint64_t>& counts, double q);
 
 }  // namespace monsoon
 

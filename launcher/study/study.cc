@@ -80,6 +80,9 @@ void SetDiffers(Study* study) {
 struct VariantSpec {
   std::string name;
   std::vector<std::string> sets;
+  std::string family;  // the name in `variants`
+  // Each swept field's value, in the sweep's order.
+  std::vector<std::pair<std::string, std::string>> swept;
 };
 
 // The variants list, each checked for its keys and a unique name.
@@ -100,7 +103,7 @@ absl::StatusOr<std::vector<VariantSpec>> ParseVariants(const YAML::Node& variant
             absl::StrCat(field, ".", kv.first.Scalar(), ": unknown key (allowed: name, set)"));
       }
     }
-    VariantSpec spec{v["name"].Scalar(), {}};
+    VariantSpec spec{v["name"].Scalar(), {}, v["name"].Scalar(), {}};
     MONSOON_RETURN_IF_ERROR(CheckRunName(field + ".name", spec.name));
     for (const VariantSpec& earlier : specs) {
       if (earlier.name == spec.name) {
@@ -145,12 +148,30 @@ absl::StatusOr<std::vector<VariantSpec>> ExpandSweep(std::vector<VariantSpec> sp
         VariantSpec swept = spec;
         swept.name = absl::StrCat(spec.name, "-", suffix);
         swept.sets.push_back(absl::StrCat(field, "=", text.c_str()));
+        swept.swept.emplace_back(field, text.c_str());
         crossed.push_back(std::move(swept));
       }
     }
     specs = std::move(crossed);
   }
   return specs;
+}
+
+// The study's axis: the first swept field whose every value is a number, and each variant's
+// value of it.
+void SetAxis(const std::vector<VariantSpec>& specs, Study* study) {
+  if (specs.empty()) return;
+  for (size_t f = 0; f < specs[0].swept.size(); ++f) {
+    std::vector<double> values(specs.size());
+    bool numeric = true;
+    for (size_t i = 0; i < specs.size() && numeric; ++i) {
+      numeric = absl::SimpleAtod(specs[i].swept[f].second, &values[i]);
+    }
+    if (!numeric) continue;
+    study->axis = specs[0].swept[f].first;
+    for (size_t i = 0; i < specs.size(); ++i) study->variants[i].axis_value = values[i];
+    return;
+  }
 }
 
 absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir) {
@@ -194,6 +215,7 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
       return absl::InvalidArgumentError(absl::StrCat("sweep: variant '", variant.name,
                                                      "' would be named twice; rename a variant"));
     }
+    variant.family = specs[i].family;
     variant.sets = common;
     variant.sets.insert(variant.sets.end(), specs[i].sets.begin(), specs[i].sets.end());
     auto config = LoadJobConfig(base.string(), variant.sets);
@@ -216,6 +238,7 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     study.variants.push_back(std::move(variant));
   }
   SetDiffers(&study);
+  SetAxis(specs, &study);
   return study;
 }
 

@@ -30,6 +30,10 @@ struct StudyVariant {
   // The fields VariantKnobs does not show in which the study's variants differ, with this
   // variant's values: "training.batch_size=256 model.hidden=[64]" (empty when none).
   std::string differs;
+  // Its name in `variants`, before a sweep's suffixes; and its value of the study's sweep
+  // axis (Study::axis).
+  std::string family;
+  double axis_value = 0;
 };
 
 struct Study {
@@ -39,6 +43,9 @@ struct Study {
   // plot shows test loss).
   bool classification = true;
   std::vector<StudyVariant> variants;
+  // The first swept field whose values are all numbers (e.g. cluster.workers), which the
+  // report puts on an x axis; empty when the study sweeps none.
+  std::string axis;
 };
 
 // Reads and validates a study: every variant's config must load. InvalidArgument names the

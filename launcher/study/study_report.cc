@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -49,21 +52,22 @@ std::string Csv(const Study& study, const std::vector<VariantResult>& results) {
   std::string csv =
       "variant,algorithm,knobs,status,final_test_accuracy,best_test_accuracy,final_test_loss,"
       "best_test_loss,seconds_to_target,samples_per_second,bytes_sent,mean_staleness,"
-      "comm_share,wall_seconds,seed\n";
+      "p99_staleness,comm_share,wall_seconds,seed\n";
   // Regression jobs have no accuracy: empty in the CSV; a failed variant has no figures.
   const auto accuracy = [&](double v) { return study.classification ? Fmt(v) : ""; };
   for (const VariantResult& r : results) {
     absl::StrAppend(&csv, CsvField(r.name), ",", CsvField(r.algorithm), ",", CsvField(r.knobs), ",",
                     CsvField(r.status));
     if (r.failed()) {
-      absl::StrAppend(&csv, ",,,,,,,,,,,", r.seed, "\n");
+      absl::StrAppend(&csv, ",,,,,,,,,,,,", r.seed, "\n");
       continue;
     }
     absl::StrAppend(&csv, ",", accuracy(r.final_accuracy), ",", accuracy(r.best_accuracy), ",",
                     Fmt(r.final_loss), ",", Fmt(r.best_loss), ",",
                     r.time_to_target >= 0 ? Fmt(r.time_to_target) : "", ",",
                     Fmt(r.samples_per_second), ",", absl::StrFormat("%.0f", r.bytes_sent), ",",
-                    Fmt(r.mean_staleness), ",", Fmt(r.comm_share), ",", Fmt(r.wall_seconds), ",",
+                    Fmt(r.mean_staleness), ",", Fmt(r.p99_staleness), ",", Fmt(r.comm_share), ",",
+                    Fmt(r.wall_seconds), ",",
                     r.seed, "\n");
   }
   return csv;
@@ -158,10 +162,13 @@ std::string Markdown(const Study& study, const std::vector<VariantResult>& resul
                                                      : "",
       study.target_accuracy > 0 ? absl::StrCat("; target accuracy ", Fmt(study.target_accuracy))
                                 : "",
-      ". Plot: compare.svg.\n\n",
+      ". Plot: compare.svg",
+      study.axis.empty() ? "" : absl::StrCat("; against ", study.axis, ": compare_by_*.svg"),
+      ".\n\n",
       "| variant | seed | algorithm | knobs | final acc | best acc | final loss | best loss | "
-      "s to target | samples/s | MB sent | mean staleness | comm share | wall s | status |\n",
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "s to target | samples/s | MB sent | mean staleness | p99 staleness | comm share | wall s | "
+      "status |\n",
+      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   const auto accuracy = [&](double v) {
     return study.classification ? absl::StrFormat("%.4f", v) : "n/a";
   };
@@ -169,7 +176,8 @@ std::string Markdown(const Study& study, const std::vector<VariantResult>& resul
     absl::StrAppend(&md, "| ", MdCell(r.name), " | ", r.seed, " | ", r.algorithm, " | ",
                     MdCell(r.knobs), " | ");
     if (r.failed()) {  // no figures, rather than zeros that would read as the best loss
-      absl::StrAppend(&md, "— | — | — | — | — | — | — | — | — | — | ", MdCell(r.status), " |\n");
+      absl::StrAppend(&md, "— | — | — | — | — | — | — | — | — | — | — | ", MdCell(r.status),
+                      " |\n");
       continue;
     }
     absl::StrAppend(
@@ -178,11 +186,91 @@ std::string Markdown(const Study& study, const std::vector<VariantResult>& resul
         r.time_to_target >= 0 ? Fmt(r.time_to_target) : "not reached", " | ",
         absl::StrFormat("%.0f", r.samples_per_second), " | ",
         absl::StrFormat("%.1f", r.bytes_sent / 1e6), " | ",
-        absl::StrFormat("%.2f", r.mean_staleness), " | ", absl::StrFormat("%.2f", r.comm_share),
+        absl::StrFormat("%.2f", r.mean_staleness), " | ", Fmt(r.p99_staleness), " | ",
+        absl::StrFormat("%.2f", r.comm_share),
         " | ", Fmt(r.wall_seconds), " | ", MdCell(r.status), " |\n");
   }
   if (RunsByVariant(results).size() < results.size()) absl::StrAppend(&md, SeedTable(study, results));
   return md;
+}
+
+// The median of `metric` over each family's runs at each axis value: one series per family
+// (in the order of the variants), its points in ascending axis order; runs where `metric`
+// gives a negative value (a target never reached) are left out.
+std::vector<PlotSeries> AxisSeries(const Study& study, const std::vector<VariantResult>& results,
+                                   const std::function<double(const VariantResult&)>& metric,
+                                   std::vector<std::string>* families) {
+  std::map<std::string, std::map<double, std::vector<double>>> points;
+  families->clear();
+  for (const StudyVariant& v : study.variants) {
+    if (std::find(families->begin(), families->end(), v.family) == families->end()) {
+      families->push_back(v.family);
+    }
+    for (const VariantResult& r : results) {
+      if (r.name != v.name || r.failed() || metric(r) < 0) continue;
+      points[v.family][v.axis_value].push_back(metric(r));
+    }
+  }
+  std::vector<PlotSeries> series;
+  for (const std::string& family : *families) {
+    PlotSeries s;
+    for (const auto& [x, ys] : points[family]) {
+      s.x.push_back(x);
+      s.y.push_back(SpreadOf(ys).median);
+    }
+    series.push_back(std::move(s));
+  }
+  return series;
+}
+
+// A plot of `metrics` (one panel each, sharing the y axis from 0) against the study's axis.
+LinePlot AxisPlot(const Study& study, const std::vector<VariantResult>& results,
+                  const std::string& y_label,
+                  const std::vector<std::pair<std::string, std::function<double(
+                                                               const VariantResult&)>>>& metrics) {
+  LinePlot plot;
+  plot.title = absl::StrCat(study.name, ": ", y_label, " by ", study.axis);
+  plot.y_label = y_label;
+  plot.y_lo = 0;
+  double high = 0;
+  for (const auto& [label, metric] : metrics) {
+    PlotPanel panel{absl::StrCat(label, " against ", study.axis), {}};
+    panel.series = AxisSeries(study, results, metric, &plot.legend);
+    for (const PlotSeries& s : panel.series) {
+      for (const double y : s.y) high = std::max(high, y);
+    }
+    plot.panels.push_back(std::move(panel));
+  }
+  plot.y_hi = high > 0 ? high * 1.1 : 1;
+  return plot;
+}
+
+// compare_by_LEAF_{metric,time,staleness}.svg: the final metric, the time to target and the
+// staleness (mean and 99th percentile) against the study's axis.
+absl::Status WriteAxisPlots(const Study& study, const std::vector<VariantResult>& results,
+                            const std::string& out_dir) {
+  const std::string stem = absl::StrCat(out_dir, "/compare_by_",
+                                        study.axis.substr(study.axis.rfind('.') + 1));
+  const bool classify = study.classification;
+  const std::vector<std::pair<std::string, LinePlot>> plots = {
+      {classify ? "accuracy" : "loss",
+       AxisPlot(study, results, classify ? "final test accuracy" : "final test loss",
+                {{"final", [&](const VariantResult& r) {
+                    return classify ? r.final_accuracy : r.final_loss;
+                  }}})},
+      {"time", AxisPlot(study, results, "seconds to target",
+                        {{"time to target", [](const VariantResult& r) {
+                            return r.time_to_target;
+                          }}})},
+      {"staleness",
+       AxisPlot(study, results, "staleness (pushes)",
+                {{"mean", [](const VariantResult& r) { return r.mean_staleness; }},
+                 {"99th percentile", [](const VariantResult& r) { return r.p99_staleness; }}})}};
+  for (const auto& [name, plot] : plots) {
+    MONSOON_RETURN_IF_ERROR(
+        WriteFileAtomically(absl::StrCat(stem, "_", name, ".svg"), plot.ToSvg()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -222,6 +310,7 @@ absl::Status WriteComparison(const Study& study, const std::vector<VariantResult
                              const std::string& out_dir) {
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/compare.csv", Csv(study, results)));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(out_dir + "/compare.md", Markdown(study, results)));
+  if (!study.axis.empty()) MONSOON_RETURN_IF_ERROR(WriteAxisPlots(study, results, out_dir));
   return WriteFileAtomically(out_dir + "/compare.svg", ComparisonPlot(study, results).ToSvg());
 }
 

@@ -96,6 +96,7 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
     }
   }
   r.mean_staleness = HistogramMean(staleness);
+  r.p99_staleness = HistogramQuantile(staleness, 0.99);
   return r;
 }
 

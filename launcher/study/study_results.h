@@ -28,6 +28,7 @@ struct VariantResult {
   double samples_per_second = 0;
   double bytes_sent = 0;  // by all workers
   double mean_staleness = 0;
+  double p99_staleness = 0;  // the 99th percentile of every server's chunk pushes
   double comm_share = 0;    // of a worker's training time spent in pulls, pushes, exchanges
   double wall_seconds = 0;  // the job's (summary.json)
   // The evaluator's curves: its wall seconds, epochs, the servers' version it scored

@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "absl/strings/str_cat.h"
 #include "launcher/study/study.h"
 #include "launcher/study/study_report.h"
 #include "launcher/study/study_results.h"
@@ -58,11 +59,12 @@ TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its 
       run_dir.worker_metrics_path(1),
       std::vector<WorkerMetricsRow>{worker(3, 15, 1000, 20, 1), worker(5, 45, 3000, 20, 2.5)});
   Write(m + "/staleness-server-0.csv", "staleness,pushes\n0,3\n1,1\n");
+  Write(m + "/staleness-server-1.csv", "staleness,pushes\n0,95\n7,1\n");
   Write(run_dir.summary_path(), "{\"wall_seconds\": 6.5}\n");
   StudyVariant variant;
   variant.name = "v";
   variant.config.cluster.workers = 2;
-  variant.config.cluster.servers = 1;
+  variant.config.cluster.servers = 2;
   auto r = ReadVariantResult(variant, run_dir, 0.75);
   REQUIRE(r.ok());
   CHECK(r->curve_seconds == std::vector<double>{0.5, 2.0, 4.0});
@@ -72,7 +74,9 @@ TEST_CASE("compare: each evaluation gets the bytes every worker had sent by its 
   CHECK(r->samples_per_second == 30);
   CHECK(r->comm_share == Approx(0.5 * (0.5 / 5 + 2.5 / 5)));
   CHECK(r->time_to_target == 4.0);
-  CHECK(r->mean_staleness == 0.25);
+  // Both servers' pushes: 98 at staleness 0, 1 at 1, 1 at 7.
+  CHECK(r->mean_staleness == Approx(0.08));
+  CHECK(r->p99_staleness == 1);
 }
 
 // A new directory `name` with a base job, base.yaml: an MLP regression on 'train: one.csv'
@@ -165,6 +169,40 @@ TEST_CASE("compare: a sweep runs every variant for each combination of its value
   CHECK(last.stragglers.probability == 0.25);
   CHECK(last.stragglers.slow_workers == std::vector<int>{1});
   CHECK(study->variants[2].config.training.algorithm == Algorithm::kSync);
+  // The first numeric swept field is the study's axis.
+  CHECK(study->axis == "stragglers.probability");
+  CHECK(study->variants[2].family == "sync");
+  CHECK(study->variants[2].axis_value == 0.25);
+
+  SECTION("the report plots each family against the axis") {
+    std::vector<VariantResult> results;
+    for (const StudyVariant& v : study->variants) {
+      VariantResult r;
+      r.name = v.name;
+      r.final_accuracy = 0.8 - v.axis_value;
+      r.time_to_target = v.family == "sync" ? 10 + 10 * v.axis_value : -1;
+      r.mean_staleness = 4 * v.axis_value;
+      r.p99_staleness = 8;
+      results.push_back(r);
+    }
+    study->classification = true;
+    REQUIRE(WriteComparison(*study, results, dir).ok());
+    for (const char* name : {"accuracy", "time", "staleness"}) {
+      std::ifstream in(absl::StrCat(dir, "/compare_by_probability_", name, ".svg"));
+      const std::string svg((std::istreambuf_iterator<char>(in)), {});
+      INFO(name);
+      // One line per family (sync, downpour) per panel, two points each; downpour never
+      // reached the target, so its line of times has none.
+      size_t lines = 0, empty = 0;
+      for (size_t at = svg.find("<polyline"); at != std::string::npos;
+           at = svg.find("<polyline", at + 1)) {
+        ++lines;
+        empty += svg.compare(svg.find("points=", at), 9, "points=\"\"") == 0 ? 1 : 0;
+      }
+      CHECK(lines == (std::string(name) == "staleness" ? 4 : 2));
+      CHECK(empty == (std::string(name) == "time" ? 1 : 0));
+    }
+  }
 
   SECTION("a sweep field without a list of values is named") {
     auto bad = LoadWritten(dir, "base: base.yaml\nvariants: [{name: a}]\nsweep: {easgd.tau: 4}\n");
@@ -233,9 +271,9 @@ TEST_CASE("compare: a failed variant has no figures, and its status stays on one
   std::ifstream md_in(dir + "/compare.md"), csv_in(dir + "/compare.csv");
   const std::string md((std::istreambuf_iterator<char>(md_in)), {});
   const std::string csv((std::istreambuf_iterator<char>(csv_in)), {});
-  CHECK(md.find("| bad | 0 |  |  | — | — | — | — | — | — | — | — | — | — | worker-1 exited with "
-                "status 1 \\| oops |\n") != std::string::npos);
-  CHECK(csv.find("\nbad,,,worker-1 exited with status 1 | oops,,,,,,,,,,,0\n") !=
+  CHECK(md.find("| bad | 0 |  |  | — | — | — | — | — | — | — | — | — | — | — | worker-1 exited "
+                "with status 1 \\| oops |\n") != std::string::npos);
+  CHECK(csv.find("\nbad,,,worker-1 exited with status 1 | oops,,,,,,,,,,,,0\n") !=
         std::string::npos);
   CHECK(md.find("Over seeds") == std::string::npos);  // one run per variant
 }
