@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/config/job_config.h"
+#include "core/exit_status.h"
 #include "core/run_dir.h"
 #include "core/status_macros.h"
 #include "python/errors.h"
@@ -167,6 +168,8 @@ void Client::Finish() {
     return client_->Finish();
   });
   if (!finished.ok()) Raise(finished, /*client=*/true);
+  // The program's role is done: exiting 0 from here on is finishing.
+  RecordExit(ExitRecordOf(finished, /*client=*/true));
 }
 
 }  // namespace monsoon

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "core/metrics/metrics.h"
 #include "core/status_macros.h"
 #include "launcher/emulation/emulated_hosts.h"
 #include "launcher/local/job_setup.h"
@@ -18,6 +19,7 @@
 #include "launcher/local/process_group.h"
 #include "launcher/local/run_summary.h"
 #include "launcher/local/supervision.h"
+#include "worker/worker_metrics.h"
 
 namespace monsoon {
 namespace {
@@ -124,7 +126,7 @@ class LocalJob {
           // Only a server lost from outside left checkpoints a resume can carry on from; a
           // server's own error would meet the resumed job again.
           return absl::AbortedError(absl::StrCat(
-              e.Describe(), "; the job was stopped",
+              e.Describe(), StepsDone(role), "; the job was stopped",
               role.kind == RoleKind::kServer && e.kind() == ExitKind::kStopped
                   ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir_.root, ")")
                   : "",
@@ -153,6 +155,15 @@ class LocalJob {
   void StopAll() { children_.StopAll(kStopDeadline + absl::Seconds(5)); }
 
  private:
+  // ", after 12 steps" for a worker whose metrics show its steps; "" for other roles.
+  std::string StepsDone(const RoleId& role) const {
+    if (role.kind != RoleKind::kWorker) return "";
+    const absl::StatusOr<std::vector<WorkerMetricsRow>> rows =
+        ReadRows<WorkerMetricsRow>(run_dir_.worker_metrics_path(role.index));
+    const double steps = rows.ok() && !rows->empty() ? rows->back().step : 0;
+    return absl::StrCat(", after ", steps, " steps");
+  }
+
   static std::string RoleCommand(RoleKind kind) {
     return kind == RoleKind::kServer   ? "server"
            : kind == RoleKind::kWorker ? "worker"

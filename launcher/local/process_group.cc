@@ -62,17 +62,17 @@ std::vector<std::string> EnvironmentWith(const std::string& record_path) {
 
 }  // namespace
 
-// Monsoon's own exit statuses (3, 4, 130) count with a record of the same process saying so;
-// without one (or with another status) an exit is the process's own failure, and so is a
+// Monsoon's own exit statuses (0, 3, 4, 130) count with a record of the same process saying
+// so; without one (or with another status) an exit is the process's own failure, and so is a
 // SIGINT it got without recording a stop (Python's uncaught KeyboardInterrupt ends that way).
-// A role that recorded a failure failed, however it then ended.
+// A role that recorded a failure failed, however it then ended. A role finishes by recording
+// so: its role runner does, or a program's Client.finish().
 ExitKind ChildExit::kind() const {
   if (record.has_value() && record->cause == ExitCause::kFailed) return ExitKind::kFailed;
   if (signal != 0) {
     if (signal == SIGINT && !record.has_value()) return ExitKind::kFailed;
     return IsStopSignal(signal) ? ExitKind::kStopped : ExitKind::kCrashed;
   }
-  if (exit_code == 0) return ExitKind::kFinished;  // a program that used monsoon.Client alone
   if (!record.has_value() || record->status != exit_code) return ExitKind::kFailed;
   switch (record->cause) {
     case ExitCause::kStopped:
@@ -80,6 +80,7 @@ ExitKind ChildExit::kind() const {
     case ExitCause::kStalled:
       return ExitKind::kStalled;
     case ExitCause::kFinished:
+      return exit_code == 0 ? ExitKind::kFinished : ExitKind::kFailed;
     case ExitCause::kServerUnreachable:
     case ExitCause::kFailed:
       break;
@@ -109,6 +110,11 @@ std::string ChildExit::DescribeFailure() const {
     if (signal != 0) {
       return absl::StrCat(name, " ended by signal ", signal, " (", strsignal(signal),
                           ") of its own (an uncaught KeyboardInterrupt in Python ends so)");
+    }
+    if (exit_code == 0) {
+      return absl::StrCat(name, " exited with status 0 before its role had finished (its "
+                                "program returned without completing monsoon.torch.run, "
+                                "monsoon.run_role or Client.finish())");
     }
     return absl::StrCat(name, " exited with status ", exit_code, " of its own (not Monsoon's)",
                         exit_code == 127 ? ": a command not found?" : "");

@@ -185,6 +185,23 @@ monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10)))
 PY
 job exit3 exit3.py
 expect_failure exit3 "worker-1 exited with status 3 of its own (not Monsoon's)"
+# A program that ends with status 0 before its role is done (here in worker-1's fifth forward)
+# fails its role, with the steps it made: exit 0 counts only after its role finished.
+cat >"$WORK/returns.py" <<'PY'
+import os
+import torch.nn as nn
+import monsoon.torch
+class Quits(nn.Linear):
+    calls = 0
+    def forward(self, x):
+        Quits.calls += 1
+        if os.environ["MONSOON_INDEX"] == "1" and Quits.calls == 5:
+            os._exit(0)
+        return super().forward(x)
+monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), Quits(784, 10)))
+PY
+job returns returns.py
+expect_failure returns "worker-1 exited with status 0 before its role had finished (its program returned without completing monsoon.torch.run, monsoon.run_role or Client.finish()), after 4 steps"
 cat >"$WORK/interrupted.py" <<'PY'
 import torch.nn as nn
 import monsoon.torch

@@ -33,6 +33,7 @@ ChildExit Stalled() {
 ChildExit OwnStopStatus() { return {"", "", kExitStopped, 0, std::nullopt}; }
 ChildExit OwnInterrupt() { return {"", "", 0, SIGINT, std::nullopt}; }
 ChildExit Finished() { return {"", "", 0, 0, ExitRecord{}}; }
+ChildExit ReturnedEarly() { return {"", "", 0, 0, std::nullopt}; }
 
 TEST_CASE("Decide: each role's end maps to README's action", "[launcher][supervision]") {
   struct Case {
@@ -49,7 +50,10 @@ TEST_CASE("Decide: each role's end maps to README's action", "[launcher][supervi
   const Algorithm async = Algorithm::kDownpour, sync = Algorithm::kSync;
   const WorkerLoss aut = WorkerLoss::kAuto;
   const Case cases[] = {
-      {"any role that exits 0", worker, Finished(), async, 0, 0, 0, aut, Action::kNone},
+      {"any role that exits 0 having finished", worker, Finished(), async, 0, 0, 0, aut,
+       Action::kNone},
+      {"a program that exits 0 before its role finished fails it", worker, ReturnedEarly(), async,
+       3, 0, 0, aut, Action::kAbort},
       {"a worker that fails (exit 1) stops the job", worker, Failed(), async, 3, 0, 0, aut,
        Action::kAbort},
       {"a worker killed with restarts left is restarted", worker, Killed(), async, 1, 0, 0, aut,
@@ -151,6 +155,9 @@ TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
   CHECK(ChildExit{"worker-1", "", 0, SIGINT, std::nullopt}.Describe() ==
         "worker-1 ended by signal 2 (Interrupt) of its own (an uncaught KeyboardInterrupt in "
         "Python ends so)");
+  CHECK(ChildExit{"worker-1", "", 0, 0, std::nullopt}.Describe() ==
+        "worker-1 exited with status 0 before its role had finished (its program returned "
+        "without completing monsoon.torch.run, monsoon.run_role or Client.finish())");
   // A record of another status than the exit's is not this exit's.
   CHECK(ChildExit{"worker-1", "", 1, 0, record(130, ExitCause::kStopped)}.kind() ==
         ExitKind::kFailed);
