@@ -273,9 +273,9 @@ class ParameterServerService final : public RawService {
 
 ServerLimits ServerLimits::For(const ShardingPlan& plan, int clients, int max_in_flight) {
   ServerLimits limits;
-  limits.memory_quota_bytes =
-      2 * static_cast<size_t>(clients) * max_in_flight * LargestMessageBytes(plan) +
-      (size_t{64} << 20);
+  const size_t largest = LargestMessageBytes(plan);
+  const size_t transport = std::clamp(16 * largest, size_t{8} << 20, size_t{64} << 20);
+  limits.memory_quota_bytes = 2 * static_cast<size_t>(clients) * max_in_flight * largest + transport;
   limits.max_streams_per_connection = max_in_flight + 16;
   return limits;
 }

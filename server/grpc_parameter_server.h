@@ -23,7 +23,8 @@ class ParameterServerService;
 // (workers and evaluator), each with up to `max_in_flight` chunk calls in flight to it.
 struct ServerLimits {
   // Twice what the clients can legitimately have in flight at once (chunks of the largest
-  // size), plus 64 MiB for the transport itself.
+  // size), plus the transport's own: 16 of the largest messages, at least 8 MiB and at most
+  // 64 MiB.
   size_t memory_quota_bytes = 0;
   // A client's window and its heartbeat, with room to spare; a client over it waits.
   int max_streams_per_connection = 0;
