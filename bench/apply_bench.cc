@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "bench/median.h"
 #include "bench/seconds.h"
 #include "bench/step_shapes.h"
 #include "core/process_setup.h"
@@ -56,13 +57,13 @@ std::vector<Rule> Rules() {
   return out;
 }
 
-// Seconds per pass of `pass`, best of `reps` after one warm-up.
+// Seconds per pass of `pass`, the median of `reps` after one warm-up.
 template <typename F>
-double Best(int reps, F pass) {
+double MedianPass(int reps, F pass) {
   pass();
-  double best = 1e30;
-  for (int r = 0; r < reps; ++r) best = std::min(best, SecondsOf(pass));
-  return best;
+  std::vector<double> seconds;
+  for (int r = 0; r < reps; ++r) seconds.push_back(SecondsOf(pass));
+  return Median(seconds);
 }
 
 // The 64 MiB (say) of weights, gradients and a second operand, in the jobs' chunks, and the
@@ -93,7 +94,7 @@ struct Workload {
 // The references, measured again next to every rule (the VM's memory bandwidth drifts between
 // runs): memcpy of every chunk, and a triad d = a + 0.5 b.
 double MemcpySeconds(Workload& w, int reps) {
-  return Best(reps, [&] {
+  return MedianPass(reps, [&] {
     w.ForEachChunk([&](const Chunk& k, int) {
       std::memcpy(w.dst.data() + k.offset, w.src.data() + k.offset, k.size * sizeof(float));
     });
@@ -101,7 +102,7 @@ double MemcpySeconds(Workload& w, int reps) {
 }
 
 double TriadSeconds(Workload& w, int reps) {
-  return Best(reps, [&] {
+  return MedianPass(reps, [&] {
     w.ForEachChunk([&](const Chunk& k, int) {
       float* __restrict d = w.dst.data() + k.offset;
       const float* __restrict a = w.src.data() + k.offset;
@@ -111,14 +112,14 @@ double TriadSeconds(Workload& w, int reps) {
   });
 }
 
-// The best time of a pass that applies `rule.workers` pushes (or exchanges) of every chunk: a
+// The median time of a pass that applies `rule.workers` pushes (or exchanges) of every chunk: a
 // complete round for sync.
 double RulePassSeconds(Workload& w, const Rule& rule, int reps) {
   ParameterServer server(0, w.plan, ModelInitialValues(FlatModel(w.src.size()), 1), rule.rules,
                          rule.workers, false);
   const bool exchange = !PushesGradients(rule.rules.algorithm);
   std::vector<uint64_t> version(w.plan.num_chunks(), 0);
-  return Best(reps, [&] {
+  return MedianPass(reps, [&] {
     w.ForEachChunk([&](const Chunk& k, int c) {
       const absl::Span<const float> g(w.src.data() + k.offset, k.size);
       absl::StatusOr<PushResult> result;
@@ -141,7 +142,7 @@ int Main(int argc, char** argv) {
   CLI::App app{"A server applying pushes, per update rule, next to memcpy; prints JSON last."};
   int mib = 64, reps = 10, threads = 1;
   app.add_option("--mib", mib, "MiB of weights")->check(CLI::Range(1, 4096));
-  app.add_option("--reps", reps, "passes per figure (the best counts)")->check(CLI::Range(1, 1000));
+  app.add_option("--reps", reps, "passes per figure (their median counts)")->check(CLI::Range(1, 1000));
   app.add_option("--threads", threads, "threads sharing the chunks")->check(CLI::Range(1, 64));
   CLI11_PARSE(app, argc, argv);
   Workload work(static_cast<size_t>(mib) * 1024 * 1024 / sizeof(float), threads);

@@ -3,7 +3,7 @@
 (conv 3x3x32 same, ReLU, max-pool 2, conv 3x3x64 same, ReLU, max-pool 2, dense 128, ReLU,
 dense 10, softmax cross-entropy), or of configs/fmnist_resnet.yaml's ResNet, in PyTorch,
 forward and backward to the gradients, as `compute_bench --model cnn|resnet` times Monsoon's.
-Prints one JSON object like compute_bench's.
+Prints one JSON object like compute_bench's: each batch size's samples/s from its median step.
 
     bench/pytorch_cnn_bench.py [--model cnn|resnet] [--steps N] [--threads T]
 
@@ -11,6 +11,7 @@ Uses Debian's python3-torch (run with /usr/bin/python3).
 """
 import argparse
 import json
+import statistics
 import time
 
 import torch
@@ -58,10 +59,12 @@ def samples_per_second(net, batch, reps):
         nn.functional.cross_entropy(net(x), y).backward()
 
     step()
-    start = time.perf_counter()
+    seconds = []
     for _ in range(reps):
+        start = time.perf_counter()
         step()
-    return batch * reps / (time.perf_counter() - start)
+        seconds.append(time.perf_counter() - start)
+    return batch / statistics.median(seconds)
 
 
 def main():

@@ -27,8 +27,8 @@ else
 fi
 
 if [ "$quick" = 1 ]; then
-  transport=(--sizes 1,4,16 --reps 2); apply=(--mib 8 --reps 2); compute=(--steps 10)
-  compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 2); python_client=(--mib 4 --reps 2)
+  transport=(--sizes 1,4,16 --reps 3); apply=(--mib 8 --reps 3); compute=(--steps 10)
+  compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 3); python_client=(--mib 4 --reps 3)
   compute_resnet=(--model resnet --steps 2); pytorch_resnet=(--model resnet --steps 2)
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20
 else
