@@ -38,6 +38,10 @@ struct OptimizerSpec {
   // torch.optim's weight_decay).
   float weight_decay = 0.0f;
   float momentum = 0.9f;             // kMomentum
+  // kMomentum under an asynchronous algorithm (downpour, ssp) with W workers: the servers use
+  // max(0, momentum - (1 - 1/W)), taking off the momentum asynchrony itself adds (Mitliagkas et
+  // al. 2016). EffectiveMomentum gives it.
+  bool lower_momentum_with_workers = false;
   float epsilon = 1e-8f;             // kAdagrad
   float initial_accumulator = 0.0f;  // kAdagrad
   float beta1 = 0.9f;                // kAdam

@@ -6,6 +6,7 @@ ServerRules ServerRules::FromConfig(const JobConfig& config) {
   ServerRules rules;
   rules.algorithm = config.training.algorithm;
   rules.optimizer = config.optimizer;
+  rules.optimizer.momentum = EffectiveMomentum(config);
   rules.staleness = config.staleness;
   rules.sync = config.sync;
   rules.easgd = config.easgd;

@@ -329,6 +329,10 @@ void VisitUpdates(JobConfig& c, V& v) {
             "servers' optimizer and in the workers' local steps (`easgd`, `eamsgd`, "
             "`downpour.local_learning_rate`)");
     v.Field("momentum", &c.optimizer.momentum, RealRange{0, false, 0.999999}, "μ (momentum only)");
+    v.Field("lower_momentum_with_workers", &c.optimizer.lower_momentum_with_workers, Flag{},
+            "momentum under `downpour` or `ssp` with W workers: the servers use max(0, μ − (1 − "
+            "1/W)), taking off the implicit momentum asynchrony adds (Mitliagkas et al. 2016): "
+            "μ at 1 worker, μ − 0.5 at 2, 0 from 1/(1 − μ) workers on");
     v.Field("epsilon", &c.optimizer.epsilon, RealRange{0, true, 1}, "ε (Adagrad, Adam)");
     v.Field("initial_accumulator", &c.optimizer.initial_accumulator, RealRange{0, false, 1e6},
             "starting value of Adagrad's Σg²");

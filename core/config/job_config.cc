@@ -1097,6 +1097,16 @@ bool StopsOnWorkerLoss(const JobConfig& config) {
          (config.sync.quorum == 0 || config.sync.quorum == config.cluster.workers);
 }
 
+float EffectiveMomentum(const JobConfig& config) {
+  const Algorithm a = config.training.algorithm;
+  const float momentum = config.optimizer.momentum;
+  if (!config.optimizer.lower_momentum_with_workers ||
+      (a != Algorithm::kDownpour && a != Algorithm::kSsp)) {
+    return momentum;
+  }
+  return std::max(0.0f, momentum - (1.0f - 1.0f / config.cluster.workers));
+}
+
 absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config) {
   return ShardingPlan::Create(Model::NumParams(config.model), config.cluster.servers,
                               config.chunk_floats(), Model::NumState(config.model));

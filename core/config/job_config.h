@@ -346,6 +346,10 @@ double ElasticAlphaBound(double eta);
 // True when the servers stop the job on losing a worker (reliability.worker_loss resolved).
 bool StopsOnWorkerLoss(const JobConfig& config);
 
+// The servers' momentum: optimizer.momentum, lowered by 1 - 1/workers (not below 0) under
+// optimizer.lower_momentum_with_workers for the asynchronous algorithms (downpour, ssp).
+float EffectiveMomentum(const JobConfig& config);
+
 // The job's learning-rate schedule and warm-up, for servers and workers alike.
 LearningRatePlan LearningRatePlanOf(const JobConfig& config);
 

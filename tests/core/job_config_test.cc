@@ -540,6 +540,27 @@ TEST_CASE("JobConfig: cross-field rules", "[core][config]") {
         "data.test: required when cluster.evaluator is true");
 }
 
+TEST_CASE("EffectiveMomentum: lowered by 1 - 1/W for asynchronous algorithms when asked",
+          "[core][config]") {
+  JobConfig config;
+  config.optimizer.momentum = 0.9f;
+  config.training.algorithm = Algorithm::kDownpour;
+  config.cluster.workers = 4;
+  CHECK(EffectiveMomentum(config) == 0.9f);  // not asked
+  config.optimizer.lower_momentum_with_workers = true;
+  CHECK(EffectiveMomentum(config) == Approx(0.15));
+  config.cluster.workers = 1;
+  CHECK(EffectiveMomentum(config) == Approx(0.9));
+  config.cluster.workers = 32;
+  CHECK(EffectiveMomentum(config) == 0);
+  config.training.algorithm = Algorithm::kSync;  // synchronous: no implicit momentum
+  CHECK(EffectiveMomentum(config) == 0.9f);
+  auto loaded = LoadJobConfig("configs/fmnist_downpour.yaml",
+                              {"optimizer.lower_momentum_with_workers=true"});
+  REQUIRE(loaded.ok());
+  CHECK(loaded->optimizer.lower_momentum_with_workers);
+}
+
 TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][config]") {
   CHECK(ErrorOf(CsvJob("reliability:\n  heartbeat_seconds: 5\n  peer_timeout_seconds: 8\n")) ==
         "reliability.peer_timeout_seconds: must be at least twice heartbeat_seconds (5), got 8");

@@ -212,7 +212,7 @@ TEST_CASE("compare: a sweep runs every variant for each combination of its value
   }
 }
 
-TEST_CASE("compare: the shipped straggler and network studies load", "[launcher][compare]") {
+TEST_CASE("compare: the shipped straggler, scaling and network studies load", "[launcher][compare]") {
   auto stragglers = LoadStudy("configs/compare_stragglers.yaml");
   INFO(stragglers.status().ToString());
   REQUIRE(stragglers.ok());
@@ -227,6 +227,14 @@ TEST_CASE("compare: the shipped straggler and network studies load", "[launcher]
     CHECK(random.stragglers.probability == 0.1);
     CHECK(random.stragglers.slow_workers.empty());
   }
+  auto scaling = LoadStudy("configs/compare_scaling.yaml");
+  INFO(scaling.status().ToString());
+  REQUIRE(scaling.ok());
+  CHECK(scaling->variants.size() == 24);
+  CHECK(scaling->axis == "cluster.workers");
+  CHECK(scaling->variants[11].family == "downpour-lowmom");
+  CHECK(scaling->variants[11].config.cluster.workers == 32);
+  CHECK(EffectiveMomentum(scaling->variants[7].config) == Approx(0.4));  // 2 workers
   auto network = LoadStudy("configs/compare_network.yaml");
   INFO(network.status().ToString());
   REQUIRE(network.ok());
