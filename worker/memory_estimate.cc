@@ -54,7 +54,7 @@ uint64_t LargestServerShare(const JobConfig& config, uint64_t params) {
 }
 
 // "812.3 MB", "27.08 GB".
-std::string Gb(uint64_t bytes) {
+std::string SizeText(uint64_t bytes) {
   return bytes < 1e9 ? absl::StrFormat("%.1f MB", bytes / 1e6)
                      : absl::StrFormat("%.2f GB", bytes / 1e9);
 }
@@ -64,7 +64,7 @@ std::string Gb(uint64_t bytes) {
 std::string LargestLayer(const MemoryEstimate& estimate) {
   return absl::StrCat(estimate.largest_layer, ": ", estimate.largest_layer_params,
                       " parameters and ", estimate.largest_layer_values, " values per example, ",
-                      Gb(estimate.largest_layer_bytes), " per worker at batch ", estimate.batch);
+                      SizeText(estimate.largest_layer_bytes), " per worker at batch ", estimate.batch);
 }
 
 }  // namespace
@@ -148,13 +148,13 @@ std::string MemoryTable(const MemoryEstimate& estimate, const MemoryLimit& limit
                                       "activations", "data", "total");
   for (const RoleMemory& role : estimate.roles) {
     const std::string name = absl::StrCat(role.kind, " x ", role.count);
-    absl::StrAppendFormat(&table, "%-13s %11s %11s %11s %11s%s\n", name, Gb(role.weights),
-                          Gb(role.activations), Gb(role.data), Gb(role.total()),
+    absl::StrAppendFormat(&table, "%-13s %11s %11s %11s %11s%s\n", name, SizeText(role.weights),
+                          SizeText(role.activations), SizeText(role.data), SizeText(role.total()),
                           role.streamed ? "  (shard streamed from its files)" : "");
   }
   absl::StrAppendFormat(&table, "all %d roles on one host (monsoon run): %s of %s %s\n",
-                        estimate.role_count(), Gb(estimate.all_roles()), limit.source,
-                        Gb(limit.bytes));
+                        estimate.role_count(), SizeText(estimate.all_roles()), limit.source,
+                        SizeText(limit.bytes));
   if (!estimate.largest_layer.empty()) {
     absl::StrAppend(&table, "largest layer: ", LargestLayer(estimate), "\n");
   }
@@ -164,8 +164,8 @@ std::string MemoryTable(const MemoryEstimate& estimate, const MemoryLimit& limit
 absl::Status CheckMemoryFits(const MemoryEstimate& estimate, uint64_t needed,
                              const std::string& what, const MemoryLimit& limit) {
   if (needed <= limit.bytes) return absl::OkStatus();
-  std::string message = absl::StrCat(what, " need ", Gb(needed), " of memory, more than ",
-                                     limit.source, " ", Gb(limit.bytes));
+  std::string message = absl::StrCat(what, " need ", SizeText(needed), " of memory, more than ",
+                                     limit.source, " ", SizeText(limit.bytes));
   if (!estimate.largest_layer.empty()) {
     absl::StrAppend(&message, "; the largest layer is ", LargestLayer(estimate));
   }

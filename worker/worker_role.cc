@@ -130,7 +130,7 @@ namespace {
 
 // InvalidArgument when one role's rows of a split (`rows` of `features` and `targets` floats
 // each, held as float32) need more memory than this host gives the job.
-absl::Status CheckFitsInMemory(const std::string& name, const char* whose, uint64_t rows,
+absl::Status CheckRowsFitHost(const std::string& name, const char* whose, uint64_t rows,
                                int features, int targets) {
   const uint64_t bytes = RowBytes(rows, features, targets);
   const MemoryLimit memory = HostMemoryLimit();
@@ -155,7 +155,7 @@ absl::StatusOr<DataSizes> CheckData(const JobConfig& config) {
     const uint64_t shard = (rows + config.cluster.workers - 1) / config.cluster.workers;
     if (!train || !StreamsShard(config, shard, t.feature_dim, t.target_dim)) {
       MONSOON_RETURN_IF_ERROR(
-          CheckFitsInMemory(split.name, train ? "each worker's shard of" : "the evaluator's",
+          CheckRowsFitHost(split.name, train ? "each worker's shard of" : "the evaluator's",
                             train ? shard : rows, t.feature_dim, t.target_dim));
     }
     (train ? sizes.train_rows : sizes.test_rows) = rows;
@@ -183,12 +183,12 @@ absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, in
                                                    " has no data: fewer examples than the ",
                                                    config.cluster.workers, " workers"));
   }
-  // Targets alone, to check against the model, then the first batch's rows for their width.
-  MONSOON_ASSIGN_OR_RETURN(Dataset targets, source->ReadTargets());
-  MONSOON_RETURN_IF_ERROR(CheckTargets(config, source->name(), std::move(targets)).status());
   const int features = ShapeSize(source->example_shape());
   const int target_dim = TargetsOf(config.model).columns;
-  if (source->reads_files() && StreamsShard(config, rows.size(), features, target_dim)) {
+  if (StreamsShard(config, rows.size(), features, target_dim)) {
+    // The targets alone are read now, to check them against the model.
+    MONSOON_ASSIGN_OR_RETURN(Dataset targets, source->ReadTargets());
+    MONSOON_RETURN_IF_ERROR(CheckTargets(config, source->name(), std::move(targets)).status());
     LOG(INFO) << "worker " << index << ": streaming " << rows.size() << " of " << source->rows()
               << " rows of " << source->name() << " batch by batch (they need "
               << RowBytes(rows.size(), features, target_dim) / (1 << 20)
@@ -200,7 +200,8 @@ absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, in
             << " rows of " << source->name();
   const Allocating allocating(
       absl::StrCat("worker ", index, "'s ", rows.size(), " rows of ", source->name()));
-  MONSOON_ASSIGN_OR_RETURN(*held, source->Read(rows));
+  MONSOON_ASSIGN_OR_RETURN(Dataset read, source->Read(rows));
+  MONSOON_ASSIGN_OR_RETURN(*held, CheckTargets(config, source->name(), std::move(read)));
   return std::make_unique<DataShard>(held, index, config.seed);
 }
 

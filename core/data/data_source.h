@@ -66,8 +66,6 @@ class DataSource {
   // Every row's targets, without the features (empty; feature_dim and example_shape set), and
   // num_classes for class labels.
   virtual absl::StatusOr<Dataset> ReadTargets() = 0;
-  // Whether Read reads the files (.npy, HDF5) rather than rows already held in memory.
-  virtual bool reads_files() const { return true; }
   // The split as messages name it: "data.train_images (PATH)".
   const std::string& name() const { return name_; }
   void set_name(std::string name) { name_ = std::move(name); }
@@ -84,7 +82,6 @@ class InMemorySource : public DataSource {
   const std::vector<int>& example_shape() const override { return data_.example_shape; }
   absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) override;
   absl::StatusOr<Dataset> ReadAll() override { return std::move(data_); }
-  bool reads_files() const override { return false; }
   absl::StatusOr<Dataset> ReadTargets() override;
 
  private:

@@ -7,6 +7,7 @@
 #include "core/model/model.h"
 #include "core/process_setup.h"
 #include "launcher/commands/command.h"
+#include "launcher/local/job_setup.h"
 #include "worker/worker_role.h"
 
 namespace monsoon {
@@ -53,8 +54,7 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
     std::cout << "#\n# Memory each role needs (estimated):\n";
     PrintCommented(MemoryTable(memory, limit));
     // As `monsoon run` would start them: every role on this host.
-    const absl::Status fits =
-        CheckMemoryFits(memory, memory.all_roles(), "the job's roles on this host", limit);
+    const absl::Status fits = CheckRolesFit(memory, HostRoles::kAll, limit);
     if (!fits.ok()) {
       *exit_code = Fail(fits, 2);
       return;

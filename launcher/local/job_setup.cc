@@ -48,15 +48,17 @@ absl::StatusOr<std::unique_ptr<RunDirLock>> RunDirLock::Acquire(const RunDir& ru
 
 RunDirLock::~RunDirLock() { close(fd_); }
 
+absl::Status CheckRolesFit(const MemoryEstimate& estimate, HostRoles roles,
+                           const MemoryLimit& limit) {
+  return roles == HostRoles::kAll
+             ? CheckMemoryFits(estimate, estimate.all_roles(), "the job's roles on this host",
+                               limit)
+             : CheckMemoryFits(estimate, estimate.largest_role(), "the job's largest role", limit);
+}
+
 absl::Status CheckJobFits(const JobConfig& config, HostRoles roles) {
   MONSOON_ASSIGN_OR_RETURN(const DataSizes data, CheckData(config));
-  const MemoryEstimate estimate = EstimateMemory(config, data);
-  if (roles == HostRoles::kAll) {
-    return CheckMemoryFits(estimate, estimate.all_roles(), "the job's roles on this host",
-                           HostMemoryLimit());
-  }
-  return CheckMemoryFits(estimate, estimate.largest_role(), "the job's largest role",
-                         HostMemoryLimit());
+  return CheckRolesFit(EstimateMemory(config, data), roles, HostMemoryLimit());
 }
 
 absl::StatusOr<std::unique_ptr<RunDirLock>> PrepareRunDir(JobConfig* config, const RunDir& run_dir,

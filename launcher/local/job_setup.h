@@ -7,7 +7,9 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
+#include "core/process_setup.h"
 #include "core/run_dir.h"
+#include "worker/memory_estimate.h"
 
 namespace monsoon {
 
@@ -32,9 +34,14 @@ class RunDirLock {
 // a task per role).
 enum class HostRoles { kAll, kOne };
 
+// InvalidArgument naming the largest layer when the roles `roles` says this host runs need
+// more than `limit` (CheckMemoryFits).
+absl::Status CheckRolesFit(const MemoryEstimate& estimate, HostRoles roles,
+                           const MemoryLimit& limit);
+
 // Checks the data against the model (CheckData: every split's shape and targets; no feature
 // rows read) and the roles `roles` says this host runs against its memory (EstimateMemory,
-// HostMemoryLimit): InvalidArgument naming the largest layer when they do not fit.
+// HostMemoryLimit, CheckRolesFit).
 absl::Status CheckJobFits(const JobConfig& config, HostRoles roles);
 
 // Checks the job (CheckJobFits), then creates the run directory (or takes an empty one) and writes

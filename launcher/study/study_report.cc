@@ -156,10 +156,11 @@ std::string SeedTable(const Study& study, const std::vector<VariantResult>& resu
 }
 
 std::string Markdown(const Study& study, const std::vector<VariantResult>& results) {
+  const size_t variants = RunsByVariant(results).size();
+  const bool seeds = variants < results.size();  // several runs of a variant
   std::string md = absl::StrCat(
-      "# ", study.name, "\n\n", RunsByVariant(results).size(), " variants of one job",
-      RunsByVariant(results).size() < results.size() ? absl::StrCat(" (", results.size(), " runs)")
-                                                     : "",
+      "# ", study.name, "\n\n", variants, " variants of one job",
+      seeds ? absl::StrCat(" (", results.size(), " runs)") : "",
       study.target_accuracy > 0 ? absl::StrCat("; target accuracy ", Fmt(study.target_accuracy))
                                 : "",
       ". Plot: compare.svg",
@@ -190,7 +191,7 @@ std::string Markdown(const Study& study, const std::vector<VariantResult>& resul
         absl::StrFormat("%.2f", r.comm_share),
         " | ", Fmt(r.wall_seconds), " | ", MdCell(r.status), " |\n");
   }
-  if (RunsByVariant(results).size() < results.size()) absl::StrAppend(&md, SeedTable(study, results));
+  if (seeds) absl::StrAppend(&md, SeedTable(study, results));
   return md;
 }
 
