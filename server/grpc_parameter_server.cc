@@ -1,5 +1,6 @@
 #include "server/grpc_parameter_server.h"
 
+#include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.grpc.pb.h"
+#include "server/capped_listener.h"
 #include "server/push_decoder.h"
 #include "server/stats_wire.h"
 
@@ -22,12 +24,15 @@ namespace monsoon {
 namespace wire = ::monsoon::wire;
 using RawService = wire::ParameterServer::WithRawCallbackMethod_Hello<
     wire::ParameterServer::WithRawCallbackMethod_Pull<
-        wire::ParameterServer::WithRawCallbackMethod_Push<
-            wire::ParameterServer::WithRawCallbackMethod_Exchange<
+        wire::ParameterServer::WithGenericMethod_Push<
+            wire::ParameterServer::WithGenericMethod_Exchange<
                 wire::ParameterServer::WithRawCallbackMethod_Stats<
                     wire::ParameterServer::WithRawCallbackMethod_Finish<
                         wire::ParameterServer::WithRawCallbackMethod_Heartbeat<
                             wire::ParameterServer::Service>>>>>>>;
+
+constexpr char kPushMethod[] = "/monsoon.wire.ParameterServer/Push";
+constexpr char kExchangeMethod[] = "/monsoon.wire.ParameterServer/Exchange";
 
 // A push's or exchange's origin from its header; InvalidArgument without a sequence number
 // (every worker numbers its pushes, which is what makes them exactly-once).
@@ -60,10 +65,24 @@ constexpr absl::Duration kMaxPullWait = absl::Minutes(10);
 // Each handler runs on a gRPC callback thread. All but Pull finish their reactor before
 // returning; a Pull that must wait for a version or clock is finished later, by the thread
 // whose push (or finish, or the deadline) satisfies it, so no gRPC thread ever blocks.
+// Push and Exchange, the calls that carry chunks, are served by UpdateCalls below.
 class ParameterServerService final : public RawService {
  public:
   ParameterServerService(ParameterServer* logic, std::string token)
       : logic_(logic), token_(std::move(token)) {}
+
+  // OK when the call carries this job's token.
+  absl::Status Authorize(const grpc::CallbackServerContext& ctx) const {
+    const auto& metadata = ctx.client_metadata();
+    auto it = metadata.find(kTokenMetadataKey);
+    if (it == metadata.end()) {
+      return absl::UnauthenticatedError("missing job token (x-monsoon-token)");
+    }
+    if (!ConstantTimeEquals(std::string(it->second.data(), it->second.size()), token_)) {
+      return absl::UnauthenticatedError("wrong job token: this server belongs to another job");
+    }
+    return absl::OkStatus();
+  }
 
   grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
                                       grpc::ByteBuffer* resp) override {
@@ -89,7 +108,8 @@ class ParameterServerService final : public RawService {
       }
       MONSOON_ASSIGN_OR_RETURN(ResumePoint resume,
                                logic_->Hello(request.plan_fingerprint(), RoleOf(request.role()),
-                                             request.index(), request.incarnation(), ctx->peer()));
+                                             request.index(), request.incarnation(),
+                                             CappedListener::PeerAddress(ctx->peer())));
       wire::HelloResponse response;
       response.set_resume_sequence(resume.sequence);
       ToWire(resume.position, response.mutable_resume_position());
@@ -135,9 +155,7 @@ class ParameterServerService final : public RawService {
     return reactor;
   }
 
-  grpc::ServerUnaryReactor* Push(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
-                                 grpc::ByteBuffer* resp) override {
-    return Respond(ctx, [&]() -> absl::Status {
+  absl::Status Push(const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
       wire::PushRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
@@ -168,12 +186,9 @@ class ParameterServerService final : public RawService {
       response.set_slowest_clock(snapshot.info.slowest_clock);
       *resp = EncodeFrame(response, ShareFloats(std::move(snapshot.values)));
       return absl::OkStatus();
-    });
   }
 
-  grpc::ServerUnaryReactor* Exchange(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
-                                     grpc::ByteBuffer* resp) override {
-    return Respond(ctx, [&]() -> absl::Status {
+  absl::Status Exchange(const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
       wire::ExchangeRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
@@ -202,7 +217,6 @@ class ParameterServerService final : public RawService {
       response.set_duplicate(result->duplicate);
       *resp = EncodeFrame(response, std::move(payload));
       return absl::OkStatus();
-    });
   }
 
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
@@ -232,19 +246,6 @@ class ParameterServerService final : public RawService {
   }
 
  private:
-  // OK when the call carries this job's token.
-  absl::Status Authorize(const grpc::CallbackServerContext& ctx) const {
-    const auto& metadata = ctx.client_metadata();
-    auto it = metadata.find(kTokenMetadataKey);
-    if (it == metadata.end()) {
-      return absl::UnauthenticatedError("missing job token (x-monsoon-token)");
-    }
-    if (!ConstantTimeEquals(std::string(it->second.data(), it->second.size()), token_)) {
-      return absl::UnauthenticatedError("wrong job token: this server belongs to another job");
-    }
-    return absl::OkStatus();
-  }
-
   // Checks the token, runs `handle` and finishes the call with its status.
   template <typename Handler>
   grpc::ServerUnaryReactor* Respond(grpc::CallbackServerContext* ctx, Handler handle) {
@@ -271,12 +272,78 @@ class ParameterServerService final : public RawService {
   const std::string token_;
 };
 
+// One Push or Exchange call: a stream of one request and one reply. Served as a generic
+// stream, unlike the other calls, so that the token is checked from the call's metadata before
+// its message is read: gRPC reads a unary call's whole message before any handler runs. A
+// caller without the token is refused having sent at most a flow-control window of bytes.
+class UpdateCallReactor final : public grpc::ServerGenericBidiReactor {
+ public:
+  using Handler = absl::Status (ParameterServerService::*)(const grpc::ByteBuffer*,
+                                                           grpc::ByteBuffer*);
+  UpdateCallReactor(ParameterServerService* service, Handler handler)
+      : service_(service), handler_(handler) {
+    StartRead(&request_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no message"));
+      return;
+    }
+    const absl::Status handled = (service_->*handler_)(&request_, &response_);
+    if (!handled.ok()) {
+      Finish(ToGrpcStatus(handled));
+      return;
+    }
+    StartWriteAndFinish(&response_, grpc::WriteOptions(), grpc::Status::OK);
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  ParameterServerService* const service_;  // borrowed
+  const Handler handler_;
+  grpc::ByteBuffer request_;
+  grpc::ByteBuffer response_;
+};
+
+// Serves the calls ParameterServerService leaves generic: Push and Exchange.
+class UpdateCalls final : public grpc::CallbackGenericService {
+ public:
+  explicit UpdateCalls(ParameterServerService* service) : service_(service) {}
+
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* ctx) override {
+    const absl::Status authorized = service_->Authorize(*ctx);
+    if (!authorized.ok()) return Refuse(ToGrpcStatus(authorized));
+    if (ctx->method() == kPushMethod) {
+      return new UpdateCallReactor(service_, &ParameterServerService::Push);
+    }
+    if (ctx->method() == kExchangeMethod) {
+      return new UpdateCallReactor(service_, &ParameterServerService::Exchange);
+    }
+    return Refuse(grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                               absl::StrCat("no method ", ctx->method())));
+  }
+
+ private:
+  // A reactor that finishes the call with `status` without reading it.
+  static grpc::ServerGenericBidiReactor* Refuse(grpc::Status status) {
+    class Refusal final : public grpc::ServerGenericBidiReactor {
+     public:
+      explicit Refusal(const grpc::Status& status) { Finish(status); }
+      void OnDone() override { delete this; }
+    };
+    return new Refusal(status);
+  }
+
+  ParameterServerService* const service_;  // borrowed
+};
+
 ServerLimits ServerLimits::For(const ShardingPlan& plan, int clients, int max_in_flight) {
   ServerLimits limits;
   const size_t largest = LargestMessageBytes(plan);
   const size_t transport = std::clamp(16 * largest, size_t{8} << 20, size_t{64} << 20);
   limits.memory_quota_bytes = 2 * static_cast<size_t>(clients) * max_in_flight * largest + transport;
   limits.max_streams_per_connection = max_in_flight + 16;
+  limits.max_connections = 4 * clients + 16;
   return limits;
 }
 
@@ -286,11 +353,20 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   std::unique_ptr<GrpcParameterServer> server(new GrpcParameterServer());
   server->logic_ = logic;
   server->service_ = std::make_unique<ParameterServerService>(logic, secrets.token);
+  server->update_calls_ = std::make_unique<UpdateCalls>(server->service_.get());
   const int max_message = static_cast<int>(LargestMessageBytes(logic->plan()));
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::StrCat(host, ":0"), ServerCredentialsFor(secrets), &port);
+  if (secrets.tls()) {
+    builder.AddListeningPort(absl::StrCat(host, ":0"), ServerCredentialsFor(secrets), &port);
+  } else {
+    MONSOON_ASSIGN_OR_RETURN(server->listener_,
+                             CappedListener::Listen(host, limits.max_connections,
+                                                    absl::StrCat("server ", logic->index())));
+    port = server->listener_->port();
+  }
   builder.RegisterService(server->service_.get());
+  builder.RegisterCallbackGenericService(server->update_calls_.get());
   builder.SetMaxReceiveMessageSize(max_message);
   builder.SetMaxSendMessageSize(max_message);
   grpc::ResourceQuota quota(absl::StrCat("monsoon-server-", logic->index()));
@@ -308,6 +384,7 @@ absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(
   if (server->server_ == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":0"));
   }
+  if (server->listener_ != nullptr) server->listener_->Start(server->server_.get());
   server->address_ = absl::StrCat(host, ":", port);
   return server;
 }
@@ -316,6 +393,7 @@ GrpcParameterServer::~GrpcParameterServer() { Shutdown(); }
 
 void GrpcParameterServer::Shutdown() {
   if (server_ == nullptr) return;
+  listener_.reset();         // accepts no more connections
   logic_->CancelWaiters();  // finishes every pull still waiting for a version or clock
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   server_->Wait();

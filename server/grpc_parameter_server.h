@@ -17,7 +17,9 @@ class Server;
 
 namespace monsoon {
 
+class CappedListener;
 class ParameterServerService;
+class UpdateCalls;
 
 // What a server lets its connections take, sized for a server of `plan` with `clients` clients
 // (workers and evaluator), each with up to `max_in_flight` chunk calls in flight to it.
@@ -28,6 +30,9 @@ struct ServerLimits {
   size_t memory_quota_bytes = 0;
   // A client's window and its heartbeat, with room to spare; a client over it waits.
   int max_streams_per_connection = 0;
+  // Connections open at once (plaintext servers): four per client and 16 for tools and
+  // reconnections; one more is closed as it arrives.
+  int max_connections = 0;
   static ServerLimits For(const ShardingPlan& plan, int clients, int max_in_flight);
 };
 
@@ -39,12 +44,14 @@ class GrpcParameterServer {
   // than the biggest chunk (plus framing) are refused by gRPC with RESOURCE_EXHAUSTED; pushes
   // without a sequence number with INVALID_ARGUMENT.
   //
-  // gRPC reads a whole message before any check can run, the token's included, so what
-  // bounds the memory unauthenticated or oversized requests can take is
+  // Pushes and exchanges, the calls that carry chunks, are refused for their token before
+  // their message is read. gRPC reads the other calls' (small) messages before any check
+  // runs; what bounds the memory unauthenticated or oversized requests can take is
   // limits.memory_quota_bytes (a gRPC resource quota on everything its transport buffers; over
-  // it, gRPC resets the streams holding the most). Connections that do not complete their
-  // HTTP/2 handshake within 5 s are closed, and so are connections idle (no call) for 5
-  // minutes.
+  // it, gRPC resets the streams holding the most). Without TLS, at most
+  // limits.max_connections connections are open at once, and one that never answers the
+  // server's keepalive ping is closed within 15 s; with TLS, connections that do not complete
+  // their handshake within 5 s are closed. Connections idle (no call) for 5 minutes are closed.
   static absl::StatusOr<std::unique_ptr<GrpcParameterServer>> Start(ParameterServer* logic,
                                                                     const std::string& host,
                                                                     const JobSecrets& secrets,
@@ -61,7 +68,9 @@ class GrpcParameterServer {
   GrpcParameterServer() = default;
   ParameterServer* logic_ = nullptr;  // borrowed
   std::unique_ptr<ParameterServerService> service_;
+  std::unique_ptr<UpdateCalls> update_calls_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<CappedListener> listener_;  // null with TLS
   std::string address_;
 };
 

@@ -124,7 +124,8 @@ absl::Status WriteCheckpoint(const ServerRun& run) {
 
 // A checkpoint. One that fails for want of file descriptors or disk space is tried again every
 // 0.5 s for up to 10 s: a flood of connections that took every descriptor drains within that
-// (GrpcParameterServer closes connections without a handshake after 5 s). The error then
+// (GrpcParameterServer caps a plaintext server's connections and closes a TLS server's without
+// a handshake after 5 s). The error then
 // names the server and, when descriptors ran out, how many are open.
 absl::Status Checkpoint(const ServerRun& run) {
   const absl::Time give_up = absl::Now() + absl::Seconds(10);
