@@ -7,6 +7,7 @@
 #include "core/config/job_config.h"
 #include "core/exit_status.h"
 #include "core/run_dir.h"
+#include "core/finite.h"
 #include "core/status_macros.h"
 #include "python/errors.h"
 #include "worker/program_environment.h"
@@ -83,6 +84,15 @@ auto Client::Locked(Call call) -> decltype(call()) {
   return result;
 }
 
+template <class Send>
+absl::StatusOr<PushSummary> Client::Numbered(Send send) {
+  PushOrigin next = origin_;
+  ++next.sequence;
+  absl::StatusOr<PushSummary> sent = send(next);
+  if (sent.ok() || !IsNonFiniteRefusal(sent.status())) origin_ = next;
+  return sent;
+}
+
 uint64_t Client::Pull(py::handle params, uint64_t min_version, uint64_t min_clock) {
   float* data = Array(params, "params");
   PullWait wait;
@@ -101,16 +111,16 @@ uint64_t Client::Pull(py::handle params, uint64_t min_version, uint64_t min_cloc
 double Client::Exchange(py::handle weights, py::handle difference) {
   const float* x = Array(weights, "weights");
   float* d = Array(difference, "difference");
-  const absl::Status finite = CheckFinite("the weights", {x, num_params_});
-  if (!finite.ok()) Raise(finite, /*client=*/false);
   const absl::StatusOr<PushSummary> exchanged =
       Locked([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<PushSummary> {
         if (exchange_versions_.empty()) exchange_versions_.assign(client_->plan().num_chunks(), 0);
-        ++origin_.sequence;
         MONSOON_ASSIGN_OR_RETURN(
             const PushSummary summary,
-            client_->ExchangeAll(absl::MakeConstSpan(x, num_params_), absl::MakeSpan(d, num_params_),
-                                 &exchange_versions_, origin_));
+            Numbered([&](const PushOrigin& origin) {
+              return client_->ExchangeAll(absl::MakeConstSpan(x, num_params_),
+                                          absl::MakeSpan(d, num_params_), &exchange_versions_,
+                                          origin);
+            }));
         last_pull_.min_version =
             *std::min_element(exchange_versions_.begin(), exchange_versions_.end());
         last_staleness_ = summary.mean_staleness;
@@ -122,15 +132,13 @@ double Client::Exchange(py::handle weights, py::handle difference) {
 
 double Client::Push(py::handle gradient) {
   const float* data = Array(gradient, "gradient");
-  const absl::Status finite = CheckFinite("the gradient", {data, num_params_});
-  if (!finite.ok()) Raise(finite, /*client=*/false);
   const absl::StatusOr<PushSummary> pushed =
       Locked([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<PushSummary> {
         if (versions_.empty()) versions_.assign(client_->plan().num_chunks(), 0);
-        ++origin_.sequence;
         MONSOON_ASSIGN_OR_RETURN(
-            const PushSummary summary,
-            client_->PushAll(absl::MakeConstSpan(data, num_params_), versions_, origin_));
+            const PushSummary summary, Numbered([&](const PushOrigin& origin) {
+              return client_->PushAll(absl::MakeConstSpan(data, num_params_), versions_, origin);
+            }));
         last_staleness_ = summary.mean_staleness;
         return summary;
       });

@@ -62,6 +62,10 @@ class Client {
   // Runs `call` without the GIL, holding the client, unless it has finished; counts its time.
   template <class Call>
   auto Locked(Call call) -> decltype(call());
+  // Runs `send` (a push or exchange) with the next sequence number, which it consumes unless
+  // the client refused it before sending anything. Called under mu_.
+  template <class Send>
+  absl::StatusOr<PushSummary> Numbered(Send send) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::unique_ptr<GrpcPsClient> client_;
   const size_t num_params_;

@@ -4,7 +4,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/exit_status.h"
-#include "core/finite.h"
 
 namespace py = pybind11;
 
@@ -40,13 +39,6 @@ float* FloatData(py::handle array, const char* what, size_t* size) {
   }
   *size = static_cast<size_t>(a.shape(0));
   return static_cast<float*>(a.mutable_data());
-}
-
-absl::Status CheckFinite(const char* what, absl::Span<const float> values) {
-  const size_t i = FirstNonFinite(values);
-  if (i == values.size()) return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat(what, " is not finite at element ", i, " (",
-                                                 values[i], "); nothing was pushed"));
 }
 
 }  // namespace monsoon

@@ -9,7 +9,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 
 namespace monsoon {
 
@@ -29,9 +28,6 @@ T ValueOrRaise(absl::StatusOr<T> value) {
 // A writeable, C-contiguous 1-D float32 array's data and size; ValueError naming `what`
 // otherwise.
 float* FloatData(pybind11::handle array, const char* what, size_t* size);
-
-// InvalidArgument when `values` holds a NaN or an infinity, naming `what` and the first.
-absl::Status CheckFinite(const char* what, absl::Span<const float> values);
 
 }  // namespace monsoon
 

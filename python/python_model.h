@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "core/compute/kernel_math.h"
+#include "core/finite.h"
 #include "core/model/trainable_model.h"
 #include "python/errors.h"
 

@@ -13,6 +13,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "core/finite.h"
 #include "core/compression.h"
 #include "core/status_macros.h"
 #include "proto/channel_security.h"
@@ -289,6 +290,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
         "push of ", gradient.size(), " floats with ", base_versions.size(),
         " chunk versions; the model has ", plan_.num_params(), " in ", plan_.num_chunks()));
   }
+  MONSOON_RETURN_IF_ERROR(CheckFinite("the gradient", gradient));
   PushSummary summary;
   std::atomic<uint64_t> sent{0};  // payload bytes, after encoding
   // Written per chunk by the replies; base_versions stays valid even if it is *pull->versions.
@@ -335,6 +337,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
                                                    " chunk versions; the model has ",
                                                    plan_.num_params(), " in ", plan_.num_chunks()));
   }
+  MONSOON_RETURN_IF_ERROR(CheckFinite("the weights", weights));
   PushSummary summary;
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kExchange,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/finite.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -39,6 +40,7 @@ absl::StatusOr<ResumePoint> InProcessPsClient::Resume() {
 absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> gradient,
                                                        const ChunkVersions& base_versions,
                                                        const PushOrigin& origin) {
+  MONSOON_RETURN_IF_ERROR(CheckFinite("the gradient", gradient));
   PushOrigin mine = origin;
   mine.incarnation = identity_.incarnation;
   PushSummary summary;
@@ -68,6 +70,7 @@ absl::StatusOr<PushSummary> InProcessPsClient::ExchangeAll(absl::Span<const floa
                                                            absl::Span<float> difference,
                                                            ChunkVersions* versions,
                                                            const PushOrigin& origin) {
+  MONSOON_RETURN_IF_ERROR(CheckFinite("the weights", weights));
   PushOrigin mine = origin;
   mine.incarnation = identity_.incarnation;
   PushSummary summary;

@@ -78,7 +78,8 @@ class PsClient {
                                              ChunkVersions* versions) = 0;
   // Sends `gradient` (plan.num_params() floats), each chunk computed from weights of
   // base_versions[chunk id]. `origin` numbers the push (its incarnation is the client's).
-  // A chunk the server already had counts in PushSummary::chunks_duplicate.
+  // A chunk the server already had counts in PushSummary::chunks_duplicate. A gradient with a
+  // NaN or an infinity is refused whole before any chunk is sent (CheckFinite's refusal).
   virtual absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
                                               const ChunkVersions& base_versions,
                                               const PushOrigin& origin) = 0;
@@ -91,7 +92,8 @@ class PsClient {
                                                   PullAfterPush* pull) = 0;
   // The elastic exchange of every chunk: sends `weights`, receives the differences into
   // `difference` (same size; zero for a duplicate chunk). *versions holds each chunk's version
-  // from the previous exchange on entry and this exchange's on return.
+  // from the previous exchange on entry and this exchange's on return. Weights with a NaN or an
+  // infinity are refused whole before any chunk is sent.
   virtual absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,
                                                   absl::Span<float> difference,
                                                   ChunkVersions* versions,
