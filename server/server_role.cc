@@ -152,16 +152,12 @@ void LogEvents(const ServerRun& run) {
   }
 }
 
-// Appends a metrics row of `s`; only the final row may show every worker finished or lost
-// (ServerMetricsRow).
-absl::Status Record(const ServerRun& run, const ServerStats& s, bool final_row) {
-  LogEvents(run);
-  const size_t workers_done = static_cast<size_t>(s.workers_finished) + s.workers_lost.size();
-  if (!final_row && workers_done >= static_cast<size_t>(run.config.cluster.workers)) {
-    return absl::OkStatus();
-  }
+}  // namespace
+
+ServerMetricsRow ServerMetricsRowOf(const ParameterServer& logic, const ServerStats& s,
+                                    double wall_seconds) {
   ServerMetricsRow row;
-  row.wall_seconds = absl::ToDoubleSeconds(absl::Now() - run.start);
+  row.wall_seconds = wall_seconds;
   row.pushes_applied = static_cast<double>(s.pushes_applied);
   row.pushes_dropped = static_cast<double>(s.pushes_dropped);
   row.pushes_rejected = static_cast<double>(s.pushes_rejected);
@@ -170,11 +166,34 @@ absl::Status Record(const ServerRun& run, const ServerStats& s, bool final_row) 
   row.bytes_sent = static_cast<double>(s.bytes_sent);
   row.workers_finished = s.workers_finished;
   row.mean_staleness = HistogramMean(s.staleness_histogram);
-  row.state_bytes = static_cast<double>(run.logic.state_bytes());
+  row.state_bytes = static_cast<double>(logic.state_bytes());
   row.peak_rss_bytes = static_cast<double>(PeakRssBytes());
   row.pushes_duplicate = static_cast<double>(s.pushes_duplicate);
   row.workers_lost = static_cast<double>(s.workers_lost.size());
-  return run.metrics->Append(RowValues(row));
+  return row;
+}
+
+absl::Status WriteServerTables(const RunDir& run_dir, const ParameterServer& logic,
+                               const ServerStats& final_stats) {
+  MONSOON_RETURN_IF_ERROR(
+      WriteFileAtomically(run_dir.staleness_path(logic.index()),
+                          FormatCsvTable(StalenessTable(final_stats.staleness_histogram))));
+  return WriteFileAtomically(run_dir.ledger_path(logic.index()),
+                             FormatCsvTable(LedgerTable(logic.Ledger())));
+}
+
+namespace {
+
+// Appends a metrics row of `s`; only the final row may show every worker finished or lost
+// (ServerMetricsRow).
+absl::Status Record(const ServerRun& run, const ServerStats& s, bool final_row) {
+  LogEvents(run);
+  const size_t workers_done = static_cast<size_t>(s.workers_finished) + s.workers_lost.size();
+  if (!final_row && workers_done >= static_cast<size_t>(run.config.cluster.workers)) {
+    return absl::OkStatus();
+  }
+  return run.metrics->Append(
+      RowValues(ServerMetricsRowOf(run.logic, s, absl::ToDoubleSeconds(absl::Now() - run.start))));
 }
 
 // Serves until every client has finished or been lost, checkpointing every
@@ -217,11 +236,7 @@ absl::Status FinishServing(const ServerRun& run, absl::Status result) {
   }
   MONSOON_RETURN_IF_ERROR(Checkpoint(run));
   MONSOON_RETURN_IF_ERROR(Record(run, final_stats, /*final_row=*/true));
-  MONSOON_RETURN_IF_ERROR(
-      WriteFileAtomically(run.run_dir.staleness_path(run.index),
-                          FormatCsvTable(StalenessTable(final_stats.staleness_histogram))));
-  MONSOON_RETURN_IF_ERROR(WriteFileAtomically(run.run_dir.ledger_path(run.index),
-                                              FormatCsvTable(LedgerTable(run.logic.Ledger()))));
+  MONSOON_RETURN_IF_ERROR(WriteServerTables(run.run_dir, run.logic, final_stats));
   LOG(INFO) << "server " << run.index << ": peak RSS " << PeakRssBytes() / 1048576 << " MiB for "
             << run.logic.state_bytes() / 1048576 << " MiB of weights and optimizer state";
   if (run.trace != nullptr) MONSOON_RETURN_IF_ERROR(run.trace->status());

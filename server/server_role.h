@@ -12,6 +12,8 @@
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
 #include "core/run_dir.h"
+#include "server/parameter_server.h"
+#include "server/server_metrics.h"
 
 namespace monsoon {
 
@@ -28,6 +30,14 @@ struct ServerRoleOptions {
 // once more on the way out (whatever the reason); writes metrics/ledger-server-J.csv.
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            const ServerRoleOptions& options, const std::atomic<bool>* stop);
+
+// A server's metrics row (server_metrics.h) of `s`, at `wall_seconds`.
+ServerMetricsRow ServerMetricsRowOf(const ParameterServer& logic, const ServerStats& s,
+                                    double wall_seconds);
+// What a server leaves beside its metrics when it finishes: its staleness histogram and its
+// exactly-once ledger (metrics/staleness-server-J.csv, metrics/ledger-server-J.csv).
+absl::Status WriteServerTables(const RunDir& run_dir, const ParameterServer& logic,
+                               const ServerStats& final_stats);
 
 struct CheckpointedWeights {
   std::vector<float> weights;  // the flat layout

@@ -57,11 +57,11 @@ absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& s
   EvalResult result;
   result.epoch = MeanWorkerEpoch(stats);
   result.params.resize(model_->num_params());
-  const absl::Time pulling = absl::Now();
+  const absl::Time pulling = clock_.Now();
   MONSOON_ASSIGN_OR_RETURN(PullResult pull,
                            client_->PullAll(absl::MakeSpan(result.params), {}, nullptr));
   result.global_step = pull.min_version;
-  const absl::Time scoring = absl::Now();
+  const absl::Time scoring = clock_.Now();
   MONSOON_ASSIGN_OR_RETURN(const TestScore score,
                            ScoreTestSet(model_, test_, batch_size_, result.params.data()));
   result.test_loss = score.loss;
@@ -69,10 +69,10 @@ absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& s
   if (trace_ != nullptr) {
     trace_->Span(0, "pull weights", pulling, scoring,
                  {{"global_step", static_cast<double>(result.global_step)}});
-    trace_->Span(0, "score test set", scoring, absl::Now(),
+    trace_->Span(0, "score test set", scoring, clock_.Now(),
                  {{"test_loss", result.test_loss}, {"test_accuracy", result.test_accuracy}});
   }
-  result.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start_);
+  result.wall_seconds = absl::ToDoubleSeconds(clock_.Now() - start_);
   if (metrics_ != nullptr) {
     EvaluatorMetricsRow row;
     row.wall_seconds = result.wall_seconds;

@@ -8,6 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/data/dataset.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"
@@ -37,17 +38,18 @@ class Evaluator {
   // `trace` gets every evaluation: its pull and its scoring (thread 0). Results' wall_seconds
   // count from construction, plus `earlier_wall_seconds`: the clock the evaluator's earlier
   // processes in the run left (its metrics CSV's last row; 0 for its first). `test` null: the
-  // model scores itself (ScoreTestSet).
+  // model scores itself (ScoreTestSet). wall_seconds are `clock`'s (borrowed).
   Evaluator(TrainableModel* model, const Dataset* test, PsClient* client, int batch_size,
             CsvMetricsWriter* metrics /* nullable */, TraceWriter* trace /* nullable */,
-            double earlier_wall_seconds = 0)
+            double earlier_wall_seconds = 0, const Clock& clock = Clock::System())
       : model_(model),
         test_(test),
         client_(client),
         batch_size_(batch_size),
         metrics_(metrics),
         trace_(trace),
-        start_(absl::Now() - absl::Seconds(earlier_wall_seconds)) {}
+        clock_(clock),
+        start_(clock.Now() - absl::Seconds(earlier_wall_seconds)) {}
 
   // Pulls the current weights and scores the whole test set; appends a metrics row.
   absl::StatusOr<EvalResult> EvaluateOnce();
@@ -73,6 +75,7 @@ class Evaluator {
   const int batch_size_;
   CsvMetricsWriter* const metrics_;
   TraceWriter* const trace_;
+  const Clock& clock_;
   const absl::Time start_;
 };
 

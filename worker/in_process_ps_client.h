@@ -1,5 +1,5 @@
 // PsClient calling ParameterServer objects in the same process: the training loops' tests
-// run against it without a network.
+// run against it without a network, and a simulated cluster's evaluator reads through it.
 #ifndef MONSOON_WORKER_IN_PROCESS_PS_CLIENT_H_
 #define MONSOON_WORKER_IN_PROCESS_PS_CLIENT_H_
 

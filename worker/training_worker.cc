@@ -24,7 +24,7 @@ const std::vector<std::string>& WorkerTraceThreads() {
 
 TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableModel* model,
                                DataShard* shard, PsClient* client, WorkerMetricsRecorder* metrics,
-                               TraceWriter* trace)
+                               TraceWriter* trace, const Clock& clock)
     : rules_(WorkerRules::FromConfig(config)),
       index_(index),
       model_(model),
@@ -32,11 +32,12 @@ TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableMode
       client_(client),
       metrics_(metrics),
       trace_(trace),
+      clock_(clock),
       earlier_(metrics != nullptr ? metrics->earlier() : WorkerTotals{}),
       stall_watch_(absl::StrCat("worker-", index), rules_.stall_seconds) {}
 
 absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
-  start_ = absl::Now() - absl::Seconds(earlier_.wall_seconds);
+  start_ = clock_.Now() - absl::Seconds(earlier_.wall_seconds);
   absl::StatusOr<WorkerReport> report =
       PushesGradients(rules_.algorithm) ? TrainPushingGradients(stop) : TrainElastic(stop);
   if (report.ok()) {
@@ -46,7 +47,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) 
   // The metrics' clock where there are metrics, so that the report's time follows their rows'.
   if (report.ok()) {
     report->wall_seconds = metrics_ != nullptr ? metrics_->wall_seconds()
-                                               : absl::ToDoubleSeconds(absl::Now() - start_);
+                                               : absl::ToDoubleSeconds(clock_.Now() - start_);
   }
   return report;
 }
@@ -89,9 +90,9 @@ template <typename Call>
 auto TrainingWorker::Timed(WorkerReport* report, std::string_view name, Call call)
     -> decltype(call()) {
   TraceScope span(step_trace_, kTraceLoop, name);
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock_.Now();
   auto result = call();
-  report->comm_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  report->comm_seconds += absl::ToDoubleSeconds(clock_.Now() - start);
   return result;
 }
 
@@ -103,38 +104,24 @@ bool TrainingWorker::Done(const WorkerReport& report) const {
   return epochs_done || (rules_.max_steps > 0 && report.steps >= rules_.max_steps);
 }
 
-double TrainingWorker::EmulatedDelay(double compute_seconds, int64_t step) const {
-  const StragglersConfig& s = rules_.stragglers;
-  double delay = 0;
-  if (std::find(s.slow_workers.begin(), s.slow_workers.end(), index_) != s.slow_workers.end()) {
-    delay += (s.slow_factor - 1) * compute_seconds;
-  }
-  // A stream of its own, apart from the dropout masks' (seed, worker, step).
-  const uint64_t draw = SplitMix64(SplitMix64(~rules_.seed, index_), static_cast<uint64_t>(step));
-  if (s.probability > 0 && UniformHash(draw, 0) < s.probability) {
-    const double mean = s.delay_ms / 1e3;
-    delay += s.distribution == DelayDistribution::kFixed
-                 ? mean
-                 : -mean * std::log(1.0 - UniformHash(draw, 1));
-  }
-  return delay;
-}
 
 absl::Status TrainingWorker::ComputeStep(WorkerReport* report) {
   MONSOON_ASSIGN_OR_RETURN(const int rows, shard_->NextBatch(rules_.batch_size, &x_, &y_));
   // Dropout masks from (seed, worker, step): a replayed step draws the same ones.
   model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
   model_->set_steps_done(report->steps);
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock_.Now();
   const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
   if (model_->loop_ended()) return absl::OkStatus();
   const bool slow = rules_.stragglers.slow_factor > 1;
   // A slow worker's factor applies to the compute itself, not to its launch on a GPU.
   if (slow) model_->Synchronize().IgnoreError();  // a device error comes back at the next sync
-  const double delay = EmulatedDelay(absl::ToDoubleSeconds(absl::Now() - start), report->steps);
+  const double delay =
+      StragglerDelaySeconds(rules_.stragglers, rules_.seed, index_, report->steps,
+                            absl::ToDoubleSeconds(clock_.Now() - start));
   if (delay > 0) {
     const TraceScope span(step_trace_, kTraceLoop, "emulated delay");
-    absl::SleepFor(absl::Seconds(delay));
+    clock_.SleepFor(absl::Seconds(delay));
     report->emulated_delay_seconds += delay;
   }
   ++report->steps;

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "core/data/data_shard.h"
+#include "core/clock.h"
 #include "core/config/job_config.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"
@@ -51,10 +52,10 @@ class TrainingWorker {
  public:
   // `metrics` gets a row after every step and carries on the totals this worker's earlier
   // processes in the run left; `trace` gets the first config.trace.steps steps: each one's
-  // compute and communication.
+  // compute and communication. Times come from `clock` (borrowed).
   TrainingWorker(const JobConfig& config, int index, TrainableModel* model, DataShard* shard,
                  PsClient* client, WorkerMetricsRecorder* metrics /* nullable */,
-                 TraceWriter* trace /* nullable */);
+                 TraceWriter* trace /* nullable */, const Clock& clock = Clock::System());
 
   // Continues where the servers last heard from this worker (Resume(): nowhere for a fresh
   // job; after a restart, right after its last push they all have), trains until
@@ -107,12 +108,8 @@ class TrainingWorker {
   // The learning-rate schedule's factor for a local step at the shard's current progress.
   float RateScale() const;
   // Computes one batch's gradient into the model, then sleeps what the stragglers emulation
-  // adds to the step (EmulatedDelay); updates the report.
+  // adds to the step (StragglerDelaySeconds); updates the report.
   absl::Status ComputeStep(WorkerReport* report);
-  // The emulated delay of step `step` whose compute took `compute_seconds`: a slow worker's
-  // (slow_factor - 1) * compute_seconds, plus a random straggler's delay with the
-  // configured probability, drawn from (seed, worker, step).
-  double EmulatedDelay(double compute_seconds, int64_t step) const;
   // Called as each step begins: its pull, compute and push are traced while it is among the
   // first trace_steps of this process.
   void TraceStep(const WorkerReport& report);
@@ -132,6 +129,7 @@ class TrainingWorker {
   PsClient* const client_;
   WorkerMetricsRecorder* const metrics_;
   TraceWriter* const trace_;
+  const Clock& clock_;
   const WorkerTotals earlier_;  // metrics_'s, or none
   absl::Time start_;  // Run's start, moved back by earlier_.wall_seconds (the clock without metrics)
   int64_t first_step_ = 0;             // the step this process started at

@@ -22,7 +22,7 @@ WorkerTotals WorkerTotals::FromMetricsRow(const WorkerMetricsRow& row) {
 }
 
 absl::StatusOr<std::unique_ptr<WorkerMetricsRecorder>> WorkerMetricsRecorder::Open(
-    const RunDir& run_dir, int index, std::optional<double> last_step) {
+    const RunDir& run_dir, int index, std::optional<double> last_step, const Clock& clock) {
   const std::string path = run_dir.worker_metrics_path(index);
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<CsvMetricsWriter> writer,
@@ -35,17 +35,18 @@ absl::StatusOr<std::unique_ptr<WorkerMetricsRecorder>> WorkerMetricsRecorder::Op
                            RowFrom<WorkerMetricsRow>(writer->continued_from(), path));
   const WorkerTotals earlier = WorkerTotals::FromMetricsRow(last.value_or(WorkerMetricsRow{}));
   return std::unique_ptr<WorkerMetricsRecorder>(
-      new WorkerMetricsRecorder(std::move(writer), earlier));
+      new WorkerMetricsRecorder(std::move(writer), earlier, clock));
 }
 
 WorkerMetricsRecorder::WorkerMetricsRecorder(std::unique_ptr<CsvMetricsWriter> writer,
-                                             const WorkerTotals& earlier)
+                                             const WorkerTotals& earlier, const Clock& clock)
     : writer_(std::move(writer)),
       earlier_(earlier),
-      start_(absl::Now() - absl::Seconds(earlier.wall_seconds)) {}
+      clock_(clock),
+      start_(clock.Now() - absl::Seconds(earlier.wall_seconds)) {}
 
 double WorkerMetricsRecorder::wall_seconds() const {
-  return absl::ToDoubleSeconds(absl::Now() - start_);
+  return absl::ToDoubleSeconds(clock_.Now() - start_);
 }
 
 absl::Status WorkerMetricsRecorder::Record(WorkerMetricsRow row, int64_t samples,

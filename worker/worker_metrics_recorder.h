@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 #include "core/metrics/metrics.h"
 #include "core/run_dir.h"
 #include "worker/ps_client.h"
@@ -38,9 +39,11 @@ class WorkerMetricsRecorder {
  public:
   // Opens worker `index`'s metrics CSV and TensorBoard directory, appending. Given
   // `last_step`, the rows after it go (a restarted worker replays those steps); the earlier
-  // totals come from the last row left. The worker's clock starts now, carrying on from them.
+  // totals come from the last row left. The worker's clock starts now (by `clock`, borrowed),
+  // carrying on from them.
   static absl::StatusOr<std::unique_ptr<WorkerMetricsRecorder>> Open(
-      const RunDir& run_dir, int index, std::optional<double> last_step = std::nullopt);
+      const RunDir& run_dir, int index, std::optional<double> last_step = std::nullopt,
+      const Clock& clock = Clock::System());
 
   const WorkerTotals& earlier() const { return earlier_; }
   // Seconds this worker has run in the run, its earlier processes' included.
@@ -53,10 +56,12 @@ class WorkerMetricsRecorder {
   absl::Status Record(WorkerMetricsRow row, int64_t samples, const TransferCounters& io);
 
  private:
-  WorkerMetricsRecorder(std::unique_ptr<CsvMetricsWriter> writer, const WorkerTotals& earlier);
+  WorkerMetricsRecorder(std::unique_ptr<CsvMetricsWriter> writer, const WorkerTotals& earlier,
+                        const Clock& clock);
 
   const std::unique_ptr<CsvMetricsWriter> writer_;
   const WorkerTotals earlier_;
+  const Clock& clock_;
   const absl::Time start_;  // now, less the earlier processes' wall time
 };
 

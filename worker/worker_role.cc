@@ -173,29 +173,20 @@ absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train) {
   return CheckTargets(config, source->name(), std::move(data));
 }
 
-absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index,
-                                                     Dataset* held) {
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, /*train=*/true));
-  std::vector<uint64_t> rows =
-      ShardRows(source->rows(), index, config.cluster.workers, config.seed);
+absl::StatusOr<std::vector<uint64_t>> WorkerRows(const JobConfig& config, int index,
+                                                 const DataSource& source) {
+  std::vector<uint64_t> rows = ShardRows(source.rows(), index, config.cluster.workers, config.seed);
   if (rows.empty()) {
     return absl::InvalidArgumentError(absl::StrCat("worker ", index,
                                                    " has no data: fewer examples than the ",
                                                    config.cluster.workers, " workers"));
   }
-  const int features = ShapeSize(source->example_shape());
-  const int target_dim = TargetsOf(config.model).columns;
-  if (StreamsShard(config, rows.size(), features, target_dim)) {
-    // The targets alone are read now, to check them against the model.
-    MONSOON_ASSIGN_OR_RETURN(Dataset targets, source->ReadTargets());
-    MONSOON_RETURN_IF_ERROR(CheckTargets(config, source->name(), std::move(targets)).status());
-    LOG(INFO) << "worker " << index << ": streaming " << rows.size() << " of " << source->rows()
-              << " rows of " << source->name() << " batch by batch (they need "
-              << RowBytes(rows.size(), features, target_dim) / (1 << 20)
-              << " MiB, more than data.memory_budget_mib's "
-              << (ShardMemoryBudget(config.data) >> 20) << ")";
-    return std::make_unique<DataShard>(std::move(source), std::move(rows), index, config.seed);
-  }
+  return rows;
+}
+
+absl::StatusOr<std::unique_ptr<DataShard>> ReadShard(const JobConfig& config, int index,
+                                                     const std::vector<uint64_t>& rows,
+                                                     DataSource* source, Dataset* held) {
   LOG(INFO) << "worker " << index << ": reading " << rows.size() << " of " << source->rows()
             << " rows of " << source->name();
   const Allocating allocating(
@@ -203,6 +194,26 @@ absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, in
   MONSOON_ASSIGN_OR_RETURN(Dataset read, source->Read(rows));
   MONSOON_ASSIGN_OR_RETURN(*held, CheckTargets(config, source->name(), std::move(read)));
   return std::make_unique<DataShard>(held, index, config.seed);
+}
+
+absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index,
+                                                     Dataset* held) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, /*train=*/true));
+  MONSOON_ASSIGN_OR_RETURN(std::vector<uint64_t> rows, WorkerRows(config, index, *source));
+  const int features = ShapeSize(source->example_shape());
+  const int target_dim = TargetsOf(config.model).columns;
+  if (!StreamsShard(config, rows.size(), features, target_dim)) {
+    return ReadShard(config, index, rows, source.get(), held);
+  }
+  // The targets alone are read now, to check them against the model.
+  MONSOON_ASSIGN_OR_RETURN(Dataset targets, source->ReadTargets());
+  MONSOON_RETURN_IF_ERROR(CheckTargets(config, source->name(), std::move(targets)).status());
+  LOG(INFO) << "worker " << index << ": streaming " << rows.size() << " of " << source->rows()
+            << " rows of " << source->name() << " batch by batch (they need "
+            << RowBytes(rows.size(), features, target_dim) / (1 << 20)
+            << " MiB, more than data.memory_budget_mib's "
+            << (ShardMemoryBudget(config.data) >> 20) << ")";
+  return std::make_unique<DataShard>(std::move(source), std::move(rows), index, config.seed);
 }
 
 absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu) {

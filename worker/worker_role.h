@@ -39,6 +39,15 @@ absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
 // read from the files batch by batch. InvalidArgument for a worker with no rows.
 absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index,
                                                      Dataset* held);
+// Worker `index`'s rows of the training split `source` (ShardRows); InvalidArgument for a
+// worker with none.
+absl::StatusOr<std::vector<uint64_t>> WorkerRows(const JobConfig& config, int index,
+                                                 const DataSource& source);
+// Worker `index`'s `rows` of `source` read into `held` (borrowed by the shard), their targets
+// checked against the model.
+absl::StatusOr<std::unique_ptr<DataShard>> ReadShard(const JobConfig& config, int index,
+                                                     const std::vector<uint64_t>& rows,
+                                                     DataSource* source, Dataset* held);
 
 // Builds the model a worker or evaluator role trains or scores; `gpu` is the CUDA device the
 // launcher gave the task (< 0: none).

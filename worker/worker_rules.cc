@@ -1,5 +1,10 @@
 #include "worker/worker_rules.h"
 
+#include <algorithm>
+#include <cmath>
+
+#include "core/compute/kernel_math.h"
+
 namespace monsoon {
 
 WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
@@ -30,6 +35,23 @@ WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
   rules.stragglers = config.stragglers;
   rules.stall_seconds = config.reliability.stall_seconds;
   return rules;
+}
+
+double StragglerDelaySeconds(const StragglersConfig& s, uint64_t seed, int worker, int64_t step,
+                             double compute_seconds) {
+  double delay = 0;
+  if (std::find(s.slow_workers.begin(), s.slow_workers.end(), worker) != s.slow_workers.end()) {
+    delay += (s.slow_factor - 1) * compute_seconds;
+  }
+  // A stream of its own, apart from the dropout masks' (seed, worker, step).
+  const uint64_t draw = SplitMix64(SplitMix64(~seed, worker), static_cast<uint64_t>(step));
+  if (s.probability > 0 && UniformHash(draw, 0) < s.probability) {
+    const double mean = s.delay_ms / 1e3;
+    delay += s.distribution == DelayDistribution::kFixed
+                 ? mean
+                 : -mean * std::log(1.0 - UniformHash(draw, 1));
+  }
+  return delay;
 }
 
 }  // namespace monsoon

@@ -36,6 +36,13 @@ struct WorkerRules {
   static WorkerRules FromConfig(const JobConfig& config);
 };
 
+// The emulated delay `stragglers` add to step `step` of `worker` whose compute took
+// `compute_seconds`: a slow worker's (slow_factor - 1) * compute_seconds, plus a random
+// straggler's delay with the configured probability, drawn from (seed, worker, step). Real
+// workers sleep it; simulated ones add it to their step's virtual time.
+double StragglerDelaySeconds(const StragglersConfig& stragglers, uint64_t seed, int worker,
+                             int64_t step, double compute_seconds);
+
 }  // namespace monsoon
 
 #endif  // MONSOON_WORKER_WORKER_RULES_H_

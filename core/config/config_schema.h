@@ -478,6 +478,27 @@ void VisitDeployment(JobConfig& c, V& v) {
             "with `hosts: namespaces`, each host's link carries at most this many Mbit/s each "
             "way (the kernel's token bucket filter); 0: no limit");
   });
+  v.Section("simulation", "(see [Simulated clusters](#simulated-clusters))", [&] {
+    SimulationConfig& m = c.simulation;
+    v.Field("enabled", &m.enabled, Flag{},
+            "`monsoon run` runs every worker and server in one process on a virtual clock: the "
+            "same models, data shards, seeds and server logic, with step and message times "
+            "from the settings below");
+    v.Field("step_seconds", &m.step_seconds, RealRange{0, false, 1e4},
+            "one worker step's compute in simulated seconds, before `stragglers` and "
+            "`step_distribution`; 0: measured on this machine for the job's model (then runs "
+            "are identical only given the same measurement: summary.json records it)");
+    v.Field("step_distribution", &m.step_distribution, kStepDistributionNames,
+            "`constant`, or `lognormal`: each step's time is multiplied by a log-normal factor "
+            "of mean 1, drawn from (`seed`, worker, step)");
+    v.Field("step_sigma", &m.step_sigma, RealRange{0, false, 10},
+            "`lognormal`: the standard deviation of the factor's logarithm");
+    v.Field("link_gbit", &m.link_gbit, RealRange{0, false, 1e6},
+            "each server's link, each way, in Gbit/s, shared equally by the messages it "
+            "carries at once; 0: no limit");
+    v.Field("latency_ms", &m.latency_ms, RealRange{0, false, 1e5},
+            "each message's one-way latency");
+  });
   v.Section("slurm", "(used by `monsoon sbatch`)", [&] {
     SlurmConfig& s = c.slurm;
     v.Field("nodes", &s.nodes, IntRange{1, 100000}, "nodes of a homogeneous job");

@@ -1204,6 +1204,11 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
             ? "model.type is program: name the program in cluster.worker_program"
             : "cluster.worker_program: the program's model needs model.type: program");
   }
+  if (c.simulation.enabled && !c.cluster.worker_program.empty()) {
+    return absl::InvalidArgumentError(
+        "simulation.enabled: a simulated cluster trains Monsoon's own models; a worker "
+        "program's (cluster.worker_program) runs only as real processes");
+  }
   if (c.evaluation.by_program && c.cluster.worker_program.empty()) {
     return absl::InvalidArgumentError(
         "evaluation.by_program: only a worker program (cluster.worker_program) has an "

@@ -60,6 +60,21 @@ struct NetworkConfig {
   double link_mbit = 0;  // emulated hosts: each link's rate each way (tc tbf); 0: no limit
 };
 
+// A simulated cluster (launcher/simulation/): every role in one process on a virtual clock.
+enum class StepDistribution { kConstant, kLogNormal };
+inline constexpr NamedValue<StepDistribution> kStepDistributionValues[] = {
+    {StepDistribution::kConstant, "constant"}, {StepDistribution::kLogNormal, "lognormal"}};
+inline constexpr EnumNames<StepDistribution> kStepDistributionNames{"step_distribution",
+                                                                    kStepDistributionValues};
+struct SimulationConfig {
+  bool enabled = false;
+  double step_seconds = 0;  // one worker step's compute; 0: measured on this machine
+  StepDistribution step_distribution = StepDistribution::kConstant;
+  double step_sigma = 0.5;  // lognormal: the log's standard deviation (mean factor 1)
+  double link_gbit = 10;    // each server's link, each way, shared by its messages; 0: no limit
+  double latency_ms = 0.05;  // each message's one-way latency
+};
+
 // The `monsoon sbatch` script: resources to ask SLURM for.
 struct SlurmConfig {
   int nodes = 1;  // homogeneous jobs
@@ -293,6 +308,7 @@ struct JobConfig {
   CheckpointConfig checkpoint;
   SecurityConfig security;
   NetworkConfig network;
+  SimulationConfig simulation;
   SlurmConfig slurm;
 
   size_t chunk_floats() const { return static_cast<size_t>(transport.chunk_kib) * 1024 / 4; }

@@ -11,6 +11,7 @@
 #include "core/out_of_memory.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"
+#include "launcher/simulation/simulated_job.h"
 #include "launcher/local/job_setup.h"
 #include "launcher/local/worker_program.h"
 #include "server/server_role.h"
@@ -109,10 +110,18 @@ void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgre
 }
 
 int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume) {
+  if (config.simulation.enabled && resume) {
+    return Fail(absl::FailedPreconditionError(
+                    "a simulated run is not resumed: run the job again (the same job and seed "
+                    "give the same result)"),
+                2);
+  }
   LocalJobOptions options;
   options.self_exe = SelfExePath();
   options.resume = resume;
-  const absl::StatusOr<JobProgress> result = RunLocalJob(config, run_dir, options, StopFlag());
+  const absl::StatusOr<JobProgress> result =
+      config.simulation.enabled ? RunSimulatedJob(config, run_dir, StopFlag())
+                                : RunLocalJob(config, run_dir, options, StopFlag());
   if (absl::IsCancelled(result.status())) return Fail(result.status(), kExitStopped);
   if (!result.ok()) return Fail(result.status(), 1);
   PrintResult(config, run_dir, *result);

@@ -59,7 +59,7 @@ absl::StatusOr<FinalWeights> FetchFinalWeights(const JobConfig& config, const Ru
 }
 
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,
-                                         double wall_seconds) {
+                                         double wall_seconds, const SimulationFacts* simulation) {
   MONSOON_RETURN_IF_ERROR(TrainingFinished(config, run_dir));
   MONSOON_ASSIGN_OR_RETURN(JobProgress p, ReadProgress(config, run_dir));
   MONSOON_ASSIGN_OR_RETURN(const FinalWeights weights, FetchFinalWeights(config, run_dir, &p));
@@ -67,8 +67,8 @@ absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& 
   MONSOON_ASSIGN_OR_RETURN(const size_t trace_events,
                            MergeTraces(run_dir.trace_dir(), run_dir.trace_path()));
   MONSOON_RETURN_IF_ERROR(WriteFileAtomically(
-      run_dir.summary_path(), SummaryJson(config, run_dir, p, weights, trace_events,
-                                          wall_seconds)));
+      run_dir.summary_path(),
+      SummaryJson(config, run_dir, p, weights, trace_events, wall_seconds, simulation)));
   return p;
 }
 

@@ -22,7 +22,8 @@ absl::StatusOr<FinalWeights> FetchFinalWeights(const JobConfig& config, const Ru
 // figures it reports: those of the final weights. FailedPrecondition, and nothing written,
 // unless TrainingFinished.
 absl::StatusOr<JobProgress> WriteSummary(const JobConfig& config, const RunDir& run_dir,
-                                         double wall_seconds);
+                                         double wall_seconds,
+                                         const SimulationFacts* simulation = nullptr);
 
 }  // namespace monsoon
 

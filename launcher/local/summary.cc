@@ -120,7 +120,8 @@ std::optional<std::string> CollapseWarning(const JobConfig& config, const JobPro
 }
 
 std::string SummaryJson(const JobConfig& config, const RunDir& run_dir, const JobProgress& p,
-                        const FinalWeights& weights, size_t trace_events, double wall_seconds) {
+                        const FinalWeights& weights, size_t trace_events, double wall_seconds,
+                        const SimulationFacts* simulation) {
   const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
   const size_t num_params = weights.values.size();
   const Json null;
@@ -135,6 +136,11 @@ std::string SummaryJson(const JobConfig& config, const RunDir& run_dir, const Jo
   summary["final_test_loss"] = p.has_eval ? Json(p.test_loss) : null;
   summary["global_step"] = p.has_eval || weights.from_checkpoints ? Json(p.global_step) : null;
   summary["wall_seconds"] = wall_seconds;
+  summary["simulation"] = simulation == nullptr
+                              ? null
+                              : Json{{"step_seconds", simulation->step_seconds},
+                                     {"events", simulation->events},
+                                     {"real_seconds", simulation->real_seconds}};
   summary["training_seconds"] = p.worker_seconds;
   summary["samples_per_second"] = p.samples_per_second;
   summary["epochs"] = p.min_epoch;

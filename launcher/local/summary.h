@@ -56,11 +56,19 @@ struct FinalWeights {
   bool from_checkpoints = false;  // the servers' final checkpoints, not the evaluator's file
 };
 
+// What a simulated run (launcher/simulation/) adds to its summary.json, as "simulation".
+struct SimulationFacts {
+  double step_seconds = 0;  // one step's compute before stragglers and step_distribution
+  uint64_t events = 0;      // the event loop's
+  double real_seconds = 0;  // the simulation's own run time on this machine
+};
+
 // summary.json's text for a finished run: its figures `p`, its final weights and the number of
-// trace events merged. Classification jobs report test accuracy; regression jobs null
+// trace events merged. `simulation` is null for a real run ("simulation": null). Classification jobs report test accuracy; regression jobs null
 // accuracy. Models of at most 64 parameters list their values.
 std::string SummaryJson(const JobConfig& config, const RunDir& run_dir, const JobProgress& p,
-                        const FinalWeights& weights, size_t trace_events, double wall_seconds);
+                        const FinalWeights& weights, size_t trace_events, double wall_seconds,
+                        const SimulationFacts* simulation = nullptr);
 
 }  // namespace monsoon
 

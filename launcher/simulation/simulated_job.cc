@@ -1,0 +1,317 @@
+#include "launcher/simulation/simulated_job.h"
+
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "core/compute/kernel_math.h"
+#include "core/file_util.h"
+#include "core/metrics/metrics.h"
+#include "core/status_macros.h"
+#include "launcher/local/run_summary.h"
+#include "launcher/simulation/event_loop.h"
+#include "launcher/simulation/shared_link.h"
+#include "launcher/simulation/simulated_ps_client.h"
+#include "launcher/simulation/step_timed_model.h"
+#include "launcher/simulation/turns.h"
+#include "server/server_metrics.h"
+#include "server/server_role.h"
+#include "server/server_rules.h"
+#include "worker/evaluator.h"
+#include "worker/in_process_ps_client.h"
+#include "worker/training_worker.h"
+#include "worker/worker_role.h"
+#include "worker/worker_rules.h"
+
+namespace monsoon {
+namespace {
+
+// The workers' config: their time is the simulation's, so nothing of theirs watches the wall
+// clock or overlaps transfers on a thread of its own.
+JobConfig SimulatedWorkerConfig(const JobConfig& config) {
+  JobConfig c = config;
+  c.reliability.stall_seconds = 0;
+  c.transport.overlap = Overlap::kNone;
+  c.trace.steps = 0;
+  return c;
+}
+
+// The median of 10 steps' compute (after 3 to warm up) of the job's model on worker 0's
+// shard: one real worker's step on this machine.
+absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config, const Dataset* rows) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, NativeModel(config, -1));
+  DataShard shard(rows, 0, config.seed);
+  std::vector<float> x, y;
+  std::vector<double> seconds;
+  for (int i = 0; i < 13; ++i) {
+    MONSOON_ASSIGN_OR_RETURN(const int n, shard.NextBatch(config.training.batch_size, &x, &y));
+    const absl::Time start = absl::Now();
+    model->ComputeGradients(x.data(), y.data(), n);
+    MONSOON_RETURN_IF_ERROR(model->Synchronize());
+    if (i >= 3) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// True when the workers can share one model object: they run one at a time, and each loads
+// the weights it pulled into the model before every step and takes its gradient out right
+// after, keeping nothing in the model between steps (no local steps, no weights kept across
+// fetches, no elastic averaging).
+bool WorkersShareModel(const JobConfig& config) {
+  const WorkerRules rules = WorkerRules::FromConfig(config);
+  return PushesGradients(rules.algorithm) && rules.n_fetch == 1 && rules.local_learning_rate == 0;
+}
+
+// One simulated worker: what RunWorkerRole builds for a real one.
+struct SimulatedWorker {
+  explicit SimulatedWorker(const EventLoop* loop) : clock(loop) {}
+  SimulatedClock clock;
+  Dataset held;
+  std::unique_ptr<DataShard> shard;
+  std::unique_ptr<TrainableModel> own_model;  // unless the workers share one
+  std::unique_ptr<TrainableModel> model;      // own_model's or the shared one, timed
+  std::unique_ptr<WorkerMetricsRecorder> metrics;
+  std::unique_ptr<SimulatedPsClient> client;
+  std::unique_ptr<TrainingWorker> trainer;
+  absl::StatusOr<WorkerReport> report = absl::UnknownError("did not run");
+};
+
+// The evaluator: scores the servers' weights every evaluation.interval_seconds of simulated
+// time, taking none of it (its pulls read the servers directly).
+struct SimulatedEvaluator {
+  Dataset test;
+  std::unique_ptr<TrainableModel> model;
+  std::unique_ptr<InProcessPsClient> client;
+  std::unique_ptr<CsvMetricsWriter> metrics;
+  std::unique_ptr<Evaluator> evaluator;
+  std::unique_ptr<SimulatedClock> clock;
+};
+
+class Simulation {
+ public:
+  Simulation(const JobConfig& config, const RunDir& run_dir, const std::atomic<bool>* stop)
+      : config_(config),
+        worker_config_(SimulatedWorkerConfig(config)),
+        run_dir_(run_dir),
+        stop_(stop),
+        loop_(absl::Now()) {}
+
+  absl::Status Build();
+  absl::StatusOr<JobProgress> Run();
+
+ private:
+  absl::Status BuildServers();
+  absl::Status BuildWorker(int index, SimulatedWorker* w);
+  absl::Status BuildEvaluator();
+  // Evaluates now, and again an interval later until every worker has finished.
+  void Evaluate();
+  absl::StatusOr<EvalResult> EvaluateOnce();
+  // The servers' metrics rows at the current simulated time.
+  absl::Status RecordServers();
+  // RUN_DIR/params.bin: the servers' weights now.
+  absl::Status WriteFinalWeights();
+  // The final evaluation, weights, servers' rows and tables.
+  absl::Status Finish();
+  absl::Status WorkersStatus() const;
+
+  const JobConfig& config_;
+  const JobConfig worker_config_;
+  const RunDir& run_dir_;
+  const std::atomic<bool>* const stop_;
+  EventLoop loop_;
+  double step_seconds_ = 0;
+  std::vector<std::unique_ptr<ParameterServer>> servers_;
+  std::vector<std::unique_ptr<CsvMetricsWriter>> server_metrics_;
+  std::vector<SharedLink> to_servers_, from_servers_;
+  SimulatedNetwork network_;
+  std::unique_ptr<DataSource> train_;             // read once for every worker's rows
+  std::unique_ptr<TrainableModel> shared_model_;  // when WorkersShareModel
+  std::vector<SimulatedWorker> workers_;
+  std::optional<SimulatedEvaluator> evaluator_;
+  absl::Status evaluation_ = absl::OkStatus();
+  int finished_ = 0;
+  Turns turns_;  // last: its threads, joined first, use everything above
+};
+
+absl::Status Simulation::BuildServers() {
+  MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config_));
+  ServerRules rules = ServerRules::FromConfig(config_);
+  MONSOON_ASSIGN_OR_RETURN(rules.run_id, ReadRunId(run_dir_));
+  const InitialValuesFn initial = ModelInitialValues(config_.model, config_.seed);
+  const double bytes_per_second = config_.simulation.link_gbit * 1e9 / 8;
+  const double latency = config_.simulation.latency_ms / 1e3;
+  for (int j = 0; j < config_.cluster.servers; ++j) {
+    servers_.push_back(std::make_unique<ParameterServer>(
+        j, plan, initial, rules, config_.cluster.workers, config_.cluster.evaluator,
+        ServerClock::Manual([this] { return loop_.Now(); })));
+    MONSOON_ASSIGN_OR_RETURN(
+        server_metrics_.emplace_back(),
+        CsvMetricsWriter::Create(run_dir_.server_metrics_path(j), ColumnNames<ServerMetricsRow>()));
+    to_servers_.emplace_back(&loop_, bytes_per_second, latency);
+    from_servers_.emplace_back(&loop_, bytes_per_second, latency);
+    network_.servers.push_back(servers_.back().get());
+  }
+  network_.loop = &loop_;
+  network_.turns = &turns_;
+  network_.to_servers = &to_servers_;
+  network_.from_servers = &from_servers_;
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::BuildWorker(int index, SimulatedWorker* w) {
+  MONSOON_ASSIGN_OR_RETURN(const std::vector<uint64_t> rows, WorkerRows(config_, index, *train_));
+  MONSOON_ASSIGN_OR_RETURN(w->shard, ReadShard(config_, index, rows, train_.get(), &w->held));
+  if (step_seconds_ <= 0) {
+    step_seconds_ = config_.simulation.step_seconds;
+    if (step_seconds_ <= 0) {
+      MONSOON_ASSIGN_OR_RETURN(step_seconds_, MeasureStepSeconds(config_, &w->held));
+    }
+  }
+  TrainableModel* model = shared_model_.get();
+  if (model == nullptr) {
+    MONSOON_ASSIGN_OR_RETURN(w->own_model, NativeModel(worker_config_, -1));
+    model = w->own_model.get();
+  }
+  w->model = std::make_unique<StepTimedModel>(model, config_, step_seconds_, index, &w->clock);
+  MONSOON_ASSIGN_OR_RETURN(w->metrics,
+                           WorkerMetricsRecorder::Open(run_dir_, index, std::nullopt, w->clock));
+  w->client = std::make_unique<SimulatedPsClient>(&network_, index, &w->clock);
+  w->trainer =
+      std::make_unique<TrainingWorker>(worker_config_, index, w->model.get(), w->shard.get(),
+                                       w->client.get(), w->metrics.get(), nullptr, w->clock);
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::BuildEvaluator() {
+  if (!config_.cluster.evaluator) return absl::OkStatus();
+  SimulatedEvaluator& e = evaluator_.emplace();
+  MONSOON_ASSIGN_OR_RETURN(e.test, LoadSplit(config_, /*train=*/false));
+  MONSOON_ASSIGN_OR_RETURN(e.model, NativeModel(config_, -1));
+  e.client = std::make_unique<InProcessPsClient>(network_.servers,
+                                                 ClientIdentity{ClientRole::kEvaluator, 0});
+  MONSOON_RETURN_IF_ERROR(e.client->Resume().status());
+  MONSOON_ASSIGN_OR_RETURN(e.metrics, CsvMetricsWriter::Create(run_dir_.evaluator_metrics_path(),
+                                                               ColumnNames<EvaluatorMetricsRow>()));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<EventFileWriter> events,
+                           EventFileWriter::Create(run_dir_.tensorboard_dir("evaluator")));
+  e.metrics->MirrorTo(std::move(events), "global_step");
+  e.clock = std::make_unique<SimulatedClock>(&loop_);
+  e.evaluator = std::make_unique<Evaluator>(e.model.get(), &e.test, e.client.get(),
+                                            config_.evaluation.batch_size, e.metrics.get(), nullptr,
+                                            0, *e.clock);
+  return absl::OkStatus();
+}
+
+absl::Status Simulation::Build() {
+  MONSOON_RETURN_IF_ERROR(BuildServers());
+  MONSOON_ASSIGN_OR_RETURN(train_, OpenSplit(config_, /*train=*/true));
+  if (WorkersShareModel(config_)) {
+    MONSOON_ASSIGN_OR_RETURN(shared_model_, NativeModel(worker_config_, -1));
+  }
+  workers_.reserve(config_.cluster.workers);
+  for (int i = 0; i < config_.cluster.workers; ++i) {
+    workers_.emplace_back(&loop_);
+    MONSOON_RETURN_IF_ERROR(BuildWorker(i, &workers_[i]));
+  }
+  train_.reset();
+  return BuildEvaluator();
+}
+
+absl::Status Simulation::RecordServers() {
+  for (size_t j = 0; j < servers_.size(); ++j) {
+    MONSOON_RETURN_IF_ERROR(server_metrics_[j]->Append(
+        RowValues(ServerMetricsRowOf(*servers_[j], servers_[j]->Stats(), loop_.seconds()))));
+  }
+  return absl::OkStatus();
+}
+
+void Simulation::Evaluate() {
+  if (finished_ == config_.cluster.workers || !evaluation_.ok()) return;
+  evaluation_ = RecordServers();
+  if (evaluator_.has_value() && evaluation_.ok()) evaluation_ = EvaluateOnce().status();
+  loop_.After(config_.evaluation.interval_seconds, [this] { Evaluate(); });
+}
+
+absl::StatusOr<EvalResult> Simulation::EvaluateOnce() {
+  MONSOON_ASSIGN_OR_RETURN(const std::vector<ServerStats> stats, evaluator_->client->AllStats());
+  return evaluator_->evaluator->Evaluate(stats);
+}
+
+absl::Status Simulation::WriteFinalWeights() {
+  std::vector<float> weights(servers_.front()->plan().num_params());
+  for (const Chunk& c : servers_.front()->plan().chunks()) {
+    MONSOON_ASSIGN_OR_RETURN(const ChunkSnapshot s,
+                             servers_[c.server]->Snapshot(c.id, kNotAWorker));
+    std::copy(s.values->begin(), s.values->end(), weights.begin() + c.offset);
+  }
+  return WriteFileAtomically(
+      run_dir_.params_path(),
+      std::string(reinterpret_cast<const char*>(weights.data()), weights.size() * sizeof(float)));
+}
+
+absl::Status Simulation::Finish() {
+  if (evaluator_.has_value()) MONSOON_RETURN_IF_ERROR(EvaluateOnce().status());
+  MONSOON_RETURN_IF_ERROR(WriteFinalWeights());
+  MONSOON_RETURN_IF_ERROR(RecordServers());
+  for (const auto& server : servers_) {
+    MONSOON_RETURN_IF_ERROR(WriteServerTables(run_dir_, *server, server->Stats()));
+  }
+  return absl::OkStatus();
+}
+
+// Why the simulation cannot finish: the first worker that failed, or those still waiting
+// when no event was left.
+absl::Status Simulation::WorkersStatus() const {
+  std::vector<int> waiting;
+  for (size_t i = 0; i < workers_.size(); ++i) {
+    const absl::Status& s = workers_[i].report.status();
+    if (s.ok()) continue;
+    if (!absl::IsUnknown(s)) return s;
+    waiting.push_back(static_cast<int>(i));
+  }
+  if (waiting.empty()) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("the simulation ran out of events at ", loop_.seconds(), " simulated s with ",
+                   waiting.size(), " worker(s) still waiting, worker ", waiting.front(),
+                   " first (a sync round or SSP bound no pushes can complete?)"));
+}
+
+absl::StatusOr<JobProgress> Simulation::Run() {
+  for (int i = 0; i < config_.cluster.workers; ++i) {
+    turns_.Spawn([this, i] {
+      workers_[i].report = workers_[i].trainer->Run(stop_);
+      ++finished_;
+    });
+    loop_.At(0, [this, i] { turns_.Resume(i); });
+  }
+  loop_.At(0, [this] { Evaluate(); });
+  const absl::Time start = absl::Now();
+  loop_.Run();
+  SimulationFacts facts{step_seconds_, loop_.events_run(),
+                        absl::ToDoubleSeconds(absl::Now() - start)};
+  LOG(INFO) << "simulation: " << facts.events << " events, " << loop_.seconds()
+            << " simulated s in " << facts.real_seconds << " s (steps of " << step_seconds_
+            << " s)";
+  MONSOON_RETURN_IF_ERROR(WorkersStatus());
+  MONSOON_RETURN_IF_ERROR(evaluation_);
+  MONSOON_RETURN_IF_ERROR(Finish());
+  return WriteSummary(config_, run_dir_, loop_.seconds(), &facts);
+}
+
+}  // namespace
+
+absl::StatusOr<JobProgress> RunSimulatedJob(const JobConfig& config, const RunDir& run_dir,
+                                            const std::atomic<bool>* stop) {
+  Simulation simulation(config, run_dir, stop);
+  MONSOON_RETURN_IF_ERROR(simulation.Build());
+  return simulation.Run();
+}
+
+}  // namespace monsoon

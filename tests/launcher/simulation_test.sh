@@ -1,0 +1,101 @@
+#!/bin/bash
+# The simulator against reality (issue 34): the same small jobs run by real processes and
+# simulated, the simulation's step time set to the real run's measured one (its mean, and its
+# spread as a log-normal sigma: 8 workers on 2 cores take turns, which spreads staleness). The mean staleness
+# must agree within 25 % and the test accuracy after each epoch within 0.015. And a simulated
+# job is bit-identical run twice, and marked as simulated.
+source tests/launcher/test_lib.sh
+cfg=configs/fmnist_downpour.yaml
+epochs=2
+
+# compare REAL_DIR SIM_DIR WHAT EARLY: the checks, printed as PASS/FAIL lines; accuracies
+# before the last epoch within EARLY, the last within 0.015.
+compare() {
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
+import csv, sys
+real, sim, what, early = sys.argv[1:]
+def staleness(d):
+    rows = list(csv.DictReader(open(f"{d}/metrics/server-0.csv")))
+    return float(rows[-1]["mean_staleness"])
+def accuracy_at(d, epoch):
+    rows = [(float(r["epoch"]), float(r["test_accuracy"]))
+            for r in csv.DictReader(open(f"{d}/metrics/evaluator.csv"))]
+    for (e0, a0), (e1, a1) in zip(rows, rows[1:]):
+        if e0 <= epoch <= e1:
+            return a0 if e1 == e0 else a0 + (a1 - a0) * (epoch - e0) / (e1 - e0)
+    return rows[-1][1]
+sr, ss = staleness(real), staleness(sim)
+ok = abs(ss - sr) <= 0.25 * max(sr, 1e-9) or abs(ss - sr) < 0.05
+print(f"{'PASS' if ok else 'FAIL'}: {what}: mean staleness real {sr:.3f}, simulated {ss:.3f}")
+epochs = int(open(f"{real}/epochs").read())
+for epoch in range(1, epochs + 1):
+    ar, asim = accuracy_at(real, epoch), accuracy_at(sim, epoch)
+    bound = 0.015 if epoch == epochs else float(early)
+    ok = abs(ar - asim) <= bound
+    print(f"{'PASS' if ok else 'FAIL'}: {what}: test accuracy after epoch {epoch}: "
+          f"real {ar:.4f}, simulated {asim:.4f} (within {bound})")
+PY
+}
+
+# step_time RUN_DIR: the real workers' compute per step (each row's time less its calls to the
+# servers and emulated delays): the mean, and the standard deviation of its logarithm.
+step_time() {
+  python3 - "$1" <<'PY'
+import csv, glob, math, statistics, sys
+steps = []
+for path in glob.glob(f"{sys.argv[1]}/metrics/worker-*.csv"):
+    rows = list(csv.DictReader(open(path)))
+    for a, b in zip(rows, rows[1:]):
+        busy = sum((float(b[k]) - float(a[k])) * sign for k, sign in
+                   (("wall_seconds", 1), ("comm_seconds", -1), ("emulated_delay_seconds", -1)))
+        if busy > 0:
+            steps.append(busy)
+print(statistics.mean(steps), statistics.pstdev([math.log(s) for s in steps]))
+PY
+}
+
+# case NAME WORKERS EARLY SETTINGS...: the job really, then simulated with its measured step
+# time; accuracies before the last epoch within EARLY.
+case_() {
+  local name=$1 workers=$2 early=$3
+  shift 3
+  local real="$WORK/$name-real" sim="$WORK/$name-sim"
+  timeout 300 "$MONSOON" run "$cfg" --run-dir "$real" --set cluster.workers="$workers" \
+    --set training.epochs=$epochs --set evaluation.interval_seconds=0.1 "$@" >"$real.txt" 2>&1
+  expect_eq "$name: the real job exits" "$?" "0"
+  echo "$epochs" >"$real/epochs"
+  local step sigma
+  read -r step sigma < <(step_time "$real")
+  timeout 300 "$MONSOON" run "$cfg" --run-dir "$sim" --set cluster.workers="$workers" \
+    --set training.epochs=$epochs --set evaluation.interval_seconds=0.02 "$@" \
+    --set simulation.enabled=true --set simulation.step_seconds="$step" \
+    --set simulation.step_distribution=lognormal --set simulation.step_sigma="$sigma" \
+    --set simulation.link_gbit=0 --set simulation.latency_ms=0.1 >"$sim.txt" 2>&1
+  expect_eq "$name: the simulated job exits" "$?" "0"
+  echo "$name: real steps of $step s on average, log-normal sigma $sigma"
+  compare "$real" "$sim" "$name" "$early" | tee "$WORK/$name.checks"
+  failures=$((failures + $(grep -c '^FAIL' "$WORK/$name.checks")))
+}
+
+case_ downpour-2 2 0.015
+# 8 real workers on 2 cores take turns; after the first epoch the simulation (whose workers
+# all compute at once) is 0.02-0.04 ahead, by the last within 0.015 (README: Simulated
+# clusters).
+case_ downpour-8 8 0.04 --set optimizer.learning_rate=0.005
+case_ sync-backup-8 8 0.015 --set training.algorithm=sync --set sync.quorum=7
+case_ easgd-2 2 0.015 --set training.algorithm=easgd
+
+# The same simulated job twice: the same weights, bit for bit; summary.json says simulated.
+for i in 1 2; do
+  timeout 120 "$MONSOON" run "$cfg" --run-dir "$WORK/twice-$i" --set cluster.workers=16 \
+    --set training.epochs=1 --set simulation.enabled=true --set simulation.step_seconds=0.002 \
+    --set simulation.step_distribution=lognormal --set stragglers.probability=0.1 \
+    --set optimizer.learning_rate=0.002 >"$WORK/twice-$i.txt" 2>&1
+done
+cmp -s "$WORK/twice-1/params.bin" "$WORK/twice-2/params.bin" \
+  && pass "a simulated job run twice ends with identical weights" \
+  || fail "two runs of one simulated job differ"
+step=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['simulation']['step_seconds'])" \
+  "$WORK/twice-1/summary.json")
+expect_eq "summary.json records the simulation's step time" "$step" "0.002"
+finish
