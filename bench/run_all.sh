@@ -30,12 +30,12 @@ if [ "$quick" = 1 ]; then
   transport=(--sizes 1,4,16 --reps 3); apply=(--mib 8 --reps 3); compute=(--steps 10)
   compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 3); python_client=(--mib 4 --reps 3)
   compute_resnet=(--model resnet --steps 2); pytorch_resnet=(--model resnet --steps 2)
-  worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20
+  worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20; sim_epochs=1
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
   compute_cnn=(--model cnn --steps 80); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 10)
   compute_resnet=(--model resnet --steps 40); pytorch_resnet=(--model resnet --steps 20)
-  worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200
+  worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200; sim_epochs=3
 fi
 
 run() {  # NAME COMMAND...: runs a benchmark, its stdout to OUT/NAME.out
@@ -74,6 +74,22 @@ for s in "${servers[@]}"; do
   done
 done
 
+# The simulator (README "Simulated clusters") against one real worker: the default job's
+# `sim_epochs` epochs trained by 1 real worker, and by 64 simulated ones; no evaluator. Its
+# samples per real second over the real worker's samples/s.
+simulator_run() {  # NAME SETTINGS...
+  local name=$1
+  shift
+  echo "== simulator: $name" >&2
+  timeout 600 "$bin/launcher/monsoon" run "$root/configs/fmnist_downpour.yaml" \
+    --run-dir "$out/simulator/$name" --set cluster.evaluator=false \
+    --set training.epochs="$sim_epochs" --set optimizer.learning_rate=0.002 "$@" >/dev/null 2>&1 ||
+    { echo "run_all: simulator run $name failed: see $out/simulator/$name" >&2; exit 1; }
+}
+simulator_run real-1 --set cluster.workers=1
+simulator_run simulated-64 --set cluster.workers=64 --set simulation.enabled=true \
+  --set simulation.step_seconds=0.001
+
 python3 - "$out" "$quick" "$check" <<'PY'
 import csv, glob, json, os, sys
 out, quick, check = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
@@ -83,6 +99,15 @@ transport, apply, compute, worker = whole("transport"), last_line("apply"), whol
 compute_cnn, pytorch_cnn = whole("compute_cnn"), whole("pytorch_cnn")
 compute_resnet, pytorch_resnet = whole("compute_resnet"), whole("pytorch_resnet")
 python_client = whole("python_client")
+real_1 = json.load(open(f"{out}/simulator/real-1/summary.json"))
+simulated = json.load(open(f"{out}/simulator/simulated-64/summary.json"))
+simulated_samples = simulated["samples_per_second"] * simulated["training_seconds"]
+simulator = {"real_worker_samples_per_second": real_1["samples_per_second"],
+             "simulated_workers": simulated["workers"],
+             "simulated_samples_per_real_second":
+                 simulated_samples / simulated["simulation"]["real_seconds"]}
+simulator["ratio"] = (simulator["simulated_samples_per_real_second"]
+                      / simulator["real_worker_samples_per_second"])
 scaling = []
 for run in sorted(glob.glob(f"{out}/scaling/*")):
     s = json.load(open(f"{run}/summary.json"))
@@ -201,10 +226,17 @@ client_check = ("Python client push and pull >= 0.95 of C++'s",
 print(f"\nissue 24 target in this run{' (--quick: not for quoting)' if quick else ''}:")
 print(f"  {client_check[0]:<50} {verdict(client_check[1]):<8} {client_check[2]}")
 checks.append(client_check)
+sim_check = ("simulator >= 0.8 of one real worker's samples/s", simulator["ratio"] >= 0.8,
+             f"{simulator['ratio']:.3f} ({simulator['simulated_samples_per_real_second']:.0f} "
+             f"with {simulator['simulated_workers']} simulated workers, "
+             f"{simulator['real_worker_samples_per_second']:.0f} real)")
+print(f"\nissue 34 target in this run{' (--quick: not for quoting)' if quick else ''}:")
+print(f"  {sim_check[0]:<50} {verdict(sim_check[1]):<8} {sim_check[2]}")
+checks.append(sim_check)
 json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": compute,
            "compute_cnn": compute_cnn, "pytorch_cnn": pytorch_cnn, "python_client": python_client,
            "compute_resnet": compute_resnet, "pytorch_resnet": pytorch_resnet,
-           "worker": worker, "scaling": scaling,
+           "worker": worker, "scaling": scaling, "simulator": simulator,
            "targets": [{"target": what, "met": ok, "figures": figures}
                        for what, ok, figures in checks]},
           open(f"{out}/bench.json", "w"), indent=1)

@@ -18,7 +18,7 @@ constexpr int kNotAWorker = -1;
 
 // Staleness histogram buckets: 0 .. kStalenessBuckets - 2 exactly; the last bucket counts
 // every staleness >= kStalenessBuckets - 1.
-constexpr int kStalenessBuckets = 65;
+constexpr int kStalenessBuckets = 4097;  // cluster.workers is at most 4096
 
 struct ServerStats {
   int server_index = 0;

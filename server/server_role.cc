@@ -26,10 +26,15 @@
 namespace monsoon {
 namespace {
 
-// The histogram as CSV rows (staleness, pushes); the last bucket is "this or more".
+// The histogram as CSV rows (staleness, pushes) up to the largest staleness seen (a row for 0
+// at least); the histogram's last bucket is "this or more".
 CsvTable StalenessTable(const std::vector<uint64_t>& histogram) {
   CsvTable table{{"staleness", "pushes"}, {}};
+  size_t rows = 1;
   for (size_t s = 0; s < histogram.size(); ++s) {
+    if (histogram[s] > 0) rows = s + 1;
+  }
+  for (size_t s = 0; s < rows; ++s) {
     table.rows.push_back({static_cast<double>(s), static_cast<double>(histogram[s])});
   }
   return table;

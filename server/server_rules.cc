@@ -9,6 +9,8 @@ ServerRules ServerRules::FromConfig(const JobConfig& config) {
   rules.optimizer.momentum = EffectiveMomentum(config);
   rules.staleness = config.staleness;
   rules.sync = config.sync;
+  // 0 stays 0: every live worker, however many remain.
+  if (config.sync.backup_fraction > 0) rules.sync.quorum = EffectiveQuorum(config);
   rules.easgd = config.easgd;
   rules.learning_rate = LearningRatePlanOf(config);
   rules.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);

@@ -278,6 +278,10 @@ void VisitTraining(JobConfig& c, V& v) {
             Doc("K: a round is applied with the first K fresh gradients (N − K backup workers); "
                 "0 means all workers")
                 .Type("integer (0–workers)"));
+    v.Field("backup_fraction", &c.sync.backup_fraction, RealRange{0, false, 0.5},
+            "with `quorum: 0`, that fraction of the workers (rounded up) are backups: K = N − "
+            "⌈fraction · N⌉, so a study over worker counts keeps the same share (0.05: 1 of "
+            "8, 2 of 32, 7 of 128)");
     v.Field("late_gradients", &c.sync.late_gradients, kLateGradientsNames,
             "a gradient that arrives after its round closed is dropped, or folded into the "
             "next round with weight 1 / (1 + staleness)");

@@ -1094,7 +1094,14 @@ bool StopsOnWorkerLoss(const JobConfig& config) {
   const WorkerLoss loss = config.reliability.worker_loss;
   if (loss != WorkerLoss::kAuto) return loss == WorkerLoss::kStop;
   return config.training.algorithm == Algorithm::kSync &&
-         (config.sync.quorum == 0 || config.sync.quorum == config.cluster.workers);
+         EffectiveQuorum(config) == config.cluster.workers;
+}
+
+int EffectiveQuorum(const JobConfig& config) {
+  if (config.sync.quorum > 0) return config.sync.quorum;
+  const int workers = config.cluster.workers;
+  const int backups = static_cast<int>(std::ceil(config.sync.backup_fraction * workers - 1e-9));
+  return std::max(1, workers - backups);
 }
 
 float EffectiveMomentum(const JobConfig& config) {
@@ -1203,6 +1210,10 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
         c.cluster.worker_program.empty()
             ? "model.type is program: name the program in cluster.worker_program"
             : "cluster.worker_program: the program's model needs model.type: program");
+  }
+  if (c.sync.quorum > 0 && c.sync.backup_fraction > 0) {
+    return absl::InvalidArgumentError(
+        "sync.backup_fraction: set it or sync.quorum, not both (quorum fixes K itself)");
   }
   if (c.simulation.enabled && !c.cluster.worker_program.empty()) {
     return absl::InvalidArgumentError(

@@ -156,6 +156,7 @@ inline constexpr EnumNames<LateGradients> kLateGradientsNames{"late-gradient rul
 // Synchronous SGD (BSP): each update averages one gradient from each of `quorum` workers.
 struct SyncConfig {
   int quorum = 0;  // K of the N workers; 0 means all of them (no backup workers)
+  double backup_fraction = 0;  // with quorum 0: K = N - ceil(backup_fraction * N)
   // Drop a late gradient, or fold it into the next update with weight 1 / (1 + staleness).
   LateGradients late_gradients = LateGradients::kDrop;
 };
@@ -365,6 +366,9 @@ bool StopsOnWorkerLoss(const JobConfig& config);
 // The servers' momentum: optimizer.momentum, lowered by 1 - 1/workers (not below 0) under
 // optimizer.lower_momentum_with_workers for the asynchronous algorithms (downpour, ssp).
 float EffectiveMomentum(const JobConfig& config);
+// K, the gradients a sync round waits for: sync.quorum, else the workers less
+// ceil(sync.backup_fraction * workers) backups (at least 1).
+int EffectiveQuorum(const JobConfig& config);
 
 // The job's learning-rate schedule and warm-up, for servers and workers alike.
 LearningRatePlan LearningRatePlanOf(const JobConfig& config);

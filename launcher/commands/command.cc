@@ -109,6 +109,12 @@ void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgre
   }
 }
 
+absl::StatusOr<JobProgress> RunPreparedJob(const JobConfig& config, const RunDir& run_dir,
+                                           const LocalJobOptions& options) {
+  return config.simulation.enabled ? RunSimulatedJob(config, run_dir, StopFlag())
+                                   : RunLocalJob(config, run_dir, options, StopFlag());
+}
+
 int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume) {
   if (config.simulation.enabled && resume) {
     return Fail(absl::FailedPreconditionError(
@@ -119,9 +125,7 @@ int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume) {
   LocalJobOptions options;
   options.self_exe = SelfExePath();
   options.resume = resume;
-  const absl::StatusOr<JobProgress> result =
-      config.simulation.enabled ? RunSimulatedJob(config, run_dir, StopFlag())
-                                : RunLocalJob(config, run_dir, options, StopFlag());
+  const absl::StatusOr<JobProgress> result = RunPreparedJob(config, run_dir, options);
   if (absl::IsCancelled(result.status())) return Fail(result.status(), kExitStopped);
   if (!result.ok()) return Fail(result.status(), 1);
   PrintResult(config, run_dir, *result);

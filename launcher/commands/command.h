@@ -77,6 +77,11 @@ absl::StatusOr<std::string> NewDefaultDir(const std::string& name);
 // Runs the job on this machine (RunLocalJob) and ends with its closing line; the exit status:
 // 0, 130 when interrupted, 1 when a role failed.
 int RunJobHere(const JobConfig& config, const RunDir& run_dir, bool resume);
+// Runs the prepared job in `run_dir` on this machine: its roles as child processes
+// (RunLocalJob), or all in this process on a virtual clock with simulation.enabled
+// (RunSimulatedJob). Stops on StopFlag().
+absl::StatusOr<JobProgress> RunPreparedJob(const JobConfig& config, const RunDir& run_dir,
+                                           const LocalJobOptions& options);
 // `run --resume RUN_DIR` (also `launch --resume` outside a parallel launcher).
 int ResumeJobHere(const RunDir& run_dir);
 // `run CONFIG.yaml` with a prepared config (also `launch CONFIG.yaml` outside one).

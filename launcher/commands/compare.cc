@@ -2,16 +2,20 @@
 // and the plot (README "Comparing algorithms").
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "core/model/model.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/commands/command.h"
 #include "launcher/local/job_setup.h"
+#include "launcher/simulation/cost_estimate.h"
 #include "launcher/study/study.h"
 #include "launcher/study/study_report.h"
 #include "launcher/study/study_results.h"
+#include "worker/worker_role.h"
 #include "launcher/local/summary.h"
 
 namespace monsoon {
@@ -30,6 +34,9 @@ struct StudyRun {
                       : absl::StrCat(out, "/", v.name, "/seed-", v.config.seed + seed);
   }
 };
+
+// A study estimated to run longer than this needs --yes.
+constexpr double kConfirmSeconds = 3600;
 
 // Runs `run` into its directory; its result, or a failed one saying why. `place`: "[3/8]";
 // `left`: how much of the study remains with it, for its first line.
@@ -51,7 +58,7 @@ absl::StatusOr<VariantResult> RunVariant(const Study& study, const StudyRun& run
   LocalJobOptions options;
   options.self_exe = SelfExePath();
   options.progress_label = absl::StrCat(place, " ", v.name, " ");
-  MONSOON_RETURN_IF_ERROR(RunLocalJob(config, run_dir, options, StopFlag()).status());
+  MONSOON_RETURN_IF_ERROR(RunPreparedJob(config, run_dir, options).status());
   MONSOON_ASSIGN_OR_RETURN(VariantResult result,
                            ReadVariantResult(v, run_dir, study.target_accuracy));
   result.seed = config.seed;
@@ -77,9 +84,42 @@ VariantResult FailedVariant(const Study& study, const StudyRun& run, const absl:
   return failure;
 }
 
-int Compare(const std::string& study_path, std::string out, int seeds) {
+// How long the study's runs take on this machine, estimated (EstimateCost) from one step of
+// each variant's model measured here and the first variant's data.
+absl::StatusOr<double> EstimateStudySeconds(const Study& study, int seeds) {
+  MONSOON_ASSIGN_OR_RETURN(const DataSizes data, CheckData(study.variants.front().config));
+  std::map<std::string, double> step_of;  // by model and batch size
+  double seconds = 0;
+  for (const StudyVariant& v : study.variants) {
+    const std::string key =
+        absl::StrCat(Model::Summary(v.config.model), "/", v.config.training.batch_size);
+    if (step_of.count(key) == 0) {
+      MONSOON_ASSIGN_OR_RETURN(step_of[key], MeasureStepSeconds(v.config));
+    }
+    seconds += EstimateCost(v.config, data, step_of[key]).real_seconds;
+  }
+  return seconds * seeds;
+}
+
+// Prints the study's plan: its runs and their estimated time. FailedPrecondition when that is
+// over an hour and `yes` was not given.
+absl::Status PlanStudy(const Study& study, int seeds, bool yes) {
+  MONSOON_ASSIGN_OR_RETURN(const double seconds, EstimateStudySeconds(study, seeds));
+  std::cerr << "monsoon: study '" << study.name << "': " << study.variants.size()
+            << " variants x " << seeds << " seed(s) = " << study.variants.size() * seeds
+            << " runs, about " << DurationText(seconds) << " on this machine (estimated)"
+            << std::endl;
+  if (seconds <= kConfirmSeconds || yes) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "this study would run about ", DurationText(seconds),
+      ", more than an hour: pass --yes to run it (or fewer variants, seeds or epochs)"));
+}
+
+int Compare(const std::string& study_path, std::string out, int seeds, bool yes) {
   auto study = LoadStudy(study_path);
   if (!study.ok()) return Fail(study.status(), 2);
+  const absl::Status planned = PlanStudy(*study, seeds, yes);
+  if (!planned.ok()) return Fail(planned, 2);
   if (out.empty()) {
     absl::StatusOr<std::string> dir = NewDefaultDir(study->name);
     if (!dir.ok()) return Fail(dir.status(), 1);
@@ -136,6 +176,7 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
   struct Options {
     std::string study, out;
     int seeds = 1;
+    bool yes = false;
   };
   auto o = std::make_shared<Options>();
   CLI::App* cmd = app.add_subcommand(
@@ -148,7 +189,10 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
                   "run each variant N times, with the job's seed, seed + 1, ...; compare.md "
                   "adds each figure's median and range over them")
       ->check(CLI::Range(1, 100));
-  cmd->callback([o, exit_code] { *exit_code = Compare(o->study, o->out, o->seeds); });
+  cmd->add_flag("--yes", o->yes,
+                "run a study estimated to take more than an hour (without it, such a study "
+                "stops after printing its plan)");
+  cmd->callback([o, exit_code] { *exit_code = Compare(o->study, o->out, o->seeds, o->yes); });
 }
 
 }  // namespace monsoon

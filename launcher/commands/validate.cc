@@ -8,6 +8,7 @@
 #include "core/process_setup.h"
 #include "launcher/commands/command.h"
 #include "launcher/local/job_setup.h"
+#include "launcher/simulation/cost_estimate.h"
 #include "worker/worker_role.h"
 
 namespace monsoon {
@@ -53,6 +54,11 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
     const MemoryLimit limit = HostMemoryLimit();
     std::cout << "#\n# Memory each role needs (estimated):\n";
     PrintCommented(MemoryTable(memory, limit));
+    const absl::StatusOr<double> step = MeasureStepSeconds(*loaded);
+    if (step.ok()) {
+      std::cout << "#\n# Cost (estimated from one step measured here):\n";
+      PrintCommented(CostText(EstimateCost(*loaded, *data, *step)));
+    }
     // As `monsoon run` would start them: every role on this host.
     const absl::Status fits = CheckRolesFit(memory, HostRoles::kAll, limit);
     if (!fits.ok()) {

@@ -27,6 +27,8 @@ class EventLoop {
   void After(double delay, std::function<void()> event) { At(now_ + delay, std::move(event)); }
   // Runs events, in order, until none is left.
   void Run();
+  // Events scheduled and not yet run.
+  size_t pending() const { return heap_.size(); }
   // Events run so far.
   uint64_t events_run() const { return events_run_; }
 

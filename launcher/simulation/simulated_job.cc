@@ -15,6 +15,7 @@
 #include "core/metrics/metrics.h"
 #include "core/status_macros.h"
 #include "launcher/local/run_summary.h"
+#include "launcher/simulation/cost_estimate.h"
 #include "launcher/simulation/event_loop.h"
 #include "launcher/simulation/shared_link.h"
 #include "launcher/simulation/simulated_ps_client.h"
@@ -40,24 +41,6 @@ JobConfig SimulatedWorkerConfig(const JobConfig& config) {
   c.transport.overlap = Overlap::kNone;
   c.trace.steps = 0;
   return c;
-}
-
-// The median of 10 steps' compute (after 3 to warm up) of the job's model on worker 0's
-// shard: one real worker's step on this machine.
-absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config, const Dataset* rows) {
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, NativeModel(config, -1));
-  DataShard shard(rows, 0, config.seed);
-  std::vector<float> x, y;
-  std::vector<double> seconds;
-  for (int i = 0; i < 13; ++i) {
-    MONSOON_ASSIGN_OR_RETURN(const int n, shard.NextBatch(config.training.batch_size, &x, &y));
-    const absl::Time start = absl::Now();
-    model->ComputeGradients(x.data(), y.data(), n);
-    MONSOON_RETURN_IF_ERROR(model->Synchronize());
-    if (i >= 3) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
-  }
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  return seconds[seconds.size() / 2];
 }
 
 // True when the workers can share one model object: they run one at a time, and each loads
@@ -103,6 +86,13 @@ class Simulation {
         stop_(stop),
         loop_(absl::Now()) {}
 
+  // Fails the pulls still waiting at the servers without answering them: the participants
+  // still waiting are cancelled (Turns) as the members go.
+  ~Simulation() {
+    network_.closed = true;
+    for (const auto& server : servers_) server->CancelWaiters();
+  }
+
   absl::Status Build();
   absl::StatusOr<JobProgress> Run();
 
@@ -110,7 +100,8 @@ class Simulation {
   absl::Status BuildServers();
   absl::Status BuildWorker(int index, SimulatedWorker* w);
   absl::Status BuildEvaluator();
-  // Evaluates now, and again an interval later until every worker has finished.
+  // Evaluates now, and again an interval later until every worker has finished (or none can
+  // go on).
   void Evaluate();
   absl::StatusOr<EvalResult> EvaluateOnce();
   // The servers' metrics rows at the current simulated time.
@@ -171,7 +162,7 @@ absl::Status Simulation::BuildWorker(int index, SimulatedWorker* w) {
   if (step_seconds_ <= 0) {
     step_seconds_ = config_.simulation.step_seconds;
     if (step_seconds_ <= 0) {
-      MONSOON_ASSIGN_OR_RETURN(step_seconds_, MeasureStepSeconds(config_, &w->held));
+      MONSOON_ASSIGN_OR_RETURN(step_seconds_, MeasureStepSeconds(config_));
     }
   }
   TrainableModel* model = shared_model_.get();
@@ -236,7 +227,8 @@ void Simulation::Evaluate() {
   if (finished_ == config_.cluster.workers || !evaluation_.ok()) return;
   evaluation_ = RecordServers();
   if (evaluator_.has_value() && evaluation_.ok()) evaluation_ = EvaluateOnce().status();
-  loop_.After(config_.evaluation.interval_seconds, [this] { Evaluate(); });
+  // With no other event left the workers can never move again: let the loop end, and say so.
+  if (loop_.pending() > 0) loop_.After(config_.evaluation.interval_seconds, [this] { Evaluate(); });
 }
 
 absl::StatusOr<EvalResult> Simulation::EvaluateOnce() {
@@ -273,7 +265,8 @@ absl::Status Simulation::WorkersStatus() const {
   for (size_t i = 0; i < workers_.size(); ++i) {
     const absl::Status& s = workers_[i].report.status();
     if (s.ok()) continue;
-    if (!absl::IsUnknown(s)) return s;
+    if (!absl::IsUnknown(s))
+      return absl::Status(s.code(), absl::StrCat("worker ", i, ": ", s.message()));
     waiting.push_back(static_cast<int>(i));
   }
   if (waiting.empty()) return absl::OkStatus();

@@ -45,6 +45,7 @@ absl::Status SimulatedPsClient::AwaitReplies() {
 }
 
 void SimulatedPsClient::Reply(const Chunk& c, double bytes) {
+  if (network_->closed) return;
   (*network_->from_servers)[c.server].Send(bytes, [this] {
     if (--pending_ == 0) network_->turns->Resume(worker_);
   });

@@ -23,6 +23,8 @@ struct SimulatedNetwork {
   std::vector<ParameterServer*> servers;
   std::vector<SharedLink>* to_servers = nullptr;    // each server's link, inbound
   std::vector<SharedLink>* from_servers = nullptr;  // and outbound
+  // Set once the simulation is being torn down: replies are dropped, nobody is resumed.
+  bool closed = false;
 };
 
 class SimulatedPsClient final : public PsClient {

@@ -260,7 +260,7 @@ std::string VariantKnobs(const JobConfig& c) {
       break;
     case Algorithm::kSync:
       knobs = absl::StrCat(
-          "quorum=", c.sync.quorum > 0 ? c.sync.quorum : c.cluster.workers, "/", c.cluster.workers,
+          "quorum=", EffectiveQuorum(c), "/", c.cluster.workers,
           " late=", kLateGradientsNames.Name(c.sync.late_gradients), " ", optimizer);
       break;
     case Algorithm::kSsp:

@@ -27,7 +27,9 @@ assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["sc
 assert [t["target"].split(" >=")[0] for t in b["targets"]] == [
     "server apply (SGD)", "Downpour every step", "EASGD tau 8", "data streamed from .npy",
     "CNN step", "CNN step",
-    "ResNet step", "ResNet step", "Python client push and pull"], b["targets"]
+    "ResNet step", "ResNet step", "Python client push and pull", "simulator"], b["targets"]
+sim = b["simulator"]
+assert sim["simulated_workers"] == 64 and sim["ratio"] > 0, sim
 pc = b["python_client"]
 assert pc["mib"] == 4 and all(pc[k] > 0 for k in ("python_push_gbps", "cpp_push_gbps",
                                                   "python_pull_gbps", "cpp_pull_gbps")), pc

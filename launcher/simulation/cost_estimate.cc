@@ -1,0 +1,111 @@
+#include "launcher/simulation/cost_estimate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "core/model/model.h"
+#include "core/status_macros.h"
+#include "launcher/local/summary.h"
+#include "worker/worker_role.h"
+
+namespace monsoon {
+namespace {
+
+// A role process's start-up (exec, data, connection), and a simulated worker's set-up.
+constexpr double kProcessStartSeconds = 1.5;
+constexpr double kSimulatedWorkerSetupSeconds = 0.004;
+// Memory bandwidth a server's apply of a chunk runs at (copies and the update's passes).
+constexpr double kApplyBytesPerSecond = 2e9;
+
+// Expected extra seconds per step the stragglers add to a step of `step` seconds, averaged over
+// the workers.
+double StragglerSeconds(const JobConfig& config, double step) {
+  const StragglersConfig& s = config.stragglers;
+  const double slow_share = static_cast<double>(s.slow_workers.size()) / config.cluster.workers;
+  return slow_share * (s.slow_factor - 1) * step + s.probability * s.delay_ms / 1e3;
+}
+
+// Simulated seconds per step of one worker: its compute, or its share of the servers' links
+// when those are the bottleneck. Pulls and pushes each carry the whole model, across servers;
+// elastic algorithms exchange it every tau steps.
+double SimulatedStepPeriod(const JobConfig& config, double compute) {
+  const SimulationConfig& m = config.simulation;
+  const double model_bytes = 4.0 * Model::NumParams(config.model);
+  const double every =
+      PushesGradients(config.training.algorithm) ? config.downpour.n_push : config.easgd.tau;
+  const double per_step_bytes = model_bytes / std::max(every, 1.0);
+  if (m.link_gbit <= 0) return compute + 2 * m.latency_ms / 1e3 / every;
+  const double link = m.link_gbit * 1e9 / 8 * config.cluster.servers;
+  const double alone = compute + 2 * (m.latency_ms / 1e3 + per_step_bytes / link) / every;
+  return std::max(alone, config.cluster.workers * per_step_bytes / link);
+}
+
+}  // namespace
+
+absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config) {
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, NativeModel(config, -1));
+  const int batch = config.training.batch_size;
+  const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
+  const std::vector<float> x(static_cast<size_t>(batch) * config.model.input_dim, 0.0f);
+  const std::vector<float> y(static_cast<size_t>(batch) * (classify ? 1 : config.model.output_dim),
+                             0.0f);
+  std::vector<double> seconds;
+  for (int i = 0; i < 13; ++i) {
+    const absl::Time start = absl::Now();
+    model->ComputeGradients(x.data(), y.data(), batch);
+    MONSOON_RETURN_IF_ERROR(model->Synchronize());
+    if (i >= 3) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+  }
+  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+CostEstimate EstimateCost(const JobConfig& config, const DataSizes& data, double measured_step) {
+  const int workers = config.cluster.workers;
+  const int64_t rows = static_cast<int64_t>(data.train_rows / workers);
+  int64_t per_worker = config.training.epochs *
+                       ((rows + config.training.batch_size - 1) / config.training.batch_size);
+  if (config.training.max_steps > 0)
+    per_worker = std::min<int64_t>(per_worker, config.training.max_steps);
+  CostEstimate cost;
+  cost.steps = per_worker * workers;
+  const double apply = 4.0 * Model::NumParams(config.model) / kApplyBytesPerSecond;
+  // Scoring the test set: a forward pass, about a third of a training step per batch.
+  const double evaluation = config.cluster.evaluator
+                                ? measured_step / 3 * data.test_rows / config.training.batch_size
+                                : 0;
+  if (config.simulation.enabled) {
+    cost.step_seconds =
+        config.simulation.step_seconds > 0 ? config.simulation.step_seconds : measured_step;
+    const double compute = cost.step_seconds + StragglerSeconds(config, cost.step_seconds);
+    cost.simulated_seconds = per_worker * SimulatedStepPeriod(config, compute);
+    cost.real_seconds = cost.steps * (measured_step + apply) +
+                        workers * kSimulatedWorkerSetupSeconds +
+                        evaluation * cost.simulated_seconds / config.evaluation.interval_seconds;
+    return cost;
+  }
+  cost.step_seconds = measured_step;
+  const double cores = std::max(1u, std::thread::hardware_concurrency());
+  const double busy = cost.steps * (measured_step + apply) / std::min<double>(workers, cores);
+  const double stragglers = per_worker * StragglerSeconds(config, measured_step);
+  cost.real_seconds = kProcessStartSeconds + std::max(busy, stragglers + busy / workers) +
+                      evaluation * busy / config.evaluation.interval_seconds;
+  return cost;
+}
+
+std::string CostText(const CostEstimate& cost) {
+  std::string text =
+      absl::StrFormat("%d gradient steps of %.2f ms", cost.steps, cost.step_seconds * 1e3);
+  if (cost.simulated_seconds > 0) {
+    absl::StrAppendFormat(&text, "; about %.3g simulated s", cost.simulated_seconds);
+  }
+  absl::StrAppend(&text, "; about ", DurationText(cost.real_seconds), " on this machine");
+  return text;
+}
+
+}  // namespace monsoon
