@@ -289,7 +289,10 @@ std::string VariantKnobs(const JobConfig& c) {
   if (c.training.warmup_epochs > 0)
     absl::StrAppend(&knobs, " warmup=", Fmt(c.training.warmup_epochs));
   if (c.optimizer.weight_decay > 0) absl::StrAppend(&knobs, " wd=", Fmt(c.optimizer.weight_decay));
-  return absl::StrCat(knobs, " workers=", c.cluster.workers);
+  absl::StrAppend(&knobs, " workers=", c.cluster.workers);
+  // Times of a simulated run are simulated seconds: the table says so.
+  if (c.simulation.enabled) absl::StrAppend(&knobs, " simulated");
+  return knobs;
 }
 
 std::string VariantLabel(const StudyVariant& variant) {
