@@ -151,7 +151,8 @@ int RunNewJobHere(JobConfig config, const std::string& dir) {
   if (!s.ok()) return Fail(s, 1);
   std::cerr << "monsoon: job '" << config.job << "': " << config.cluster.servers << " server(s), "
             << config.cluster.workers << " worker(s)"
-            << (config.cluster.evaluator ? ", 1 evaluator" : "") << "; run directory "
+            << (config.cluster.evaluator ? ", 1 evaluator" : "")
+            << (config.simulation.enabled ? ", simulated in this process" : "") << "; run directory "
             << run_dir.root << std::endl;
   return RunJobHere(config, run_dir, /*resume=*/false);
 }
