@@ -85,12 +85,16 @@ VariantResult FailedVariant(const Study& study, const StudyRun& run, const absl:
 }
 
 // How long the study's runs take on this machine, estimated (EstimateCost) from one step of
-// each variant's model measured here and the first variant's data.
+// each variant's model measured here and the first variant's data. A variant whose roles do
+// not fit this host counts nothing: it will be refused when its turn comes.
 absl::StatusOr<double> EstimateStudySeconds(const Study& study, int seeds) {
   MONSOON_ASSIGN_OR_RETURN(const DataSizes data, CheckData(study.variants.front().config));
   std::map<std::string, double> step_of;  // by model and batch size
   double seconds = 0;
   for (const StudyVariant& v : study.variants) {
+    if (!CheckRolesFit(EstimateMemory(v.config, data), HostRoles::kAll, HostMemoryLimit()).ok()) {
+      continue;
+    }
     const std::string key =
         absl::StrCat(Model::Summary(v.config.model), "/", v.config.training.batch_size);
     if (step_of.count(key) == 0) {

@@ -54,16 +54,16 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
     const MemoryLimit limit = HostMemoryLimit();
     std::cout << "#\n# Memory each role needs (estimated):\n";
     PrintCommented(MemoryTable(memory, limit));
-    const absl::StatusOr<double> step = MeasureStepSeconds(*loaded);
-    if (step.ok()) {
-      std::cout << "#\n# Cost (estimated from one step measured here):\n";
-      PrintCommented(CostText(EstimateCost(*loaded, *data, *step)));
-    }
     // As `monsoon run` would start them: every role on this host.
     const absl::Status fits = CheckRolesFit(memory, HostRoles::kAll, limit);
     if (!fits.ok()) {
       *exit_code = Fail(fits, 2);
       return;
+    }
+    const absl::StatusOr<double> step = MeasureStepSeconds(*loaded);
+    if (step.ok()) {
+      std::cout << "#\n# Cost (estimated from one step measured here):\n";
+      PrintCommented(CostText(EstimateCost(*loaded, *data, *step)));
     }
     *exit_code = 0;
   });

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/model/model.h"
+#include "core/out_of_memory.h"
 #include "core/status_macros.h"
 #include "launcher/local/summary.h"
 #include "worker/worker_role.h"
@@ -48,19 +49,23 @@ double SimulatedStepPeriod(const JobConfig& config, double compute) {
 }  // namespace
 
 absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config) {
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, NativeModel(config, -1));
-  const int batch = config.training.batch_size;
-  const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
-  const std::vector<float> x(static_cast<size_t>(batch) * config.model.input_dim, 0.0f);
-  const std::vector<float> y(static_cast<size_t>(batch) * (classify ? 1 : config.model.output_dim),
-                             0.0f);
   std::vector<double> seconds;
-  for (int i = 0; i < 13; ++i) {
-    const absl::Time start = absl::Now();
-    model->ComputeGradients(x.data(), y.data(), batch);
-    MONSOON_RETURN_IF_ERROR(model->Synchronize());
-    if (i >= 3) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
-  }
+  MONSOON_RETURN_IF_ERROR(CatchOutOfMemory([&]() -> absl::Status {
+    const Allocating allocating("a model to time one step of");
+    MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, NativeModel(config, -1));
+    const int batch = config.training.batch_size;
+    const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
+    const std::vector<float> x(static_cast<size_t>(batch) * config.model.input_dim, 0.0f);
+    const std::vector<float> y(
+        static_cast<size_t>(batch) * (classify ? 1 : config.model.output_dim), 0.0f);
+    for (int i = 0; i < 13; ++i) {
+      const absl::Time start = absl::Now();
+      model->ComputeGradients(x.data(), y.data(), batch);
+      MONSOON_RETURN_IF_ERROR(model->Synchronize());
+      if (i >= 3) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
+    }
+    return absl::OkStatus();
+  }));
   std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
   return seconds[seconds.size() / 2];
 }

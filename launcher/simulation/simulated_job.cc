@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "core/compute/kernel_math.h"
 #include "core/file_util.h"
+#include "core/out_of_memory.h"
 #include "core/metrics/metrics.h"
 #include "core/status_macros.h"
 #include "launcher/local/run_summary.h"
@@ -302,9 +303,14 @@ absl::StatusOr<JobProgress> Simulation::Run() {
 
 absl::StatusOr<JobProgress> RunSimulatedJob(const JobConfig& config, const RunDir& run_dir,
                                             const std::atomic<bool>* stop) {
-  Simulation simulation(config, run_dir, stop);
-  MONSOON_RETURN_IF_ERROR(simulation.Build());
-  return simulation.Run();
+  absl::StatusOr<JobProgress> result = absl::UnknownError("the simulation did not run");
+  MONSOON_RETURN_IF_ERROR(CatchOutOfMemory([&] {
+    Simulation simulation(config, run_dir, stop);
+    MONSOON_RETURN_IF_ERROR(simulation.Build());
+    result = simulation.Run();
+    return result.status();
+  }));
+  return result;
 }
 
 }  // namespace monsoon
