@@ -85,22 +85,27 @@ VariantResult FailedVariant(const Study& study, const StudyRun& run, const absl:
 }
 
 // How long the study's runs take on this machine, estimated (EstimateCost) from one step of
-// each variant's model measured here and the first variant's data. A variant whose roles do
-// not fit this host counts nothing: it will be refused when its turn comes.
-absl::StatusOr<double> EstimateStudySeconds(const Study& study, int seeds) {
+// each variant's model measured here and the first variant's data. A variant whose model is
+// not Monsoon's (a worker program's) or whose roles do not fit this host counts nothing; they
+// are counted in *unestimated.
+absl::StatusOr<double> EstimateStudySeconds(const Study& study, int seeds, int* unestimated) {
   MONSOON_ASSIGN_OR_RETURN(const DataSizes data, CheckData(study.variants.front().config));
-  std::map<std::string, double> step_of;  // by model and batch size
+  std::map<std::string, absl::StatusOr<double>> step_of;  // by model and batch size
   double seconds = 0;
   for (const StudyVariant& v : study.variants) {
-    if (!CheckRolesFit(EstimateMemory(v.config, data), HostRoles::kAll, HostMemoryLimit()).ok()) {
-      continue;
-    }
+    const bool fits =
+        CheckRolesFit(EstimateMemory(v.config, data), HostRoles::kAll, HostMemoryLimit()).ok();
     const std::string key =
         absl::StrCat(Model::Summary(v.config.model), "/", v.config.training.batch_size);
-    if (step_of.count(key) == 0) {
-      MONSOON_ASSIGN_OR_RETURN(step_of[key], MeasureStepSeconds(v.config));
+    if (fits && v.config.cluster.worker_program.empty() && step_of.count(key) == 0) {
+      step_of.emplace(key, MeasureStepSeconds(v.config));
     }
-    seconds += EstimateCost(v.config, data, step_of[key]).real_seconds;
+    const auto step = step_of.find(key);
+    if (!fits || step == step_of.end() || !step->second.ok()) {
+      *unestimated += seeds;
+      continue;
+    }
+    seconds += EstimateCost(v.config, data, *step->second).real_seconds;
   }
   return seconds * seeds;
 }
@@ -108,11 +113,16 @@ absl::StatusOr<double> EstimateStudySeconds(const Study& study, int seeds) {
 // Prints the study's plan: its runs and their estimated time. FailedPrecondition when that is
 // over an hour and `yes` was not given.
 absl::Status PlanStudy(const Study& study, int seeds, bool yes) {
-  MONSOON_ASSIGN_OR_RETURN(const double seconds, EstimateStudySeconds(study, seeds));
+  int unestimated = 0;
+  MONSOON_ASSIGN_OR_RETURN(const double seconds, EstimateStudySeconds(study, seeds, &unestimated));
   std::cerr << "monsoon: study '" << study.name << "': " << study.variants.size()
             << " variants x " << seeds << " seed(s) = " << study.variants.size() * seeds
-            << " runs, about " << DurationText(seconds) << " on this machine (estimated)"
-            << std::endl;
+            << " runs, about " << DurationText(seconds) << " on this machine (estimated"
+            << (unestimated > 0 ? absl::StrCat("; ", unestimated,
+                                               " runs of worker programs, or too large for this "
+                                               "host, not counted")
+                                : "")
+            << ")" << std::endl;
   if (seconds <= kConfirmSeconds || yes) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "this study would run about ", DurationText(seconds),
