@@ -13,6 +13,7 @@
 #include "core/status_macros.h"
 #include "launcher/local/summary.h"
 #include "worker/worker_role.h"
+#include "worker/worker_rules.h"
 
 namespace monsoon {
 namespace {
@@ -33,12 +34,12 @@ double StragglerSeconds(const JobConfig& config, double step) {
 
 // Simulated seconds per step of one worker: its compute, or its share of the servers' links
 // when those are the bottleneck. Pulls and pushes each carry the whole model, across servers;
-// elastic algorithms exchange it every tau steps.
+// elastic algorithms exchange it every tau steps, Downpour pushes every n_push.
 double SimulatedStepPeriod(const JobConfig& config, double compute) {
   const SimulationConfig& m = config.simulation;
   const double model_bytes = 4.0 * Model::NumParams(config.model);
-  const double every =
-      PushesGradients(config.training.algorithm) ? config.downpour.n_push : config.easgd.tau;
+  const WorkerRules rules = WorkerRules::FromConfig(config);
+  const double every = PushesGradients(rules.algorithm) ? rules.n_push : rules.easgd.tau;
   const double per_step_bytes = model_bytes / std::max(every, 1.0);
   if (m.link_gbit <= 0) return compute + 2 * m.latency_ms / 1e3 / every;
   const double link = m.link_gbit * 1e9 / 8 * config.cluster.servers;

@@ -31,12 +31,16 @@ void SharedLink::Advance() {
   updated_ = now;
 }
 
+double SharedLink::LeastRemaining() const {
+  double least = active_.front().remaining;
+  for (const Transfer& t : active_) least = std::min(least, t.remaining);
+  return std::max(least, 0.0);
+}
+
 void SharedLink::ScheduleNext() {
   const uint64_t generation = ++generation_;
   if (active_.empty()) return;
-  double least = active_.front().remaining;
-  for (const Transfer& t : active_) least = std::min(least, t.remaining);
-  const double end = loop_->seconds() + std::max(least, 0.0) * active_.size() / bytes_per_second_;
+  const double end = loop_->seconds() + LeastRemaining() * active_.size() / bytes_per_second_;
   loop_->At(end, [this, generation] {
     if (generation == generation_) Finish();
   });
@@ -44,10 +48,9 @@ void SharedLink::ScheduleNext() {
 
 void SharedLink::Finish() {
   Advance();
-  double least = active_.front().remaining;
-  for (const Transfer& t : active_) least = std::min(least, t.remaining);
+  const double least = LeastRemaining();
   auto sent = std::stable_partition(active_.begin(), active_.end(), [&](const Transfer& t) {
-    return t.remaining <= std::max(least, 0.0) + kSentBytes;
+    return t.remaining <= least + kSentBytes;
   });
   for (auto it = active_.begin(); it != sent; ++it) loop_->After(latency_, std::move(it->arrived));
   active_.erase(active_.begin(), sent);

@@ -30,6 +30,8 @@ class SharedLink {
   };
   // Brings every transfer's remaining bytes to now.
   void Advance();
+  // The fewest bytes any active transfer has left (not below 0); some must be active.
+  double LeastRemaining() const;
   // Schedules the next transfer's end; an earlier schedule is void from then on.
   void ScheduleNext();
   // Delivers the transfers that have ended, in the order they were sent.

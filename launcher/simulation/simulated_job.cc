@@ -12,8 +12,8 @@
 #include "absl/time/clock.h"
 #include "core/compute/kernel_math.h"
 #include "core/file_util.h"
-#include "core/out_of_memory.h"
 #include "core/metrics/metrics.h"
+#include "core/out_of_memory.h"
 #include "core/status_macros.h"
 #include "launcher/local/run_summary.h"
 #include "launcher/simulation/cost_estimate.h"
@@ -118,7 +118,7 @@ class Simulation {
   const RunDir& run_dir_;
   const std::atomic<bool>* const stop_;
   EventLoop loop_;
-  double step_seconds_ = 0;
+  double step_seconds_ = 0;  // simulation.step_seconds, or measured here
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<std::unique_ptr<CsvMetricsWriter>> server_metrics_;
   std::vector<SharedLink> to_servers_, from_servers_;
@@ -160,12 +160,6 @@ absl::Status Simulation::BuildServers() {
 absl::Status Simulation::BuildWorker(int index, SimulatedWorker* w) {
   MONSOON_ASSIGN_OR_RETURN(const std::vector<uint64_t> rows, WorkerRows(config_, index, *train_));
   MONSOON_ASSIGN_OR_RETURN(w->shard, ReadShard(config_, index, rows, train_.get(), &w->held));
-  if (step_seconds_ <= 0) {
-    step_seconds_ = config_.simulation.step_seconds;
-    if (step_seconds_ <= 0) {
-      MONSOON_ASSIGN_OR_RETURN(step_seconds_, MeasureStepSeconds(config_));
-    }
-  }
   TrainableModel* model = shared_model_.get();
   if (model == nullptr) {
     MONSOON_ASSIGN_OR_RETURN(w->own_model, NativeModel(worker_config_, -1));
@@ -203,6 +197,10 @@ absl::Status Simulation::BuildEvaluator() {
 
 absl::Status Simulation::Build() {
   MONSOON_RETURN_IF_ERROR(BuildServers());
+  step_seconds_ = config_.simulation.step_seconds;
+  if (step_seconds_ <= 0) {
+    MONSOON_ASSIGN_OR_RETURN(step_seconds_, MeasureStepSeconds(config_));
+  }
   MONSOON_ASSIGN_OR_RETURN(train_, OpenSplit(config_, /*train=*/true));
   if (WorkersShareModel(config_)) {
     MONSOON_ASSIGN_OR_RETURN(shared_model_, NativeModel(worker_config_, -1));
