@@ -34,7 +34,7 @@ std::string Metadata(std::string_view what, int pid, int tid, std::string_view n
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
     const std::string& path, int process_id, const std::string& process_name,
-    const std::vector<std::string>& thread_names) {
+    const std::vector<std::string>& thread_names, const Clock& clock) {
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
   std::FILE* f = std::fopen(path.c_str(), "a+");
@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<TraceWriter>> TraceWriter::Open(
   // A line a crash of the previous process cut short is ended first; the merge skips it.
   const bool cut_short = std::fseek(f, -1, SEEK_END) == 0 && std::fgetc(f) != '\n';
   std::fseek(f, 0, SEEK_END);  // from reading to appending
-  std::unique_ptr<TraceWriter> trace(new TraceWriter(f, process_id));
+  std::unique_ptr<TraceWriter> trace(new TraceWriter(f, process_id, clock));
   if (cut_short) trace->Write("\n");
   trace->Write(Metadata("process_name", process_id, 0, process_name));
   for (size_t t = 0; t < thread_names.size(); ++t) {
@@ -95,10 +95,11 @@ void TraceWriter::Write(const std::string& line) {
 
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenRoleTrace(
     int trace_steps, const std::string& trace_dir, const std::string& file, int process_id,
-    const std::string& process_name, const std::vector<std::string>& thread_names) {
+    const std::string& process_name, const std::vector<std::string>& thread_names,
+    const Clock& clock) {
   if (trace_steps == 0) return nullptr;
   return TraceWriter::Open(absl::StrCat(trace_dir, "/", file, ".jsonl"), process_id, process_name,
-                           thread_names);
+                           thread_names, clock);
 }
 
 absl::StatusOr<size_t> MergeTraces(const std::string& dir, const std::string& out) {

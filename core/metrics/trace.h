@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/clock.h"
 
 namespace monsoon {
 
@@ -32,11 +33,15 @@ using TraceArgs = std::vector<std::pair<std::string, double>>;
 class TraceWriter {
  public:
   // Appends to `path` (a restarted role continues its own file), first naming the process
-  // `process_name` and its threads: thread ids are indices into `thread_names`.
+  // `process_name` and its threads: thread ids are indices into `thread_names`. Borrows
+  // `clock`, the role's (TraceScope reads it).
   static absl::StatusOr<std::unique_ptr<TraceWriter>> Open(
       const std::string& path, int process_id, const std::string& process_name,
-      const std::vector<std::string>& thread_names);
+      const std::vector<std::string>& thread_names, const Clock& clock = Clock::System());
   ~TraceWriter();
+
+  // The time on the role's clock.
+  absl::Time Now() const { return clock_.Now(); }
 
   // Something that ran on `thread` from `start` to `end`.
   void Span(int thread, std::string_view name, absl::Time start, absl::Time end,
@@ -48,16 +53,19 @@ class TraceWriter {
   absl::Status status() const;
 
  private:
-  TraceWriter(std::FILE* file, int process_id) : file_(file), process_id_(process_id) {}
+  TraceWriter(std::FILE* file, int process_id, const Clock& clock)
+      : file_(file), process_id_(process_id), clock_(clock) {}
   void Write(const std::string& line);
 
   mutable absl::Mutex mu_;
   std::FILE* const file_;  // owned
   const int process_id_;
+  const Clock& clock_;
   absl::Status status_ ABSL_GUARDED_BY(mu_);
 };
 
-// A span from construction to destruction; nothing at all when `trace` is null.
+// A span from construction to destruction on the trace's clock; nothing at all when `trace`
+// is null.
 class TraceScope {
  public:
   TraceScope(TraceWriter* trace, int thread, std::string_view name, TraceArgs args = {})
@@ -65,9 +73,9 @@ class TraceScope {
         thread_(thread),
         name_(name),
         args_(std::move(args)),
-        start_(trace != nullptr ? absl::Now() : absl::InfinitePast()) {}
+        start_(trace != nullptr ? trace->Now() : absl::InfinitePast()) {}
   ~TraceScope() {
-    if (trace_ != nullptr) trace_->Span(thread_, name_, start_, absl::Now(), args_);
+    if (trace_ != nullptr) trace_->Span(thread_, name_, start_, trace_->Now(), args_);
   }
   TraceScope(const TraceScope&) = delete;
   TraceScope& operator=(const TraceScope&) = delete;
@@ -91,7 +99,8 @@ auto Traced(TraceWriter* trace, int thread, std::string_view name, Call call) ->
 // null when the job writes none (`trace_steps`, the job's trace.steps, is 0).
 absl::StatusOr<std::unique_ptr<TraceWriter>> OpenRoleTrace(
     int trace_steps, const std::string& trace_dir, const std::string& file, int process_id,
-    const std::string& process_name, const std::vector<std::string>& thread_names);
+    const std::string& process_name, const std::vector<std::string>& thread_names,
+    const Clock& clock = Clock::System());
 
 // Joins every complete event line of `dir`/*.jsonl (in file-name order) into `out`, written
 // atomically; returns how many events it holds. Writes nothing, and returns 0, when `dir`

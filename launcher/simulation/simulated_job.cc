@@ -13,6 +13,7 @@
 #include "core/compute/kernel_math.h"
 #include "core/file_util.h"
 #include "core/metrics/metrics.h"
+#include "core/metrics/trace.h"
 #include "core/out_of_memory.h"
 #include "core/status_macros.h"
 #include "launcher/local/run_summary.h"
@@ -40,8 +41,16 @@ JobConfig SimulatedWorkerConfig(const JobConfig& config) {
   JobConfig c = config;
   c.reliability.stall_seconds = 0;
   c.transport.overlap = Overlap::kNone;
-  c.trace.steps = 0;
   return c;
+}
+
+// A simulated role's trace, as a real one's (null under trace.steps: 0), in simulated time;
+// its process is named "NAME (simulated)".
+absl::StatusOr<std::unique_ptr<TraceWriter>> OpenSimulatedTrace(
+    const JobConfig& config, const RunDir& run_dir, const std::string& file, int process_id,
+    const std::string& name, const std::vector<std::string>& threads, const Clock& clock) {
+  return OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), file, process_id,
+                       absl::StrCat(name, " (simulated)"), threads, clock);
 }
 
 // True when the workers can share one model object: they run one at a time, and each loads
@@ -57,6 +66,7 @@ bool WorkersShareModel(const JobConfig& config) {
 struct SimulatedWorker {
   explicit SimulatedWorker(const EventLoop* loop) : clock(loop) {}
   SimulatedClock clock;
+  std::unique_ptr<TraceWriter> trace;  // null under trace.steps: 0
   Dataset held;
   std::unique_ptr<DataShard> shard;
   std::unique_ptr<TrainableModel> own_model;  // unless the workers share one
@@ -74,8 +84,9 @@ struct SimulatedEvaluator {
   std::unique_ptr<TrainableModel> model;
   std::unique_ptr<InProcessPsClient> client;
   std::unique_ptr<CsvMetricsWriter> metrics;
-  std::unique_ptr<Evaluator> evaluator;
   std::unique_ptr<SimulatedClock> clock;
+  std::unique_ptr<TraceWriter> trace;  // null under trace.steps: 0
+  std::unique_ptr<Evaluator> evaluator;
 };
 
 class Simulation {
@@ -169,9 +180,13 @@ absl::Status Simulation::BuildWorker(int index, SimulatedWorker* w) {
   MONSOON_ASSIGN_OR_RETURN(w->metrics,
                            WorkerMetricsRecorder::Open(run_dir_, index, std::nullopt, w->clock));
   w->client = std::make_unique<SimulatedPsClient>(&network_, index, &w->clock);
-  w->trainer =
-      std::make_unique<TrainingWorker>(worker_config_, index, w->model.get(), w->shard.get(),
-                                       w->client.get(), w->metrics.get(), nullptr, w->clock);
+  MONSOON_ASSIGN_OR_RETURN(
+      w->trace, OpenSimulatedTrace(config_, run_dir_, absl::StrCat("worker-", index),
+                                   kTraceWorkerPid + index, absl::StrCat("worker ", index),
+                                   WorkerTraceThreads(), w->clock));
+  w->trainer = std::make_unique<TrainingWorker>(worker_config_, index, w->model.get(),
+                                                w->shard.get(), w->client.get(), w->metrics.get(),
+                                                w->trace.get(), w->clock);
   return absl::OkStatus();
 }
 
@@ -189,9 +204,12 @@ absl::Status Simulation::BuildEvaluator() {
                            EventFileWriter::Create(run_dir_.tensorboard_dir("evaluator")));
   e.metrics->MirrorTo(std::move(events), "global_step");
   e.clock = std::make_unique<SimulatedClock>(&loop_);
+  MONSOON_ASSIGN_OR_RETURN(e.trace, OpenSimulatedTrace(config_, run_dir_, "evaluator",
+                                                       kTraceEvaluatorPid, "evaluator",
+                                                       {"evaluator"}, *e.clock));
   e.evaluator = std::make_unique<Evaluator>(e.model.get(), &e.test, e.client.get(),
-                                            config_.evaluation.batch_size, e.metrics.get(), nullptr,
-                                            0, *e.clock);
+                                            config_.evaluation.batch_size, e.metrics.get(),
+                                            e.trace.get(), 0, *e.clock);
   return absl::OkStatus();
 }
 
@@ -249,6 +267,9 @@ absl::Status Simulation::WriteFinalWeights() {
 
 absl::Status Simulation::Finish() {
   if (evaluator_.has_value()) MONSOON_RETURN_IF_ERROR(EvaluateOnce().status());
+  for (const SimulatedWorker& w : workers_) {
+    if (w.trace != nullptr) MONSOON_RETURN_IF_ERROR(w.trace->status());
+  }
   MONSOON_RETURN_IF_ERROR(WriteFinalWeights());
   MONSOON_RETURN_IF_ERROR(RecordServers());
   for (const auto& server : servers_) {

@@ -3,7 +3,7 @@
 # simulated, the simulation's step time set to the real run's measured one (its mean, and its
 # spread as a log-normal sigma: 8 workers on 2 cores take turns, which spreads staleness). The mean staleness
 # must agree within 25 % and the test accuracy after each epoch within 0.015. And a simulated
-# job is bit-identical run twice, and marked as simulated.
+# job is bit-identical run twice (weights and trace), and marked as simulated.
 source tests/launcher/test_lib.sh
 cfg=configs/fmnist_downpour.yaml
 epochs=2
@@ -79,10 +79,10 @@ case_() {
 
 case_ downpour-2 2 0.015
 # 8 real workers on 2 cores take turns; after the first epoch the simulation (whose workers
-# all compute at once) is 0.02-0.04 ahead, by the last within 0.015 (README: Simulated
-# clusters).
+# all compute at once) is 0.02-0.04 ahead for Downpour, and the real sync job reads
+# 0.79-0.82 from run to run; by the last within 0.015 (README: Simulated clusters).
 case_ downpour-8 8 0.04 --set optimizer.learning_rate=0.005
-case_ sync-backup-8 8 0.015 --set training.algorithm=sync --set sync.quorum=7
+case_ sync-backup-8 8 0.03 --set training.algorithm=sync --set sync.quorum=7
 case_ easgd-2 2 0.015 --set training.algorithm=easgd
 
 # The same simulated job twice: the same weights, bit for bit; summary.json says simulated.
@@ -98,4 +98,25 @@ cmp -s "$WORK/twice-1/params.bin" "$WORK/twice-2/params.bin" \
 step=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['simulation']['step_seconds'])" \
   "$WORK/twice-1/summary.json")
 expect_eq "summary.json records the simulation's step time" "$step" "0.002"
+# trace.json in simulated time: every role named as simulated, each step's compute span as
+# long as its simulated step (log-normal of mean 2 ms), the same events at the same offsets
+# from the start in both runs.
+python3 - "$WORK/twice-1" "$WORK/twice-2" <<'PY'
+import json, statistics, sys
+def trace(d):
+    events = json.load(open(f"{d}/trace.json"))["traceEvents"]
+    start = min(e["ts"] for e in events if "ts" in e)
+    return events, [(e["name"], e["pid"], e["ts"] - start, e.get("dur")) for e in events
+                    if "ts" in e]
+(events, timed), (_, again) = trace(sys.argv[1]), trace(sys.argv[2])
+names = sorted(e["args"]["name"] for e in events if e["name"] == "process_name")
+assert names == sorted(["evaluator (simulated)"] + [f"worker {i} (simulated)" for i in range(16)]), names
+compute = statistics.median(d for n, _, _, d in timed if n == "compute")
+assert 1000 < compute < 3000, compute
+# (Timestamps are microseconds since 1970 in doubles: a quarter of a microsecond apart at most.)
+assert len(timed) == len(again) and all(
+    a[:2] == b[:2] and abs(a[2] - b[2]) < 1 and a[3] == b[3] for a, b in zip(timed, again)), \
+    "the two runs' traces differ"
+PY
+expect_eq "trace.json: simulated roles, steps in simulated time, the same in both runs" "$?" "0"
 finish
