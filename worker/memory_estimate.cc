@@ -10,10 +10,13 @@ namespace monsoon {
 namespace {
 
 // The copies of the flat vector each role keeps: a worker its weights, gradients, the weights
-// it fetched and the push in flight; a server its shard's weights, a gradient being applied
-// and its checkpoint snapshot, plus the optimizer's slots; the evaluator its weights and the
-// pull.
-constexpr uint64_t kWorkerCopies = 4;
+// it fetched and the gradients it sums and pushes (with transport.overlap also the push in
+// flight and the weights its reply brings: PushPipeline); a server its shard's weights, a
+// gradient being applied and its checkpoint snapshot, plus the optimizer's slots; the
+// evaluator its weights and the pull.
+uint64_t WorkerCopies(const JobConfig& config) {
+  return config.transport.overlap == Overlap::kNone ? 4 : 6;
+}
 constexpr uint64_t kServerCopies = 3;
 constexpr uint64_t kEvaluatorCopies = 2;
 
@@ -117,7 +120,7 @@ MemoryEstimate EstimateMemory(const JobConfig& config, const DataSizes& data) {
        server_floats * sizeof(float) * (kServerCopies + OptimizerSlots(config.optimizer.type))});
   const int workers = config.cluster.workers;
   const uint64_t shard = (data.train_rows + workers - 1) / workers;
-  RoleMemory worker{"worker", workers, params * sizeof(float) * kWorkerCopies,
+  RoleMemory worker{"worker", workers, params * sizeof(float) * WorkerCopies(config),
                     ActivationBytes(spec, layers, batch, /*backward=*/true)};
   worker.streamed = StreamsShard(config, shard, data.feature_dim, data.target_dim);
   worker.data = RowBytes(worker.streamed ? 2 * batch : shard, data.feature_dim, data.target_dim);
@@ -132,7 +135,7 @@ MemoryEstimate EstimateMemory(const JobConfig& config, const DataSizes& data) {
   }
   for (const Model::LayerFootprint& layer : layers) {
     const uint64_t bytes =
-        (layer.params * kWorkerCopies + layer.values * batch * 2) * sizeof(float);
+        (layer.params * WorkerCopies(config) + layer.values * batch * 2) * sizeof(float);
     if (bytes > estimate.largest_layer_bytes) {
       estimate.largest_layer = layer.name;
       estimate.largest_layer_params = layer.params;

@@ -1,6 +1,6 @@
 // The gradient pushes of Downpour, sync and SSP workers: the pipeline owns the gradient being
-// summed, the one being sent and the weights a push's reply brings back, and sends on a
-// thread of its own when the push overlaps the next steps (transport.overlap).
+// summed (and, with overlap, the one being sent and the weights its reply brings back), and
+// sends on a thread of its own when the push overlaps the next steps (transport.overlap).
 #ifndef MONSOON_WORKER_PUSH_PIPELINE_H_
 #define MONSOON_WORKER_PUSH_PIPELINE_H_
 
@@ -25,7 +25,10 @@ struct FetchedWeights {
 };
 
 // Not thread-safe: the training loop's thread calls it; only the push itself runs on the
-// pipeline's thread. The destructor waits for a push in flight.
+// pipeline's thread. The destructor waits for a push in flight. Without overlap it holds one
+// model-sized buffer (the accumulator, pushed in place, with replies written straight into
+// the loop's FetchedWeights); with overlap three (and the gradient in flight and the weights
+// arriving have their own).
 class PushPipeline {
  public:
   // `client` is borrowed; `topk` (nullable) sparsifies each push (transport.compression topk).
@@ -39,23 +42,30 @@ class PushPipeline {
   absl::Span<float> accumulator() { return absl::MakeSpan(accumulated_); }
   bool in_flight() const { return call_.in_flight(); }
 
-  // Starts pushing the accumulator, computed on chunk versions `base` and numbered by `origin`;
-  // with bring_weights the reply brings the servers' weights back (Downpour). Without overlap
-  // the push has completed on return. The accumulator's contents are undefined afterwards.
+  // Starts pushing the accumulator, computed on chunk versions `base` and numbered by `origin`.
+  // With `bring_into` (borrowed until Wait returns; its params sized num_params) the reply
+  // brings the servers' weights back (Downpour) and Wait puts them there. Without overlap the
+  // push has completed on return. The accumulator's contents are undefined afterwards.
   // REQUIRES: !in_flight().
-  void Start(const ChunkVersions& base, const PushOrigin& origin, bool bring_weights,
-             TraceWriter* trace /* nullable */);
-  // Waits for the push started last. When it brought weights, they are swapped into *fetched
+  void Start(const ChunkVersions& base, const PushOrigin& origin,
+             FetchedWeights* bring_into /* nullable */, TraceWriter* trace /* nullable */);
+  // Waits for the push started last; the weights it brought, if any, are in its bring_into
   // (ready = true). REQUIRES: in_flight().
-  absl::StatusOr<PushSummary> Wait(FetchedWeights* fetched);
+  absl::StatusOr<PushSummary> Wait();
 
  private:
+  // Pushes `gradient`; with `into`, its reply's weights go there.
+  absl::StatusOr<PushSummary> Send(absl::Span<const float> gradient, const ChunkVersions& base,
+                                   const PushOrigin& origin, FetchedWeights* into,
+                                   TraceWriter* trace);
+
   PsClient* const client_;  // borrowed
   const std::unique_ptr<TopKSparsifier> topk_;
+  const bool overlap_;
   std::vector<float> accumulated_;
-  std::vector<float> sending_;  // the push in flight reads it
-  bool bringing_weights_ = false;
-  FetchedWeights incoming_;  // the push in flight writes it when bringing weights
+  std::vector<float> sending_;  // with overlap: the push in flight reads it
+  FetchedWeights incoming_;     // with overlap: the push in flight writes it
+  FetchedWeights* bring_into_ = nullptr;  // Start's
   BackgroundCall call_;
 };
 

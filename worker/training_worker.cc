@@ -237,14 +237,15 @@ absl::Status TrainingWorker::Push(const PullSchedule& schedule, PushPipeline* pi
     const bool bring = rules_.overlap == Overlap::kPushPull &&
                        rules_.algorithm == Algorithm::kDownpour && !Done(*report) &&
                        schedule.PullsWithin(report->steps + rules_.n_push, rules_.n_push);
-    pipeline->Start(state->versions, origin, bring, step_trace_);
+    pipeline->Start(state->versions, origin, bring ? &state->fetched : nullptr, step_trace_);
     return absl::OkStatus();
   }
   // transport.pull_with_push: the reply brings the weights for the next step.
   const bool bring = rules_.pull_with_push && schedule.PullsBefore(report->steps) && !Done(*report);
   MONSOON_ASSIGN_OR_RETURN(state->pushed, Timed(report, bring ? "push+pull" : "push", [&] {
-                             pipeline->Start(state->versions, origin, bring, nullptr);
-                             return pipeline->Wait(&state->fetched);
+                             pipeline->Start(state->versions, origin,
+                                             bring ? &state->fetched : nullptr, nullptr);
+                             return pipeline->Wait();
                            }));
   return absl::OkStatus();
 }
@@ -253,7 +254,7 @@ absl::Status TrainingWorker::FinishPush(PushPipeline* pipeline, PushingState* st
                                         WorkerReport* report) {
   if (!pipeline->in_flight()) return absl::OkStatus();
   MONSOON_ASSIGN_OR_RETURN(state->pushed, Timed(report, "wait for push",
-                                                [&] { return pipeline->Wait(&state->fetched); }));
+                                                [&] { return pipeline->Wait(); }));
   return absl::OkStatus();
 }
 
