@@ -18,9 +18,8 @@ PushPipeline::~PushPipeline() {
 }
 
 absl::StatusOr<PushSummary> PushPipeline::Send(absl::Span<const float> gradient,
-                                               const ChunkVersions& base,
-                                               const PushOrigin& origin, FetchedWeights* into,
-                                               TraceWriter* trace) {
+                                               const ChunkVersions& base, const PushOrigin& origin,
+                                               FetchedWeights* into, TraceWriter* trace) {
   if (into == nullptr) {
     TraceScope span(trace, kTraceOverlapped, "push");
     return client_->PushAll(gradient, base, origin);

@@ -63,8 +63,8 @@ class PushPipeline {
   const std::unique_ptr<TopKSparsifier> topk_;
   const bool overlap_;
   std::vector<float> accumulated_;
-  std::vector<float> sending_;  // with overlap: the push in flight reads it
-  FetchedWeights incoming_;     // with overlap: the push in flight writes it
+  std::vector<float> sending_;            // with overlap: the push in flight reads it
+  FetchedWeights incoming_;               // with overlap: the push in flight writes it
   FetchedWeights* bring_into_ = nullptr;  // Start's
   BackgroundCall call_;
 };

@@ -253,8 +253,8 @@ absl::Status TrainingWorker::Push(const PullSchedule& schedule, PushPipeline* pi
 absl::Status TrainingWorker::FinishPush(PushPipeline* pipeline, PushingState* state,
                                         WorkerReport* report) {
   if (!pipeline->in_flight()) return absl::OkStatus();
-  MONSOON_ASSIGN_OR_RETURN(state->pushed, Timed(report, "wait for push",
-                                                [&] { return pipeline->Wait(); }));
+  MONSOON_ASSIGN_OR_RETURN(state->pushed,
+                           Timed(report, "wait for push", [&] { return pipeline->Wait(); }));
   return absl::OkStatus();
 }
 

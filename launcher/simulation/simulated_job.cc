@@ -181,12 +181,12 @@ absl::Status Simulation::BuildWorker(int index, SimulatedWorker* w) {
                            WorkerMetricsRecorder::Open(run_dir_, index, std::nullopt, w->clock));
   w->client = std::make_unique<SimulatedPsClient>(&network_, index, &w->clock);
   MONSOON_ASSIGN_OR_RETURN(
-      w->trace, OpenSimulatedTrace(config_, run_dir_, absl::StrCat("worker-", index),
-                                   kTraceWorkerPid + index, absl::StrCat("worker ", index),
-                                   WorkerTraceThreads(), w->clock));
-  w->trainer = std::make_unique<TrainingWorker>(worker_config_, index, w->model.get(),
-                                                w->shard.get(), w->client.get(), w->metrics.get(),
-                                                w->trace.get(), w->clock);
+      w->trace,
+      OpenSimulatedTrace(config_, run_dir_, absl::StrCat("worker-", index), kTraceWorkerPid + index,
+                         absl::StrCat("worker ", index), WorkerTraceThreads(), w->clock));
+  w->trainer =
+      std::make_unique<TrainingWorker>(worker_config_, index, w->model.get(), w->shard.get(),
+                                       w->client.get(), w->metrics.get(), w->trace.get(), w->clock);
   return absl::OkStatus();
 }
 
@@ -204,9 +204,9 @@ absl::Status Simulation::BuildEvaluator() {
                            EventFileWriter::Create(run_dir_.tensorboard_dir("evaluator")));
   e.metrics->MirrorTo(std::move(events), "global_step");
   e.clock = std::make_unique<SimulatedClock>(&loop_);
-  MONSOON_ASSIGN_OR_RETURN(e.trace, OpenSimulatedTrace(config_, run_dir_, "evaluator",
-                                                       kTraceEvaluatorPid, "evaluator",
-                                                       {"evaluator"}, *e.clock));
+  MONSOON_ASSIGN_OR_RETURN(
+      e.trace, OpenSimulatedTrace(config_, run_dir_, "evaluator", kTraceEvaluatorPid, "evaluator",
+                                  {"evaluator"}, *e.clock));
   e.evaluator = std::make_unique<Evaluator>(e.model.get(), &e.test, e.client.get(),
                                             config_.evaluation.batch_size, e.metrics.get(),
                                             e.trace.get(), 0, *e.clock);
