@@ -58,10 +58,14 @@ grep -q "worker-0 was killed by signal 9 (Killed); restarting it" "$WORK/killed.
   && pass "the killed Python worker was restarted" || fail "no restart: $(cat "$WORK/killed.txt")"
 check_ledger "$run" && pass "every push applied exactly once" || fail "ledger"
 
+# The shipped CNN example for half an epoch (0.80-0.83 here), scored once at the end: the
+# evaluator would take a core's share from the workers.
 timeout 300 "$MONSOON" run examples/pytorch_cnn.yaml --run-dir "$WORK/cnn" \
-  --set training.epochs=1 >"$WORK/cnn.txt" 2>&1
+  --set training.epochs=1 --set training.max_steps=235 --set evaluation.interval_seconds=600 \
+  >"$WORK/cnn.txt" 2>&1
 expect_eq "PyTorch CNN job exit status" "$?" "0"
-at_least "CNN test accuracy after 1 epoch" "$(json_get "$WORK/cnn/summary.json" final_test_accuracy)" 0.8
+at_least "CNN test accuracy after half an epoch" \
+  "$(json_get "$WORK/cnn/summary.json" final_test_accuracy)" 0.75
 
 # A module with BatchNorm: its buffers (running statistics, num_batches_tracked) are model
 # state on the servers, so the evaluator scores what monsoon.load_params reloads.
@@ -79,7 +83,7 @@ PY
 sed -e "s|python3, pytorch_cnn.py|python3, $WORK/batchnorm.py|" examples/pytorch_cnn.yaml \
   >"$WORK/batchnorm.yaml"
 timeout 300 "$MONSOON" run "$WORK/batchnorm.yaml" --run-dir "$WORK/batchnorm" \
-  --set training.epochs=1 >"$WORK/batchnorm.txt" 2>&1
+  --set training.epochs=1 --set evaluation.interval_seconds=600 >"$WORK/batchnorm.txt" 2>&1
 expect_eq "PyTorch BatchNorm CNN job exit status" "$?" "0"
 at_least "BatchNorm CNN test accuracy after 1 epoch" \
   "$(json_get "$WORK/batchnorm/summary.json" final_test_accuracy)" 0.78
@@ -256,7 +260,7 @@ hung() {  # hung NAME SETTINGS...: the job, in the background ($launcher)
   launcher=$!
 }
 started=$(date +%s.%N)
-hung stalled --set reliability.stall_seconds=3
+hung stalled --set reliability.stall_seconds=3 --set reliability.peer_timeout_seconds=4
 wait "$launcher"
 expect_eq "a worker stalled in forward: the job's exit status" "$?" "0"
 grep -qF "worker-1 made no progress for 3 s, stuck at step 10 in compute; the job carries on without it" \

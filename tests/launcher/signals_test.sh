@@ -13,7 +13,7 @@ source tests/launcher/test_lib.sh
 
 config=configs/linear_regression.yaml
 # About 15 s of training on 2 cores; only the final checkpoint is written.
-long=(--set training.epochs=2000 --set checkpoint.interval_seconds=0)
+long=(--set training.epochs=600 --set checkpoint.interval_seconds=0)
 
 # start_job RUN [ARGS...]: the job in the background, $job its launcher's pid, once worker 1
 # has reported a few steps.
@@ -91,7 +91,7 @@ kill_launcher KILL "$WORK/launcher-KILL"
 # A server stopped for 13 s (SIGSTOP; a VM stall looks the same) wakes without blaming its
 # peers for the silence it caused, and the job finishes with nobody lost.
 run="$WORK/server-stall"
-start_job "$run" --set training.epochs=1500
+start_job "$run"
 pkill -STOP -f "monsoon server --run-dir $run --index 0"
 sleep 13
 pkill -CONT -f "monsoon server --run-dir $run --index 0"
