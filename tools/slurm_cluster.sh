@@ -80,8 +80,8 @@ wait_for 10 munged test -s "$dir/munge/munged.pid"
 cp "$dir/munge/munged.pid" "$dir/pids/munged.pid"
 
 # cred_expire: SLURM holds a requeued job back until its old credential has expired (default
-# 120 s, plus up to sched_interval = 60 s before the main scheduler looks again); 30 s and a
-# 1 s scheduling loop keep a test's requeue within a minute.
+# 120 s, plus up to sched_interval = 60 s before the main scheduler looks again); 10 s (SLURM
+# takes 5 at least) and a 1 s scheduling loop keep a test's requeue within half a minute.
 # Ports from a free range chosen per cluster, so two clusters never collide.
 base=$(( 20000 + (RANDOM % 2000) * 10 ))
 {
@@ -90,7 +90,7 @@ base=$(( 20000 + (RANDOM % 2000) * 10 ))
   echo "SlurmctldPort=$base"
   echo "SlurmUser=root"
   echo "AuthType=auth/munge"
-  echo "AuthInfo=socket=$socket,cred_expire=30"
+  echo "AuthInfo=socket=$socket,cred_expire=10"
   echo "CredType=cred/munge"
   echo "ProctrackType=proctrack/linuxproc"
   echo "TaskPlugin=task/none"

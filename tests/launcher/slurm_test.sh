@@ -205,7 +205,7 @@ checkpointed=$(grep -l "server [01]: checkpoint" "$run"/logs/task-*.log | wc -l)
 expect_eq "both servers checkpointed on SIGUSR1" "$checkpointed" "2"
 
 # 6. Requeued, the same job continues from the servers' checkpoints and finishes. SLURM holds
-#    it back until its old credential expires (cred_expire, 30 s in tools/slurm_cluster.sh).
+#    it back until its old credential expires (cred_expire, 10 s in tools/slurm_cluster.sh).
 scontrol requeue "$job"
 start=$(date +%s)
 while [ $(($(date +%s) - start)) -lt 240 ]; do
