@@ -2,10 +2,11 @@
 """Push and pull of a 64 MiB tensor through the Python client (monsoon.Client) against Monsoon's
 C++ client (transport_bench), measured in one run against the same kind of server: a
 transport_bench parameter server process (SGD, 1 MiB chunks, 16 chunk calls in flight).
-Repetitions alternate blocks: Python, C++ (transport_bench), Python again; each rate is the
-median of its repetitions. Prints one JSON object; ratio = Python / C++.
+Repetitions come in rounds, each a block of Python's and then one of C++'s (transport_bench),
+so that the machine's drift reaches both alike; each rate is the median of all its
+repetitions. Prints one JSON object; ratio = Python / C++.
 
-    python_client_bench.py TRANSPORT_BENCH [--mib 64] [--reps 10]
+    python_client_bench.py TRANSPORT_BENCH [--mib 64] [--reps 20] [--rounds 5]
 
 Needs the monsoon package on PYTHONPATH (bench/run_all.sh sets it).
 """
@@ -62,16 +63,23 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("transport_bench")
     parser.add_argument("--mib", type=int, default=64)
-    parser.add_argument("--reps", type=int, default=10)
+    parser.add_argument("--reps", type=int, default=20, help="repetitions of each client")
+    parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
     floats = args.mib << 18
-    pushes, pulls = python_rates(args.transport_bench, floats, args.reps)
-    cpp_push, cpp_pull = cpp_rates(args.transport_bench, args.mib, args.reps)
-    more_pushes, more_pulls = python_rates(args.transport_bench, floats, args.reps)
-    push = statistics.median(pushes + more_pushes)
-    pull = statistics.median(pulls + more_pulls)
+    per_round = max(1, args.reps // args.rounds)
+    pushes, pulls, cpp_pushes, cpp_pulls = [], [], [], []
+    for _ in range(args.rounds):
+        more_pushes, more_pulls = python_rates(args.transport_bench, floats, per_round)
+        pushes += more_pushes
+        pulls += more_pulls
+        cpp_push, cpp_pull = cpp_rates(args.transport_bench, args.mib, per_round)
+        cpp_pushes.append(cpp_push)
+        cpp_pulls.append(cpp_pull)
+    push, pull = statistics.median(pushes), statistics.median(pulls)
+    cpp_push, cpp_pull = statistics.median(cpp_pushes), statistics.median(cpp_pulls)
     print(json.dumps({
-        "benchmark": "python_client", "mib": args.mib, "reps": 2 * args.reps,
+        "benchmark": "python_client", "mib": args.mib, "reps": len(pushes),
         "python_push_gbps": round(push, 3), "cpp_push_gbps": cpp_push,
         "push_ratio": round(push / cpp_push, 3),
         "python_pull_gbps": round(pull, 3), "cpp_pull_gbps": cpp_pull,

@@ -28,12 +28,12 @@ fi
 
 if [ "$quick" = 1 ]; then
   transport=(--sizes 1,4,16 --reps 3); apply=(--mib 8 --reps 3); compute=(--steps 10)
-  compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 3); python_client=(--mib 4 --reps 3)
+  compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 3); python_client=(--mib 4 --reps 3 --rounds 1)
   compute_resnet=(--model resnet --steps 2); pytorch_resnet=(--model resnet --steps 2)
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20; sim_epochs=1
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
-  compute_cnn=(--model cnn --steps 80); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 10)
+  compute_cnn=(--model cnn --steps 80); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 20 --rounds 5)
   compute_resnet=(--model resnet --steps 40); pytorch_resnet=(--model resnet --steps 20)
   worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200; sim_epochs=3
 fi
