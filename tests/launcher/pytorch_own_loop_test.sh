@@ -54,9 +54,13 @@ python3 - "$run/metrics/worker-0.csv" "$run/metrics/worker-1.csv" "$epochs" <<'P
 import csv, sys
 killed, other = (list(csv.DictReader(open(path))) for path in sys.argv[1:3])
 assert len(other) == int(sys.argv[3]) * 469 and all(float(r["loss"]) > 0 for r in other), len(other)
-assert [r["step"] for r in killed] == [r["step"] for r in other], (len(killed), len(other))
+# Each step once, in order; the killed worker may lack one: a step whose push every server
+# applied while the worker was killed before it wrote the step's row (README "Outputs").
+steps, theirs = [r["step"] for r in killed], [r["step"] for r in other]
+assert steps == [s for s in theirs if s in set(steps)] and len(theirs) - len(steps) <= 1, \
+    (len(steps), len(theirs), sorted(set(theirs) - set(steps)))
 PY
-expect_eq "own loop: the restarted worker's loop resumed its data (both $epochs x 469 steps, losses kept)" \
+expect_eq "own loop: the restarted worker's loop resumed its data ($epochs x 469 steps, losses kept)" \
   "$?" "0"
 
 # In CI: one batch an epoch, easgd with no evaluator. Sync's evaluator scores the job's test
