@@ -502,6 +502,10 @@ void VisitDeployment(JobConfig& c, V& v) {
             "carries at once; 0: no limit");
     v.Field("latency_ms", &m.latency_ms, RealRange{0, false, 1e5},
             "each message's one-way latency");
+    v.Field("apply_gbyte_per_s", &m.apply_gbyte_per_s, RealRange{0, false, 1e6},
+            "each server applies this many GB of pushed gradients (or exchanged weights) a "
+            "second, one message at a time in arrival order; 0: measured on this machine for "
+            "the job's optimizer (summary.json records it)");
   });
   v.Section("slurm", "(used by `monsoon sbatch`)", [&] {
     SlurmConfig& s = c.slurm;

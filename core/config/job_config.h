@@ -73,6 +73,9 @@ struct SimulationConfig {
   double step_sigma = 0.5;  // lognormal: the log's standard deviation (mean factor 1)
   double link_gbit = 10;    // each server's link, each way, shared by its messages; 0: no limit
   double latency_ms = 0.05;  // each message's one-way latency
+  // Each server's update rate, GB of pushed gradient (or exchanged weights) a second, one
+  // message at a time; 0: measured on this machine for the job's optimizer.
+  double apply_gbyte_per_s = 0;
 };
 
 // The `monsoon sbatch` script: resources to ask SLURM for.

@@ -140,7 +140,9 @@ std::string SummaryJson(const JobConfig& config, const RunDir& run_dir, const Jo
                               ? null
                               : Json{{"step_seconds", simulation->step_seconds},
                                      {"events", simulation->events},
-                                     {"real_seconds", simulation->real_seconds}};
+                                     {"real_seconds", simulation->real_seconds},
+                                     {"apply_gbyte_per_s", simulation->apply_gbyte_per_s},
+                                     {"busiest_server_share", simulation->busiest_server_share}};
   summary["training_seconds"] = p.worker_seconds;
   summary["samples_per_second"] = p.samples_per_second;
   summary["epochs"] = p.min_epoch;

@@ -61,6 +61,8 @@ struct SimulationFacts {
   double step_seconds = 0;  // one step's compute before stragglers and step_distribution
   uint64_t events = 0;      // the event loop's
   double real_seconds = 0;  // the simulation's own run time on this machine
+  double apply_gbyte_per_s = 0;     // each server's update rate
+  double busiest_server_share = 0;  // of the simulated time, the busiest server spent applying
 };
 
 // summary.json's text for a finished run: its figures `p`, its final weights and the number of

@@ -12,6 +12,8 @@
 #include "core/out_of_memory.h"
 #include "core/status_macros.h"
 #include "launcher/local/summary.h"
+#include "server/parameter_server.h"
+#include "server/server_rules.h"
 #include "worker/worker_role.h"
 #include "worker/worker_rules.h"
 
@@ -33,18 +35,23 @@ double StragglerSeconds(const JobConfig& config, double step) {
 }
 
 // Simulated seconds per step of one worker: its compute, or its share of the servers' links
-// when those are the bottleneck. Pulls and pushes each carry the whole model, across servers;
-// elastic algorithms exchange it every tau steps, Downpour pushes every n_push.
+// or of their processors when those are the bottleneck. Pulls and pushes each carry the whole
+// model, across servers; elastic algorithms exchange it every tau steps, Downpour pushes every
+// n_push.
 double SimulatedStepPeriod(const JobConfig& config, double compute) {
   const SimulationConfig& m = config.simulation;
   const double model_bytes = 4.0 * Model::NumParams(config.model);
   const WorkerRules rules = WorkerRules::FromConfig(config);
   const double every = PushesGradients(rules.algorithm) ? rules.n_push : rules.easgd.tau;
   const double per_step_bytes = model_bytes / std::max(every, 1.0);
-  if (m.link_gbit <= 0) return compute + 2 * m.latency_ms / 1e3 / every;
+  const double applies =
+      (m.apply_gbyte_per_s > 0 ? m.apply_gbyte_per_s * 1e9 : kApplyBytesPerSecond) *
+      config.cluster.servers;
+  const double applying = config.cluster.workers * per_step_bytes / applies;
+  if (m.link_gbit <= 0) return std::max(compute + 2 * m.latency_ms / 1e3 / every, applying);
   const double link = m.link_gbit * 1e9 / 8 * config.cluster.servers;
   const double alone = compute + 2 * (m.latency_ms / 1e3 + per_step_bytes / link) / every;
-  return std::max(alone, config.cluster.workers * per_step_bytes / link);
+  return std::max({alone, config.cluster.workers * per_step_bytes / link, applying});
 }
 
 }  // namespace
@@ -69,6 +76,37 @@ absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config) {
   }));
   std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
   return seconds[seconds.size() / 2];
+}
+
+absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config) {
+  MONSOON_ASSIGN_OR_RETURN(const ShardingPlan job_plan, JobShardingPlan(config));
+  size_t share = 0;
+  for (int s = 0; s < job_plan.num_servers(); ++s) share = std::max(share, job_plan.FloatsOf(s));
+  MONSOON_ASSIGN_OR_RETURN(const ShardingPlan plan,
+                           ShardingPlan::Create(share, 1, config.chunk_floats()));
+  ServerRules rules = ServerRules::FromConfig(config);
+  rules.algorithm = Algorithm::kDownpour;  // the optimizer's update, whatever the rounds
+  ParameterServer server(
+      0, plan, [](size_t, absl::Span<float> out) { std::fill(out.begin(), out.end(), 0.0f); },
+      rules, 1, false, ServerClock::Manual([] { return absl::Now(); }));
+  const std::vector<float> received(plan.max_chunk_size(), 1e-3f);
+  std::vector<float> gradient(plan.max_chunk_size());
+  std::vector<uint64_t> versions(plan.num_chunks(), 0);
+  std::vector<double> seconds_per_byte;
+  for (int i = 0; i < 55; ++i) {
+    const Chunk& c = plan.chunk(i % plan.num_chunks());
+    const absl::Time start = absl::Now();
+    std::copy_n(received.begin(), c.size, gradient.begin());  // the decode
+    MONSOON_ASSIGN_OR_RETURN(const PushResult pushed,
+                             server.Push(c.id, 0, versions[c.id],
+                                         absl::MakeConstSpan(gradient.data(), c.size)));
+    versions[c.id] = pushed.version;
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    if (i >= 5) seconds_per_byte.push_back(seconds / (c.size * sizeof(float)));
+  }
+  std::nth_element(seconds_per_byte.begin(), seconds_per_byte.begin() + seconds_per_byte.size() / 2,
+                   seconds_per_byte.end());
+  return 1 / std::max(seconds_per_byte[seconds_per_byte.size() / 2], 1e-15);
 }
 
 CostEstimate EstimateCost(const JobConfig& config, const DataSizes& data, double measured_step) {

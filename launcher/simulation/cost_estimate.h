@@ -24,6 +24,12 @@ struct CostEstimate {
 // worker's step on this machine.
 absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config);
 
+// Bytes of pushed gradient one server decodes and applies a second on this machine under the
+// job's optimizer (and DC-ASGD, when set): the median of 50 pushes (after 5 to warm up) into
+// a throwaway server holding as much as the job's largest share, chunk after chunk, each
+// copied out of a receive buffer first as the gRPC server decodes it.
+absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config);
+
 // The estimate for `config` over `data`, with one step taking `measured_step` seconds here.
 // Rough by design (within a factor of 2 on the shipped studies): link contention and
 // stragglers are averaged, evaluation and start-up counted.

@@ -123,6 +123,8 @@ class Simulation {
   // The final evaluation, weights, servers' rows and tables.
   absl::Status Finish();
   absl::Status WorkersStatus() const;
+  // The share of the simulated time the busiest server spent applying updates.
+  double BusiestServerShare() const;
 
   const JobConfig& config_;
   const JobConfig worker_config_;
@@ -130,9 +132,11 @@ class Simulation {
   const std::atomic<bool>* const stop_;
   EventLoop loop_;
   double step_seconds_ = 0;  // simulation.step_seconds, or measured here
+  double apply_bytes_per_second_ = 0;  // simulation.apply_gbyte_per_s, or measured here
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<std::unique_ptr<CsvMetricsWriter>> server_metrics_;
   std::vector<SharedLink> to_servers_, from_servers_;
+  std::vector<SerialProcessor> processors_;
   SimulatedNetwork network_;
   std::unique_ptr<DataSource> train_;             // read once for every worker's rows
   std::unique_ptr<TrainableModel> shared_model_;  // when WorkersShareModel
@@ -159,12 +163,14 @@ absl::Status Simulation::BuildServers() {
         CsvMetricsWriter::Create(run_dir_.server_metrics_path(j), ColumnNames<ServerMetricsRow>()));
     to_servers_.emplace_back(&loop_, bytes_per_second, latency);
     from_servers_.emplace_back(&loop_, bytes_per_second, latency);
+    processors_.emplace_back(&loop_, apply_bytes_per_second_);
     network_.servers.push_back(servers_.back().get());
   }
   network_.loop = &loop_;
   network_.turns = &turns_;
   network_.to_servers = &to_servers_;
   network_.from_servers = &from_servers_;
+  network_.processors = &processors_;
   return absl::OkStatus();
 }
 
@@ -214,6 +220,10 @@ absl::Status Simulation::BuildEvaluator() {
 }
 
 absl::Status Simulation::Build() {
+  apply_bytes_per_second_ = config_.simulation.apply_gbyte_per_s * 1e9;
+  if (apply_bytes_per_second_ <= 0) {
+    MONSOON_ASSIGN_OR_RETURN(apply_bytes_per_second_, MeasureApplyBytesPerSecond(config_));
+  }
   MONSOON_RETURN_IF_ERROR(BuildServers());
   step_seconds_ = config_.simulation.step_seconds;
   if (step_seconds_ <= 0) {
@@ -296,6 +306,12 @@ absl::Status Simulation::WorkersStatus() const {
                    " first (a sync round or SSP bound no pushes can complete?)"));
 }
 
+double Simulation::BusiestServerShare() const {
+  double busiest = 0;
+  for (const SerialProcessor& p : processors_) busiest = std::max(busiest, p.busy_seconds());
+  return loop_.seconds() > 0 ? busiest / loop_.seconds() : 0;
+}
+
 absl::StatusOr<JobProgress> Simulation::Run() {
   for (int i = 0; i < config_.cluster.workers; ++i) {
     turns_.Spawn([this, i] {
@@ -308,10 +324,12 @@ absl::StatusOr<JobProgress> Simulation::Run() {
   const absl::Time start = absl::Now();
   loop_.Run();
   SimulationFacts facts{step_seconds_, loop_.events_run(),
-                        absl::ToDoubleSeconds(absl::Now() - start)};
+                        absl::ToDoubleSeconds(absl::Now() - start), apply_bytes_per_second_ / 1e9,
+                        BusiestServerShare()};
   LOG(INFO) << "simulation: " << facts.events << " events, " << loop_.seconds()
             << " simulated s in " << facts.real_seconds << " s (steps of " << step_seconds_
-            << " s)";
+            << " s; servers apply " << facts.apply_gbyte_per_s
+            << " GB/s, the busiest for a share of " << facts.busiest_server_share << ")";
   MONSOON_RETURN_IF_ERROR(WorkersStatus());
   MONSOON_RETURN_IF_ERROR(evaluation_);
   MONSOON_RETURN_IF_ERROR(Finish());

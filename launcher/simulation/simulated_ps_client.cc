@@ -120,8 +120,10 @@ absl::StatusOr<PushSummary> SimulatedPsClient::Update(bool reply_chunks, const A
   pending_ = plan().num_chunks();
   network_->loop->After(clock_->TakeCompute(), [&] {
     for (const Chunk& c : plan().chunks()) {
-      (*network_->to_servers)[c.server].Send(
-          ChunkBytes(c), [&, c] { ApplyChunk(c, reply_chunks, apply, &summary); });
+      (*network_->to_servers)[c.server].Send(ChunkBytes(c), [&, c] {
+        (*network_->processors)[c.server].Handle(
+            ChunkBytes(c), [&, c] { ApplyChunk(c, reply_chunks, apply, &summary); });
+      });
     }
   });
   MONSOON_RETURN_IF_ERROR(AwaitReplies());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "launcher/simulation/event_loop.h"
+#include "launcher/simulation/serial_processor.h"
 #include "launcher/simulation/shared_link.h"
 #include "launcher/simulation/turns.h"
 #include "server/parameter_server.h"
@@ -23,6 +24,8 @@ struct SimulatedNetwork {
   std::vector<ParameterServer*> servers;
   std::vector<SharedLink>* to_servers = nullptr;    // each server's link, inbound
   std::vector<SharedLink>* from_servers = nullptr;  // and outbound
+  // Each server's processor, which applies the pushes and exchanges that reach it.
+  std::vector<SerialProcessor>* processors = nullptr;
   // Set once the simulation is being torn down: replies are dropped, nobody is resumed.
   bool closed = false;
 };
@@ -56,7 +59,7 @@ class SimulatedPsClient final : public PsClient {
   using Apply = std::function<absl::StatusOr<PushResult>(const Chunk& c)>;
 
   // Sends every chunk after the worker's compute since its last call, applies it at its
-  // server on arrival, and waits for the replies (each carrying the chunk back when
+  // server once that server's processor gets to it, and waits for the replies (each carrying the chunk back when
   // `reply_chunks`). Fills summary and, with reply_chunks, pulled_.
   absl::StatusOr<PushSummary> Update(bool reply_chunks, const Apply& apply);
   // One chunk's update on its arrival at its server, and the reply.

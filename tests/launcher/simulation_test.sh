@@ -90,14 +90,25 @@ for i in 1 2; do
   timeout 120 "$MONSOON" run "$cfg" --run-dir "$WORK/twice-$i" --set cluster.workers=16 \
     --set training.epochs=1 --set simulation.enabled=true --set simulation.step_seconds=0.002 \
     --set simulation.step_distribution=lognormal --set stragglers.probability=0.1 \
-    --set optimizer.learning_rate=0.002 >"$WORK/twice-$i.txt" 2>&1
+    --set simulation.apply_gbyte_per_s=0.5 --set optimizer.learning_rate=0.002 \
+    >"$WORK/twice-$i.txt" 2>&1
 done
 cmp -s "$WORK/twice-1/params.bin" "$WORK/twice-2/params.bin" \
   && pass "a simulated job run twice ends with identical weights" \
   || fail "two runs of one simulated job differ"
-step=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['simulation']['step_seconds'])" \
+step=$(python3 -c "import json,sys; s = json.load(open(sys.argv[1]))['simulation']; print(s['step_seconds'], s['apply_gbyte_per_s'])" \
   "$WORK/twice-1/summary.json")
-expect_eq "summary.json records the simulation's step time" "$step" "0.002"
+expect_eq "summary.json records the simulation's step time and servers' rate" "$step" "0.002 0.5"
+# A server that applies too slowly for its workers is busy nearly all the time, and says so.
+timeout 120 "$MONSOON" run "$cfg" --run-dir "$WORK/busy" --set cluster.workers=16 \
+  --set training.max_steps=20 --set cluster.evaluator=false --set simulation.enabled=true \
+  --set simulation.step_seconds=0.001 --set simulation.apply_gbyte_per_s=0.01 \
+  --set optimizer.learning_rate=0.002 >"$WORK/busy.txt" 2>&1
+share=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['simulation']['busiest_server_share'])" \
+  "$WORK/busy/summary.json")
+python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" "$share" \
+  && pass "a server too slow for 16 workers is busy $share of the time" \
+  || fail "busiest server's share $share"
 # trace.json in simulated time: every role named as simulated, each step's compute span as
 # long as its simulated step (log-normal of mean 2 ms), the same events at the same offsets
 # from the start in both runs.

@@ -1,9 +1,10 @@
-// The simulator's clock, links and turns (launcher/simulation/).
+// The simulator's clock, links, server processors and turns (launcher/simulation/).
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
 #include "launcher/simulation/event_loop.h"
+#include "launcher/simulation/serial_processor.h"
 #include "launcher/simulation/shared_link.h"
 #include "launcher/simulation/turns.h"
 
@@ -48,6 +49,31 @@ TEST_CASE("SharedLink without a bandwidth limit takes the latency alone", "[simu
   loop.At(1, [&] { link.Send(1e12, [&] { arrived = loop.seconds(); }); });
   loop.Run();
   CHECK(arrived == 1.25);
+}
+
+TEST_CASE("SerialProcessor handles one message at a time, in arrival order", "[simulation]") {
+  EventLoop loop(absl::UnixEpoch());
+  SerialProcessor server(&loop, /*bytes_per_second=*/1e6);
+  std::vector<double> handled(3, -1);
+  // Two at once: the second waits for the first; the third arrives to an idle processor.
+  loop.At(1, [&] { server.Handle(5e5, [&] { handled[0] = loop.seconds(); }); });
+  loop.At(1, [&] { server.Handle(2e5, [&] { handled[1] = loop.seconds(); }); });
+  loop.At(4, [&] { server.Handle(1e6, [&] { handled[2] = loop.seconds(); }); });
+  loop.Run();
+  CHECK(handled[0] == Approx(1.5));
+  CHECK(handled[1] == Approx(1.7));
+  CHECK(handled[2] == Approx(5.0));
+  CHECK(server.busy_seconds() == Approx(1.7));
+}
+
+TEST_CASE("SerialProcessor without a rate handles each message on arrival", "[simulation]") {
+  EventLoop loop(absl::UnixEpoch());
+  SerialProcessor server(&loop, 0);
+  bool handled = false;
+  server.Handle(1e9, [&] { handled = true; });
+  CHECK(handled);  // within the call, before any event runs
+  CHECK(loop.pending() == 0);
+  CHECK(server.busy_seconds() == 0);
 }
 
 TEST_CASE("Turns run one participant at a time, in the order the loop resumes them",
