@@ -80,8 +80,11 @@ absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config) {
 
 absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config) {
   MONSOON_ASSIGN_OR_RETURN(const ShardingPlan job_plan, JobShardingPlan(config));
+  constexpr int kWarmUp = 5, kTimed = 50;
   size_t share = 0;
   for (int s = 0; s < job_plan.num_servers(); ++s) share = std::max(share, job_plan.FloatsOf(s));
+  // No more chunks than the pushes timed: each then meets a chunk as cold as a large share's.
+  share = std::min(share, (kWarmUp + kTimed) * config.chunk_floats());
   MONSOON_ASSIGN_OR_RETURN(const ShardingPlan plan,
                            ShardingPlan::Create(share, 1, config.chunk_floats()));
   ServerRules rules = ServerRules::FromConfig(config);
@@ -93,7 +96,7 @@ absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config) {
   std::vector<float> gradient(plan.max_chunk_size());
   std::vector<uint64_t> versions(plan.num_chunks(), 0);
   std::vector<double> seconds_per_byte;
-  for (int i = 0; i < 55; ++i) {
+  for (int i = 0; i < kWarmUp + kTimed; ++i) {
     const Chunk& c = plan.chunk(i % plan.num_chunks());
     const absl::Time start = absl::Now();
     std::copy_n(received.begin(), c.size, gradient.begin());  // the decode
@@ -102,7 +105,7 @@ absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config) {
                                          absl::MakeConstSpan(gradient.data(), c.size)));
     versions[c.id] = pushed.version;
     const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    if (i >= 5) seconds_per_byte.push_back(seconds / (c.size * sizeof(float)));
+    if (i >= kWarmUp) seconds_per_byte.push_back(seconds / (c.size * sizeof(float)));
   }
   std::nth_element(seconds_per_byte.begin(), seconds_per_byte.begin() + seconds_per_byte.size() / 2,
                    seconds_per_byte.end());

@@ -26,8 +26,8 @@ absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config);
 
 // Bytes of pushed gradient one server decodes and applies a second on this machine under the
 // job's optimizer (and DC-ASGD, when set): the median of 50 pushes (after 5 to warm up) into
-// a throwaway server holding as much as the job's largest share, chunk after chunk, each
-// copied out of a receive buffer first as the gRPC server decodes it.
+// a throwaway server holding as much as the job's largest share (at most 55 chunks), chunk
+// after chunk, each copied out of a receive buffer first as the gRPC server decodes it.
 absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config);
 
 // The estimate for `config` over `data`, with one step taking `measured_step` seconds here.

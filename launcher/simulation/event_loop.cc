@@ -15,7 +15,7 @@ void EventLoop::At(double seconds, std::function<void()> event) {
 }
 
 void EventLoop::Run() {
-  while (!heap_.empty()) {
+  while (!heap_.empty() && !stopped_) {
     std::pop_heap(heap_.begin(), heap_.end(), Later);
     Event next = std::move(heap_.back());
     heap_.pop_back();

@@ -25,8 +25,10 @@ class EventLoop {
   // Runs `event` at virtual second max(seconds, now).
   void At(double seconds, std::function<void()> event);
   void After(double delay, std::function<void()> event) { At(now_ + delay, std::move(event)); }
-  // Runs events, in order, until none is left.
+  // Runs events, in order, until none is left or Stop is called.
   void Run();
+  // Makes Run return once the event running now has ended; later events stay unrun.
+  void Stop() { stopped_ = true; }
   // Events scheduled and not yet run.
   size_t pending() const { return heap_.size(); }
   // Events run so far.
@@ -45,6 +47,7 @@ class EventLoop {
   double now_ = 0;
   uint64_t scheduled_ = 0;
   uint64_t events_run_ = 0;
+  bool stopped_ = false;
   std::vector<Event> heap_;
 };
 

@@ -316,7 +316,8 @@ absl::StatusOr<JobProgress> Simulation::Run() {
   for (int i = 0; i < config_.cluster.workers; ++i) {
     turns_.Spawn([this, i] {
       workers_[i].report = workers_[i].trainer->Run(stop_);
-      ++finished_;
+      // The job ends with its last worker, not at the evaluation due after it.
+      if (++finished_ == config_.cluster.workers) loop_.Stop();
     });
     loop_.At(0, [this, i] { turns_.Resume(i); });
   }

@@ -27,6 +27,21 @@ TEST_CASE("EventLoop runs events in time order, ties in the order scheduled", "[
   CHECK(loop.Now() == absl::UnixEpoch() + absl::Seconds(2));
 }
 
+TEST_CASE("EventLoop::Stop ends Run after the running event", "[simulation]") {
+  EventLoop loop(absl::UnixEpoch());
+  std::vector<int> ran;
+  loop.At(1, [&] {
+    ran.push_back(1);
+    loop.Stop();
+  });
+  loop.At(1, [&] { ran.push_back(2); });
+  loop.At(5, [&] { ran.push_back(3); });
+  loop.Run();
+  CHECK(ran == std::vector<int>{1});
+  CHECK(loop.seconds() == 1);
+  CHECK(loop.pending() == 2);
+}
+
 TEST_CASE("SharedLink shares its bandwidth among the messages it carries", "[simulation]") {
   EventLoop loop(absl::UnixEpoch());
   SharedLink link(&loop, /*bytes_per_second=*/1e6, /*latency_seconds=*/0.01);
