@@ -4,11 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iostream>
 #include <memory>
 #include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/compute/kernel_math.h"
 #include "core/file_util.h"
@@ -34,6 +36,9 @@
 
 namespace monsoon {
 namespace {
+
+// A server busier than this share of the simulated time sets the job's pace: the run says so.
+constexpr double kBusyServerShare = 0.8;
 
 // The workers' config: their time is the simulation's, so nothing of theirs watches the wall
 // clock or overlaps transfers on a thread of its own.
@@ -331,6 +336,15 @@ absl::StatusOr<JobProgress> Simulation::Run() {
             << " simulated s in " << facts.real_seconds << " s (steps of " << step_seconds_
             << " s; servers apply " << facts.apply_gbyte_per_s
             << " GB/s, the busiest for a share of " << facts.busiest_server_share << ")";
+  if (facts.busiest_server_share > kBusyServerShare) {
+    std::cerr << absl::StrFormat(
+                     "monsoon: warning: the busiest simulated server spent %.0f %% of the "
+                     "simulated time applying updates: the servers, not the workers, set this "
+                     "job's pace (more servers would help, or check "
+                     "simulation.apply_gbyte_per_s)",
+                     100 * facts.busiest_server_share)
+              << std::endl;
+  }
   MONSOON_RETURN_IF_ERROR(WorkersStatus());
   MONSOON_RETURN_IF_ERROR(evaluation_);
   MONSOON_RETURN_IF_ERROR(Finish());

@@ -109,6 +109,9 @@ share=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['simulat
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > 0.9 else 1)" "$share" \
   && pass "a server too slow for 16 workers is busy $share of the time" \
   || fail "busiest server's share $share"
+grep -qE "monsoon: warning: the busiest simulated server spent (9[0-9]|100) % of the simulated time" \
+  "$WORK/busy.txt" && pass "and the run warns that the servers set its pace" \
+  || fail "no busy-server warning: $(grep monsoon: "$WORK/busy.txt")"
 # trace.json in simulated time: every role named as simulated, each step's compute span as
 # long as its simulated step (log-normal of mean 2 ms), the same events at the same offsets
 # from the start in both runs.
