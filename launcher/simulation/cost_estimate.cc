@@ -54,10 +54,23 @@ double SimulatedStepPeriod(const JobConfig& config, double compute) {
   return std::max({alone, config.cluster.workers * per_step_bytes / link, applying});
 }
 
+// The upper median of `timed` values of `measure(i)`, i counting from 0, after `warm_up`
+// calls whose values are dropped; the first error stops it.
+template <typename Measure>
+absl::StatusOr<double> MedianOf(int warm_up, int timed, Measure measure) {
+  std::vector<double> values;
+  for (int i = 0; i < warm_up + timed; ++i) {
+    MONSOON_ASSIGN_OR_RETURN(const double value, measure(i));
+    if (i >= warm_up) values.push_back(value);
+  }
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
 }  // namespace
 
 absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config) {
-  std::vector<double> seconds;
+  double median = 0;
   MONSOON_RETURN_IF_ERROR(CatchOutOfMemory([&]() -> absl::Status {
     const Allocating allocating("a model to time one step of");
     MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, NativeModel(config, -1));
@@ -66,16 +79,15 @@ absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config) {
     const std::vector<float> x(static_cast<size_t>(batch) * config.model.input_dim, 0.0f);
     const std::vector<float> y(
         static_cast<size_t>(batch) * (classify ? 1 : config.model.output_dim), 0.0f);
-    for (int i = 0; i < 13; ++i) {
-      const absl::Time start = absl::Now();
-      model->ComputeGradients(x.data(), y.data(), batch);
-      MONSOON_RETURN_IF_ERROR(model->Synchronize());
-      if (i >= 3) seconds.push_back(absl::ToDoubleSeconds(absl::Now() - start));
-    }
+    MONSOON_ASSIGN_OR_RETURN(median, MedianOf(3, 10, [&](int) -> absl::StatusOr<double> {
+                               const absl::Time start = absl::Now();
+                               model->ComputeGradients(x.data(), y.data(), batch);
+                               MONSOON_RETURN_IF_ERROR(model->Synchronize());
+                               return absl::ToDoubleSeconds(absl::Now() - start);
+                             }));
     return absl::OkStatus();
   }));
-  std::nth_element(seconds.begin(), seconds.begin() + seconds.size() / 2, seconds.end());
-  return seconds[seconds.size() / 2];
+  return median;
 }
 
 absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config) {
@@ -95,21 +107,19 @@ absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config) {
   const std::vector<float> received(plan.max_chunk_size(), 1e-3f);
   std::vector<float> gradient(plan.max_chunk_size());
   std::vector<uint64_t> versions(plan.num_chunks(), 0);
-  std::vector<double> seconds_per_byte;
-  for (int i = 0; i < kWarmUp + kTimed; ++i) {
-    const Chunk& c = plan.chunk(i % plan.num_chunks());
-    const absl::Time start = absl::Now();
-    std::copy_n(received.begin(), c.size, gradient.begin());  // the decode
-    MONSOON_ASSIGN_OR_RETURN(const PushResult pushed,
-                             server.Push(c.id, 0, versions[c.id],
-                                         absl::MakeConstSpan(gradient.data(), c.size)));
-    versions[c.id] = pushed.version;
-    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-    if (i >= kWarmUp) seconds_per_byte.push_back(seconds / (c.size * sizeof(float)));
-  }
-  std::nth_element(seconds_per_byte.begin(), seconds_per_byte.begin() + seconds_per_byte.size() / 2,
-                   seconds_per_byte.end());
-  return 1 / std::max(seconds_per_byte[seconds_per_byte.size() / 2], 1e-15);
+  MONSOON_ASSIGN_OR_RETURN(
+      const double seconds_per_byte,
+      MedianOf(kWarmUp, kTimed, [&](int i) -> absl::StatusOr<double> {
+        const Chunk& c = plan.chunk(i % plan.num_chunks());
+        const absl::Time start = absl::Now();
+        std::copy_n(received.begin(), c.size, gradient.begin());  // the decode
+        MONSOON_ASSIGN_OR_RETURN(
+            const PushResult pushed,
+            server.Push(c.id, 0, versions[c.id], absl::MakeConstSpan(gradient.data(), c.size)));
+        versions[c.id] = pushed.version;
+        return absl::ToDoubleSeconds(absl::Now() - start) / (c.size * sizeof(float));
+      }));
+  return 1 / std::max(seconds_per_byte, 1e-15);
 }
 
 CostEstimate EstimateCost(const JobConfig& config, const DataSizes& data, double measured_step) {
