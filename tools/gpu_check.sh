@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks in one command, for a machine with an NVIDIA GPU, its driver and CUDA's
-# libraries, in order: the device query; the CPU<->GPU parity test plain, then under
-# compute-sanitizer's memcheck and initcheck where the machine has it; the full-size image layer
-# (256 x 64 x 224 x 224); the Fashion-MNIST jobs on the GPU; the GPU benchmark (FP32 and TF32).
+# libraries, in order: the device query; the CPU<->GPU parity test; the full-size image layer
+# (256 x 64 x 224 x 224); the Fashion-MNIST jobs on the GPU; the GPU benchmark (FP32 and TF32);
+# last, the parity test under compute-sanitizer's memcheck and initcheck where the machine has
+# it. Each step has a time limit (5 minutes; 10 for the jobs), so nothing hangs it.
 # Writes OUT_DIR/gpu_check.json (the device's name and every figure) beside each step's log.
 #   tools/gpu_check.sh [OUT_DIR]          (default OUT_DIR: gpu_check/)
 # Runs from an unpacked bundle (tools/bundle.sh: no Bazel, no package archive needed) or from
@@ -32,26 +33,28 @@ export MONSOON_REQUIRE_GPU=1  # a GPU test that would skip fails instead
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 steps=()  # "name status" per step, for the JSON
 
-# step NAME COMMAND...: runs COMMAND with its output in OUT_DIR/NAME.log.
+# step NAME SECONDS COMMAND...: runs COMMAND with its output in OUT_DIR/NAME.log, stopped
+# after SECONDS (status 124).
 step() {
-  local name=$1
-  shift
-  "$@" >"$out/$name.log" 2>&1
+  local name=$1 limit=$2
+  shift 2
+  timeout --kill-after=10 "$limit" "$@" >"$out/$name.log" 2>&1
   local status=$?
   steps+=("$name $status")
   echo "gpu_check: $name: $([ "$status" -eq 0 ] && echo passed || echo "FAILED (status $status)")"
 }
-step parity "$parity"
+step parity 300 "$parity"
+step full_size_layer 300 "$parity" "[workspace]"
+step gpu_job 600 env MONSOON="$PWD/$monsoon" TEST_TMPDIR="$(mktemp -d)" \
+  tests/launcher/gpu_job_test.sh
+step gpu_bench 300 sh -c "'$PWD/$gpu_bench' >'$out/gpu_bench.json'"
+step gpu_bench_tf32 300 sh -c "'$PWD/$gpu_bench' --tf32 >'$out/gpu_bench_tf32.json'"
 if [ -n "$sanitizer" ]; then
-  step parity_memcheck "$sanitizer" --tool memcheck --error-exitcode 1 "$parity"
-  step parity_initcheck "$sanitizer" --tool initcheck --error-exitcode 1 "$parity"
+  step parity_memcheck 300 "$sanitizer" --tool memcheck --error-exitcode 1 "$parity"
+  step parity_initcheck 300 "$sanitizer" --tool initcheck --error-exitcode 1 "$parity"
 else
   echo "gpu_check: no compute-sanitizer on this machine; the parity test ran without it"
 fi
-step full_size_layer "$parity" "[workspace]"
-step gpu_job env MONSOON="$PWD/$monsoon" TEST_TMPDIR="$(mktemp -d)" tests/launcher/gpu_job_test.sh
-step gpu_bench sh -c "'$PWD/$gpu_bench' >'$out/gpu_bench.json'"
-step gpu_bench_tf32 sh -c "'$PWD/$gpu_bench' --tf32 >'$out/gpu_bench_tf32.json'"
 
 python3 - "$out" "${steps[@]}" <<'PY'
 import json, os, re, sys

@@ -41,6 +41,14 @@ cuda='/(libcuda|libcudart|libcublas|libcublasLt|libcudnn[a-z_]*|libnvrtc|libnvJi
 package="$b/bin/python/monsoon/_monsoon.so"
 for elf in "$b"/bin/* "$b"/core/compute/cuda/*.so "$package"; do
   [ -f "$elf" ] || continue
+  missing=$(ldd "$elf" | grep "not found" | grep -Ev "${cuda#/}" || true)
+  if [ -n "$missing" ]; then
+    echo "make_bundle: $(basename "$elf") needs libraries not found here:" $missing >&2
+    exit 1
+  fi
+done
+for elf in "$b"/bin/* "$b"/core/compute/cuda/*.so "$package"; do
+  [ -f "$elf" ] || continue
   ldd "$elf" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | grep -Ev "$system|$cuda" || true
 done | sort -u | while read -r lib; do
   cp -L "$lib" "$b/lib/"

@@ -3,7 +3,8 @@
 # newer than Debian 12's 2.36, and unpacked into a clean directory by an unprivileged user it
 # runs the default job (one epoch) inside a root that holds nothing but the bundle and glibc:
 # no Debian package, -dev or not, on the library path. Its tools/gpu_check.sh gets as far as
-# "no usable GPU" here, with nothing else failing. Needs root (chroot, bind mounts).
+# "no usable GPU" here, with nothing else failing, and its GPU parity test loads there. Needs
+# root (chroot, bind mounts).
 source tests/launcher/test_lib.sh
 bundle="$PWD/tools/monsoon-bundle.tar.xz"
 bytes=$(stat -L -c %s "$bundle")
@@ -60,6 +61,14 @@ expect_eq "import monsoon from the bundle" "$?:$(cat "$WORK/import.txt")" "0:<cl
   --script "$r/home/user/job.sbatch" >/dev/null 2>&1)
 expect_eq "sbatch from the bundle runs the bundle's binary" \
   "$(grep '^MONSOON=' "$r/home/user/job.sbatch")" "MONSOON='$b/bin/monsoon'"
+
+# The GPU parity test (gpu_check.sh's first step) loads in the glibc-only root too.
+timeout 60 unshare --mount --fork sh -c "mount --bind /proc '$r/proc' &&
+  chroot --userspec=65534:65534 '$r' /home/user/monsoon/bin/cublas_parity_test --list-tests" \
+  >"$WORK/parity.txt" 2>&1
+grep -q "^[0-9]* test cases$" "$WORK/parity.txt" \
+  && pass "the GPU parity test loads in a glibc-only root" \
+  || fail "the GPU parity test does not load: $(head -3 "$WORK/parity.txt")"
 
 as_nobody env -u LD_LIBRARY_PATH "$b/tools/gpu_check.sh" "$r/home/user/gpu" >"$WORK/gpu.txt" 2>&1
 expect_eq "gpu_check.sh from the bundle: exit status without a GPU" "$?" "1"

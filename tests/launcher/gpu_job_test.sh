@@ -10,8 +10,8 @@ timeout 240 "$MONSOON" run configs/fmnist_downpour.yaml --run-dir "$WORK/gpu" \
   --set compute.device=cuda >"$WORK/out.txt" 2>&1
 expect_eq "GPU job exit status" "$?" "0"
 tail -2 "$WORK/out.txt"
-grep -q "backend cuda:" "$WORK/gpu/logs/worker-0.log" && pass "worker 0 ran on CUDA" \
-  || fail "worker 0 backend: $(grep backend "$WORK/gpu/logs/worker-0.log")"
+grep -q "parameters, on cuda:" "$WORK/gpu/logs/worker-0.log" && pass "worker 0 ran on CUDA" \
+  || fail "worker 0 ran on: $(grep "parameters, on" "$WORK/gpu/logs/worker-0.log")"
 acc=$(json_get "$WORK/gpu/summary.json" final_test_accuracy)
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= 0.85 else 1)" "$acc" \
   && pass "GPU accuracy $acc >= 0.85" || fail "GPU accuracy $acc < 0.85"
