@@ -27,6 +27,11 @@ class TimedBackend : public ComputeBackend {
   void CopyToHost(const float* device, float* host, size_t n) override {
     Timed("copies", [&] { inner_->CopyToHost(device, host, n); });
   }
+  size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) override {
+    size_t first = n;
+    Timed("copies", [&] { first = inner_->CopyToHostFindingNonFinite(device, host, n); });
+    return first;
+  }
   void Gemm(bool ta, bool tb, int m, int n, int k, float alpha, const float* a, const float* b,
             float beta, float* c) override {
     Timed("gemm", [&] { inner_->Gemm(ta, tb, m, n, k, alpha, a, b, beta, c); });

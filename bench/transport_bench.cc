@@ -137,6 +137,9 @@ class GrpcPair {
         plan_(*ShardingPlan::Create(floats_, 1, chunk_floats)),
         grad_(floats_, 1.0f),
         params_(floats_),
+        // Checked once where it is made, as a worker checks its gradient in the copy out of
+        // its model (GetGrads): the pushes time the transport.
+        gradient_(*FiniteGradient::Check(grad_)),
         // Base version 0 every time: the pushes are timed, not trained (policy: accept).
         base_(plan_.num_chunks(), 0) {
     const std::string address = server_.ReadLine();
@@ -158,7 +161,7 @@ class GrpcPair {
   pid_t server_pid() const { return server_.pid; }
   void Push() {
     ++origin_.sequence;  // every push numbered afresh, so that each is applied
-    if (!client_->PushAll(grad_, base_, origin_).ok()) std::abort();
+    if (!client_->PushAll(gradient_, base_, origin_).ok()) std::abort();
   }
   void Pull() {
     if (!client_->PullAll(absl::MakeSpan(params_), {}, nullptr).ok()) std::abort();
@@ -169,6 +172,7 @@ class GrpcPair {
   BenchChild server_;
   const ShardingPlan plan_;
   std::vector<float> grad_, params_;
+  const FiniteGradient gradient_;  // grad_'s values
   const ChunkVersions base_;
   PushOrigin origin_;
   std::unique_ptr<GrpcPsClient> client_;

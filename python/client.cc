@@ -135,10 +135,11 @@ double Client::Push(py::handle gradient) {
   const absl::StatusOr<PushSummary> pushed =
       Locked([&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) -> absl::StatusOr<PushSummary> {
         if (versions_.empty()) versions_.assign(client_->plan().num_chunks(), 0);
-        MONSOON_ASSIGN_OR_RETURN(
-            const PushSummary summary, Numbered([&](const PushOrigin& origin) {
-              return client_->PushAll(absl::MakeConstSpan(data, num_params_), versions_, origin);
-            }));
+        MONSOON_ASSIGN_OR_RETURN(const FiniteGradient checked,
+                                 FiniteGradient::Check(absl::MakeConstSpan(data, num_params_)));
+        MONSOON_ASSIGN_OR_RETURN(const PushSummary summary, Numbered([&](const PushOrigin& origin) {
+                                   return client_->PushAll(checked, versions_, origin);
+                                 }));
         last_staleness_ = summary.mean_staleness;
         return summary;
       });

@@ -60,7 +60,9 @@ class PythonModel : public TrainableModel {
   std::string where() const override { return where_; }
   void SetParams(const float* host) override { Copy(host, params_); }
   void GetParams(float* host) override { Copy(params_, host); }
-  void GetGrads(float* host) override { Copy(grads_, host); }
+  size_t GetGrads(float* host) override {
+    return status_.ok() ? CopyFindingNonFinite(grads_, host, n_) : n_;
+  }
   // The local steps (none where the user's loop takes its own).
   void AddWeightDecay(float weight_decay) override {
     if (weight_decay > 0 && !own_loop_) Axpy(weight_decay, params_, grads_, n_ - state_);

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
+#include "core/finite.h"
+
 namespace monsoon {
 
 // A path inside the test's private temporary directory (Bazel's TEST_TMPDIR).
@@ -23,6 +26,14 @@ inline std::vector<float> Random(size_t n, uint64_t seed, float lo = -1, float h
   std::vector<float> v(n);
   for (float& x : v) x = d(rng);
   return v;
+}
+
+// `values` checked for a push; aborts the test if one is not finite. Borrows `values`: a
+// temporary lives until the end of the statement that pushes it.
+inline FiniteGradient Finite(absl::Span<const float> values) {
+  absl::StatusOr<FiniteGradient> checked = FiniteGradient::Check(values);
+  if (!checked.ok()) std::abort();
+  return *checked;
 }
 
 }  // namespace monsoon

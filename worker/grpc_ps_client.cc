@@ -263,13 +263,13 @@ void FillUpdateHeader(const Chunk& c, const ClientIdentity& identity, uint64_t b
   ToWire(origin.position, header->mutable_position());
 }
 
-absl::StatusOr<PushSummary> GrpcPsClient::PushAll(absl::Span<const float> gradient,
+absl::StatusOr<PushSummary> GrpcPsClient::PushAll(FiniteGradient gradient,
                                                   const ChunkVersions& base_versions,
                                                   const PushOrigin& origin) {
-  return PushChunks(gradient, base_versions, origin, nullptr);
+  return PushChunks(gradient.values(), base_versions, origin, nullptr);
 }
 
-absl::StatusOr<PushSummary> GrpcPsClient::PushPullAll(absl::Span<const float> gradient,
+absl::StatusOr<PushSummary> GrpcPsClient::PushPullAll(FiniteGradient gradient,
                                                       const ChunkVersions& base_versions,
                                                       const PushOrigin& origin,
                                                       PullAfterPush* pull) {
@@ -277,7 +277,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushPullAll(absl::Span<const float> gr
     return absl::InvalidArgumentError(absl::StrCat("pull after a push into ", pull->params.size(),
                                                    " floats; the model has ", plan_.num_params()));
   }
-  return PushChunks(gradient, base_versions, origin, pull);
+  return PushChunks(gradient.values(), base_versions, origin, pull);
 }
 
 absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gradient,
@@ -290,7 +290,6 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
         "push of ", gradient.size(), " floats with ", base_versions.size(),
         " chunk versions; the model has ", plan_.num_params(), " in ", plan_.num_chunks()));
   }
-  MONSOON_RETURN_IF_ERROR(CheckFinite("the gradient", gradient));
   PushSummary summary;
   std::atomic<uint64_t> sent{0};  // payload bytes, after encoding
   // Written per chunk by the replies; base_versions stays valid even if it is *pull->versions.

@@ -37,17 +37,16 @@ absl::StatusOr<ResumePoint> InProcessPsClient::Resume() {
   return resume;
 }
 
-absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> gradient,
+absl::StatusOr<PushSummary> InProcessPsClient::PushAll(FiniteGradient gradient,
                                                        const ChunkVersions& base_versions,
                                                        const PushOrigin& origin) {
-  MONSOON_RETURN_IF_ERROR(CheckFinite("the gradient", gradient));
   PushOrigin mine = origin;
   mine.incarnation = identity_.incarnation;
   PushSummary summary;
   for (const Chunk& c : plan().chunks()) {
-    MONSOON_ASSIGN_OR_RETURN(PushResult r,
-                             servers_[c.server]->Push(c.id, identity_.index, base_versions[c.id],
-                                                      gradient.subspan(c.offset, c.size), mine));
+    MONSOON_ASSIGN_OR_RETURN(
+        PushResult r, servers_[c.server]->Push(c.id, identity_.index, base_versions[c.id],
+                                               gradient.values().subspan(c.offset, c.size), mine));
     summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
     summary.chunks_dropped += r.applied || r.duplicate ? 0 : 1;
     summary.chunks_duplicate += r.duplicate ? 1 : 0;
@@ -56,7 +55,7 @@ absl::StatusOr<PushSummary> InProcessPsClient::PushAll(absl::Span<const float> g
   return summary;
 }
 
-absl::StatusOr<PushSummary> InProcessPsClient::PushPullAll(absl::Span<const float> gradient,
+absl::StatusOr<PushSummary> InProcessPsClient::PushPullAll(FiniteGradient gradient,
                                                            const ChunkVersions& base_versions,
                                                            const PushOrigin& origin,
                                                            PullAfterPush* pull) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "core/finite.h"
 #include "core/sharding_plan.h"
 #include "server/ps_types.h"
 
@@ -78,15 +79,16 @@ class PsClient {
                                              ChunkVersions* versions) = 0;
   // Sends `gradient` (plan.num_params() floats), each chunk computed from weights of
   // base_versions[chunk id]. `origin` numbers the push (its incarnation is the client's).
-  // A chunk the server already had counts in PushSummary::chunks_duplicate. A gradient with a
-  // NaN or an infinity is refused whole before any chunk is sent (CheckFinite's refusal).
-  virtual absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
+  // A chunk the server already had counts in PushSummary::chunks_duplicate. The gradient's
+  // type says it has no NaN or infinity: a gradient with one is refused whole before any
+  // chunk is sent, by whoever made it (FiniteGradient).
+  virtual absl::StatusOr<PushSummary> PushAll(FiniteGradient gradient,
                                               const ChunkVersions& base_versions,
                                               const PushOrigin& origin) = 0;
   // PushAll, then PullAll(pull->params, {}, pull->versions) in the same round trips: each
   // chunk's reply carries its weights right after the push. Downpour only (its pulls never
   // wait); servers of other algorithms refuse it with FailedPrecondition.
-  virtual absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float> gradient,
+  virtual absl::StatusOr<PushSummary> PushPullAll(FiniteGradient gradient,
                                                   const ChunkVersions& base_versions,
                                                   const PushOrigin& origin,
                                                   PullAfterPush* pull) = 0;

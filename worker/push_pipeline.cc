@@ -17,9 +17,9 @@ PushPipeline::~PushPipeline() {
   if (call_.in_flight()) call_.Wait().IgnoreError();  // it borrows the buffers below
 }
 
-absl::StatusOr<PushSummary> PushPipeline::Send(absl::Span<const float> gradient,
-                                               const ChunkVersions& base, const PushOrigin& origin,
-                                               FetchedWeights* into, TraceWriter* trace) {
+absl::StatusOr<PushSummary> PushPipeline::Send(FiniteGradient gradient, const ChunkVersions& base,
+                                               const PushOrigin& origin, FetchedWeights* into,
+                                               TraceWriter* trace) {
   if (into == nullptr) {
     TraceScope span(trace, kTraceOverlapped, "push");
     return client_->PushAll(gradient, base, origin);
@@ -31,24 +31,38 @@ absl::StatusOr<PushSummary> PushPipeline::Send(absl::Span<const float> gradient,
   return summary;
 }
 
+absl::StatusOr<FiniteGradient> PushPipeline::CheckedAccumulator() {
+  std::optional<size_t> written = std::exchange(written_first_non_finite_, std::nullopt);
+  if (topk_ != nullptr) {
+    topk_->Sparsify(absl::MakeSpan(accumulated_));
+    written.reset();  // the residual added in may overflow
+  }
+  if (!written.has_value()) return FiniteGradient::Check(accumulated_);
+  return FiniteGradient::Written(accumulated_, *written);
+}
+
 void PushPipeline::Start(const ChunkVersions& base, const PushOrigin& origin,
                          FetchedWeights* bring_into, TraceWriter* trace) {
   bring_into_ = bring_into;
-  if (topk_ != nullptr) topk_->Sparsify(absl::MakeSpan(accumulated_));
+  absl::StatusOr<FiniteGradient> gradient = CheckedAccumulator();
+  if (!gradient.ok()) {
+    call_.Start([refused = gradient.status()]() -> absl::StatusOr<PushSummary> { return refused; });
+    return;
+  }
   if (!overlap_) {
-    call_.Start([this, base, origin, bring_into, trace] {
-      return Send(accumulated_, base, origin, bring_into, trace);
+    call_.Start([this, gradient = *gradient, base, origin, bring_into, trace] {
+      return Send(gradient, base, origin, bring_into, trace);
     });
     return;
   }
-  std::swap(accumulated_, sending_);
+  std::swap(accumulated_, sending_);  // the gradient's values move with the vector
   FetchedWeights* incoming = nullptr;
   if (bring_into != nullptr) {
     incoming_.params.resize(bring_into->params.size());
     incoming = &incoming_;
   }
-  call_.Start([this, base, origin, incoming, trace] {
-    return Send(sending_, base, origin, incoming, trace);
+  call_.Start([this, gradient = *gradient, base, origin, incoming, trace] {
+    return Send(gradient, base, origin, incoming, trace);
   });
 }
 

@@ -5,11 +5,13 @@
 #define MONSOON_WORKER_PUSH_PIPELINE_H_
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "core/compression.h"
+#include "core/finite.h"
 #include "core/metrics/trace.h"
 #include "worker/background_call.h"
 #include "worker/ps_client.h"
@@ -40,12 +42,16 @@ class PushPipeline {
 
   // Where the loop sums the gradients since the last push (num_params floats).
   absl::Span<float> accumulator() { return absl::MakeSpan(accumulated_); }
+  // What the pass that last wrote the accumulator found: the index of its first NaN or
+  // infinity (its size when none). Without it, Start scans the accumulator itself.
+  void Written(size_t first_non_finite) { written_first_non_finite_ = first_non_finite; }
   bool in_flight() const { return call_.in_flight(); }
 
   // Starts pushing the accumulator, computed on chunk versions `base` and numbered by `origin`.
   // With `bring_into` (borrowed until Wait returns; its params sized num_params) the reply
   // brings the servers' weights back (Downpour) and Wait puts them there. Without overlap the
-  // push has completed on return. The accumulator's contents are undefined afterwards.
+  // push has completed on return. An accumulator with a NaN or an infinity is not sent: Wait
+  // returns CheckFinite's refusal. The accumulator's contents are undefined afterwards.
   // REQUIRES: !in_flight().
   void Start(const ChunkVersions& base, const PushOrigin& origin,
              FetchedWeights* bring_into /* nullable */, TraceWriter* trace /* nullable */);
@@ -55,14 +61,17 @@ class PushPipeline {
 
  private:
   // Pushes `gradient`; with `into`, its reply's weights go there.
-  absl::StatusOr<PushSummary> Send(absl::Span<const float> gradient, const ChunkVersions& base,
+  absl::StatusOr<PushSummary> Send(FiniteGradient gradient, const ChunkVersions& base,
                                    const PushOrigin& origin, FetchedWeights* into,
                                    TraceWriter* trace);
+  // The accumulator, vouched for by Written or scanned now (after sparsifying).
+  absl::StatusOr<FiniteGradient> CheckedAccumulator();
 
   PsClient* const client_;  // borrowed
   const std::unique_ptr<TopKSparsifier> topk_;
   const bool overlap_;
   std::vector<float> accumulated_;
+  std::optional<size_t> written_first_non_finite_;  // Written's, since the last Start
   std::vector<float> sending_;            // with overlap: the push in flight reads it
   FetchedWeights incoming_;               // with overlap: the push in flight writes it
   FetchedWeights* bring_into_ = nullptr;  // Start's

@@ -171,8 +171,7 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
     if (schedule.PullsBefore(report.steps)) {
       MONSOON_RETURN_IF_ERROR(Fetch(schedule, &state, &report));
     }
-    MONSOON_RETURN_IF_ERROR(
-        ComputeGradients(pipeline.accumulator(), since_push > 0, &scratch, &report));
+    MONSOON_RETURN_IF_ERROR(ComputeGradients(&pipeline, since_push > 0, &scratch, &report));
     if (model_->loop_ended()) break;
     if (rules_.local_learning_rate > 0) {
       model_->AddWeightDecay(rules_.weight_decay);
@@ -207,22 +206,27 @@ absl::Status TrainingWorker::Fetch(const PullSchedule& schedule, PushingState* s
   return absl::OkStatus();
 }
 
-absl::Status TrainingWorker::ComputeGradients(absl::Span<float> sum, bool add,
+absl::Status TrainingWorker::ComputeGradients(PushPipeline* pipeline, bool add,
                                               std::vector<float>* scratch, WorkerReport* report) {
+  const absl::Span<float> sum = pipeline->accumulator();
+  size_t first_non_finite = 0;
   {
     const TraceScope compute = ComputeSpan(*report);
     const StallWatch::Computing computing(&stall_watch_, report->steps);
     MONSOON_RETURN_IF_ERROR(ComputeStep(report));
     if (model_->loop_ended()) return absl::OkStatus();  // nothing computed
-    model_->GetGrads(add ? scratch->data() : sum.data());
+    first_non_finite = model_->GetGrads(add ? scratch->data() : sum.data());
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
   }
   if (add) {
     // Gradients add up over the n_push steps; the state pushed is its latest value.
     const size_t trained = sum.size() - model_->num_state();
-    for (size_t i = 0; i < trained; ++i) sum[i] += (*scratch)[i];
-    std::copy(scratch->begin() + trained, scratch->end(), sum.begin() + trained);
+    first_non_finite = AddFindingNonFinite(scratch->data(), sum.data(), trained);
+    const size_t state_first =
+        CopyFindingNonFinite(scratch->data() + trained, sum.data() + trained, sum.size() - trained);
+    if (first_non_finite == trained) first_non_finite = trained + state_first;
   }
+  pipeline->Written(first_non_finite);
   return absl::OkStatus();
 }
 

@@ -80,9 +80,10 @@ class TrainingWorker {
   absl::StatusOr<WorkerReport> TrainElastic(const std::atomic<bool>* stop);
   // Loads the weights for this step into the model: those a push brought back, else a pull.
   absl::Status Fetch(const PullSchedule& schedule, PushingState* state, WorkerReport* report);
-  // One step's gradient into `sum`, or added to it (through `scratch`) when `add`; nothing
-  // when the model's own loop has ended.
-  absl::Status ComputeGradients(absl::Span<float> sum, bool add, std::vector<float>* scratch,
+  // One step's gradient into the pipeline's accumulator, or added to it (through `scratch`)
+  // when `add`, telling the pipeline what the pass found (Written); nothing when the model's
+  // own loop has ended.
+  absl::Status ComputeGradients(PushPipeline* pipeline, bool add, std::vector<float>* scratch,
                                 WorkerReport* report);
   // Pushes the summed gradients (after waiting for the push in flight).
   absl::Status Push(const PullSchedule& schedule, PushPipeline* pipeline, PushingState* state,

@@ -114,6 +114,9 @@ class ComputeBackend {
   virtual DeviceBuffer Allocate(size_t n) = 0;
   virtual void CopyToDevice(const float* host, float* device, size_t n) = 0;
   virtual void CopyToHost(const float* device, float* host, size_t n) = 0;
+  // CopyToHost, returning the index of the first NaN or infinity copied (n when none), found by
+  // the pass that writes `host` (FirstNonFinite in core/finite.h).
+  virtual size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) = 0;
   // Starts copying [device, device + n) towards the host as soon as the work queued so far has
   // written it, while later work runs (a GPU's copy stream). A later CopyToHost of a range
   // that such started copies tile exactly then only waits for them and unpacks them. Nothing

@@ -404,10 +404,13 @@ void Model::SetParams(const float* host) {
   backend_->CopyToDevice(host, params_.data(), num_params_);
 }
 void Model::GetParams(float* host) { backend_->CopyToHost(params_.data(), host, num_params_); }
-void Model::GetGrads(float* host) {
+size_t Model::GetGrads(float* host) {
   const size_t trained = num_params_ - num_state_;
-  backend_->CopyToHost(grads_.data(), host, trained);
-  if (num_state_ > 0) backend_->CopyToHost(params_.data() + trained, host + trained, num_state_);
+  const size_t first = backend_->CopyToHostFindingNonFinite(grads_.data(), host, trained);
+  if (num_state_ == 0) return first;
+  const size_t state_first =
+      backend_->CopyToHostFindingNonFinite(params_.data() + trained, host + trained, num_state_);
+  return first < trained ? first : trained + state_first;
 }
 
 void Model::AddWeightDecay(float weight_decay) {

@@ -107,7 +107,7 @@ class Model : public TrainableModel {
   // TrainableModel, on the backend.
   void SetParams(const float* host) override;
   void GetParams(float* host) override;
-  void GetGrads(float* host) override;
+  size_t GetGrads(float* host) override;
   // When on, backward starts each layer's gradient on its way to the host as soon as that
   // layer is done, overlapping the layers still to go (StartCopyToHost); GetGrads then waits
   // for those copies.

@@ -45,8 +45,9 @@ class TrainableModel {
   virtual void SetParams(const float* host) = 0;
   virtual void GetParams(float* host) = 0;
   // The gradient of the trained values, followed by the state's current values: what a worker
-  // pushes.
-  virtual void GetGrads(float* host) = 0;
+  // pushes. Returns the index of the first NaN or infinity written (num_params() when none),
+  // found by the pass that writes `host`.
+  virtual size_t GetGrads(float* host) = 0;
   // A hint that the worker fetches its gradients after every step (a GPU model may start
   // copying them while backward still runs).
   virtual void set_stream_gradients(bool /*on*/) {}

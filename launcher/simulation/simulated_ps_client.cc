@@ -130,19 +130,19 @@ absl::StatusOr<PushSummary> SimulatedPsClient::Update(bool reply_chunks, const A
   return summary;
 }
 
-absl::StatusOr<PushSummary> SimulatedPsClient::PushAll(absl::Span<const float> gradient,
+absl::StatusOr<PushSummary> SimulatedPsClient::PushAll(FiniteGradient gradient,
                                                        const ChunkVersions& base_versions,
                                                        const PushOrigin& origin) {
-  return Push(gradient, base_versions, origin, /*pull_after=*/false);
+  return Push(gradient.values(), base_versions, origin, /*pull_after=*/false);
 }
 
-absl::StatusOr<PushSummary> SimulatedPsClient::PushPullAll(absl::Span<const float> gradient,
+absl::StatusOr<PushSummary> SimulatedPsClient::PushPullAll(FiniteGradient gradient,
                                                            const ChunkVersions& base_versions,
                                                            const PushOrigin& origin,
                                                            PullAfterPush* pull) {
   MONSOON_RETURN_IF_ERROR(network_->servers.front()->PullAfterPushAllowed());
   MONSOON_ASSIGN_OR_RETURN(PushSummary summary,
-                           Push(gradient, base_versions, origin, /*pull_after=*/true));
+                           Push(gradient.values(), base_versions, origin, /*pull_after=*/true));
   pull->result = TakePulled(pull->params, pull->versions);
   return summary;
 }
@@ -150,7 +150,6 @@ absl::StatusOr<PushSummary> SimulatedPsClient::PushPullAll(absl::Span<const floa
 absl::StatusOr<PushSummary> SimulatedPsClient::Push(absl::Span<const float> gradient,
                                                     const ChunkVersions& base_versions,
                                                     const PushOrigin& origin, bool pull_after) {
-  MONSOON_RETURN_IF_ERROR(CheckFinite("the gradient", gradient));
   bytes_sent_ += gradient.size() * sizeof(float);
   const PushOrigin mine = Mine(origin);
   return Update(pull_after, [&](const Chunk& c) {

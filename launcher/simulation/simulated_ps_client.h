@@ -38,10 +38,9 @@ class SimulatedPsClient final : public PsClient {
 
   absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullWait& wait,
                                      ChunkVersions* versions) override;
-  absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
-                                      const ChunkVersions& base_versions,
+  absl::StatusOr<PushSummary> PushAll(FiniteGradient gradient, const ChunkVersions& base_versions,
                                       const PushOrigin& origin) override;
-  absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float> gradient,
+  absl::StatusOr<PushSummary> PushPullAll(FiniteGradient gradient,
                                           const ChunkVersions& base_versions,
                                           const PushOrigin& origin, PullAfterPush* pull) override;
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,

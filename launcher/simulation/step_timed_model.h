@@ -39,7 +39,7 @@ class StepTimedModel final : public TrainableModel {
   std::string where() const override { return model_->where() + ", simulated time"; }
   void SetParams(const float* host) override { model_->SetParams(host); }
   void GetParams(float* host) override { model_->GetParams(host); }
-  void GetGrads(float* host) override { model_->GetGrads(host); }
+  size_t GetGrads(float* host) override { return model_->GetGrads(host); }
   void set_stream_gradients(bool on) override { model_->set_stream_gradients(on); }
   void AddWeightDecay(float weight_decay) override { model_->AddWeightDecay(weight_decay); }
   void ApplyLocalSgd(float rate) override { model_->ApplyLocalSgd(rate); }

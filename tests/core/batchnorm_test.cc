@@ -2,6 +2,7 @@
 // model treats state (last in the flat vector, pushed as values, never stepped).
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "core/compute/cpu/cpu_backend.h"
@@ -111,7 +112,7 @@ TEST_CASE("batchnorm: state lies last in the flat vector, pushed as values, neve
   (*model)->ComputeGradients(x.data(), labels.data(), 3);
   std::vector<float> after(n), pushed(n);
   (*model)->GetParams(after.data());
-  (*model)->GetGrads(pushed.data());
+  CHECK((*model)->GetGrads(pushed.data()) == n);  // nothing non-finite
   CHECK(after[n - 6] != 0.0f);  // the running mean moved
   for (size_t i = n - 6; i < n; ++i) CHECK(pushed[i] == after[i]);
   (*model)->AddWeightDecay(0.5f);
@@ -121,6 +122,12 @@ TEST_CASE("batchnorm: state lies last in the flat vector, pushed as values, neve
   (*model)->GetParams(stepped.data());
   CHECK(stepped[0] != after[0]);
   for (size_t i = n - 6; i < n; ++i) CHECK(stepped[i] == after[i]);
+
+  // A non-finite state value is found too (the last running variance; training never reads it).
+  params[n - 1] = std::numeric_limits<float>::infinity();
+  (*model)->SetParams(params.data());
+  (*model)->ComputeGradients(x.data(), labels.data(), 3);
+  CHECK((*model)->GetGrads(pushed.data()) == n - 1);
 }
 
 TEST_CASE("batchnorm: evaluating with the batch's statistics as running ones scores as training",

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -301,6 +302,29 @@ TEST_CASE("Model: flat layout is contiguous, and initial values of any range mat
   CHECK(whole[0] != 0.0f);
 }
 
+TEST_CASE("Model: GetGrads returns where its copy met the first non-finite value",
+          "[core][model]") {
+  CpuBackend backend;
+  ModelSpec spec;
+  spec.input_dim = 4;
+  spec.output_dim = 3;
+  spec.hidden = {5};
+  auto model = Model::Create(spec, &backend);
+  REQUIRE(model.ok());
+  std::vector<float> params((*model)->num_params());
+  Model::InitialValues(spec, 3, 0, absl::MakeSpan(params));
+  (*model)->SetParams(params.data());
+  std::vector<float> x(2 * 4, 0.5f);
+  const std::vector<float> y = {0, 2};
+  x[1] = std::numeric_limits<float>::quiet_NaN();
+  (*model)->ComputeGradients(x.data(), y.data(), 2);
+  std::vector<float> grads(params.size());
+  const size_t first = (*model)->GetGrads(grads.data());
+  REQUIRE(first < grads.size());
+  CHECK(std::isnan(grads[first]));
+  for (size_t i = 0; i < first; ++i) CHECK(std::isfinite(grads[i]));
+}
+
 TEST_CASE("Model: bad dimensions are rejected", "[core][model]") {
   CpuBackend backend;
   ModelSpec spec;
@@ -332,7 +356,7 @@ TEST_CASE("Model: streamed gradients start layer by layer, last layer first, til
   (*model)->ComputeGradients(x.data(), y.data(), 2);
   CHECK(backend.started.empty());  // off by default
   std::vector<float> copied(params.size()), streamed(params.size());
-  (*model)->GetGrads(copied.data());
+  CHECK((*model)->GetGrads(copied.data()) == params.size());  // every value finite
 
   (*model)->set_stream_gradients(true);
   (*model)->ComputeGradients(x.data(), y.data(), 2);

@@ -66,7 +66,7 @@ open(path, "w").write(text.replace(old, new))
 PY
   if ! g++ -std=c++17 -O1 -fPIC -shared -w -I"$src" -I"$src/tests/cuda_emulation/stub" \
       "$src/tests/cuda_emulation/cublas_backend_on_host.cc" "$src/core/compute/cuda/cuda_plugin.cc" \
-      "$src/tests/cuda_emulation/emulator.cc" $(pkg-config --libs absl_status absl_statusor \
+      "$src/tests/cuda_emulation/emulator.cc" "$src/core/finite.cc" $(pkg-config --libs absl_status absl_statusor \
       absl_strings) -o "$src/plugin.so" 2>"$WORK/$name.build.txt"; then
     fail "$name: the mutated plugin did not build: $(head -3 "$WORK/$name.build.txt")"
     return

@@ -18,6 +18,7 @@ assert all(r[f"{way}_cpu_s_per_gb"] > 0 and r[f"{way}_cpu_ceiling"] > 0
            for r in b["transport"]["results"] for way in ("push", "pull"))
 assert b["transport"]["cores"] >= 1
 assert len(b["apply"]["rules"]) == 7 and all(r["ratio_vs_memcpy"] > 0 for r in b["apply"]["rules"])
+assert all(v > 0 for v in b["apply"]["gradient_copy"].values()), b["apply"]["gradient_copy"]
 assert all(r["ratio"] > 0 for r in b["compute"]["results"])
 for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd", "easgd_overlap"]:
     assert b["worker"][f"{key}_ratio"] > 0 and 0 <= b["worker"][f"{key}_comm_share"] <= 1, key
@@ -26,7 +27,7 @@ assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["sc
 # --quick has no 64 or 256 MiB figures: the apply and the two worker-loop targets are judged.
 assert [t["target"].split(" >=")[0] for t in b["targets"]] == [
     "server apply (SGD)", "Downpour every step", "EASGD tau 8", "data streamed from .npy",
-    "CNN step", "CNN step",
+    "gradient copy checked for NaN", "CNN step", "CNN step",
     "ResNet step", "ResNet step", "Python client push and pull", "simulator"], b["targets"]
 sim = b["simulator"]
 assert sim["simulated_workers"] == 64 and sim["ratio"] > 0, sim

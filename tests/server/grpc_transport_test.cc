@@ -18,7 +18,9 @@
 #include "proto/frame.h"
 #include "proto/monsoon.pb.h"
 #include "server/grpc_parameter_server.h"
+#include "tests/test_util.h"
 #include "worker/grpc_ps_client.h"
+#include "worker/push_pipeline.h"
 
 namespace monsoon {
 namespace {
@@ -106,7 +108,7 @@ TEST_CASE("gRPC: push then pull round-trips every chunk across servers", "[grpc]
   CHECK(std::all_of(params.begin(), params.end(), [](float x) { return x == 0.0f; }));
   std::vector<float> grad(10001);
   std::iota(grad.begin(), grad.end(), 0.0f);
-  REQUIRE((*client)->PushAll(grad, versions, Nth(1, 0.5)).ok());
+  REQUIRE((*client)->PushAll(Finite(grad), versions, Nth(1, 0.5)).ok());
   auto v1 = (*client)->PullAll(absl::MakeSpan(params), {}, &versions);
   REQUIRE(v1.ok());
   CHECK(v1->min_version == 1);
@@ -127,7 +129,7 @@ TEST_CASE("gRPC: a push brings back every chunk's weights right after it (PushPu
   std::vector<float> grad(10001, 0.5f), params(10001, 7.0f);
   ChunkVersions versions(cluster.plan.num_chunks(), 0);
   PullAfterPush pull{absl::MakeSpan(params), &versions, {}};
-  auto first = (*client)->PushPullAll(grad, versions, Nth(1), &pull);
+  auto first = (*client)->PushPullAll(Finite(grad), versions, Nth(1), &pull);
   REQUIRE(first.ok());
   CHECK(first->chunks_dropped == 0);
   CHECK(pull.result.min_version == 1);
@@ -135,7 +137,8 @@ TEST_CASE("gRPC: a push brings back every chunk's weights right after it (PushPu
   CHECK(std::all_of(params.begin(), params.end(), [](float x) { return x == -0.5f; }));
   // A repeat is a duplicate: nothing applied, the weights come back all the same.
   std::fill(params.begin(), params.end(), 7.0f);
-  auto again = (*client)->PushPullAll(grad, ChunkVersions(versions.size(), 0), Nth(1), &pull);
+  auto again =
+      (*client)->PushPullAll(Finite(grad), ChunkVersions(versions.size(), 0), Nth(1), &pull);
   REQUIRE(again.ok());
   CHECK(again->chunks_duplicate == cluster.plan.num_chunks());
   CHECK(std::all_of(params.begin(), params.end(), [](float x) { return x == -0.5f; }));
@@ -154,7 +157,7 @@ TEST_CASE("gRPC: a pull after a push is refused where pulls wait, before anythin
   ChunkVersions versions(1, 0);
   PullAfterPush pull{absl::MakeSpan(params), &versions, {}};
   const auto refused =
-      (*client)->PushPullAll(std::vector<float>(100, 1.0f), versions, Nth(1), &pull);
+      (*client)->PushPullAll(Finite(std::vector<float>(100, 1.0f)), versions, Nth(1), &pull);
   CHECK(absl::IsFailedPrecondition(refused.status()));
   CHECK(refused.status().message().find("only Downpour") != std::string::npos);
   CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
@@ -207,7 +210,8 @@ TEST_CASE("gRPC: chunks above gRPC's 4 MiB default message size travel", "[grpc]
   auto client = cluster.Connect("secret");
   REQUIRE(client.ok());
   std::vector<float> grad(n, 0.25f), params(n);
-  REQUIRE((*client)->PushAll(grad, ChunkVersions(cluster.plan.num_chunks(), 0), Nth(1)).ok());
+  REQUIRE(
+      (*client)->PushAll(Finite(grad), ChunkVersions(cluster.plan.num_chunks(), 0), Nth(1)).ok());
   REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
   CHECK(params.front() == -0.25f);
   CHECK(params.back() == -0.25f);
@@ -233,21 +237,30 @@ TEST_CASE("gRPC: a wrong or missing token is refused and changes nothing", "[grp
   CHECK(cluster.logic[0]->Stats().pulls_served == 0);
 }
 
-TEST_CASE("gRPC: a NaN gradient is refused whole before any chunk is sent", "[grpc][validation]") {
+TEST_CASE("gRPC: a worker's NaN gradient is refused whole before any chunk is sent",
+          "[grpc][validation]") {
   Cluster cluster(100, 2, 50);
   auto client = cluster.Connect("secret");
   REQUIRE(client.ok());
-  std::vector<float> grad(100, 1.0f);
-  grad[70] = std::numeric_limits<float>::quiet_NaN();  // in chunk 1, on server 1
-  const absl::Status pushed = (*client)->PushAll(grad, ChunkVersions(2, 0), Nth(1)).status();
-  REQUIRE(absl::IsInvalidArgument(pushed));
-  CHECK(std::string(pushed.message()) ==
-        "the gradient is not finite at element 70 (nan); nothing was pushed");
-  CHECK(IsNonFiniteRefusal(pushed));
-  for (const auto& logic : cluster.logic) CHECK(logic->Stats().pushes_applied == 0);
+  // The worker's path: the pass that wrote the accumulator found the NaN (Written), or the
+  // pipeline scans for it when nothing vouched.
+  for (const bool vouched : {true, false}) {
+    PushPipeline pipeline(client->get(), 100, /*overlap=*/vouched, nullptr);
+    std::fill(pipeline.accumulator().begin(), pipeline.accumulator().end(), 1.0f);
+    pipeline.accumulator()[70] = std::numeric_limits<float>::quiet_NaN();  // chunk 1, server 1
+    if (vouched) pipeline.Written(70);
+    pipeline.Start(ChunkVersions(2, 0), Nth(1), nullptr, nullptr);
+    const absl::Status pushed = pipeline.Wait().status();
+    REQUIRE(absl::IsInvalidArgument(pushed));
+    CHECK(std::string(pushed.message()) ==
+          "the gradient is not finite at element 70 (nan); nothing was pushed");
+    CHECK(IsNonFiniteRefusal(pushed));
+    for (const auto& logic : cluster.logic) CHECK(logic->Stats().pushes_applied == 0);
+  }
   // The sequence number was not consumed: the next push is not a gap.
-  grad[70] = 1.0f;
-  CHECK((*client)->PushAll(grad, ChunkVersions(2, 0), Nth(1)).ok());
+  CHECK(
+      (*client)->PushAll(Finite(std::vector<float>(100, 1.0f)), ChunkVersions(2, 0), Nth(1)).ok());
+  for (const auto& logic : cluster.logic) CHECK(logic->Stats().pushes_applied == 1);
 }
 
 TEST_CASE("gRPC: an oversize or malformed request is refused by the server", "[grpc][validation]") {
@@ -336,7 +349,8 @@ TEST_CASE("gRPC: a worker that resumes learns where from; heartbeats keep it ali
     CHECK((*first)->Resume()->sequence == 0);
     PushOrigin origin = Nth(1);
     origin.position = {5, 0, 320};
-    REQUIRE((*first)->PushAll(std::vector<float>(100, 1.0f), ChunkVersions(2, 0), origin).ok());
+    REQUIRE(
+        (*first)->PushAll(Finite(std::vector<float>(100, 1.0f)), ChunkVersions(2, 0), origin).ok());
   }
   // Push 2 reached server 0 only (the worker died in the middle of it).
   PushOrigin second = Nth(2);
@@ -480,7 +494,7 @@ TEST_CASE("gRPC: a sync pull waits on the server until the round is applied", "[
   std::vector<float> params(100);
   ChunkVersions versions;
   REQUIRE((*a)->PullAll(absl::MakeSpan(params), {}, &versions).ok());
-  REQUIRE((*a)->PushAll(std::vector<float>(100, 1.0f), versions, Nth(1)).ok());
+  REQUIRE((*a)->PushAll(Finite(std::vector<float>(100, 1.0f)), versions, Nth(1)).ok());
   // Worker 0 waits for round 1 in another thread; worker 1's push completes the round.
   absl::StatusOr<PullResult> waited = absl::UnknownError("not done");
   std::vector<float> next(100);
@@ -491,7 +505,7 @@ TEST_CASE("gRPC: a sync pull waits on the server until the round is applied", "[
   }
   CHECK(cluster.logic[0]->Stats().pulls_waiting > 0);
   CHECK(cluster.logic[0]->Stats().pulls_served == 1);
-  REQUIRE((*b)->PushAll(std::vector<float>(100, 3.0f), versions, Nth(1)).ok());
+  REQUIRE((*b)->PushAll(Finite(std::vector<float>(100, 3.0f)), versions, Nth(1)).ok());
   waiter.join();
   REQUIRE(waited.ok());
   CHECK(waited->min_version == 1);
@@ -523,7 +537,7 @@ TEST_CASE("gRPC: the elastic exchange returns d and moves the centre by it", "[g
   REQUIRE((*client)->PullAll(absl::MakeSpan(centre), {}, nullptr).ok());
   CHECK(std::all_of(centre.begin(), centre.end(), [](float v) { return v == 2.0f; }));
   // Gradients are refused by an elastic job.
-  const auto push = (*client)->PushAll(weights, versions, Nth(2));
+  const auto push = (*client)->PushAll(Finite(weights), versions, Nth(2));
   CHECK(absl::IsFailedPrecondition(push.status()));
 }
 
@@ -537,7 +551,7 @@ TEST_CASE("gRPC: fp16 and sparse pushes arrive as the gradients they encode",
   SECTION("fp16: half the bytes, values rounded to half precision") {
     auto client = cluster.Connect("secret", 4, 0, Compression::kFp16);
     REQUIRE(client.ok());
-    REQUIRE((*client)->PushAll(grad, base, Nth(1)).ok());
+    REQUIRE((*client)->PushAll(Finite(grad), base, Nth(1)).ok());
     CHECK((*client)->counters().bytes_sent == 1000 * 2);
     REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
     for (size_t i = 0; i < grad.size(); ++i) {
@@ -547,7 +561,7 @@ TEST_CASE("gRPC: fp16 and sparse pushes arrive as the gradients they encode",
   SECTION("topk: a sparse chunk travels as index/value pairs, exactly") {
     auto client = cluster.Connect("secret", 4, 0, Compression::kTopk);
     REQUIRE(client.ok());
-    REQUIRE((*client)->PushAll(grad, base, Nth(1)).ok());
+    REQUIRE((*client)->PushAll(Finite(grad), base, Nth(1)).ok());
     CHECK((*client)->counters().bytes_sent == 100 * 8);  // 100 nonzero values
     REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
     for (size_t i = 0; i < grad.size(); ++i) REQUIRE(params[i] == -grad[i]);

@@ -13,11 +13,12 @@
 #include <string>
 #include <vector>
 
+#include "core/compute/compute_backends.h"
 #include "core/compute/cpu/cpu_backend.h"
+#include "core/finite.h"
 #include "core/model/model.h"
 #include "tests/layer_specs.h"
 #include "tests/test_util.h"
-#include "core/compute/compute_backends.h"
 
 namespace monsoon {
 namespace {
@@ -188,7 +189,7 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   CHECK(bg.correct == bc.correct);
   std::vector<float> gc(params.size()), gg(params.size());
   (*on_cpu)->GetGrads(gc.data());
-  (*on_gpu)->GetGrads(gg.data());
+  CHECK((*on_gpu)->GetGrads(gg.data()) == gg.size());  // every value finite
   for (size_t i = 0; i < gc.size(); ++i) REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
   // Streamed layer by layer during backward (twice: the pinned buffers are reused), the same.
   (*on_gpu)->set_stream_gradients(true);
@@ -206,6 +207,20 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   (*on_gpu)->GetParams(pg.data());
   REQUIRE((*on_gpu)->Synchronize().ok());
   for (size_t i = 0; i < pc.size(); ++i) REQUIRE(pg[i] == Approx(pc[i]).epsilon(1e-4).margin(1e-5));
+
+  // A NaN in the batch: GetGrads says where the first non-finite value it copied is, whether
+  // copied whole or streamed in parts.
+  std::vector<float> bad_x = x;
+  bad_x[3 * spec.input_dim + 4] = std::nanf("");
+  for (const bool stream : {false, true}) {
+    (*on_gpu)->set_stream_gradients(stream);
+    (*on_gpu)->ComputeGradients(bad_x.data(), y.data(), rows);
+    std::vector<float> got(params.size());
+    const size_t first = (*on_gpu)->GetGrads(got.data());
+    REQUIRE((*on_gpu)->Synchronize().ok());
+    CHECK(first < got.size());
+    CHECK(first == FirstNonFinite(got));
+  }
 }
 
 TEST_CASE("CublasBackend: a CNN's loss and gradients match the CPU, odd shapes, every layer",

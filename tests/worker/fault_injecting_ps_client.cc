@@ -39,14 +39,14 @@ absl::StatusOr<PullResult> FaultInjectingPsClient::PullAll(absl::Span<float> par
   return InProcessPsClient::PullAll(params, wait, versions);
 }
 
-absl::StatusOr<PushSummary> FaultInjectingPsClient::PushAll(absl::Span<const float> gradient,
+absl::StatusOr<PushSummary> FaultInjectingPsClient::PushAll(FiniteGradient gradient,
                                                             const ChunkVersions& base_versions,
                                                             const PushOrigin& origin) {
   MONSOON_RETURN_IF_ERROR(Before(kPush));
   return InProcessPsClient::PushAll(gradient, base_versions, origin);
 }
 
-absl::StatusOr<PushSummary> FaultInjectingPsClient::PushPullAll(absl::Span<const float> gradient,
+absl::StatusOr<PushSummary> FaultInjectingPsClient::PushPullAll(FiniteGradient gradient,
                                                                 const ChunkVersions& base_versions,
                                                                 const PushOrigin& origin,
                                                                 PullAfterPush* pull) {

@@ -30,10 +30,9 @@ class FaultInjectingPsClient : public InProcessPsClient {
 
   absl::StatusOr<PullResult> PullAll(absl::Span<float> params, const PullWait& wait,
                                      ChunkVersions* versions) override;
-  absl::StatusOr<PushSummary> PushAll(absl::Span<const float> gradient,
-                                      const ChunkVersions& base_versions,
+  absl::StatusOr<PushSummary> PushAll(FiniteGradient gradient, const ChunkVersions& base_versions,
                                       const PushOrigin& origin) override;
-  absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float> gradient,
+  absl::StatusOr<PushSummary> PushPullAll(FiniteGradient gradient,
                                           const ChunkVersions& base_versions,
                                           const PushOrigin& origin, PullAfterPush* pull) override;
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float> weights,

@@ -10,6 +10,7 @@
 
 #include "core/compute/cpu/cpu_backend.h"
 #include "core/data/data_source.h"
+#include "tests/test_util.h"
 #include "tests/worker/fault_injecting_ps_client.h"
 #include "worker/evaluator.h"
 #include "worker/in_process_ps_client.h"
@@ -624,12 +625,12 @@ class GoneClient : public PsClient {
   absl::StatusOr<PullResult> PullAll(absl::Span<float>, const PullWait&, ChunkVersions*) override {
     return Gone();
   }
-  absl::StatusOr<PushSummary> PushAll(absl::Span<const float>, const ChunkVersions&,
+  absl::StatusOr<PushSummary> PushAll(FiniteGradient, const ChunkVersions&,
                                       const PushOrigin&) override {
     return Gone();
   }
-  absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float>, const ChunkVersions&,
-                                          const PushOrigin&, PullAfterPush*) override {
+  absl::StatusOr<PushSummary> PushPullAll(FiniteGradient, const ChunkVersions&, const PushOrigin&,
+                                          PullAfterPush*) override {
     return Gone();
   }
   absl::StatusOr<PushSummary> ExchangeAll(absl::Span<const float>, absl::Span<float>,
@@ -667,12 +668,12 @@ TEST_CASE("TrainingWorker: an RPC failure is reported as such; a stop between st
       stop_->store(true);
       return PullResult{};
     }
-    absl::StatusOr<PushSummary> PushAll(absl::Span<const float>, const ChunkVersions&,
+    absl::StatusOr<PushSummary> PushAll(FiniteGradient, const ChunkVersions&,
                                         const PushOrigin&) override {
       return PushSummary{};
     }
-    absl::StatusOr<PushSummary> PushPullAll(absl::Span<const float>, const ChunkVersions&,
-                                            const PushOrigin&, PullAfterPush*) override {
+    absl::StatusOr<PushSummary> PushPullAll(FiniteGradient, const ChunkVersions&, const PushOrigin&,
+                                            PullAfterPush*) override {
       return PushSummary{};
     }
 
@@ -707,7 +708,7 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
     // A push reports the worker's progress; the evaluator shows the workers' mean.
     PushOrigin origin;
     origin.epoch = 1.5;
-    REQUIRE(worker_client.PushAll({0.0f, 0.0f}, {0}, origin).ok());
+    REQUIRE(worker_client.PushAll(Finite({0.0f, 0.0f}), {0}, origin).ok());
     auto second = evaluator.EvaluateOnce();
     REQUIRE(second.ok());
     CHECK(second->epoch == Approx(1.5));

@@ -14,6 +14,7 @@
 
 #include "core/compute/conv_math.h"
 #include "core/compute/kernel_math.h"
+#include "core/finite.h"
 #include "core/multiversion.h"
 
 namespace monsoon {
@@ -38,6 +39,10 @@ void CpuBackend::CopyToDevice(const float* host, float* device, size_t n) {
 
 void CpuBackend::CopyToHost(const float* device, float* host, size_t n) {
   if (host != device) std::memcpy(host, device, n * sizeof(float));
+}
+
+size_t CpuBackend::CopyToHostFindingNonFinite(const float* device, float* host, size_t n) {
+  return CopyFindingNonFinite(device, host, n);
 }
 
 void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

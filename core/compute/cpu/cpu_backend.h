@@ -22,6 +22,7 @@ class CpuBackend : public ComputeBackend {
   DeviceBuffer Allocate(size_t n) override;
   void CopyToDevice(const float* host, float* device, size_t n) override;
   void CopyToHost(const float* device, float* host, size_t n) override;
+  size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) override;
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
             const float* b, float beta, float* c) override;
   void AddBias(const float* bias, int rows, int cols, float* x) override;

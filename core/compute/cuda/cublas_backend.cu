@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "core/compute/cuda/cublas_backend.h"
 #include "core/compute/cuda/launch.h"
 #include "core/compute/kernel_math.h"
+#include "core/finite.h"
 
 namespace monsoon {
 namespace {
@@ -358,22 +360,27 @@ class CublasBackend : public ComputeBackend {
     Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");
   }
 
-  // Waits for queued compute, then device -> pinned (copy stream) -> host; or, where
-  // StartCopyToHost copies tile the range, waits for those and unpacks them.
   void CopyToHost(const float* device, float* host, size_t n) override {
-    if (!status_.ok() || n == 0) return;
-    if (FinishStartedCopies(device, host, n)) return;
+    CopyToHostFindingNonFinite(device, host, n);
+  }
+
+  // Waits for queued compute, then device -> pinned (copy stream) -> host, the last copy
+  // finding the first non-finite value; or, where StartCopyToHost copies tile the range, waits
+  // for those and unpacks them. After an error: n (Synchronize reports the error).
+  size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) override {
+    if (!status_.ok() || n == 0) return n;
+    if (const std::optional<size_t> first = FinishStartedCopies(device, host, n)) return *first;
     cudaError_t error = cudaSuccess;
     float* staging = download_.Reserve(n, &error);
-    if (!Check(error, "cudaMallocHost")) return;
+    if (!Check(error, "cudaMallocHost")) return n;
     if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
         !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
         !Check(cudaMemcpyAsync(staging, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
                "cudaMemcpyAsync (device to host)") ||
         !Check(cudaStreamSynchronize(copy_), "cudaStreamSynchronize")) {
-      return;
+      return n;
     }
-    std::memcpy(host, staging, n * sizeof(float));
+    return CopyFindingNonFinite(staging, host, n);
   }
 
   // device -> pinned on the copy stream once the compute queued so far is done; compute
@@ -727,8 +734,9 @@ class CublasBackend : public ComputeBackend {
     bool pending = false;
   };
 
-  // True (and host filled) when pending started copies tile [device, device + n) exactly.
-  bool FinishStartedCopies(const float* device, float* host, size_t n) {
+  // When pending started copies tile [device, device + n) exactly: fills host from them and
+  // returns the index of its first non-finite value (n when none, or after an error).
+  std::optional<size_t> FinishStartedCopies(const float* device, float* host, size_t n) {
     std::vector<StartedCopy*> parts;
     size_t covered = 0;
     for (auto it = started_.find(device);
@@ -737,14 +745,17 @@ class CublasBackend : public ComputeBackend {
       parts.push_back(&it->second);
       covered += it->second.n;
     }
-    if (covered != n) return false;
+    if (covered != n) return std::nullopt;
+    size_t first = n;
+    size_t offset = 0;
     for (StartedCopy* part : parts) {
-      if (!Check(cudaEventSynchronize(part->done), "cudaEventSynchronize")) return true;
-      std::memcpy(host, part->pinned.data(), part->n * sizeof(float));
-      host += part->n;
+      if (!Check(cudaEventSynchronize(part->done), "cudaEventSynchronize")) return n;
+      const size_t bad = CopyFindingNonFinite(part->pinned.data(), host + offset, part->n);
+      if (first == n && bad < part->n) first = offset + bad;
+      offset += part->n;
       part->pending = false;
     }
-    return true;
+    return first;
   }
 
   const int device_;
