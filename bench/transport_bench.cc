@@ -6,6 +6,12 @@
 // rate a transfer of that cost can reach with every core. Prints one JSON object.
 //
 //   transport_bench [--reps N] [--sizes 1,4,16,64] [--chunk-mib C] [--in-flight W]
+//                   [--gradient checked|raw]
+//
+// --gradient checked (the default): the gradient was checked for NaN and infinity where it
+// was made, as a worker's is in its copy out of the model, so a push times the transport.
+// raw: every push first scans it (FiniteGradient::Check), as monsoon.Client does with the
+// array Python gives it (bench/python_client_bench.py compares the two clients so).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -130,8 +136,9 @@ class TcpPump {
 // One parameter server process and a GrpcPsClient to it: whole-tensor pushes and pulls.
 class GrpcPair {
  public:
-  GrpcPair(size_t bytes, size_t chunk_floats, int in_flight)
+  GrpcPair(size_t bytes, size_t chunk_floats, int in_flight, bool scan_each_push)
       : floats_(bytes / sizeof(float)),
+        scan_each_push_(scan_each_push),
         server_(BenchChild::Spawn(
             {"transport_bench", "--serve", std::to_string(floats_), std::to_string(chunk_floats)})),
         plan_(*ShardingPlan::Create(floats_, 1, chunk_floats)),
@@ -161,7 +168,9 @@ class GrpcPair {
   pid_t server_pid() const { return server_.pid; }
   void Push() {
     ++origin_.sequence;  // every push numbered afresh, so that each is applied
-    if (!client_->PushAll(gradient_, base_, origin_).ok()) std::abort();
+    const absl::StatusOr<FiniteGradient> gradient =
+        scan_each_push_ ? FiniteGradient::Check(grad_) : gradient_;
+    if (!gradient.ok() || !client_->PushAll(*gradient, base_, origin_).ok()) std::abort();
   }
   void Pull() {
     if (!client_->PullAll(absl::MakeSpan(params_), {}, nullptr).ok()) std::abort();
@@ -169,6 +178,7 @@ class GrpcPair {
 
  private:
   const size_t floats_;
+  const bool scan_each_push_;
   BenchChild server_;
   const ShardingPlan plan_;
   std::vector<float> grad_, params_;
@@ -215,9 +225,9 @@ struct Rates {
 // Each repetition times one pump transfer, one push and one pull of `bytes`, in turn, so that
 // the VM's drifting speed reaches the reference and the measurements alike (after one
 // warm-up of each).
-Rates Measure(size_t bytes, int reps, size_t chunk_floats, int in_flight) {
+Rates Measure(size_t bytes, int reps, size_t chunk_floats, int in_flight, bool scan_each_push) {
   TcpPump pump(bytes);
-  GrpcPair grpc(bytes, chunk_floats, in_flight);
+  GrpcPair grpc(bytes, chunk_floats, in_flight, scan_each_push);
   pump.Once();
   grpc.Push();
   grpc.Pull();
@@ -237,6 +247,7 @@ int Main(int argc, char** argv) {
   }
   if (argc == 3 && std::string(argv[1]) == "--tcp-sink") return TcpSink(std::stoul(argv[2]));
   int reps = 10, chunk_mib = 1, in_flight = 16;
+  std::string gradient = "checked";
   std::vector<int> sizes = {1, 4, 16, 64};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -246,6 +257,9 @@ int Main(int argc, char** argv) {
       chunk_mib = std::stoi(argv[i + 1]);
     } else if (flag == "--in-flight") {
       in_flight = std::stoi(argv[i + 1]);
+    } else if (flag == "--gradient" &&
+               (std::string(argv[i + 1]) == "checked" || std::string(argv[i + 1]) == "raw")) {
+      gradient = argv[i + 1];
     } else if (flag == "--sizes") {
       sizes.clear();
       for (absl::string_view s : absl::StrSplit(argv[i + 1], ',')) {
@@ -254,7 +268,7 @@ int Main(int argc, char** argv) {
       }
     } else {
       std::cerr << "usage: transport_bench [--reps N] [--sizes 1,4,16,64] [--chunk-mib C] "
-                   "[--in-flight W]\n";
+                   "[--in-flight W] [--gradient checked|raw]\n";
       return 2;
     }
   }
@@ -262,10 +276,12 @@ int Main(int argc, char** argv) {
   std::cout << "{\n  \"benchmark\": \"transport\",\n  \"cores\": " << cores
             << ",\n  \"chunk_mib\": " << chunk_mib << ",\n  \"in_flight\": " << in_flight
             << ",\n  \"channels_per_server\": " << GrpcPsClientOptions().channels_per_server
+            << ",\n  \"gradient\": \"" << gradient << "\""
             << ",\n  \"reps\": " << reps << ",\n  \"results\": [\n";
   for (size_t i = 0; i < sizes.size(); ++i) {
     const size_t bytes = static_cast<size_t>(sizes[i]) << 20;
-    const Rates r = Measure(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight);
+    const Rates r =
+        Measure(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight, gradient == "raw");
     const double tcp_gbps = Median(r.tcp.gbps), tcp_cpu = Median(r.tcp.cpu_per_gb);
     std::string line = absl::StrFormat(
         "    {\"mib\": %d, \"tcp_pump_gbps\": %.3f, "
