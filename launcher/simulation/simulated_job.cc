@@ -281,7 +281,10 @@ absl::Status Simulation::WriteFinalWeights() {
 }
 
 absl::Status Simulation::Finish() {
-  if (evaluator_.has_value()) MONSOON_RETURN_IF_ERROR(EvaluateOnce().status());
+  if (evaluator_.has_value()) {
+    MONSOON_RETURN_IF_ERROR(EvaluateOnce().status());
+    if (evaluator_->trace != nullptr) MONSOON_RETURN_IF_ERROR(evaluator_->trace->status());
+  }
   for (const SimulatedWorker& w : workers_) {
     if (w.trace != nullptr) MONSOON_RETURN_IF_ERROR(w.trace->status());
   }
