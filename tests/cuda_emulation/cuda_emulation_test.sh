@@ -93,4 +93,5 @@ mutate event-wait-dropped "$cuda" \
   'Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");' ""
 mutate batchnorm-index "$cuda" "* g.pixels + j % g.pixels;" "* g.pixels;"
 mutate shortcut-dropped "$cuda" "y[i] = a[i] + b[i];" "y[i] = a[i];"
+mutate non-finite-offset "$cuda" "first = offset + bad;" "first = bad;"
 finish

@@ -5,10 +5,12 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -502,6 +504,32 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
   CHECK(built >= 6);
   CHECK(with_state >= 3);
   CHECK(with_blocks >= 3);
+}
+
+// The copy a worker's push relies on: it finds the first NaN or infinity, whether it copies the
+// range itself or unpacks copies started in parts, and copies every bit.
+TEST_CASE("CublasBackend: a copy to the host finds the first non-finite value, parts too",
+          "[gpu][parity]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  const size_t n = 1000;
+  std::vector<float> host = Random(n, 8);
+  DeviceBuffer device = gpu->Allocate(n);
+  std::vector<float> out(n);
+  gpu->CopyToDevice(host.data(), device.data(), n);
+  CHECK(gpu->CopyToHostFindingNonFinite(device.data(), out.data(), n) == n);
+  host[700] = std::numeric_limits<float>::infinity();
+  host[900] = std::nanf("");
+  gpu->CopyToDevice(host.data(), device.data(), n);
+  CHECK(gpu->CopyToHostFindingNonFinite(device.data(), out.data(), n) == 700);
+  CHECK(std::memcmp(out.data(), host.data(), n * sizeof(float)) == 0);
+  // Started as a model streams its layers, the last part first.
+  gpu->StartCopyToHost(device.data() + 600, n - 600);
+  gpu->StartCopyToHost(device.data(), 600);
+  std::fill(out.begin(), out.end(), 0.0f);
+  CHECK(gpu->CopyToHostFindingNonFinite(device.data(), out.data(), n) == 700);
+  CHECK(std::memcmp(out.data(), host.data(), n * sizeof(float)) == 0);
+  REQUIRE(gpu->Synchronize().ok());
 }
 
 // A CNN's life on the device: create, weights in, three steps (one streamed), gradients and
