@@ -247,7 +247,7 @@ int Main(int argc, char** argv) {
   }
   if (argc == 3 && std::string(argv[1]) == "--tcp-sink") return TcpSink(std::stoul(argv[2]));
   int reps = 10, chunk_mib = 1, in_flight = 16;
-  std::string gradient = "checked";
+  bool scan_each_push = false;  // --gradient raw
   std::vector<int> sizes = {1, 4, 16, 64};
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
@@ -259,7 +259,7 @@ int Main(int argc, char** argv) {
       in_flight = std::stoi(argv[i + 1]);
     } else if (flag == "--gradient" &&
                (std::string(argv[i + 1]) == "checked" || std::string(argv[i + 1]) == "raw")) {
-      gradient = argv[i + 1];
+      scan_each_push = std::string(argv[i + 1]) == "raw";
     } else if (flag == "--sizes") {
       sizes.clear();
       for (absl::string_view s : absl::StrSplit(argv[i + 1], ',')) {
@@ -276,12 +276,12 @@ int Main(int argc, char** argv) {
   std::cout << "{\n  \"benchmark\": \"transport\",\n  \"cores\": " << cores
             << ",\n  \"chunk_mib\": " << chunk_mib << ",\n  \"in_flight\": " << in_flight
             << ",\n  \"channels_per_server\": " << GrpcPsClientOptions().channels_per_server
-            << ",\n  \"gradient\": \"" << gradient << "\""
+            << ",\n  \"gradient\": \"" << (scan_each_push ? "raw" : "checked") << "\""
             << ",\n  \"reps\": " << reps << ",\n  \"results\": [\n";
   for (size_t i = 0; i < sizes.size(); ++i) {
     const size_t bytes = static_cast<size_t>(sizes[i]) << 20;
     const Rates r =
-        Measure(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight, gradient == "raw");
+        Measure(bytes, reps, static_cast<size_t>(chunk_mib) << 18, in_flight, scan_each_push);
     const double tcp_gbps = Median(r.tcp.gbps), tcp_cpu = Median(r.tcp.cpu_per_gb);
     std::string line = absl::StrFormat(
         "    {\"mib\": %d, \"tcp_pump_gbps\": %.3f, "
