@@ -52,11 +52,14 @@ TEST_CASE("CappedListener holds its cap of connections and admits more as they c
   for (int fd : held) CHECK_FALSE(ClosedByServer(fd, 100));
 
   close(held[0]);  // gRPC sees the end of file and closes its side
+  // A refused attempt is closed at once, so each waits 100 ms before the next: 5 s in all
+  // for gRPC to notice the end of file.
   const int admitted = [&] {
     for (int attempt = 0; attempt < 50; ++attempt) {
       const int fd = Connect((*listener)->port());
       if (!ClosedByServer(fd, 100)) return fd;
       close(fd);
+      usleep(100 * 1000);
     }
     return -1;
   }();
