@@ -19,7 +19,16 @@ inline ModelSpec LayerListModel(const Shape& shape, std::vector<LayerSpec> layer
   return spec;
 }
 
-// The same, `layers` then a flatten and a dense layer of `out` units.
+// The `mlp` shorthand: `input` features, dense layers of `hidden` units, `out` outputs.
+inline ModelSpec Mlp(int input, std::vector<int> hidden, int out) {
+  ModelSpec spec;
+  spec.input_dim = input;
+  spec.hidden = std::move(hidden);
+  spec.output_dim = out;
+  return spec;
+}
+
+// A layer-list model's `layers`, then a flatten and a dense layer of `out` units.
 inline ModelSpec Cnn(const Shape& shape, std::vector<LayerSpec> layers, int out,
                      LossType loss = LossType::kSoftmaxCrossEntropy) {
   layers.push_back({LayerKind::kFlatten});

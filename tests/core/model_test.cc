@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -302,24 +303,28 @@ TEST_CASE("Model: flat layout is contiguous, and initial values of any range mat
   CHECK(whole[0] != 0.0f);
 }
 
-TEST_CASE("Model: GetGrads returns where its copy met the first non-finite value",
-          "[core][model]") {
-  CpuBackend backend;
-  ModelSpec spec;
-  spec.input_dim = 4;
-  spec.output_dim = 3;
-  spec.hidden = {5};
-  auto model = Model::Create(spec, &backend);
+// The model of `spec` on `backend`, its initial weights (seed 3) set.
+std::unique_ptr<Model> WithInitialWeights(const ModelSpec& spec, ComputeBackend* backend) {
+  auto model = Model::Create(spec, backend);
   REQUIRE(model.ok());
   std::vector<float> params((*model)->num_params());
   Model::InitialValues(spec, 3, 0, absl::MakeSpan(params));
   (*model)->SetParams(params.data());
+  return *std::move(model);
+}
+
+TEST_CASE("Model: GetGrads returns where its copy met the first non-finite value",
+          "[core][model]") {
+  CpuBackend backend;
+  const ModelSpec spec = Mlp(4, {5}, 3);
+  const std::unique_ptr<Model> model = WithInitialWeights(spec, &backend);
+  const size_t n = model->num_params();
   std::vector<float> x(2 * 4, 0.5f);
   const std::vector<float> y = {0, 2};
   x[1] = std::numeric_limits<float>::quiet_NaN();
-  (*model)->ComputeGradients(x.data(), y.data(), 2);
-  std::vector<float> grads(params.size());
-  const size_t first = (*model)->GetGrads(grads.data());
+  model->ComputeGradients(x.data(), y.data(), 2);
+  std::vector<float> grads(n);
+  const size_t first = model->GetGrads(grads.data());
   REQUIRE(first < grads.size());
   CHECK(std::isnan(grads[first]));
   for (size_t i = 0; i < first; ++i) CHECK(std::isfinite(grads[i]));
@@ -343,24 +348,18 @@ class RecordingBackend : public CpuBackend {
 TEST_CASE("Model: streamed gradients start layer by layer, last layer first, tiling the vector",
           "[core][model]") {
   RecordingBackend backend;
-  ModelSpec spec;
-  spec.input_dim = 6;
-  spec.output_dim = 3;
-  spec.hidden = {5, 4};
-  auto model = Model::Create(spec, &backend);
-  REQUIRE(model.ok());
-  std::vector<float> params((*model)->num_params());
-  Model::InitialValues(spec, 3, 0, absl::MakeSpan(params));
-  (*model)->SetParams(params.data());
+  const ModelSpec spec = Mlp(6, {5, 4}, 3);
+  const std::unique_ptr<Model> model = WithInitialWeights(spec, &backend);
+  const size_t n = model->num_params();
   const std::vector<float> x(2 * 6, 0.5f), y = {0, 2};
-  (*model)->ComputeGradients(x.data(), y.data(), 2);
+  model->ComputeGradients(x.data(), y.data(), 2);
   CHECK(backend.started.empty());  // off by default
-  std::vector<float> copied(params.size()), streamed(params.size());
-  CHECK((*model)->GetGrads(copied.data()) == params.size());  // every value finite
+  std::vector<float> copied(n), streamed(n);
+  CHECK(model->GetGrads(copied.data()) == n);  // every value finite
 
-  (*model)->set_stream_gradients(true);
-  (*model)->ComputeGradients(x.data(), y.data(), 2);
-  (*model)->GetGrads(streamed.data());
+  model->set_stream_gradients(true);
+  model->ComputeGradients(x.data(), y.data(), 2);
+  model->GetGrads(streamed.data());
   CHECK(streamed == copied);
   // [W1 b1][W2 b2][W3 b3] = 35 + 24 + 15 floats, started from the last layer.
   REQUIRE(backend.started.size() == 3);
@@ -369,8 +368,7 @@ TEST_CASE("Model: streamed gradients start layer by layer, last layer first, til
   CHECK(backend.started[2].second == 6 * 5 + 5);
   CHECK(backend.started[2].first + backend.started[2].second == backend.started[1].first);
   CHECK(backend.started[1].first + backend.started[1].second == backend.started[0].first);
-  CHECK(backend.started[0].second + backend.started[1].second + backend.started[2].second ==
-        params.size());
+  CHECK(backend.started[0].second + backend.started[1].second + backend.started[2].second == n);
 }
 
 }  // namespace
