@@ -12,9 +12,28 @@
 #include "absl/time/clock.h"
 #include "core/compression.h"
 #include "core/compute/kernel_math.h"
+#include "core/finite.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
+namespace {
+
+// A gradient or weights the model made non-finite (CheckFinite's refusal), with its usual
+// causes; the refusal's payload is kept.
+absl::Status WithDivergenceCauses(const absl::Status& refused) {
+  absl::Status explained(
+      refused.code(),
+      absl::StrCat(refused.message(),
+                   ": training diverged (lower optimizer.learning_rate, or use "
+                   "training.learning_rate_schedule: cosine, fewer workers or "
+                   "training.algorithm: sync), or the data holds a NaN or an infinity"));
+  refused.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
+    explained.SetPayload(type_url, payload);
+  });
+  return explained;
+}
+
+}  // namespace
 
 const std::vector<std::string>& WorkerTraceThreads() {
   static const auto* threads =
@@ -43,6 +62,9 @@ absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) 
   if (report.ok()) {
     const absl::Status finished = client_->Finish();
     if (!finished.ok()) report = finished;
+  }
+  if (!report.ok() && IsNonFiniteRefusal(report.status())) {
+    report = WithDivergenceCauses(report.status());
   }
   // The metrics' clock where there are metrics, so that the report's time follows their rows'.
   if (report.ok()) {

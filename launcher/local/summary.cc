@@ -114,7 +114,7 @@ std::optional<std::string> CollapseWarning(const JobConfig& config, const JobPro
       "the learning rate is too high for this many workers (each step is stale by about as "
       "many pushes as there are workers) or training diverged; try a lower "
       "optimizer.learning_rate, training.learning_rate_schedule: cosine, fewer workers or "
-      "algorithm: sync",
+      "training.algorithm: sync",
       p.test_accuracy, config.model.output_dim, 1 / classes, p.test_loss, config.model.output_dim,
       std::log(classes));
 }

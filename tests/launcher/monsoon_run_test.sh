@@ -235,12 +235,24 @@ expect_eq "launch in plain local mode" "$?" "0"
 expect_eq "launch: summary written" "$(json_get "$WORK/launch_local/summary.json" epochs)" "2.0"
 
 # A job that collapses (a learning rate 250 times the default's) exits 0 with a warning
-# (fmnist_job_test: the default job does not warn).
+# (fmnist_job_test: the default job does not warn). Synchronous, so that it always ends at
+# chance level: asynchronous workers may instead overflow to a NaN gradient (below).
 timeout 120 "$MONSOON" run configs/fmnist_downpour.yaml --run-dir "$WORK/collapsed" \
-  --set training.epochs=1 --set optimizer.learning_rate=5 \
+  --set training.epochs=1 --set training.algorithm=sync --set optimizer.learning_rate=5 \
   --set training.learning_rate_schedule=constant >"$WORK/collapsed.txt" 2>&1
 expect_eq "collapsed job exits" "$?" "0"
 grep -q "monsoon: warning: training ended at chance level: test accuracy 0.1" \
   "$WORK/collapsed.txt" && pass "collapse warned: $(grep -o 'test accuracy [0-9.]* for 10 classes' "$WORK/collapsed.txt")" \
   || fail "no collapse warning: $(tail -2 "$WORK/collapsed.txt")"
+
+# A job whose weights overflow: the worker refuses its NaN gradient, names the likely causes,
+# and the job fails with the servers' weights untouched by it.
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/diverged" \
+  --set optimizer.learning_rate=1000 >"$WORK/diverged.txt" 2>&1
+expect_eq "diverged job exits" "$?" "1"
+grep -q "^monsoon: worker-[01] exited with status 1, after [0-9]* steps" "$WORK/diverged.txt" \
+  && grep -q "the gradient is not finite at element [0-9]* (.*); nothing was pushed: training diverged (lower optimizer.learning_rate" \
+       "$WORK/diverged.txt" \
+  && pass "divergence named: $(grep -m1 -o 'the gradient is not finite.*' "$WORK/diverged.txt")" \
+  || fail "divergence not named: $(tail -3 "$WORK/diverged.txt")"
 finish
