@@ -22,11 +22,8 @@ namespace {
 // causes; the refusal's payload is kept.
 absl::Status WithDivergenceCauses(const absl::Status& refused) {
   absl::Status explained(
-      refused.code(),
-      absl::StrCat(refused.message(),
-                   ": training diverged (lower optimizer.learning_rate, or use "
-                   "training.learning_rate_schedule: cosine, fewer workers or "
-                   "training.algorithm: sync), or the data holds a NaN or an infinity"));
+      refused.code(), absl::StrCat(refused.message(), ": training diverged (", kDivergenceRemedies,
+                                   "), or the data holds a NaN or an infinity"));
   refused.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
     explained.SetPayload(type_url, payload);
   });

@@ -120,6 +120,11 @@ struct TrainingConfig {
   LearningRateSchedule learning_rate_schedule = LearningRateSchedule::kConstant;
   double warmup_epochs = 0;  // linear learning-rate warm-up (LearningRatePlan)
 };
+// The settings that keep training from diverging, as a job's messages advise them (a
+// collapse to chance level, a gradient that overflowed).
+inline constexpr char kDivergenceRemedies[] =
+    "lower optimizer.learning_rate, or use training.learning_rate_schedule: cosine, fewer "
+    "workers or training.algorithm: sync";
 
 // Emulated heterogeneity: workers made slower on purpose, to study the algorithms under
 // stragglers. Applied in the worker loop after each step's compute, as a sleep.

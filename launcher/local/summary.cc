@@ -112,11 +112,9 @@ std::optional<std::string> CollapseWarning(const JobConfig& config, const JobPro
       "training ended at chance level: test accuracy %.4f for %d classes (chance %.4f), test "
       "loss %.4f (a uniform guess scores ln %d = %.4f). The weights learned nothing useful: "
       "the learning rate is too high for this many workers (each step is stale by about as "
-      "many pushes as there are workers) or training diverged; try a lower "
-      "optimizer.learning_rate, training.learning_rate_schedule: cosine, fewer workers or "
-      "training.algorithm: sync",
+      "many pushes as there are workers) or training diverged: %s",
       p.test_accuracy, config.model.output_dim, 1 / classes, p.test_loss, config.model.output_dim,
-      std::log(classes));
+      std::log(classes), kDivergenceRemedies);
 }
 
 std::string SummaryJson(const JobConfig& config, const RunDir& run_dir, const JobProgress& p,

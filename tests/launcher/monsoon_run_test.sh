@@ -245,8 +245,8 @@ grep -q "monsoon: warning: training ended at chance level: test accuracy 0.1" \
   "$WORK/collapsed.txt" && pass "collapse warned: $(grep -o 'test accuracy [0-9.]* for 10 classes' "$WORK/collapsed.txt")" \
   || fail "no collapse warning: $(tail -2 "$WORK/collapsed.txt")"
 
-# A job whose weights overflow: the worker refuses its NaN gradient, names the likely causes,
-# and the job fails with the servers' weights untouched by it.
+# A job whose weights overflow: the worker refuses its NaN gradient (nothing of it is pushed),
+# names the likely causes, and the job fails.
 timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/diverged" \
   --set optimizer.learning_rate=1000 >"$WORK/diverged.txt" 2>&1
 expect_eq "diverged job exits" "$?" "1"
