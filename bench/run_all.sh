@@ -31,11 +31,13 @@ if [ "$quick" = 1 ]; then
   compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 3); python_client=(--mib 4 --reps 3 --rounds 1)
   compute_resnet=(--model resnet --steps 2); pytorch_resnet=(--model resnet --steps 2)
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20; sim_epochs=1
+  hdf5_steps=20
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
   compute_cnn=(--model cnn --steps 80); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 20 --rounds 5)
   compute_resnet=(--model resnet --steps 40); pytorch_resnet=(--model resnet --steps 20)
   worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200; sim_epochs=3
+  hdf5_steps=400
 fi
 
 run() {  # NAME COMMAND...: runs a benchmark, its stdout to OUT/NAME.out
@@ -90,6 +92,21 @@ simulator_run real-1 --set cluster.workers=1
 simulator_run simulated-64 --set cluster.workers=64 --set simulation.enabled=true \
   --set simulation.step_seconds=0.001
 
+# Compressed HDF5 (README "Data"): the default job's MLP with 2 workers, no evaluator, on
+# Fashion-MNIST as plain and gzip HDF5 (h5py's default chunks; bench/hdf5_files.py), each
+# worker's shard held in memory, and streamed batch by batch (data.memory_budget_mib 22, a
+# quarter of it). Training samples/s, and wall seconds (reading the shard included).
+/usr/bin/python3 "$root/bench/hdf5_files.py" "$root/configs/fmnist_downpour.yaml" "$out/hdf5/files"
+for kind in plain gzip; do
+  for mode in held streamed; do
+    echo "== hdf5: $kind, $mode" >&2
+    timeout 600 "$bin/launcher/monsoon" run "$out/hdf5/files/job_$kind.yaml" \
+      --run-dir "$out/hdf5/$kind-$mode" --set cluster.evaluator=false \
+      --set training.max_steps="$hdf5_steps" --set data.memory_budget_mib="$([ "$mode" = held ] && echo 1024 || echo 22)" >/dev/null 2>&1 ||
+      { echo "run_all: hdf5 run $kind-$mode failed: see $out/hdf5/$kind-$mode/logs" >&2; exit 1; }
+  done
+done
+
 python3 - "$out" "$quick" "$check" <<'PY'
 import csv, glob, json, os, sys
 out, quick, check = sys.argv[1], sys.argv[2] == "1", sys.argv[3] == "1"
@@ -118,6 +135,15 @@ for run in sorted(glob.glob(f"{out}/scaling/*")):
     scaling.append({"workers": s["workers"], "servers": s["servers"],
                     "samples_per_second": s["samples_per_second"],
                     "comm_share": sum(comm) / len(comm)})
+hdf5 = {}
+for run in sorted(glob.glob(f"{out}/hdf5/*-*ed")):
+    s = json.load(open(f"{run}/summary.json"))
+    hdf5[os.path.basename(run)] = {"samples_per_second": s["samples_per_second"],
+                                   "wall_seconds": s["wall_seconds"]}
+for mode in ("held", "streamed"):
+    gz, plain = hdf5[f"gzip-{mode}"], hdf5[f"plain-{mode}"]
+    hdf5[f"{mode}_ratio"] = gz["samples_per_second"] / plain["samples_per_second"]
+    hdf5[f"{mode}_wall_ratio"] = gz["wall_seconds"] / plain["wall_seconds"]
 rows = []  # (what, figure, target)
 by_mib = {r["mib"]: r for r in transport["results"]}
 for mib in sorted(by_mib):
@@ -160,6 +186,9 @@ for loop, target, modes in worker_loops:
         rows.append((f"  share of time in communication", worker[f"{key}_comm_share"], ""))
 rows.append(("worker samples/s, data streamed from .npy / held in memory",
              worker["streamed_data_ratio"], ">= 0.8"))
+for mode in ("held", "streamed"):
+    rows.append((f"MLP job on gzip HDF5 / plain HDF5, shard {mode}: samples/s", hdf5[f"{mode}_ratio"], ""))
+    rows.append((f"  wall seconds, reading the shard included", hdf5[f"{mode}_wall_ratio"], ""))
 print(f"\nMonsoon benchmark suite{' (--quick: shortened, not for quoting)' if quick else ''}: {out}\n")
 width = max(len(what) for what, _, _ in rows)
 print(f"{'figure':<{width}} {'value':>8}  target")
@@ -245,7 +274,7 @@ checks.append(sim_check)
 json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": compute,
            "compute_cnn": compute_cnn, "pytorch_cnn": pytorch_cnn, "python_client": python_client,
            "compute_resnet": compute_resnet, "pytorch_resnet": pytorch_resnet,
-           "worker": worker, "scaling": scaling, "simulator": simulator,
+           "worker": worker, "scaling": scaling, "simulator": simulator, "hdf5": hdf5,
            "targets": [{"target": what, "met": ok, "figures": figures}
                        for what, ok, figures in checks]},
           open(f"{out}/bench.json", "w"), indent=1)

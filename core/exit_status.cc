@@ -47,14 +47,16 @@ ExitRecord ExitRecordOf(const absl::Status& s, bool client) {
   return record;
 }
 
-// The file: "PID STATUS CAUSE" on its first line, the message after it.
+// The file: "PID STATUS CAUSE TREE" on its first line (TREE "-" for none), the message after it.
 void RecordExit(ExitRecord record) {
   const char* path = std::getenv(kExitRecordVariable);
   if (path == nullptr || *path == '\0') return;
   record.pid = getpid();
-  WriteFileAtomically(path,
-                      absl::StrCat(record.pid, " ", record.status, " ",
-                                   kExitCauseNames.Name(record.cause), "\n", record.message))
+  const char* tree = std::getenv(kProcessTreeVariable);
+  record.tree = tree == nullptr || *tree == '\0' ? "-" : tree;
+  WriteFileAtomically(path, absl::StrCat(record.pid, " ", record.status, " ",
+                                         kExitCauseNames.Name(record.cause), " ", record.tree,
+                                         "\n", record.message))
       .IgnoreError();
 }
 
@@ -65,13 +67,14 @@ std::optional<ExitRecord> ReadExitRecord(const std::string& path) {
       absl::StrSplit(*text, absl::MaxSplits('\n', 1));
   const std::vector<absl::string_view> fields = absl::StrSplit(lines.first, ' ');
   ExitRecord record;
-  if (fields.size() != 3 || !absl::SimpleAtoi(fields[0], &record.pid) ||
+  if (fields.size() != 4 || !absl::SimpleAtoi(fields[0], &record.pid) ||
       !absl::SimpleAtoi(fields[1], &record.status)) {
     return std::nullopt;
   }
   const absl::StatusOr<ExitCause> cause = kExitCauseNames.Parse(fields[2]);
   if (!cause.ok()) return std::nullopt;
   record.cause = *cause;
+  record.tree = fields[3] == "-" ? "" : std::string(fields[3]);
   record.message = std::string(lines.second);
   return record;
 }

@@ -38,8 +38,12 @@ absl::Status AfterStop(absl::Status s, bool stopped, absl::string_view who);
 // package's run_role, a stalled worker's watch) write it to the file $MONSOON_EXIT_RECORD
 // names (the launcher sets it for each role: RUN_DIR/logs/NAME.exit) just before the process
 // exits. The launcher trusts an exit status of Monsoon's (3, 4, 130) only with a record of the
-// same process saying so; any other is the program's own.
+// same role's process tree saying so (a wrapper script's child, say): one that carries the
+// tag the launcher gave the role (kProcessTreeVariable); any other is the program's own.
 inline constexpr char kExitRecordVariable[] = "MONSOON_EXIT_RECORD";
+// The tag of one started role's processes, inherited by every process it starts
+// (launcher/local/process_tree.h); unique to each start of a role.
+inline constexpr char kProcessTreeVariable[] = "MONSOON_PROCESS_TREE";
 enum class ExitCause { kFinished, kStopped, kServerUnreachable, kStalled, kFailed };
 inline constexpr NamedValue<ExitCause> kExitCauseValues[] = {
     {ExitCause::kFinished, "finished"},
@@ -54,12 +58,13 @@ struct ExitRecord {
   int status = 0;   // its exit status
   ExitCause cause = ExitCause::kFinished;
   std::string message;  // the role's error, or where it stalled; empty when it finished
+  std::string tree;     // the process's kProcessTreeVariable, or "" without one
 };
 
 // The record of a role that ended with `s` (its exit status: RoleExitStatus).
 ExitRecord ExitRecordOf(const absl::Status& s, bool client);
-// Writes `record`, with this process's pid, to $MONSOON_EXIT_RECORD; nothing when it is not
-// set. Best effort: a record that cannot be written leaves the exit the process's own.
+// Writes `record`, with this process's pid and tree tag, to $MONSOON_EXIT_RECORD; nothing when
+// it is not set. Best effort: a record that cannot be written leaves the exit the process's own.
 void RecordExit(ExitRecord record);
 // The record at `path`; nullopt when there is none or it does not parse.
 std::optional<ExitRecord> ReadExitRecord(const std::string& path);

@@ -14,6 +14,7 @@ PACKAGES=(
   libdnnl-dev                                 # CPU convolutions (oneDNN)
   dataset-fashion-mnist                       # the default job's data
   libhdf5-dev                                 # HDF5 data (data.format: hdf5)
+  hdf5-plugin-lzf liblzf1                     # HDF5's LZF filter (h5py's compression="lzf")
   libzip-dev                                   # .npz archives (monsoon export)
   python3-numpy python3-h5py                  # tests convert Fashion-MNIST to .npy and HDF5
   python3-torch                               # PyTorch worker programs; the CNN benchmark

@@ -59,7 +59,7 @@ void StallWatch::Watch() {
                         absl::ToDoubleSeconds(limit), step_);
     std::fprintf(stderr, "monsoon: %s\n", report.c_str());
     std::fflush(stderr);
-    RecordExit({0, kExitStalled, ExitCause::kStalled, report});
+    RecordExit({0, kExitStalled, ExitCause::kStalled, report, ""});
     _exit(kExitStalled);  // the compute holds the role's thread: nothing else can end it
   }
 }

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/cleanup/cleanup.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -405,36 +406,98 @@ class Hdf5Reader : public ArrayReader {
   const ArrayPart part_;
 };
 
-// OK when `name` in `file` is a plain link to an object: an external link would open another
-// file.
-absl::Status CheckLink(hid_t file, const std::string& path, const std::string& name) {
-  H5L_info_t link;
-  if (H5Lexists(file, name.c_str(), H5P_DEFAULT) <= 0 ||
-      H5Lget_info(file, name.c_str(), &link, H5P_DEFAULT) < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(path, ": has no dataset '", name, "'"));
+// The most links followed to reach one dataset: a soft-link cycle ends here.
+constexpr int kMaxLinkHops = 16;
+
+// `name` in `file` with every soft link on its way followed (at most kMaxLinkHops): the path
+// of the dataset through hard links alone. External and user-defined links are refused: they
+// would open another file. `path` names the file in errors.
+absl::StatusOr<std::string> ResolveLinks(hid_t file, const std::string& path,
+                                         const std::string& name) {
+  std::vector<std::string> todo = absl::StrSplit(name, '/', absl::SkipEmpty());
+  std::reverse(todo.begin(), todo.end());  // popped from the back, first component first
+  std::string resolved;
+  for (int hops = 0; !todo.empty();) {
+    const std::string next = absl::StrCat(resolved, "/", todo.back());
+    todo.pop_back();
+    H5L_info_t link;
+    if (H5Lexists(file, next.c_str(), H5P_DEFAULT) <= 0 ||
+        H5Lget_info(file, next.c_str(), &link, H5P_DEFAULT) < 0) {
+      const std::string via = next == absl::StrCat("/", name) ? "" : absl::StrCat(" (", next, ")");
+      return absl::InvalidArgumentError(absl::StrCat(path, ": has no dataset '", name, "'", via));
+    }
+    if (link.type == H5L_TYPE_HARD) {
+      resolved = next;
+      continue;
+    }
+    if (link.type != H5L_TYPE_SOFT) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          path, ":", name, ": external link refused (it would read another file); give the "
+          "file that holds the dataset itself"));
+    }
+    if (++hops > kMaxLinkHops) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", name, ": more than ",
+                                                     kMaxLinkHops, " soft links (a cycle?)"));
+    }
+    std::string target(link.u.val_size, '\0');
+    if (H5Lget_val(file, next.c_str(), target.data(), target.size(), H5P_DEFAULT) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ":", next, ": unreadable soft link"));
+    }
+    target.resize(std::strlen(target.c_str()));
+    if (absl::StartsWith(target, "/")) resolved.clear();
+    std::vector<std::string> parts = absl::StrSplit(target, '/', absl::SkipEmpty());
+    todo.insert(todo.end(), parts.rbegin(), parts.rend());
   }
-  if (link.type != H5L_TYPE_HARD) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        path, ":", name, ": external link refused (it would read another file); give the file "
-        "that holds the dataset itself"));
+  return resolved.empty() ? "/" : resolved;
+}
+
+// OK when every filter of `plist` (a dataset's creation properties) can be decoded here: the
+// built-in ones (deflate, shuffle, fletcher32, n-bit, scale-offset) and those a plugin on
+// HDF5's plugin path provides.
+absl::Status CheckFilters(hid_t plist, const std::string& where) {
+  const int filters = H5Pget_nfilters(plist);
+  for (int i = 0; i < filters; ++i) {
+    unsigned flags = 0, config = 0;
+    size_t values = 0;
+    char name[128] = {};
+    const H5Z_filter_t id =
+        H5Pget_filter2(plist, i, &flags, &values, nullptr, sizeof(name), name, &config);
+    if (id >= 0 && H5Zfilter_avail(id) > 0) continue;
+    return absl::FailedPreconditionError(absl::StrCat(
+        where, ": compressed with HDF5 filter ", id, name[0] ? absl::StrCat(" (", name, ")") : "",
+        ", which this HDF5 cannot decode: install its plugin (lzf: Debian's hdf5-plugin-lzf) "
+        "or name its folder in HDF5_PLUGIN_PATH, or write a copy without it (`h5repack -f NONE "
+        "FILE COPY`)"));
   }
   return absl::OkStatus();
 }
 
-// OK when `dataset`'s rows are this file's own bytes, all written: not in external storage
-// files nor a virtual layout (they read other files, or fill values where one is missing), and
-// its storage allocated in full (rows never written read as fill values).
-absl::Status CheckSelfContained(const Hid& dataset, const std::string& where) {
-  const std::string copy =
-      " (make a self-contained copy of the file, e.g. `h5repack -l CONTI FILE COPY`)";
-  const Hid plist(H5Dget_create_plist(dataset.get()), H5Pclose);
-  if (plist.ok() && H5Pget_external_count(plist.get()) > 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": refused: its rows are stored in external files", copy));
-  }
-  if (plist.ok() && H5Pget_layout(plist.get()) == H5D_VIRTUAL) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, ": refused: a virtual dataset, whose rows come from other files", copy));
+// The chunks a chunked dataset of extent `dims` needs, `plist` giving their shape.
+uint64_t ChunksNeeded(hid_t plist, const std::vector<hsize_t>& dims) {
+  std::vector<hsize_t> chunk(dims.size(), 1);
+  H5Pget_chunk(plist, static_cast<int>(chunk.size()), chunk.data());
+  uint64_t needed = 1;
+  for (size_t i = 0; i < dims.size(); ++i) needed *= (dims[i] + chunk[i] - 1) / chunk[i];
+  return needed;
+}
+
+// OK when `dataset`'s storage holds every row: each chunk of a chunked dataset allocated
+// (counted, as filtered chunks are smaller than their rows and HDF5 reports such storage as
+// part-allocated), or a contiguous one's storage allocated. Rows never written read as fill
+// values.
+absl::Status CheckAllWritten(const Hid& dataset, hid_t plist, const std::string& where) {
+  if (H5Pget_layout(plist) == H5D_CHUNKED) {
+    const Hid space(H5Dget_space(dataset.get()), H5Sclose);
+    std::vector<hsize_t> dims(std::max(H5Sget_simple_extent_ndims(space.get()), 0));
+    H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+    hsize_t written = 0;
+    const uint64_t needed = ChunksNeeded(plist, dims);
+    if (H5Dget_num_chunks(dataset.get(), space.get(), &written) < 0 || written >= needed) {
+      return absl::OkStatus();
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": refused: ", needed - written, " of its ", needed, " chunks were never written, "
+        "so their rows would read as fill values"));
   }
   H5D_space_status_t allocated = H5D_SPACE_STATUS_ERROR;
   if (H5Dget_space_status(dataset.get(), &allocated) < 0 ||
@@ -445,13 +508,83 @@ absl::Status CheckSelfContained(const Hid& dataset, const std::string& where) {
   return absl::OkStatus();
 }
 
+// OK when `dataset`'s rows are this file's own bytes, all written and decodable: not in
+// external storage files nor a virtual layout (they read other files, or fill values where one
+// is missing), compressed only by filters this HDF5 has, and every chunk written.
+absl::Status CheckSelfContained(const Hid& dataset, const std::string& where) {
+  const std::string copy =
+      " (make a self-contained copy of the file, e.g. `h5repack -l CONTI FILE COPY`)";
+  const Hid plist(H5Dget_create_plist(dataset.get()), H5Pclose);
+  if (!plist.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": unreadable storage properties"));
+  }
+  if (H5Pget_external_count(plist.get()) > 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": refused: its rows are stored in external files", copy));
+  }
+  if (H5Pget_layout(plist.get()) == H5D_VIRTUAL) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": refused: a virtual dataset, whose rows come from other files", copy));
+  }
+  MONSOON_RETURN_IF_ERROR(CheckFilters(plist.get(), where));
+  return CheckAllWritten(dataset, plist.get(), where);
+}
+
+// The most memory a dataset's chunk cache takes (RowChunkCache).
+constexpr uint64_t kMaxChunkCacheBytes = 64 << 20;
+
+// Access properties for a chunked dataset whose creation properties are `plist` and extent
+// `dims`, of `element_bytes` elements: a chunk cache that holds every chunk covering two chunks'
+// worth of rows (up to kMaxChunkCacheBytes), so that rows read in ascending order decompress
+// each chunk once. HDF5's default cache (1 MiB) holds less than one row of a chunk layout that
+// cuts rows across many chunks (h5py's default for images), and a read of scattered rows then
+// decompresses every chunk again for each row.
+Hid RowChunkCache(hid_t plist, const std::vector<hsize_t>& dims, size_t element_bytes) {
+  Hid access(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  std::vector<hsize_t> chunk(dims.size(), 1);
+  H5Pget_chunk(plist, static_cast<int>(chunk.size()), chunk.data());
+  uint64_t chunks_per_row = 1, row_bytes = chunk[0] * element_bytes;
+  for (size_t i = 1; i < dims.size(); ++i) {
+    const uint64_t across = (dims[i] + chunk[i] - 1) / chunk[i];
+    chunks_per_row *= across;
+    row_bytes *= across * chunk[i];
+  }
+  const uint64_t bytes = std::clamp<uint64_t>(2 * row_bytes, 1 << 20, kMaxChunkCacheBytes);
+  const uint64_t slots = std::max<uint64_t>(521, 20 * chunks_per_row + 1);
+  H5Pset_chunk_cache(access.get(), slots, bytes, /*w0=*/1.0);
+  return access;
+}
+
+// The access properties to open `name` (a path of hard links) in `file` with: RowChunkCache
+// when it is chunked, else the default.
+Hid AccessProperties(hid_t file, const std::string& name) {
+  const Hid dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
+  const Hid plist(dataset.ok() ? H5Dget_create_plist(dataset.get()) : -1, H5Pclose);
+  const Hid space(dataset.ok() ? H5Dget_space(dataset.get()) : -1, H5Sclose);
+  const Hid type(dataset.ok() ? H5Dget_type(dataset.get()) : -1, H5Tclose);
+  std::vector<hsize_t> dims(std::max(space.ok() ? H5Sget_simple_extent_ndims(space.get()) : 0, 0));
+  if (!plist.ok() || !type.ok() || dims.empty() || H5Pget_layout(plist.get()) != H5D_CHUNKED) {
+    return Hid(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  }
+  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return RowChunkCache(plist.get(), dims, H5Tget_size(type.get()));
+}
+
+// `name` (a path of hard links) in `file`, opened with AccessProperties. HDF5 shares one open
+// dataset among its handles, with the cache of the first open: AccessProperties' handle is
+// closed before this one opens.
+Hid OpenDataset(hid_t file, const std::string& name) {
+  const Hid access = AccessProperties(file, name);
+  return Hid(H5Dopen2(file, name.c_str(), access.get()), H5Dclose);
+}
+
 absl::StatusOr<std::unique_ptr<ArrayReader>> Hdf5Reader::Open(std::shared_ptr<Hid> file,
                                                               const std::string& path,
                                                               const std::string& name) {
   ArrayPart part;
   part.where = absl::StrCat(path, ":", name);
-  MONSOON_RETURN_IF_ERROR(CheckLink(file->get(), path, name));
-  Hid dataset(H5Dopen2(file->get(), name.c_str(), H5P_DEFAULT), H5Dclose);
+  MONSOON_ASSIGN_OR_RETURN(const std::string resolved, ResolveLinks(file->get(), path, name));
+  Hid dataset = OpenDataset(file->get(), resolved);
   if (!dataset.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": has no dataset '", name, "'"));
   }

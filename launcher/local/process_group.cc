@@ -49,15 +49,35 @@ std::string RecordPathOf(const std::string& log_path) {
   return absl::StrCat(absl::StripSuffix(log_path, ".log"), ".exit");
 }
 
-// This process's environment, with MONSOON_EXIT_RECORD set to `record_path`.
-std::vector<std::string> EnvironmentWith(const std::string& record_path) {
+// This process's environment, with MONSOON_EXIT_RECORD set to `record_path` and
+// MONSOON_PROCESS_TREE to `tree_tag`.
+std::vector<std::string> EnvironmentWith(const std::string& record_path,
+                                         const std::string& tree_tag) {
   std::vector<std::string> env;
-  const std::string variable = absl::StrCat(kExitRecordVariable, "=");
+  const std::string record = absl::StrCat(kExitRecordVariable, "=");
+  const std::string tree = absl::StrCat(kProcessTreeVariable, "=");
   for (char** e = environ; *e != nullptr; ++e) {
-    if (!absl::StartsWith(*e, variable)) env.push_back(*e);
+    if (!absl::StartsWith(*e, record) && !absl::StartsWith(*e, tree)) env.push_back(*e);
   }
-  env.push_back(variable + record_path);
+  env.push_back(record + record_path);
+  env.push_back(tree + tree_tag);
   return env;
+}
+
+// A tag no other start of a role shares: this launcher's pid, the time and the role's name.
+std::string NewTreeTag(const std::string& name) {
+  return absl::StrCat(getpid(), "-", absl::ToUnixNanos(absl::Now()), "-", name);
+}
+
+// How a child that ended with wait status `status` ended, with its tree's exit record.
+ChildExit ExitOf(const std::string& name, const std::string& log_path, const ProcessTree& tree,
+                 int status) {
+  ChildExit e{name, log_path, 0, 0, std::nullopt};
+  if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
+  e.record = ReadExitRecord(RecordPathOf(log_path));
+  if (e.record.has_value() && e.record->tree != tree.tag) e.record.reset();
+  return e;
 }
 
 }  // namespace
@@ -143,7 +163,9 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
   args.push_back(nullptr);
   const std::string record_path = RecordPathOf(log_path);
   unlink(record_path.c_str());  // an earlier process's (a restarted role's)
-  const std::vector<std::string> env = EnvironmentWith(record_path);
+  const std::string tag = NewTreeTag(name);
+  const std::vector<std::string> env = EnvironmentWith(record_path, tag);
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   std::vector<char*> envp;
   for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
   envp.push_back(nullptr);
@@ -168,6 +190,7 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
     for (const int s : kStopSignals) sigaction(s, &default_action, nullptr);
     alarm(0);  // the parent's stop deadline is not the child's
     sigprocmask(SIG_SETMASK, &before, nullptr);
+    setsid();
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127);
     dup2(log_fd, STDOUT_FILENO);
@@ -178,26 +201,47 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
     _exit(127);
   }
   close(log_fd);
-  children_.push_back({name, log_path, pid, true});
+  children_.push_back({name, log_path, {pid, tag}, true});
   return absl::OkStatus();
 }
 
 std::vector<ChildExit> ProcessGroup::Reap() {
   std::vector<ChildExit> exits;
-  for (Child& c : children_) {
-    if (!c.running) continue;
+  siginfo_t info;
+  // Peeks at the next child that has ended, then reaps it: a role's, or a descendant's that
+  // came back here.
+  while ((info.si_pid = 0, waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT)) == 0 &&
+         info.si_pid != 0) {
     int status = 0;
-    const pid_t r = waitpid(c.pid, &status, WNOHANG);
-    if (r != c.pid) continue;
-    c.running = false;
-    ChildExit e{c.name, c.log_path, 0, 0, std::nullopt};
-    if (WIFEXITED(status)) e.exit_code = WEXITSTATUS(status);
-    if (WIFSIGNALED(status)) e.signal = WTERMSIG(status);
-    e.record = ReadExitRecord(RecordPathOf(c.log_path));
-    if (e.record.has_value() && e.record->pid != c.pid) e.record.reset();
-    exits.push_back(e);
+    if (waitpid(info.si_pid, &status, 0) != info.si_pid) break;
+    Child* c = RunningChild(info.si_pid);
+    if (c == nullptr) continue;
+    c->running = false;
+    exits.push_back(ExitOf(c->name, c->log_path, c->tree, status));
+    leftovers_.push_back({c->tree, absl::Now() + kLeftoverGrace, /*warned=*/false});
   }
+  if (!leftovers_.empty()) EndLeftovers(ProcessTable::Read(), absl::Now());
   return exits;
+}
+
+ProcessGroup::Child* ProcessGroup::RunningChild(pid_t pid) {
+  for (Child& c : children_) {
+    if (c.running && c.tree.root == pid) return &c;
+  }
+  return nullptr;
+}
+
+void ProcessGroup::EndLeftovers(const ProcessTable& table, absl::Time now) {
+  std::vector<Leftover> remaining;
+  for (Leftover& l : leftovers_) {
+    const std::vector<pid_t> members = table.TreeMembers(l.tree);
+    if (members.empty()) continue;
+    if (!l.warned) SignalAll(members, SIGTERM);
+    l.warned = true;
+    if (now >= l.kill_at) SignalAll(members, SIGKILL);
+    remaining.push_back(std::move(l));
+  }
+  leftovers_ = std::move(remaining);
 }
 
 int ProcessGroup::running() const {
@@ -215,19 +259,36 @@ std::vector<std::string> ProcessGroup::RunningNames() const {
 }
 
 void ProcessGroup::StopAll(absl::Duration grace) {
-  for (const Child& c : children_) {
-    if (c.running) kill(c.pid, SIGTERM);
-  }
   const absl::Time deadline = absl::Now() + grace;
-  while (running() > 0 && absl::Now() < deadline) {
+  const ProcessTable table = ProcessTable::Read();
+  for (const Child& c : children_) {
+    if (c.running) SignalAll(table.TreeMembers(c.tree), SIGTERM);
+  }
+  for (Leftover& l : leftovers_) l.kill_at = std::min(l.kill_at, deadline);
+  while ((running() > 0 || !leftovers_.empty()) && absl::Now() < deadline) {
     Reap();
-    absl::SleepFor(absl::Milliseconds(20));
+    absl::SleepFor(absl::Milliseconds(50));
   }
   for (Child& c : children_) {
     if (!c.running) continue;
-    kill(c.pid, SIGKILL);
-    waitpid(c.pid, nullptr, 0);
+    leftovers_.push_back({c.tree, deadline, /*warned=*/true});
+    kill(c.tree.root, SIGKILL);
+    waitpid(c.tree.root, nullptr, 0);
     c.running = false;
+  }
+  KillStrays();
+}
+
+void ProcessGroup::KillStrays() {
+  for (int round = 0; round < 100; ++round) {
+    while (waitpid(-1, nullptr, WNOHANG) > 0) {
+    }
+    const ProcessTable table = ProcessTable::Read();
+    EndLeftovers(table, absl::InfiniteFuture());
+    const std::vector<pid_t> strays = table.LiveChildrenOf(getpid());
+    if (leftovers_.empty() && strays.empty()) return;
+    SignalAll(strays, SIGKILL);
+    absl::SleepFor(absl::Milliseconds(10));
   }
 }
 

@@ -1,11 +1,16 @@
 // Child processes of a local job: started with their output in a log file, watched, and
-// stopped together. A child gets SIGTERM when the launcher dies (PR_SET_PDEATHSIG), so it
-// stops as it would on a stop signal (a server writes its final checkpoint) and none is
-// orphaned.
+// stopped together. Each child is a role's whole process tree (process_tree.h): it starts in a
+// session of its own, the launcher is a child subreaper (processes whose parents die come back
+// to it), and when the child ends, or the job does, every process of its tree is stopped as the
+// child is: SIGTERM, then SIGKILL after a grace period. A child gets SIGTERM when the launcher
+// dies (PR_SET_PDEATHSIG), so it stops as it would on a stop signal (a server writes its final
+// checkpoint).
 #ifndef MONSOON_LAUNCHER_LOCAL_PROCESS_GROUP_H_
 #define MONSOON_LAUNCHER_LOCAL_PROCESS_GROUP_H_
 
 #include <sys/types.h>
+
+#include "launcher/local/process_tree.h"
 
 #include <atomic>
 #include <optional>
@@ -35,7 +40,7 @@ struct ChildExit {
   std::string log_path;
   int exit_code = 0;  // valid when signal == 0
   int signal = 0;     // the signal that killed it, or 0
-  // What the process recorded of its exit (core/exit_status.h), where it did.
+  // What the role's process tree recorded of its exit (core/exit_status.h), where it did.
   std::optional<ExitRecord> record;
   bool ok() const { return signal == 0 && exit_code == 0; }
   ExitKind kind() const;
@@ -45,7 +50,9 @@ struct ChildExit {
   std::string DescribeFailure() const;
 };
 
-// Not thread-safe; owned by the launcher's main thread.
+// Not thread-safe; owned by the launcher's main thread, which it makes a child subreaper. While
+// it has children it is the process's only reaper: Reap() also reaps the processes it did not
+// start that come back to it, so one ProcessGroup at a time may run children.
 class ProcessGroup {
  public:
   ProcessGroup() = default;
@@ -56,27 +63,47 @@ class ProcessGroup {
 
   // Starts `argv` (argv[0] is the executable path) named `name`, stdout and stderr appended
   // to log_path, its exit record (MONSOON_EXIT_RECORD) beside it: log_path's stem + ".exit".
+  // Its process tree's tag (MONSOON_PROCESS_TREE) is new to this start.
   absl::Status Start(const std::string& name, const std::vector<std::string>& argv,
                      const std::string& log_path);
 
-  // Reaps children that have exited, without blocking.
+  // Reaps children that have exited, without blocking; the rest of each one's tree gets
+  // SIGTERM, and SIGKILL kLeftoverGrace later.
   std::vector<ChildExit> Reap();
+  static constexpr absl::Duration kLeftoverGrace = absl::Seconds(7);
 
   int running() const;
   // The names of the children still running, in start order.
   std::vector<std::string> RunningNames() const;
 
-  // SIGTERM to every running child; SIGKILL to those still running after `grace`.
+  // SIGTERM to every process of every child's tree; SIGKILL to those still running after
+  // `grace`, and to every other process left whose parent is this one.
   void StopAll(absl::Duration grace);
 
  private:
   struct Child {
     std::string name;
     std::string log_path;
-    pid_t pid = 0;
+    ProcessTree tree;  // tree.root: the child's pid
     bool running = true;
   };
+  // The tree of a child that has ended, while processes of it remain.
+  struct Leftover {
+    ProcessTree tree;
+    absl::Time kill_at;
+    bool warned = false;  // its processes have had SIGTERM
+  };
+  // The running child of pid `pid`, or nullptr.
+  Child* RunningChild(pid_t pid);
+  // SIGTERMs the leftovers' processes once, SIGKILLs them past their time, and forgets the
+  // trees that have ended.
+  void EndLeftovers(const ProcessTable& table, absl::Time now);
+  // SIGKILLs every leftover and every other live child of this process (descendants that left
+  // their trees and came back here), and reaps them: for up to a second.
+  void KillStrays();
+
   std::vector<Child> children_;
+  std::vector<Leftover> leftovers_;
 };
 
 // Runs `argv` (argv[0] searched on PATH) in the foreground and returns its exit status (128 +

@@ -280,8 +280,8 @@ TEST_CASE("hdf5: rows that are not the file's own written bytes are refused, nam
     return x;
   });
   CHECK(Message(OpenHdf5Source({unwritten}, "x", "y", {}).status()) ==
-        unwritten + ":x: refused: its rows were never (all) written, so they would read as fill "
-                    "values");
+        unwritten + ":x: refused: 4 of its 4 chunks were never written, so their rows would read "
+                    "as fill values");
   // An external link to another file's dataset.
   const std::string plain = WriteHdf5("linked-to.h5", 0, 4);
   const std::string linked = WriteHdf5With("linking.h5", [&](hid_t file, hid_t) {
@@ -291,6 +291,89 @@ TEST_CASE("hdf5: rows that are not the file's own written bytes are refused, nam
   CHECK(Message(OpenHdf5Source({linked}, "x", "y", {}).status()) ==
         linked + ":x: external link refused (it would read another file); give the file that "
                  "holds the dataset itself");
+}
+
+// A file like WriteHdf5With's whose "x" is float32 [8, 2], chunks of 2 rows, with `filters`
+// applied to its creation properties, and its first `written_rows` rows written (row r =
+// {r, -r}).
+std::string WriteChunkedHdf5(const std::string& name, const std::function<void(hid_t)>& filters,
+                             int written_rows = 8) {
+  const std::string path = TempPath(name);
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  const hsize_t dims[] = {8, 2}, chunk[] = {2, 2}, y_dims[] = {8};
+  const hid_t space = H5Screate_simple(2, dims, nullptr), ysp = H5Screate_simple(1, y_dims, nullptr);
+  const hid_t plist = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(plist, 2, chunk);
+  filters(plist);
+  const hid_t x = H5Dcreate2(file, "x", H5T_IEEE_F32LE, space, H5P_DEFAULT, plist, H5P_DEFAULT);
+  std::vector<float> rows;
+  for (int r = 0; r < written_rows; ++r) rows.insert(rows.end(), {float(r), -float(r)});
+  const hsize_t start[] = {0, 0}, count[] = {hsize_t(written_rows), 2};
+  const hid_t memory = H5Screate_simple(2, count, nullptr);
+  H5Sselect_hyperslab(space, H5S_SELECT_SET, start, nullptr, count, nullptr);
+  if (written_rows > 0) H5Dwrite(x, H5T_NATIVE_FLOAT, memory, space, H5P_DEFAULT, rows.data());
+  const hid_t y = H5Dcreate2(file, "y", H5T_STD_I32LE, ysp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  const std::vector<int32_t> labels = {0, 1, 2, 0, 1, 2, 0, 1};
+  H5Dwrite(y, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, labels.data());
+  for (hid_t id : {x, y}) H5Dclose(id);
+  for (hid_t id : {space, ysp, memory}) H5Sclose(id);
+  H5Pclose(plist);
+  H5Fclose(file);
+  return path;
+}
+
+TEST_CASE("hdf5: rows compressed by HDF5's own filters read as written", "[core][data]") {
+  const std::vector<std::pair<std::string, std::function<void(hid_t)>>> kinds = {
+      {"gzip", [](hid_t p) { H5Pset_deflate(p, 6); }},
+      {"shuffle-gzip-fletcher32",
+       [](hid_t p) {
+         H5Pset_shuffle(p);
+         H5Pset_deflate(p, 9);
+         H5Pset_fletcher32(p);
+       }},
+      {"nbit", [](hid_t p) { H5Pset_nbit(p); }},
+      {"scaleoffset", [](hid_t p) { H5Pset_scaleoffset(p, H5Z_SO_FLOAT_DSCALE, 3); }},
+  };
+  for (const auto& [name, filters] : kinds) {
+    INFO(name);
+    const std::string path = WriteChunkedHdf5(name + ".h5", filters);
+    auto source = OpenHdf5Source({path}, "x", "y", {1, true});
+    REQUIRE(source.ok());
+    auto data = (*source)->Read({0, 3, 7});
+    REQUIRE(data.ok());
+    CHECK(data->features == std::vector<float>{0, 0, 3, -3, 7, -7});
+  }
+}
+
+TEST_CASE("hdf5: a chunked dataset with chunks never written is refused, counting them",
+          "[core][data]") {
+  const std::string half = WriteChunkedHdf5(
+      "half-written.h5", [](hid_t p) { H5Pset_deflate(p, 6); }, /*written_rows=*/4);
+  CHECK(Message(OpenHdf5Source({half}, "x", "y", {}).status()) ==
+        half + ":x: refused: 2 of its 4 chunks were never written, so their rows would read as "
+               "fill values");
+}
+
+TEST_CASE("hdf5: soft links inside the file are followed, a cycle and a dangling one named",
+          "[core][data]") {
+  const std::string path = WriteHdf5("soft.h5", 0, 4);
+  const hid_t file = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t group = H5Gcreate2(file, "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+  H5Gclose(group);
+  H5Lcreate_soft("/x", file, "g/features", H5P_DEFAULT, H5P_DEFAULT);
+  H5Lcreate_soft("g", file, "alias", H5P_DEFAULT, H5P_DEFAULT);  // relative to the root
+  H5Lcreate_soft("/loop", file, "loop", H5P_DEFAULT, H5P_DEFAULT);
+  H5Lcreate_soft("/nowhere", file, "dangling", H5P_DEFAULT, H5P_DEFAULT);
+  H5Fclose(file);
+  auto source = OpenHdf5Source({path}, "alias/features", "y", {1, true});
+  REQUIRE(source.ok());
+  auto data = (*source)->Read({2});
+  REQUIRE(data.ok());
+  CHECK(data->features == std::vector<float>{2, -2});
+  CHECK(Message(OpenHdf5Source({path}, "loop", "y", {}).status()) ==
+        path + ":loop: more than 16 soft links (a cycle?)");
+  CHECK(Message(OpenHdf5Source({path}, "dangling", "y", {}).status()) ==
+        path + ": has no dataset 'dangling' (/nowhere)");
 }
 
 }  // namespace

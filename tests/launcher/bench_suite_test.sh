@@ -23,6 +23,8 @@ assert all(r["ratio"] > 0 for r in b["compute"]["results"])
 for key in ["downpour", "downpour_push", "downpour_push_pull", "easgd", "easgd_overlap"]:
     assert b["worker"][f"{key}_ratio"] > 0 and 0 <= b["worker"][f"{key}_comm_share"] <= 1, key
 assert b["worker"]["streamed_data_ratio"] > 0
+assert all(b["hdf5"][f"{mode}_ratio"] > 0 and b["hdf5"][f"{mode}_wall_ratio"] > 0
+           for mode in ("held", "streamed")), b["hdf5"]
 assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["scaling"])
 # --quick has no 64 or 256 MiB figures: the apply and the two worker-loop targets are judged.
 assert [t["target"].split(" >=")[0] for t in b["targets"]] == [

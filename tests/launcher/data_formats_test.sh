@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # N-D data a user already has: Fashion-MNIST converted (with Debian's NumPy and h5py) to .npy
 # (uint8 [N, 1, 28, 28] images) and to HDF5 (float32 images in [0, 1], the training set split
-# over two files) trains to the IDX job's accuracy, each worker reading only its shard; a
-# truncated .npy file is named with its shape.
+# over two files) trains to the IDX job's accuracy, each worker reading only its shard; the
+# same HDF5 files compressed by h5py (gzip; lzf with shuffle and fletcher32), their images
+# reached through a soft link, train too, and one with chunks never written is refused
+# counting them; a truncated .npy file is named with its shape.
 source tests/launcher/test_lib.sh
 FMNIST=/usr/share/datasets/fashion-mnist
 
@@ -24,6 +26,18 @@ for split, prefix in (("train", "train"), ("test", "t10k")):
         with h5py.File(f"{out}/{split}_{i}.h5", "w") as f:
             f["images"] = (images[rows] / 255).astype(np.float32)
             f["labels"] = labels[rows].astype(np.int64)
+        # h5py's compression as users ask for it (its default chunks), images behind a soft link.
+        compression = ({"compression": "gzip"} if i == 0 else
+                       {"compression": "lzf", "shuffle": True, "fletcher32": True})
+        with h5py.File(f"{out}/{split}_{i}_packed.h5", "w") as f:
+            f.create_dataset("data/images", data=(images[rows] / 255).astype(np.float32), **compression)
+            f.create_dataset("labels", data=labels[rows].astype(np.int64), **compression)
+            f["images"] = h5py.SoftLink("data/images")
+with h5py.File(f"{out}/unfinished.h5", "w") as f:  # 2 of its 4 chunks written
+    d = f.create_dataset("images", shape=(400, 1, 28, 28), dtype="f4", chunks=(100, 1, 28, 28),
+                         compression="gzip")
+    d[:200] = 0.5
+    f["labels"] = np.zeros(400, np.int64)
 PY
 expect_eq "conversion to .npy and HDF5" "$?" "0"
 
@@ -79,6 +93,18 @@ for format in npy hdf5; do
 done
 expect_eq "npy: the model's input shape comes from the file" \
   "$(grep -A1 "input_shape" "$WORK/run-npy/config.yaml" | head -1 | tr -d ' ')" "input_shape:[1,28,28]"
+
+# The compressed copies: accepted, and each worker reads its shard of them.
+timeout 120 "$MONSOON" run "$WORK/hdf5.yaml" --run-dir "$WORK/run-packed" --set data.memory_budget_mib=1024 \
+  --set "data.train_files=[train_0_packed.h5, train_1_packed.h5]" --set data.test_files=test_0_packed.h5 \
+  --set training.max_steps=50 >"$WORK/packed.txt" 2>&1
+expect_eq "gzip and lzf HDF5 (h5py's defaults, a soft link): exit status" "$?" "0"
+expect_eq "each worker read its 30000 rows of the compressed files" \
+  "$(grep -l "reading 30000 of 60000 rows of data.train_files" "$WORK"/run-packed/logs/worker-*.log | wc -l)" "2"
+"$MONSOON" validate "$WORK/hdf5.yaml" --set "data.train_files=[unfinished.h5]" >"$WORK/unfinished.txt" 2>&1
+expect_eq "an HDF5 file with chunks never written: exit status" "$?" "2"
+grep -q "unfinished.h5:images: refused: 2 of its 4 chunks were never written" "$WORK/unfinished.txt" \
+  && pass "the unwritten chunks are counted" || fail "unfinished: $(cat "$WORK/unfinished.txt")"
 
 head -c 1000000 "$WORK/train_x.npy" >"$WORK/cut.npy"
 "$MONSOON" validate "$WORK/npy.yaml" --set data.train_features="$WORK/cut.npy" >"$WORK/cut.txt" 2>&1

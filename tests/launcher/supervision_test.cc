@@ -20,13 +20,13 @@ namespace {
 ChildExit Killed() { return {"", "", 0, SIGKILL, std::nullopt}; }
 ChildExit Terminated() { return {"", "", 0, SIGTERM, std::nullopt}; }
 ChildExit StoppedOnSignal() {
-  return {"", "", kExitStopped, 0, ExitRecord{0, kExitStopped, ExitCause::kStopped, ""}};
+  return {"", "", kExitStopped, 0, ExitRecord{0, kExitStopped, ExitCause::kStopped, "", ""}};
 }
 ChildExit Crashed() { return {"", "", 0, SIGABRT, std::nullopt}; }
-ChildExit Failed() { return {"", "", 1, 0, ExitRecord{0, 1, ExitCause::kFailed, "oops"}}; }
+ChildExit Failed() { return {"", "", 1, 0, ExitRecord{0, 1, ExitCause::kFailed, "oops", ""}}; }
 ChildExit Stalled() {
   return {"", "", kExitStalled, 0,
-          ExitRecord{0, kExitStalled, ExitCause::kStalled, "worker-2 made no progress ..."}};
+          ExitRecord{0, kExitStalled, ExitCause::kStalled, "worker-2 made no progress ...", ""}};
 }
 // Exits of a program's own, without a record: Monsoon's statuses, and Python's uncaught
 // KeyboardInterrupt.
@@ -130,7 +130,7 @@ TEST_CASE("Decide: restarts are spent per worker, resumes per job", "[launcher][
 
 TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
   const auto record = [](int status, ExitCause cause, std::string message = "") {
-    return std::optional<ExitRecord>(ExitRecord{0, status, cause, std::move(message)});
+    return std::optional<ExitRecord>(ExitRecord{0, status, cause, std::move(message), ""});
   };
   CHECK(ChildExit{"worker-1", "", 0, SIGKILL, std::nullopt}.Describe() ==
         "worker-1 was killed by signal 9 (Killed)");
@@ -163,17 +163,21 @@ TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
         ExitKind::kFailed);
 }
 
-TEST_CASE("RecordExit writes what ReadExitRecord reads, with the pid", "[launcher][supervision]") {
+TEST_CASE("RecordExit writes what ReadExitRecord reads, with the pid and the tree's tag",
+          "[launcher][supervision]") {
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/worker-0.exit";
   setenv(kExitRecordVariable, path.c_str(), 1);
-  RecordExit({0, kExitStopped, ExitCause::kStopped, "worker stopped by signal\nsecond line"});
+  setenv(kProcessTreeVariable, "123-456-worker-0", 1);
+  RecordExit({0, kExitStopped, ExitCause::kStopped, "worker stopped by signal\nsecond line", ""});
   unsetenv(kExitRecordVariable);
+  unsetenv(kProcessTreeVariable);
   const std::optional<ExitRecord> read = ReadExitRecord(path);
   REQUIRE(read.has_value());
   CHECK(read->pid == getpid());
   CHECK(read->status == kExitStopped);
   CHECK(read->cause == ExitCause::kStopped);
   CHECK(read->message == "worker stopped by signal\nsecond line");
+  CHECK(read->tree == "123-456-worker-0");
   CHECK(!ReadExitRecord(path + ".missing").has_value());
 }
 
