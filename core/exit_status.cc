@@ -27,6 +27,26 @@ absl::Status AfterStop(absl::Status s, bool stopped, absl::string_view who) {
   return absl::CancelledError(absl::StrCat(who, " stopped by signal; after it: ", s.message()));
 }
 
+namespace {
+constexpr absl::string_view kDivergedPayload = "monsoon/diverged";
+}  // namespace
+
+absl::Status Reworded(const absl::Status& s, absl::string_view message) {
+  absl::Status reworded(s.code(), message);
+  s.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
+    reworded.SetPayload(type_url, payload);
+  });
+  return reworded;
+}
+
+absl::Status MarkDiverged(const absl::Status& s) {
+  absl::Status marked = s;
+  marked.SetPayload(kDivergedPayload, absl::Cord());
+  return marked;
+}
+
+bool IsDiverged(const absl::Status& s) { return s.GetPayload(kDivergedPayload).has_value(); }
+
 ExitRecord ExitRecordOf(const absl::Status& s, bool client) {
   ExitRecord record;
   record.status = RoleExitStatus(s, client);
@@ -42,7 +62,7 @@ ExitRecord ExitRecordOf(const absl::Status& s, bool client) {
       record.cause = ExitCause::kServerUnreachable;
       break;
     default:
-      record.cause = ExitCause::kFailed;
+      record.cause = IsDiverged(s) ? ExitCause::kDiverged : ExitCause::kFailed;
   }
   return record;
 }

@@ -44,13 +44,15 @@ inline constexpr char kExitRecordVariable[] = "MONSOON_EXIT_RECORD";
 // The tag of one started role's processes, inherited by every process it starts
 // (launcher/local/process_tree.h); unique to each start of a role.
 inline constexpr char kProcessTreeVariable[] = "MONSOON_PROCESS_TREE";
-enum class ExitCause { kFinished, kStopped, kServerUnreachable, kStalled, kFailed };
+// kDiverged: a failure (exit status 1) whose cause is that training diverged (IsDiverged).
+enum class ExitCause { kFinished, kStopped, kServerUnreachable, kStalled, kFailed, kDiverged };
 inline constexpr NamedValue<ExitCause> kExitCauseValues[] = {
     {ExitCause::kFinished, "finished"},
     {ExitCause::kStopped, "stopped"},
     {ExitCause::kServerUnreachable, "server_unreachable"},
     {ExitCause::kStalled, "stalled"},
-    {ExitCause::kFailed, "failed"}};
+    {ExitCause::kFailed, "failed"},
+    {ExitCause::kDiverged, "diverged"}};
 inline constexpr EnumNames<ExitCause> kExitCauseNames{"exit cause", kExitCauseValues};
 
 struct ExitRecord {
@@ -61,7 +63,16 @@ struct ExitRecord {
   std::string tree;     // the process's kProcessTreeVariable, or "" without one
 };
 
-// The record of a role that ended with `s` (its exit status: RoleExitStatus).
+// `s` with `message` for its message; its code and payloads kept.
+absl::Status Reworded(const absl::Status& s, absl::string_view message);
+// `s` marked as the end of training that diverged: a worker's gradient or weights were not
+// finite. The mark survives Reworded, an exit record (kDiverged) and `monsoon run`'s report of
+// the job, so that a study records the run as diverged rather than failed.
+absl::Status MarkDiverged(const absl::Status& s);
+bool IsDiverged(const absl::Status& s);
+
+// The record of a role that ended with `s` (its exit status: RoleExitStatus; its cause
+// kDiverged when IsDiverged(s)).
 ExitRecord ExitRecordOf(const absl::Status& s, bool client);
 // Writes `record`, with this process's pid and tree tag, to $MONSOON_EXIT_RECORD; nothing when
 // it is not set. Best effort: a record that cannot be written leaves the exit the process's own.

@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "core/compression.h"
 #include "core/compute/kernel_math.h"
+#include "core/exit_status.h"
 #include "core/finite.h"
 #include "core/status_macros.h"
 
@@ -19,15 +20,11 @@ namespace monsoon {
 namespace {
 
 // A gradient or weights the model made non-finite (CheckFinite's refusal), with its usual
-// causes; the refusal's payload is kept.
+// causes, marked diverged; the refusal's payload is kept.
 absl::Status WithDivergenceCauses(const absl::Status& refused) {
-  absl::Status explained(
-      refused.code(), absl::StrCat(refused.message(), ": training diverged (", kDivergenceRemedies,
-                                   "), or the data holds a NaN or an infinity"));
-  refused.ForEachPayload([&](absl::string_view type_url, const absl::Cord& payload) {
-    explained.SetPayload(type_url, payload);
-  });
-  return explained;
+  return MarkDiverged(
+      Reworded(refused, absl::StrCat(refused.message(), ": training diverged (",
+                                     kDivergenceRemedies, "), or the data holds a NaN or an infinity")));
 }
 
 }  // namespace
@@ -56,6 +53,10 @@ absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) 
   start_ = clock_.Now() - absl::Seconds(earlier_.wall_seconds);
   absl::StatusOr<WorkerReport> report =
       PushesGradients(rules_.algorithm) ? TrainPushingGradients(stop) : TrainElastic(stop);
+  if (report.ok() && model_->trained_by_own_loop()) {
+    const absl::Status enough = CheckOwnLoopSteps(*report);
+    if (!enough.ok()) report = enough;
+  }
   if (report.ok()) {
     const absl::Status finished = client_->Finish();
     if (!finished.ok()) report = finished;
@@ -116,6 +117,23 @@ auto TrainingWorker::Timed(WorkerReport* report, std::string_view name, Call cal
 }
 
 float TrainingWorker::RateScale() const { return rules_.learning_rate.Scale(shard_->progress()); }
+
+absl::Status TrainingWorker::CheckOwnLoopSteps(const WorkerReport& report) const {
+  if (report.steps == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "worker ", index_, " ended after 0 steps: the training loop never called "
+        "DistributedOptimizer.step() (a step of the optimizer it wraps, such as "
+        "opt.optimizer.step(), trains nothing on the servers)"));
+  }
+  const bool max_steps = rules_.max_steps > 0 && report.steps >= rules_.max_steps;
+  const int64_t examples = report.steps * rules_.batch_size;
+  if (max_steps || 2 * examples >= static_cast<int64_t>(shard_->size())) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "worker ", index_, " ended after ", report.steps, " steps (", examples,
+      " examples), less than half of one pass over its shard of ", shard_->size(),
+      ": the training loop ended early (a loop that breaks, or a DataLoader over fewer "
+      "examples than the job's training data?); for a short run, set training.max_steps"));
+}
 
 bool TrainingWorker::Done(const WorkerReport& report) const {
   const bool epochs_done =

@@ -106,6 +106,10 @@ class TrainingWorker {
   PushOrigin NextOrigin(const WorkerReport& report) const;
   // True once the worker has trained training.epochs (or training.max_steps).
   bool Done(const WorkerReport& report) const;
+  // For a model trained by its user's loop, once the loop has ended: FailedPrecondition when
+  // the worker made no step, or (short of training.max_steps) trained fewer examples than half
+  // its shard.
+  absl::Status CheckOwnLoopSteps(const WorkerReport& report) const;
   // The learning-rate schedule's factor for a local step at the shard's current progress.
   float RateScale() const;
   // Computes one batch's gradient into the model, then sleeps what the stragglers emulation

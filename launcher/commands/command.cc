@@ -75,6 +75,14 @@ CLI::Option* AddSetOption(CLI::App* command, std::vector<std::string>* sets, CLI
       ->needs(config);
 }
 
+absl::Status ConfirmLongRun(double seconds, bool yes, absl::string_view what,
+                            absl::string_view shorter) {
+  if (seconds <= kConfirmSeconds || yes) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "this ", what, " would run about ", DurationText(seconds),
+      " on this machine, more than an hour: pass --yes to run it (or ", shorter, ")"));
+}
+
 absl::StatusOr<JobConfig> LoadUserConfig(const std::string& path,
                                          const std::vector<std::string>& sets) {
   auto config = LoadJobConfig(path, sets);
@@ -111,7 +119,7 @@ void PrintResult(const JobConfig& config, const RunDir& run_dir, const JobProgre
 
 absl::StatusOr<JobProgress> RunPreparedJob(const JobConfig& config, const RunDir& run_dir,
                                            const LocalJobOptions& options) {
-  return config.simulation.enabled ? RunSimulatedJob(config, run_dir, StopFlag())
+  return config.simulation.enabled ? RunSimulatedJob(config, run_dir, options.progress, StopFlag())
                                    : RunLocalJob(config, run_dir, options, StopFlag());
 }
 

@@ -65,6 +65,14 @@ struct RunDirArg {
 // --set key.path=value (repeats; needs `config`).
 CLI::Option* AddSetOption(CLI::App* command, std::vector<std::string>* sets, CLI::Option* config);
 
+// A run or study estimated to take longer than this on this machine needs --yes.
+inline constexpr double kConfirmSeconds = 3600;
+// OK when `seconds` (an estimate for this machine) is at most kConfirmSeconds, or `yes`;
+// otherwise FailedPrecondition "this WHAT would run about 104h on this machine, more than an
+// hour: pass --yes to run it (or SHORTER)".
+absl::Status ConfirmLongRun(double seconds, bool yes, absl::string_view what,
+                            absl::string_view shorter);
+
 // Loads a config the user named, printing its warnings (JobConfigWarnings) to stderr.
 absl::StatusOr<JobConfig> LoadUserConfig(const std::string& path,
                                          const std::vector<std::string>& sets);

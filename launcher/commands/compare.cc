@@ -1,11 +1,13 @@
 // `monsoon compare STUDY.yaml [--out DIR]`: every variant of a study in turn, then the table
 // and the plot (README "Comparing algorithms").
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "core/exit_status.h"
 #include "core/model/model.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"
@@ -35,9 +37,6 @@ struct StudyRun {
   }
 };
 
-// A study estimated to run longer than this needs --yes.
-constexpr double kConfirmSeconds = 3600;
-
 // Runs `run` into its directory; its result, or a failed one saying why. `place`: "[3/8]";
 // `left`: how much of the study remains with it, for its first line.
 absl::StatusOr<VariantResult> RunVariant(const Study& study, const StudyRun& run,
@@ -57,7 +56,7 @@ absl::StatusOr<VariantResult> RunVariant(const Study& study, const StudyRun& run
                            PrepareRunDir(&config, run_dir, HostRoles::kAll));
   LocalJobOptions options;
   options.self_exe = SelfExePath();
-  options.progress_label = absl::StrCat(place, " ", v.name, " ");
+  options.progress.label = absl::StrCat(place, " ", v.name, " ");
   MONSOON_RETURN_IF_ERROR(RunPreparedJob(config, run_dir, options).status());
   MONSOON_ASSIGN_OR_RETURN(VariantResult result,
                            ReadVariantResult(v, run_dir, study.target_accuracy));
@@ -123,14 +122,12 @@ absl::Status PlanStudy(const Study& study, int seeds, bool yes) {
                                                "host, not counted")
                                 : "")
             << ")" << std::endl;
-  if (seconds <= kConfirmSeconds || yes) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      "this study would run about ", DurationText(seconds),
-      ", more than an hour: pass --yes to run it (or fewer variants, seeds or epochs)"));
+  return ConfirmLongRun(seconds, yes, "study", "fewer variants, seeds or epochs");
 }
 
-int Compare(const std::string& study_path, std::string out, int seeds, bool yes) {
-  auto study = LoadStudy(study_path);
+int Compare(const std::string& study_path, const std::vector<std::string>& sets, std::string out,
+            int seeds, bool yes) {
+  auto study = LoadStudy(study_path, sets);
   if (!study.ok()) return Fail(study.status(), 2);
   const absl::Status planned = PlanStudy(*study, seeds, yes);
   if (!planned.ok()) return Fail(planned, 2);
@@ -163,6 +160,15 @@ int Compare(const std::string& study_path, std::string out, int seeds, bool yes)
     absl::StatusOr<VariantResult> result = RunVariant(*study, runs[i], out, place, left);
     if (absl::IsAlreadyExists(result.status())) return Fail(result.status(), 2);
     if (absl::IsCancelled(result.status())) return Fail(result.status(), kExitStopped);
+    if (IsDiverged(result.status())) {
+      VariantResult diverged = ReadDivergedResult(v, RunDir{runs[i].Dir(*study, out)});
+      diverged.seed = v.config.seed + runs[i].seed;
+      std::cerr << "monsoon: " << v.name << ": " << diverged.status << " ("
+                << result.status().message().substr(0, result.status().message().find('\n'))
+                << ")" << std::endl;
+      results.push_back(std::move(diverged));
+      continue;
+    }
     if (!result.ok()) {
       std::cerr << "monsoon: variant '" << v.name << "' failed: " << result.status().message()
                 << std::endl;
@@ -178,9 +184,14 @@ int Compare(const std::string& study_path, std::string out, int seeds, bool yes)
   }
   const absl::Status written = WriteComparison(*study, results, out);
   if (!written.ok()) return Fail(written, 1);
+  const size_t diverged =
+      std::count_if(results.begin(), results.end(), [](const VariantResult& r) {
+        return r.diverged;
+      });
   std::cerr << "monsoon: compared " << study->variants.size() << " variants"
             << (seeds > 1 ? absl::StrCat(" with ", seeds, " seeds each") : "") << " (" << failed
-            << " of " << n << " runs failed): " << out << "/compare.{csv,md,svg}" << std::endl;
+            << " of " << n << " runs failed, " << diverged << " diverged): " << out
+            << "/compare.{csv,md,svg}" << std::endl;
   return failed == 0 ? 0 : 1;
 }
 
@@ -189,6 +200,7 @@ int Compare(const std::string& study_path, std::string out, int seeds, bool yes)
 void AddCompareCommand(CLI::App& app, int* exit_code) {
   struct Options {
     std::string study, out;
+    std::vector<std::string> sets;
     int seeds = 1;
     bool yes = false;
   };
@@ -197,7 +209,11 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
       "compare",
       "run each variant of a study (one base job, several algorithms or knobs) in turn, then "
       "write DIR/compare.csv, compare.md and compare.svg");
-  cmd->add_option("STUDY.yaml", o->study, "the study")->required();
+  CLI::Option* study = cmd->add_option("STUDY.yaml", o->study, "the study")->required();
+  AddSetOption(cmd, &o->sets, study)
+      ->description(
+          "override a config field in every variant, after the study's own settings, e.g. "
+          "training.max_steps=20 for a quick trial (YAML value; repeats)");
   cmd->add_option("--out", o->out, "the study's directory (default runs/STUDY/TIMESTAMP)");
   cmd->add_option("--seeds", o->seeds,
                   "run each variant N times, with the job's seed, seed + 1, ...; compare.md "
@@ -206,7 +222,7 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
   cmd->add_flag("--yes", o->yes,
                 "run a study estimated to take more than an hour (without it, such a study "
                 "stops after printing its plan)");
-  cmd->callback([o, exit_code] { *exit_code = Compare(o->study, o->out, o->seeds, o->yes); });
+  cmd->callback([o, exit_code] { *exit_code = Compare(o->study, o->sets, o->out, o->seeds, o->yes); });
 }
 
 }  // namespace monsoon

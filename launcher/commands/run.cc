@@ -1,7 +1,10 @@
-// `monsoon run CONFIG.yaml [--run-dir DIR] [--set ...]` and `monsoon run --resume RUN_DIR`.
+// `monsoon run CONFIG.yaml [--run-dir DIR] [--set ...] [--yes]` and `monsoon run --resume
+// RUN_DIR`.
 #include <memory>
 
 #include "launcher/commands/command.h"
+#include "launcher/simulation/cost_estimate.h"
+#include "worker/worker_role.h"
 
 namespace monsoon {
 namespace {
@@ -9,7 +12,21 @@ namespace {
 struct RunOptions {
   std::string config, run_dir, resume;
   std::vector<std::string> sets;
+  bool yes = false;
 };
+
+// OK when the job is estimated (EstimateCost, from one step measured here) to end within
+// kConfirmSeconds on this machine, or `yes`; a job that cannot be estimated here (a worker
+// program's model, data that cannot be read: the run reports that itself) is not held back.
+absl::Status ConfirmJobLength(const JobConfig& config, bool yes) {
+  if (yes || !config.cluster.worker_program.empty()) return absl::OkStatus();
+  const absl::StatusOr<DataSizes> data = CheckData(config);
+  if (!data.ok()) return absl::OkStatus();
+  const absl::StatusOr<double> step = MeasureStepSeconds(config);
+  if (!step.ok()) return absl::OkStatus();
+  return ConfirmLongRun(EstimateCost(config, *data, *step).real_seconds, yes, "job",
+                        "fewer epochs or workers; `monsoon validate` shows the estimate");
+}
 
 int Run(const RunOptions& o) {
   if (!o.resume.empty()) return ResumeJobHere(RunDir{o.resume});
@@ -18,6 +35,8 @@ int Run(const RunOptions& o) {
   }
   auto config = LoadUserConfig(o.config, o.sets);
   if (!config.ok()) return Fail(config.status(), 2);
+  const absl::Status confirmed = ConfirmJobLength(*config, o.yes);
+  if (!confirmed.ok()) return Fail(confirmed, 2);
   return RunNewJobHere(*config, o.run_dir);
 }
 
@@ -37,6 +56,10 @@ void AddRunCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--run-dir", o->run_dir, "the run directory (default runs/JOB/TIMESTAMP)")
       ->excludes(resume);
   AddSetOption(cmd, &o->sets, config)->excludes(resume);
+  cmd->add_flag("--yes", o->yes,
+                "run a job estimated to take more than an hour on this machine (without it, "
+                "such a job stops before it starts, printing the estimate)")
+      ->excludes(resume);
   config->excludes(resume);
   cmd->callback([o, exit_code] { *exit_code = Run(*o); });
 }

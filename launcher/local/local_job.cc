@@ -27,8 +27,7 @@ namespace {
 // The label, "[  12.3s] " and the job's ProgressLine.
 std::string TimedProgressLine(const JobConfig& config, const RunDir& run_dir,
                               const LocalJobOptions& options, double elapsed) {
-  return absl::StrFormat("%s[%6.1fs] %s", options.progress_label, elapsed,
-                         ProgressLine(config, ReadProgress(config, run_dir)));
+  return TimedLine(options.progress, elapsed, ProgressLine(config, ReadProgress(config, run_dir)));
 }
 
 // Every role of a job: servers, workers, the evaluator.
@@ -125,12 +124,13 @@ class LocalJob {
           StopAll();
           // Only a server lost from outside left checkpoints a resume can carry on from; a
           // server's own error would meet the resumed job again.
-          return absl::AbortedError(absl::StrCat(
+          const absl::Status aborted = absl::AbortedError(absl::StrCat(
               e.Describe(), StepsDone(role), "; the job was stopped",
               role.kind == RoleKind::kServer && e.kind() == ExitKind::kStopped
                   ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir_.root, ")")
                   : "",
               ". ", LogExcerpt(e.log_path)));
+          return e.diverged() ? MarkDiverged(aborted) : aborted;
       }
     }
     return absl::OkStatus();
@@ -199,7 +199,7 @@ absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
   const bool tty = isatty(STDERR_FILENO);
   // Children enforce training.timeout_seconds themselves; this margin catches a stuck one.
   const absl::Time deadline = start + absl::Seconds(config.training.timeout_seconds + 30);
-  absl::Time next_progress = start + options.progress_interval;
+  absl::Time next_progress = start + options.progress.interval;
   auto elapsed = [&] { return absl::ToDoubleSeconds(absl::Now() - start); };
   std::optional<absl::Time> servers_finished;
   while (job.running() > 0) {
@@ -224,10 +224,9 @@ absl::Status RunToEnd(const JobConfig& config, const RunDir& run_dir,
           " s (training.timeout_seconds): all roles stopped; see ", run_dir.logs_dir()));
     }
     if (absl::Now() >= next_progress) {
-      const std::string line = TimedProgressLine(config, run_dir, options, elapsed());
-      std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
+      ShowProgress(TimedProgressLine(config, run_dir, options, elapsed()), tty);
       MONSOON_RETURN_IF_ERROR(RecordWallSeconds(run_dir, earlier_wall + elapsed()));
-      next_progress += options.progress_interval;
+      next_progress += options.progress.interval;
     }
     absl::SleepFor(absl::Milliseconds(100));
   }

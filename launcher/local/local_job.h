@@ -20,8 +20,7 @@ namespace monsoon {
 
 struct LocalJobOptions {
   std::string self_exe;  // the monsoon binary, re-executed for each role
-  absl::Duration progress_interval = absl::Seconds(2);
-  std::string progress_label;  // starts each progress line (a study's "[3/6] tau16 ")
+  ProgressOptions progress;
   bool resume = false;         // servers start from their newest checkpoints
 };
 

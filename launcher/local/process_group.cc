@@ -88,7 +88,10 @@ ChildExit ExitOf(const std::string& name, const std::string& log_path, const Pro
 // A role that recorded a failure failed, however it then ended. A role finishes by recording
 // so: its role runner does, or a program's Client.finish().
 ExitKind ChildExit::kind() const {
-  if (record.has_value() && record->cause == ExitCause::kFailed) return ExitKind::kFailed;
+  if (record.has_value() &&
+      (record->cause == ExitCause::kFailed || record->cause == ExitCause::kDiverged)) {
+    return ExitKind::kFailed;
+  }
   if (signal != 0) {
     if (signal == SIGINT && !record.has_value()) return ExitKind::kFailed;
     return IsStopSignal(signal) ? ExitKind::kStopped : ExitKind::kCrashed;
@@ -103,6 +106,7 @@ ExitKind ChildExit::kind() const {
       return exit_code == 0 ? ExitKind::kFinished : ExitKind::kFailed;
     case ExitCause::kServerUnreachable:
     case ExitCause::kFailed:
+    case ExitCause::kDiverged:
       break;
   }
   return ExitKind::kFailed;
@@ -146,7 +150,10 @@ std::string ChildExit::DescribeFailure() const {
   if (signal != 0) {
     return absl::StrCat(name, " failed (", record->message, ") and was ended by signal ", signal);
   }
-  return absl::StrCat(name, " exited with status ", exit_code);
+  const absl::string_view cause = absl::string_view(record->message).substr(
+      0, record->message.find('\n'));
+  if (cause.empty()) return absl::StrCat(name, " exited with status ", exit_code);
+  return absl::StrCat(name, " failed: ", cause);
 }
 
 ProcessGroup::~ProcessGroup() { StopAll(absl::Seconds(2)); }

@@ -43,6 +43,8 @@ struct ChildExit {
   // What the role's process tree recorded of its exit (core/exit_status.h), where it did.
   std::optional<ExitRecord> record;
   bool ok() const { return signal == 0 && exit_code == 0; }
+  // Whether its record says its training diverged (ExitCause::kDiverged).
+  bool diverged() const { return record.has_value() && record->cause == ExitCause::kDiverged; }
   ExitKind kind() const;
   std::string Describe() const;
 

@@ -1,6 +1,7 @@
 #include "launcher/local/summary.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -160,6 +161,14 @@ std::string SummaryJson(const JobConfig& config, const RunDir& run_dir, const Jo
     summary["parameters"].push_back(tensor);
   }
   return summary.dump(2) + "\n";
+}
+
+std::string TimedLine(const ProgressOptions& options, double elapsed, const std::string& line) {
+  return absl::StrFormat("%s[%6.1fs] %s", options.label, elapsed, line);
+}
+
+void ShowProgress(const std::string& line, bool tty) {
+  std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n", line.c_str());
 }
 
 }  // namespace monsoon

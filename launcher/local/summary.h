@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "core/config/job_config.h"
 #include "core/run_dir.h"
 
@@ -31,6 +32,17 @@ absl::StatusOr<JobProgress> ReadProgress(const JobConfig& config, const RunDir& 
 // loss 0.4123" (with "| N worker(s) lost" when a server gave workers up; "test loss" alone for
 // regression), or "progress unknown: " and why they could not be read.
 std::string ProgressLine(const JobConfig& config, const absl::StatusOr<JobProgress>& progress);
+
+// How a running job shows its progress on stderr: a line every `interval` (in place on a
+// terminal), "[  12.3s] " after `label`.
+struct ProgressOptions {
+  absl::Duration interval = absl::Seconds(2);
+  std::string label;  // starts each progress line (a study's "[3/6] tau16 ")
+};
+// `line` as the progress line `elapsed` real seconds in: "LABEL[  12.3s] LINE".
+std::string TimedLine(const ProgressOptions& options, double elapsed, const std::string& line);
+// Writes `line` to stderr: in place on a terminal (`tty`), else as a line of its own.
+void ShowProgress(const std::string& line, bool tty);
 
 // The training time left: the slowest worker's epochs to go at its pace so far (nullopt before
 // it has done 1 % of an epoch, or after the last).

@@ -14,7 +14,7 @@ void EventLoop::At(double seconds, std::function<void()> event) {
   std::push_heap(heap_.begin(), heap_.end(), Later);
 }
 
-void EventLoop::Run() {
+void EventLoop::Run(uint64_t watch_every, const std::function<void()>& watch) {
   while (!heap_.empty() && !stopped_) {
     std::pop_heap(heap_.begin(), heap_.end(), Later);
     Event next = std::move(heap_.back());
@@ -22,6 +22,7 @@ void EventLoop::Run() {
     now_ = next.time;
     ++events_run_;
     next.run();
+    if (watch && events_run_ % watch_every == 0) watch();
   }
 }
 

@@ -25,8 +25,9 @@ class EventLoop {
   // Runs `event` at virtual second max(seconds, now).
   void At(double seconds, std::function<void()> event);
   void After(double delay, std::function<void()> event) { At(now_ + delay, std::move(event)); }
-  // Runs events, in order, until none is left or Stop is called.
-  void Run();
+  // Runs events, in order, until none is left or Stop is called; with `watch`, calls it
+  // between events after every `watch_every` of them (to look at the real clock, say).
+  void Run(uint64_t watch_every = 0, const std::function<void()>& watch = nullptr);
   // Makes Run return once the event running now has ended; later events stay unrun.
   void Stop() { stopped_ = true; }
   // Events scheduled and not yet run.

@@ -1,10 +1,12 @@
 #include "launcher/simulation/simulated_job.h"
 
 #include <glog/logging.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/compute/kernel_math.h"
+#include "core/exit_status.h"
 #include "core/file_util.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"
@@ -96,11 +99,14 @@ struct SimulatedEvaluator {
 
 class Simulation {
  public:
-  Simulation(const JobConfig& config, const RunDir& run_dir, const std::atomic<bool>* stop)
+  Simulation(const JobConfig& config, const RunDir& run_dir, const ProgressOptions& progress,
+             const std::atomic<bool>* stop)
       : config_(config),
         worker_config_(SimulatedWorkerConfig(config)),
         run_dir_(run_dir),
+        progress_(progress),
         stop_(stop),
+        started_(absl::Now()),
         loop_(absl::Now()) {}
 
   // Fails the pulls still waiting at the servers without answering them: the participants
@@ -120,6 +126,13 @@ class Simulation {
   // Evaluates now, and again an interval later until every worker has finished (or none can
   // go on).
   void Evaluate();
+  // Between events (every kWatchEvents): shows the progress every progress_.interval of real
+  // time, and halts the workers on a stop signal or past training.timeout_seconds.
+  void Watch();
+  static constexpr uint64_t kWatchEvents = 256;
+  // The progress so far: the slowest worker's epochs, samples per simulated second, the real
+  // seconds since the start (for the time left), the last evaluation.
+  JobProgress Progress() const;
   absl::StatusOr<EvalResult> EvaluateOnce();
   // The servers' metrics rows at the current simulated time.
   absl::Status RecordServers();
@@ -134,7 +147,13 @@ class Simulation {
   const JobConfig& config_;
   const JobConfig worker_config_;
   const RunDir& run_dir_;
-  const std::atomic<bool>* const stop_;
+  const ProgressOptions progress_;
+  const std::atomic<bool>* const stop_;  // a stop signal: Watch halts the workers
+  std::atomic<bool> halt_{false};        // the workers' stop flag
+  bool timed_out_ = false;
+  const absl::Time started_;             // in real time: training.timeout_seconds counts from it
+  absl::Time next_progress_;
+  std::optional<EvalResult> last_evaluation_;
   EventLoop loop_;
   double step_seconds_ = 0;  // simulation.step_seconds, or measured here
   double apply_bytes_per_second_ = 0;  // simulation.apply_gbyte_per_s, or measured here
@@ -258,9 +277,48 @@ absl::Status Simulation::RecordServers() {
 void Simulation::Evaluate() {
   if (finished_ == config_.cluster.workers || !evaluation_.ok()) return;
   evaluation_ = RecordServers();
-  if (evaluator_.has_value() && evaluation_.ok()) evaluation_ = EvaluateOnce().status();
+  if (evaluator_.has_value() && evaluation_.ok()) {
+    absl::StatusOr<EvalResult> evaluated = EvaluateOnce();
+    evaluation_ = evaluated.status();
+    if (evaluated.ok()) last_evaluation_ = *std::move(evaluated);
+  }
   // With no other event left the workers can never move again: let the loop end, and say so.
   if (loop_.pending() > 0) loop_.After(config_.evaluation.interval_seconds, [this] { Evaluate(); });
+}
+
+void Simulation::Watch() {
+  const absl::Time now = absl::Now();
+  if (stop_ != nullptr && stop_->load()) halt_ = true;
+  if (now - started_ > absl::Seconds(config_.training.timeout_seconds)) {
+    timed_out_ = true;
+    halt_ = true;
+  }
+  if (now >= next_progress_) {
+    ShowProgress(TimedLine(progress_, absl::ToDoubleSeconds(now - started_),
+                           absl::StrFormat("simulated %.4g s | %s", loop_.seconds(),
+                                           ProgressLine(config_, Progress()))),
+                 isatty(STDERR_FILENO));
+    next_progress_ = now + progress_.interval;
+  }
+}
+
+JobProgress Simulation::Progress() const {
+  JobProgress p;
+  p.min_epoch = std::numeric_limits<double>::max();
+  double samples = 0;
+  for (const SimulatedWorker& w : workers_) {
+    p.min_epoch = std::min(p.min_epoch, w.shard->progress());
+    samples += w.shard->progress() * w.shard->size();
+  }
+  if (workers_.empty()) p.min_epoch = 0;
+  p.samples_per_second = loop_.seconds() > 0 ? samples / loop_.seconds() : 0;
+  p.worker_seconds = absl::ToDoubleSeconds(absl::Now() - started_);
+  if (last_evaluation_.has_value()) {
+    p.has_eval = true;
+    p.test_accuracy = last_evaluation_->test_accuracy;
+    p.test_loss = last_evaluation_->test_loss;
+  }
+  return p;
 }
 
 absl::StatusOr<EvalResult> Simulation::EvaluateOnce() {
@@ -303,8 +361,7 @@ absl::Status Simulation::WorkersStatus() const {
   for (size_t i = 0; i < workers_.size(); ++i) {
     const absl::Status& s = workers_[i].report.status();
     if (s.ok()) continue;
-    if (!absl::IsUnknown(s))
-      return absl::Status(s.code(), absl::StrCat("worker ", i, ": ", s.message()));
+    if (!absl::IsUnknown(s)) return Reworded(s, absl::StrCat("worker ", i, ": ", s.message()));
     waiting.push_back(static_cast<int>(i));
   }
   if (waiting.empty()) return absl::OkStatus();
@@ -323,17 +380,26 @@ double Simulation::BusiestServerShare() const {
 absl::StatusOr<JobProgress> Simulation::Run() {
   for (int i = 0; i < config_.cluster.workers; ++i) {
     turns_.Spawn([this, i] {
-      workers_[i].report = workers_[i].trainer->Run(stop_);
+      workers_[i].report = workers_[i].trainer->Run(&halt_);
       // The job ends with its last worker, not at the evaluation due after it.
       if (++finished_ == config_.cluster.workers) loop_.Stop();
     });
     loop_.At(0, [this, i] { turns_.Resume(i); });
   }
   loop_.At(0, [this] { Evaluate(); });
-  const absl::Time start = absl::Now();
-  loop_.Run();
+  next_progress_ = absl::Now() + progress_.interval;
+  loop_.Run(kWatchEvents, [this] { Watch(); });
+  if (isatty(STDERR_FILENO)) std::cerr << std::endl;  // after the progress line in place
+  if (timed_out_) {
+    return absl::DeadlineExceededError(absl::StrCat(
+        "simulated job still running after ", config_.training.timeout_seconds,
+        " s of real time (training.timeout_seconds), at simulated ",
+        absl::StrFormat("%.4g", loop_.seconds()), " s, epoch ",
+        absl::StrFormat("%.2f", Progress().min_epoch), " of ", config_.training.epochs,
+        ": stopped (fewer epochs or workers, or a higher training.timeout_seconds)"));
+  }
   SimulationFacts facts{step_seconds_, loop_.events_run(),
-                        absl::ToDoubleSeconds(absl::Now() - start), apply_bytes_per_second_ / 1e9,
+                        absl::ToDoubleSeconds(absl::Now() - started_), apply_bytes_per_second_ / 1e9,
                         BusiestServerShare()};
   LOG(INFO) << "simulation: " << facts.events << " events, " << loop_.seconds()
             << " simulated s in " << facts.real_seconds << " s (steps of " << step_seconds_
@@ -357,10 +423,11 @@ absl::StatusOr<JobProgress> Simulation::Run() {
 }  // namespace
 
 absl::StatusOr<JobProgress> RunSimulatedJob(const JobConfig& config, const RunDir& run_dir,
+                                            const ProgressOptions& progress,
                                             const std::atomic<bool>* stop) {
   absl::StatusOr<JobProgress> result = absl::UnknownError("the simulation did not run");
   MONSOON_RETURN_IF_ERROR(CatchOutOfMemory([&] {
-    Simulation simulation(config, run_dir, stop);
+    Simulation simulation(config, run_dir, progress, stop);
     MONSOON_RETURN_IF_ERROR(simulation.Build());
     result = simulation.Run();
     return result.status();

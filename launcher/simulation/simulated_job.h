@@ -17,8 +17,12 @@ namespace monsoon {
 
 // Runs the prepared job in `run_dir` and writes what a real run writes (workers', servers'
 // and the evaluator's metrics in simulated seconds, staleness histograms, ledgers,
-// params.bin, summary.json with "simulated": true). Cancelled when *stop becomes true.
+// params.bin, summary.json with "simulated": true), showing its progress as `progress` says
+// (the simulated time, then ProgressLine's figures: samples per simulated second, the time
+// left in real time). Cancelled when *stop becomes true; DeadlineExceeded when it is still
+// running after training.timeout_seconds of real time.
 absl::StatusOr<JobProgress> RunSimulatedJob(const JobConfig& config, const RunDir& run_dir,
+                                            const ProgressOptions& progress,
                                             const std::atomic<bool>* stop);
 
 }  // namespace monsoon

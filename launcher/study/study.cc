@@ -117,9 +117,41 @@ absl::StatusOr<std::vector<VariantSpec>> ParseVariants(const YAML::Node& variant
   return specs;
 }
 
+// Names a sweep made the same (values that differ only in characters a name cannot hold, such
+// as "a b" and "a_b") "-2", "-3", ... after the first.
+void MakeNamesUnique(std::vector<VariantSpec>* specs) {
+  std::map<std::string, int> seen;
+  for (VariantSpec& spec : *specs) {
+    const int n = ++seen[spec.name];
+    if (n > 1) spec.name = absl::StrCat(spec.name, "-", n);
+  }
+}
+
+// A swept value as a run name may hold it: a scalar's own characters, a list's items joined
+// by "x" ([1, 28] is "1x28", [12, 8] "12x8"), a mapping's "KEY_VALUE"s joined by "_"; other
+// characters become "_".
+std::string SweepValueName(const YAML::Node& value) {
+  std::string name;
+  if (value.IsSequence() || value.IsMap()) {
+    std::vector<std::string> parts;
+    for (const auto& item : value) {
+      parts.push_back(value.IsMap() ? absl::StrCat(SweepValueName(item.first), "_",
+                                                   SweepValueName(item.second))
+                                    : SweepValueName(item));
+    }
+    name = absl::StrJoin(parts, value.IsMap() ? "_" : "x");
+  } else {
+    name = value.Scalar();
+  }
+  for (char& c : name) {
+    if (!IsRunNameChar(c, /*first=*/false)) c = '_';
+  }
+  return name;
+}
+
 // Each variant once for every combination of the sweep's values, in the order given (the last
 // field's values vary fastest): "NAME-LEAFVALUE..." with LEAF the field's last part
-// (stragglers.probability: 0.1 adds "-probability0.1").
+// (stragglers.probability: 0.1 adds "-probability0.1"; model.hidden: [64, 32] "-hidden64x32").
 absl::StatusOr<std::vector<VariantSpec>> ExpandSweep(std::vector<VariantSpec> specs,
                                                      const YAML::Node& sweep) {
   if (!sweep || sweep.IsNull()) return specs;
@@ -140,13 +172,8 @@ absl::StatusOr<std::vector<VariantSpec>> ExpandSweep(std::vector<VariantSpec> sp
       for (const YAML::Node& value : kv.second) {
         YAML::Emitter text;
         text << YAML::Flow << value;
-        std::string suffix = absl::StrCat(leaf, text.c_str());
-        // What a run's name may hold after its first character: "[1, 2]" becomes "12".
-        suffix.erase(std::remove_if(suffix.begin(), suffix.end(),
-                                    [](char c) { return !IsRunNameChar(c, /*first=*/false); }),
-                     suffix.end());
         VariantSpec swept = spec;
-        swept.name = absl::StrCat(spec.name, "-", suffix);
+        swept.name = absl::StrCat(spec.name, "-", leaf, SweepValueName(value));
         swept.sets.push_back(absl::StrCat(field, "=", text.c_str()));
         swept.swept.emplace_back(field, text.c_str());
         crossed.push_back(std::move(swept));
@@ -154,6 +181,7 @@ absl::StatusOr<std::vector<VariantSpec>> ExpandSweep(std::vector<VariantSpec> sp
     }
     specs = std::move(crossed);
   }
+  MakeNamesUnique(&specs);
   return specs;
 }
 
@@ -174,7 +202,8 @@ void SetAxis(const std::vector<VariantSpec>& specs, Study* study) {
   }
 }
 
-absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir) {
+absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir,
+                                 const std::vector<std::string>& overrides) {
   if (!root.IsMap()) return absl::InvalidArgumentError("top level: expected a mapping");
   static const std::set<std::string> kKeys = {"study", "base",     "target_accuracy",
                                               "set",   "variants", "sweep"};
@@ -218,6 +247,7 @@ absl::StatusOr<Study> ParseStudy(const YAML::Node& root, const std::string& dir)
     variant.family = specs[i].family;
     variant.sets = common;
     variant.sets.insert(variant.sets.end(), specs[i].sets.begin(), specs[i].sets.end());
+    variant.sets.insert(variant.sets.end(), overrides.begin(), overrides.end());
     auto config = LoadJobConfig(base.string(), variant.sets);
     if (config.ok()) {
       const absl::Status resolved = ResolveInputShape(&*config);
@@ -300,11 +330,12 @@ std::string VariantLabel(const StudyVariant& variant) {
   return variant.differs.empty() ? knobs : absl::StrCat(knobs, " ", variant.differs);
 }
 
-absl::StatusOr<Study> LoadStudy(const std::string& path) {
+absl::StatusOr<Study> LoadStudy(const std::string& path,
+                                const std::vector<std::string>& overrides) {
   if (!fs::is_regular_file(path)) return absl::NotFoundError(absl::StrCat("no study file ", path));
   try {
     const YAML::Node root = YAML::LoadFile(path);
-    auto study = ParseStudy(root, fs::absolute(path).parent_path().string());
+    auto study = ParseStudy(root, fs::absolute(path).parent_path().string(), overrides);
     if (!study.ok()) {
       return absl::Status(study.status().code(),
                           absl::StrCat(path, ": ", study.status().message()));

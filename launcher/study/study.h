@@ -49,8 +49,10 @@ struct Study {
 };
 
 // Reads and validates a study: every variant's config must load. InvalidArgument names the
-// field (`variants[2].set: ...`) or the variant whose config is bad.
-absl::StatusOr<Study> LoadStudy(const std::string& path);
+// field (`variants[2].set: ...`) or the variant whose config is bad. `overrides` ("key=value",
+// as `--set` takes them) apply to every variant, after the study's own settings.
+absl::StatusOr<Study> LoadStudy(const std::string& path,
+                                const std::vector<std::string>& overrides = {});
 
 // The settings that distinguish a variant, e.g. "tau=4 alpha=0.45 eta=0.05 workers=2".
 std::string VariantKnobs(const JobConfig& config);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -202,12 +203,14 @@ std::vector<PlotSeries> AxisSeries(const Study& study, const std::vector<Variant
                                    const std::function<double(const VariantResult&)>& metric,
                                    std::vector<std::string>* families) {
   std::map<std::string, std::map<double, std::vector<double>>> points;
+  std::map<std::string, std::set<double>> diverged;  // family -> axis values of diverged runs
   families->clear();
   for (const StudyVariant& v : study.variants) {
     if (std::find(families->begin(), families->end(), v.family) == families->end()) {
       families->push_back(v.family);
     }
     for (const VariantResult& r : results) {
+      if (r.name == v.name && r.diverged) diverged[v.family].insert(v.axis_value);
       if (r.name != v.name || r.failed() || metric(r) < 0) continue;
       points[v.family][v.axis_value].push_back(metric(r));
     }
@@ -219,6 +222,7 @@ std::vector<PlotSeries> AxisSeries(const Study& study, const std::vector<Variant
       s.x.push_back(x);
       s.y.push_back(SpreadOf(ys).median);
     }
+    s.marks.assign(diverged[family].begin(), diverged[family].end());
     series.push_back(std::move(s));
   }
   return series;
@@ -294,15 +298,20 @@ LinePlot ComparisonPlot(const Study& study, const std::vector<VariantResult>& re
   for (const VariantResult& r : results) {
     plot.legend.push_back(absl::StrCat(
         r.name, " (", r.knobs, seeds ? absl::StrCat(", seed ", r.seed) : "", "): ",
-        r.failed()
-            ? "failed"
-            : absl::StrCat("final ", Fmt(study.classification ? r.final_accuracy : r.final_loss))));
+        r.diverged  ? r.status
+        : r.failed() ? "failed"
+                     : absl::StrCat("final ", Fmt(study.classification ? r.final_accuracy
+                                                                     : r.final_loss))));
     std::vector<double> gigabytes;
     for (double bytes : r.curve_bytes) gigabytes.push_back(bytes / 1e9);
     const std::vector<double>& y = Metric(study, r);
-    plot.panels[0].series.push_back({r.curve_seconds, y});
-    plot.panels[1].series.push_back({r.curve_epochs, y});
-    plot.panels[2].series.push_back({gigabytes, y});
+    // A diverged run's cross at the end of its curve.
+    const auto mark = [&](const std::vector<double>& x) {
+      return r.diverged && !x.empty() ? std::vector<double>{x.back()} : std::vector<double>{};
+    };
+    plot.panels[0].series.push_back({r.curve_seconds, y, mark(r.curve_seconds)});
+    plot.panels[1].series.push_back({r.curve_epochs, y, mark(r.curve_epochs)});
+    plot.panels[2].series.push_back({gigabytes, y, mark(gigabytes)});
   }
   return plot;
 }

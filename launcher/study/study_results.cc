@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "absl/strings/str_format.h"
 #include "core/file_util.h"
 #include "core/metrics/metrics.h"
 #include "core/status_macros.h"
@@ -73,13 +74,19 @@ absl::Status AddWorker(const RunDir& run_dir, int i, int workers, VariantResult*
 
 }  // namespace
 
+// A result naming `variant`, without figures.
+VariantResult Named(const StudyVariant& variant) {
+  VariantResult r;
+  r.name = variant.name;
+  r.algorithm = kAlgorithmNames.Name(variant.config.training.algorithm);
+  r.knobs = VariantLabel(variant);
+  return r;
+}
+
 absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, const RunDir& run_dir,
                                                 double target_accuracy) {
   const JobConfig& c = variant.config;
-  VariantResult r;
-  r.name = variant.name;
-  r.algorithm = kAlgorithmNames.Name(c.training.algorithm);
-  r.knobs = VariantLabel(variant);
+  VariantResult r = Named(variant);
   MONSOON_RETURN_IF_ERROR(ReadEvaluations(run_dir, target_accuracy, &r));
   MONSOON_ASSIGN_OR_RETURN(r.wall_seconds, JobWallSeconds(run_dir));
   r.curve_bytes.assign(r.curve_seconds.size(), 0);
@@ -97,6 +104,27 @@ absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, con
   }
   r.mean_staleness = HistogramMean(staleness);
   r.p99_staleness = HistogramQuantile(staleness, 0.99);
+  return r;
+}
+
+VariantResult ReadDivergedResult(const StudyVariant& variant, const RunDir& run_dir) {
+  const JobConfig& c = variant.config;
+  VariantResult r = Named(variant);
+  if (!ReadEvaluations(run_dir, /*target_accuracy=*/0, &r).ok()) r = Named(variant);  // none yet
+  r.diverged = true;
+  r.curve_bytes.assign(r.curve_seconds.size(), 0);
+  double steps = 0, seconds = 0;
+  for (int i = 0; i < c.cluster.workers; ++i) {
+    AddWorker(run_dir, i, c.cluster.workers, &r).IgnoreError();  // the bytes on the curves
+    const absl::StatusOr<std::vector<WorkerMetricsRow>> rows =
+        ReadRows<WorkerMetricsRow>(run_dir.worker_metrics_path(i));
+    if (!rows.ok() || rows->empty()) continue;
+    steps = std::max(steps, rows->back().step);
+    seconds = std::max(seconds, rows->back().wall_seconds);
+  }
+  r.status = absl::StrFormat(c.simulation.enabled ? "diverged at step %.0f (simulated s %.3g)"
+                                                  : "diverged at step %.0f (after %.3g s)",
+                             steps, seconds);
   return r;
 }
 

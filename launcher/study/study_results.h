@@ -20,6 +20,9 @@ struct VariantResult {
   uint64_t seed = 0;  // the run's job seed (compare --seeds runs each variant with several)
   std::string status = "ok";  // or the error that ended the variant's job, on one line
   bool failed() const { return status != "ok"; }  // then it has no figures
+  // Its training diverged (status "diverged at step N ..."): a result, not a failure of the
+  // study; its curves run until then.
+  bool diverged = false;
   double final_accuracy = 0;                      // classification only
   double best_accuracy = 0;
   double final_loss = 0;
@@ -41,6 +44,11 @@ struct VariantResult {
 // The figures of one finished variant, read from its run directory.
 absl::StatusOr<VariantResult> ReadVariantResult(const StudyVariant& variant, const RunDir& run_dir,
                                                 double target_accuracy);
+
+// A variant whose training diverged: its evaluator's curves until then (none without
+// evaluations), no final figures, and its status "diverged at step N (simulated s T)" (or
+// "(after T s)" for real processes): N the most steps a worker made, T the time of its last.
+VariantResult ReadDivergedResult(const StudyVariant& variant, const RunDir& run_dir);
 
 }  // namespace monsoon
 

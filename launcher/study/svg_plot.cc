@@ -75,6 +75,7 @@ void DrawPanel(const LinePlot& plot, const PlotPanel& panel, size_t index, std::
   double x_max = 0;
   for (const PlotSeries& s : panel.series) {
     for (double x : s.x) x_max = std::max(x_max, x);
+    for (double x : s.marks) x_max = std::max(x_max, x);
   }
   const Frame f{kLeft + kPanelStep * index, x_max > 0 ? x_max : 1, plot.y_lo, plot.y_hi};
   const std::string id = absl::StrCat("panel", index);
@@ -98,6 +99,12 @@ void DrawPanel(const LinePlot& plot, const PlotPanel& panel, size_t index, std::
                           "<polyline clip-path=\"url(#%s)\" fill=\"none\" stroke=\"%s\" "
                           "stroke-width=\"2\" points=\"%s\"/>\n",
                           id, kPalette[i % std::size(kPalette)], absl::StrJoin(points, " "));
+    for (const double x : s.marks) {
+      absl::StrAppendFormat(svg,
+                            "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"18\" "
+                            "fill=\"%s\">&#215;</text>\n",
+                            f.X(x), kTop + 14, kPalette[i % std::size(kPalette)]);
+    }
   }
   absl::StrAppendFormat(svg,
                         "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n"

@@ -11,6 +11,9 @@ namespace monsoon {
 
 struct PlotSeries {
   std::vector<double> x, y;  // the same length
+  // x values marked with a cross on the panel's top edge, in the series' colour: where a run
+  // of it diverged.
+  std::vector<double> marks;
 };
 
 struct PlotPanel {

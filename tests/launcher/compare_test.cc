@@ -143,6 +143,27 @@ TEST_CASE("compare: a study's overrides reach each variant's config as written",
 namespace monsoon {
 namespace {
 
+TEST_CASE("compare: a sweep over list values names each variant apart, readably",
+          "[launcher][compare]") {
+  const std::string dir = StudyDir("sweep-lists");
+  auto study = LoadWritten(dir,
+                           "base: base.yaml\n"
+                           "set: {cluster.evaluator: false}\n"
+                           "variants: [{name: a}]\n"
+                           "sweep:\n"
+                           "  model.hidden: [[1, 28], [12, 8], [128]]\n"
+                           "  optimizer.learning_rate: [0.1, '0.1']\n");
+  INFO(study.status().ToString());
+  REQUIRE(study.ok());
+  std::vector<std::string> names;
+  for (const StudyVariant& v : study->variants) names.push_back(v.name);
+  CHECK(names == std::vector<std::string>{
+                     "a-hidden1x28-learning_rate0.1", "a-hidden1x28-learning_rate0.1-2",
+                     "a-hidden12x8-learning_rate0.1", "a-hidden12x8-learning_rate0.1-2",
+                     "a-hidden128-learning_rate0.1", "a-hidden128-learning_rate0.1-2"});
+  CHECK(study->variants[2].config.model.hidden == std::vector<int>{12, 8});
+}
+
 TEST_CASE("compare: a sweep runs every variant for each combination of its values",
           "[launcher][compare]") {
   const std::string dir = StudyDir("sweep");
@@ -344,8 +365,9 @@ TEST_CASE("LinePlot: panels share the y axis; each series is a polyline in its c
   plot.y_hi = 1;
   plot.target = 0.8;
   plot.legend = {"sync", "easgd"};
-  plot.panels = {{"wall time (s)", {{{0, 10}, {0.5, 0.9}}, {{0, 20}, {0.5, 0.7}}}},
-                 {"epochs", {{{0, 1}, {0.5, 0.9}}, {{0, 1}, {0.5, 0.7}}}}};
+  // easgd diverged at x = 20 in panel 0: a cross there.
+  plot.panels = {{"wall time (s)", {{{0, 10}, {0.5, 0.9}, {}}, {{0, 20}, {0.5, 0.7}, {20}}}},
+                 {"epochs", {{{0, 1}, {0.5, 0.9}, {}}, {{0, 1}, {0.5, 0.7}, {}}}}};
   const std::string svg = plot.ToSvg();
   CHECK(svg.rfind("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1160\"", 0) == 0);
   CHECK(svg.find("a &lt;b&gt; &amp; c") != std::string::npos);
@@ -360,6 +382,8 @@ TEST_CASE("LinePlot: panels share the y axis; each series is a polyline in its c
   CHECK(svg.find("points=\"80.0,380.0 300.0,116.0\"") != std::string::npos);
   CHECK(svg.find("target 0.8") != std::string::npos);
   CHECK(svg.find(">sync</text>") != std::string::npos);
+  CHECK(svg.find("<text x=\"520.0\" y=\"64.0\" text-anchor=\"middle\" font-size=\"18\" "
+                 "fill=\"") != std::string::npos);
   CHECK(TickStep(20, 6) == 5);
   CHECK(TickStep(0.5, 6) == Approx(0.1));
 }

@@ -138,7 +138,9 @@ TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
             .Describe() == "worker-1 was stopped by a signal");
   CHECK(ChildExit{"server-0", "", 0, SIGSEGV, std::nullopt}.Describe() ==
         "server-0 crashed with signal 11 (Segmentation fault)");
-  CHECK(ChildExit{"server-0", "", 1, 0, record(1, ExitCause::kFailed, "oops")}.Describe() ==
+  CHECK(ChildExit{"server-0", "", 1, 0, record(1, ExitCause::kFailed, "oops\nmore")}.Describe() ==
+        "server-0 failed: oops");
+  CHECK(ChildExit{"server-0", "", 1, 0, record(1, ExitCause::kFailed, "")}.Describe() ==
         "server-0 exited with status 1");
   const std::string report = "worker-1 made no progress for 60 s, stuck at step 10 in compute";
   CHECK(ChildExit{"worker-1", "", kExitStalled, 0, record(4, ExitCause::kStalled, report)}
