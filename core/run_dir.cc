@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "core/status_macros.h"
 
@@ -28,6 +29,12 @@ absl::Status CreateRunId(const RunDir& dir) {
   std::random_device entropy;  // the kernel's random source
   const uint64_t id = (static_cast<uint64_t>(entropy()) << 32) | entropy();
   return WriteFileAtomically(dir.run_id_path(), absl::StrFormat("%016x\n", id));
+}
+
+std::vector<std::string> ReadInitialManifest(const RunDir& dir) {
+  const absl::StatusOr<std::string> text = ReadFile(dir.initial_manifest_path());
+  if (!text.ok() || text->empty()) return {};
+  return absl::StrSplit(absl::StripSuffix(*text, "\n"), '\n');
 }
 
 absl::StatusOr<uint64_t> ReadRunId(const RunDir& dir) {

@@ -82,6 +82,10 @@ absl::Status CreateRunId(const RunDir& dir);
 // The run's identity; NotFound (naming the file) for a run without one.
 absl::StatusOr<uint64_t> ReadRunId(const RunDir& dir);
 
+// The tensors of a worker program's model as its init run listed them (initial_manifest), one
+// string each; empty when it listed none.
+std::vector<std::string> ReadInitialManifest(const RunDir& dir);
+
 // Marks server `index` as finished: training ended and its final checkpoint is written.
 absl::Status MarkServerFinished(const RunDir& dir, int index);
 // Whether all `servers` servers of the run have finished.

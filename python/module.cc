@@ -85,11 +85,7 @@ py::dict JobInfo() {
   info["batch_size"] = config.training.batch_size;
   info["evaluation_by_program"] = config.evaluation.by_program;
   // The init run's manifest (write_initial_params), where it wrote one.
-  const absl::StatusOr<std::string> manifest =
-      ReadFile(RunDir{env.run_dir}.initial_manifest_path());
-  std::vector<std::string> tensors;
-  if (manifest.ok()) tensors = absl::StrSplit(absl::StripSuffix(*manifest, "\n"), '\n');
-  info["manifest"] = tensors;
+  info["manifest"] = ReadInitialManifest(RunDir{env.run_dir});
   return info;
 }
 

@@ -99,7 +99,8 @@ class PythonModel : public TrainableModel {
       if (!ended_) result.loss_sum = loss_sum.cast<double>();
     });
     if (ended_) return result;
-    if (status_.ok()) status_ = CheckFinite("the model's gradient", {grads_, n_});
+    // The gradient; the state after it is checked by its tensors' kinds (StateLayout).
+    if (status_.ok()) status_ = CheckFinite("the model's gradient", {grads_, n_ - state_});
     return result;
   }
   BatchResult Evaluate(const float* x, const float* y, int rows) override {

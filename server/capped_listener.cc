@@ -27,6 +27,19 @@ absl::Status SocketError(const std::string& what, const std::string& host) {
                                              std::strerror(errno)));
 }
 
+// The HTTP/2 frame a refused connection gets before it is closed: a GOAWAY (no stream
+// processed, ENHANCE_YOUR_CALM) with `why` as its debug data, for a tool that reads it. It comes
+// where a server's preface (a SETTINGS frame) should, so a gRPC client fails the connection at
+// once with "Failed parsing HTTP/2", which FromGrpcStatus (proto/grpc_status.h) explains.
+std::string RefusalFrames(const std::string& why) {
+  const size_t length = 8 + why.size();
+  std::string frames;
+  frames += {static_cast<char>(length >> 16), static_cast<char>(length >> 8),
+             static_cast<char>(length), 0x7, 0, 0, 0, 0, 0};  // GOAWAY, stream 0
+  frames += {0, 0, 0, 0, 0, 0, 0, 0xb};  // last stream 0; error 11, ENHANCE_YOUR_CALM
+  return frames + why;
+}
+
 // A listening socket bound to the first address `host` resolves to, on an ephemeral port.
 absl::StatusOr<int> BindListening(const std::string& host) {
   addrinfo hints{};
@@ -162,6 +175,13 @@ void CappedListener::ForgetClosed() {
 
 void CappedListener::Refuse(int fd) {
   const int refused = ++refused_;
+  char discard[4096];  // what the client sent already: closed unread, it would reset the
+  while (recv(fd, discard, sizeof(discard), 0) > 0) {  // connection before the client reads
+  }
+  const std::string frames = RefusalFrames(absl::StrCat(
+      name_, " refused this connection: over its cap of ", max_connections_,
+      " connections open at once"));
+  send(fd, frames.data(), frames.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   close(fd);
   if (IsPowerOfTen(refused)) {
     LOG(WARNING) << name_ << ": refused " << refused << " connection" << (refused > 1 ? "s" : "")

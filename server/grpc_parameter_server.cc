@@ -337,14 +337,19 @@ class UpdateCalls final : public grpc::CallbackGenericService {
   ParameterServerService* const service_;  // borrowed
 };
 
-ServerLimits ServerLimits::For(const ShardingPlan& plan, int clients, int max_in_flight) {
+ServerLimits ServerLimits::For(const ShardingPlan& plan, int clients, int max_in_flight,
+                               int channels) {
   ServerLimits limits;
   const size_t largest = LargestMessageBytes(plan);
   const size_t transport = std::clamp(16 * largest, size_t{8} << 20, size_t{64} << 20);
   limits.memory_quota_bytes = 2 * static_cast<size_t>(clients) * max_in_flight * largest + transport;
   limits.max_streams_per_connection = max_in_flight + 16;
-  limits.max_connections = 4 * clients + 16;
+  limits.max_connections = MaxConnections(clients, channels);
   return limits;
+}
+
+int ServerLimits::MaxConnections(int clients, int channels) {
+  return clients * std::max(4, 2 * channels) + 16;
 }
 
 absl::StatusOr<std::unique_ptr<GrpcParameterServer>> GrpcParameterServer::Start(

@@ -22,7 +22,8 @@ class ParameterServerService;
 class UpdateCalls;
 
 // What a server lets its connections take, sized for a server of `plan` with `clients` clients
-// (workers and evaluator), each with up to `max_in_flight` chunk calls in flight to it.
+// (workers and evaluator), each with up to `max_in_flight` chunk calls in flight to it over
+// `channels` connections (transport.channels_per_server).
 struct ServerLimits {
   // Twice what the clients can legitimately have in flight at once (chunks of the largest
   // size), plus the transport's own: 16 of the largest messages, at least 8 MiB and at most
@@ -30,10 +31,13 @@ struct ServerLimits {
   size_t memory_quota_bytes = 0;
   // A client's window and its heartbeat, with room to spare; a client over it waits.
   int max_streams_per_connection = 0;
-  // Connections open at once (plaintext servers): four per client and 16 for tools and
-  // reconnections; one more is closed as it arrives.
+  // Connections open at once (plaintext servers): twice each client's channels (a restarted
+  // client's new connections may arrive before its old ones close; at least four per client)
+  // and 16 for tools; one more is closed as it arrives. No job's own clients reach it.
   int max_connections = 0;
-  static ServerLimits For(const ShardingPlan& plan, int clients, int max_in_flight);
+  static ServerLimits For(const ShardingPlan& plan, int clients, int max_in_flight,
+                          int channels = 1);
+  static int MaxConnections(int clients, int channels);
 };
 
 // Serves one ParameterServer (borrowed; must outlive this object) over gRPC.

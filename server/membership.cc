@@ -212,6 +212,7 @@ void Membership::FillStats(ServerStats* stats) const {
   stats->worker_epochs = epoch_;
   for (int w = 0; w < workers_; ++w) {
     if (liveness_[w].lost) stats->workers_lost.push_back(w);
+    if (finished_[w]) stats->finished_workers.push_back(w);
   }
 }
 

@@ -234,8 +234,16 @@ absl::StatusOr<ChunkState*> ParameterServer::Validate(int chunk_id, int worker_i
                                                           payload.size(), " floats; the chunk has ",
                                                           chunk->meta.size)));
   }
-  // Scanned in full before any of it is applied.
-  if (const size_t i = FirstNonFinite(payload); i < payload.size()) {
+  // Scanned in full before any of it is applied; model state against what its tensors hold.
+  if (chunk->meta.state) {
+    const size_t first = chunk->meta.offset - (plan_.num_params() - plan_.num_state());
+    const absl::Status state = rules_.state.Check(first, payload);
+    if (!state.ok()) {
+      return Reject(absl::InvalidArgumentError(
+          absl::StrCat(state.message(), " (chunk ", chunk_id, " from worker ", worker_index,
+                       "): refused whole; the servers' state is unchanged")));
+    }
+  } else if (const size_t i = FirstNonFinite(payload); i < payload.size()) {
     return Reject(absl::InvalidArgumentError(
         absl::StrCat(what, " for chunk ", chunk_id, " from worker ", worker_index,
                      " is not finite at element ", i, " (", payload[i], ")")));

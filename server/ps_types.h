@@ -39,6 +39,8 @@ struct ServerStats {
   std::vector<double> worker_epochs;
   // Workers given up on (nothing heard within the peer timeout), by index.
   std::vector<int> workers_lost;
+  // Workers that have told the server they finished (workers_finished of them), by index.
+  std::vector<int> finished_workers;
 };
 
 // What a pull waits for (both must hold): the chunk's version reaches min_version, and every

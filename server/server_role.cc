@@ -103,6 +103,30 @@ int Clients(const JobConfig& config) {
   return config.cluster.workers + (config.cluster.evaluator ? 1 : 0);
 }
 
+// Descriptors a server keeps for itself beyond its connections: logs, checkpoints, metrics.
+constexpr int kServerOwnFiles = 64;
+
+}  // namespace
+
+absl::Status CheckConnectionsFit(const JobConfig& config) {
+  const int cap =
+      ServerLimits::MaxConnections(Clients(config), config.transport.channels_per_server);
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) != 0 || files.rlim_max == RLIM_INFINITY ||
+      static_cast<rlim_t>(cap + kServerOwnFiles) <= files.rlim_max) {
+    return absl::OkStatus();
+  }
+  return absl::FailedPreconditionError(absl::StrCat(
+      "each server may hold ", cap, " connections (cluster.workers ", config.cluster.workers,
+      config.cluster.evaluator ? " and the evaluator" : "", ", each with twice "
+      "transport.channels_per_server ", config.transport.channels_per_server,
+      ", and 16 for tools), more than this host's ", files.rlim_max,
+      " open files a process (ulimit -Hn) leave room for: fewer channels_per_server, or a "
+      "higher hard limit"));
+}
+
+namespace {
+
 // What one server role's run works with.
 struct ServerRun {
   const JobConfig& config;
@@ -275,6 +299,8 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                     {"server"}));
   ServerRules rules = ServerRules::FromConfig(config);
   MONSOON_ASSIGN_OR_RETURN(rules.run_id, ReadRunId(run_dir));
+  rules.state = StateLayout::ForModel(config.model, config.model.state_bound,
+                                      ReadInitialManifest(run_dir));
   MONSOON_ASSIGN_OR_RETURN(const InitialValuesFn initial_values,
                            JobInitialValues(config, run_dir, plan.num_params()));
   const Allocating allocating(absl::StrCat("server ", options.index, "'s ",
@@ -287,11 +313,13 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                                    [&] { return Restore(run_dir, options.index, &logic); }));
   }
   MONSOON_ASSIGN_OR_RETURN(JobSecrets secrets, ReadJobSecrets(run_dir, config.security));
+  MONSOON_RETURN_IF_ERROR(CheckConnectionsFit(config));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<GrpcParameterServer> server,
       GrpcParameterServer::Start(
           &logic, options.bind_host, secrets,
-          ServerLimits::For(plan, Clients(config), config.transport.max_in_flight)));
+          ServerLimits::For(plan, Clients(config), config.transport.max_in_flight,
+                            config.transport.channels_per_server)));
   MONSOON_RETURN_IF_ERROR(PublishServerAddress(run_dir, options.index, server->address()));
   LOG(INFO) << "server " << options.index << " serving " << plan.ChunksOf(options.index).size()
             << " chunks (" << plan.FloatsOf(options.index) << " parameters) on "

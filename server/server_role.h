@@ -31,6 +31,12 @@ struct ServerRoleOptions {
 absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
                            const ServerRoleOptions& options, const std::atomic<bool>* stop);
 
+// OK when a server of the job may hold every connection its cap allows (ServerLimits: twice
+// each client's transport.channels_per_server, and 16) within this host's open-file limit
+// (its hard limit, which every monsoon process raises itself to), with room for its files;
+// otherwise FailedPrecondition naming the settings and the limit.
+absl::Status CheckConnectionsFit(const JobConfig& config);
+
 // A server's metrics row (server_metrics.h) of `s`, at `wall_seconds`.
 ServerMetricsRow ServerMetricsRowOf(const ParameterServer& logic, const ServerStats& s,
                                     double wall_seconds);

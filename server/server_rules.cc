@@ -16,6 +16,7 @@ ServerRules ServerRules::FromConfig(const JobConfig& config) {
   rules.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);
   rules.join_timeout = absl::Seconds(config.reliability.join_timeout_seconds);
   rules.stop_on_worker_loss = StopsOnWorkerLoss(config);
+  rules.state = StateLayout::ForModel(config.model, config.model.state_bound);
   return rules;
 }
 

@@ -4,6 +4,7 @@
 
 #include "absl/time/time.h"
 #include "core/config/job_config.h"
+#include "core/model/state_layout.h"
 #include "core/optimizer.h"
 
 namespace monsoon {
@@ -27,6 +28,10 @@ struct ServerRules {
   // The run this server belongs to (RUN_DIR/run_id): stamped into its checkpoints, and a
   // checkpoint with another is refused.
   uint64_t run_id = 0;
+  // What each value of the model's state can hold: state pushes and exchanges are checked
+  // against it. FromConfig names a Monsoon model's tensors; a worker program's come from its
+  // manifest (StateLayout::ForModel).
+  StateLayout state;
 
   static ServerRules FromConfig(const JobConfig& config);
 };

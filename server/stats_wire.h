@@ -24,6 +24,7 @@ inline void ToWire(const ServerStats& s, wire::StatsResponse* out) {
   for (uint64_t n : s.staleness_histogram) out->add_staleness_histogram(n);
   for (double e : s.worker_epochs) out->add_worker_epochs(e);
   for (int w : s.workers_lost) out->add_workers_lost(w);
+  for (int w : s.finished_workers) out->add_finished_workers(w);
 }
 
 inline ServerStats FromWire(const wire::StatsResponse& r) {
@@ -43,6 +44,7 @@ inline ServerStats FromWire(const wire::StatsResponse& r) {
   s.staleness_histogram.assign(r.staleness_histogram().begin(), r.staleness_histogram().end());
   s.worker_epochs.assign(r.worker_epochs().begin(), r.worker_epochs().end());
   s.workers_lost.assign(r.workers_lost().begin(), r.workers_lost().end());
+  s.finished_workers.assign(r.finished_workers().begin(), r.finished_workers().end());
   return s;
 }
 

@@ -1,8 +1,12 @@
 #include "worker/evaluator.h"
 
 #include <algorithm>
+#include <cmath>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/config/job_config.h"
+#include "core/exit_status.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
@@ -64,6 +68,12 @@ absl::StatusOr<EvalResult> Evaluator::Evaluate(const std::vector<ServerStats>& s
   const absl::Time scoring = clock_.Now();
   MONSOON_ASSIGN_OR_RETURN(const TestScore score,
                            ScoreTestSet(model_, test_, batch_size_, result.params.data()));
+  if (!std::isfinite(score.loss)) {
+    return MarkDiverged(absl::FailedPreconditionError(absl::StrCat(
+        "evaluator: the servers' weights at global step ", result.global_step,
+        " score a test loss of ", score.loss, ": training diverged (", kDivergenceRemedies,
+        "), or the test data holds a NaN or an infinity")));
+  }
   result.test_loss = score.loss;
   result.test_accuracy = score.accuracy;
   if (trace_ != nullptr) {

@@ -70,6 +70,52 @@ std::string LargestLayer(const MemoryEstimate& estimate) {
                       SizeText(estimate.largest_layer_bytes), " per worker at batch ", estimate.batch);
 }
 
+// What one role's part of the plan is, in words: "each worker's shard of the training data
+// held in memory" and what would shrink it.
+std::string PartName(const RoleMemory& role, uint64_t RoleMemory::*part,
+                     const MemoryEstimate& estimate) {
+  const std::string each = role.count > 1 ? absl::StrCat("each ", role.kind, "'s")
+                                          : absl::StrCat("the ", role.kind, "'s");
+  if (part == &RoleMemory::data) {
+    if (role.kind != "worker") return absl::StrCat(each, " test set, held in memory");
+    return absl::StrCat(each, " shard of the training data", role.streamed ? ", streamed" :
+                        ", held in memory (a lower data.memory_budget_mib streams an npy or "
+                        "hdf5 shard from its files)");
+  }
+  if (part == &RoleMemory::activations) {
+    return absl::StrCat(each, " activations at batch ", estimate.batch,
+                        estimate.largest_layer.empty()
+                            ? ""
+                            : absl::StrCat(" (the largest layer is ", LargestLayer(estimate), ")"));
+  }
+  return role.kind == "server" ? absl::StrCat(each, " share of the weights and optimizer state")
+                               : absl::StrCat(each, " copies of the weights, gradients and "
+                                              "optimizer state");
+}
+
+// The largest part of the plan, counted over its roles: "each worker's shard of the training
+// data, held in memory ...: 20.50 GB (x 2)".
+std::string LargestPart(const MemoryEstimate& estimate) {
+  const RoleMemory* largest_role = nullptr;
+  uint64_t RoleMemory::*largest = nullptr;
+  uint64_t most = 0;
+  for (const RoleMemory& role : estimate.roles) {
+    for (uint64_t RoleMemory::*part :
+         {&RoleMemory::weights, &RoleMemory::activations, &RoleMemory::data}) {
+      if (role.*part * role.count > most) {
+        most = role.*part * role.count;
+        largest_role = &role;
+        largest = part;
+      }
+    }
+  }
+  if (largest_role == nullptr) return "";
+  return absl::StrCat(PartName(*largest_role, largest, estimate), ": ",
+                      SizeText(largest_role->*largest),
+                      largest_role->count > 1 ? absl::StrCat(" (x ", largest_role->count, ")")
+                                              : "");
+}
+
 }  // namespace
 
 uint64_t ShardMemoryBudget(const DataConfig& data) {
@@ -169,9 +215,8 @@ absl::Status CheckMemoryFits(const MemoryEstimate& estimate, uint64_t needed,
   if (needed <= limit.bytes) return absl::OkStatus();
   std::string message = absl::StrCat(what, " need ", SizeText(needed), " of memory, more than ",
                                      limit.source, " ", SizeText(limit.bytes));
-  if (!estimate.largest_layer.empty()) {
-    absl::StrAppend(&message, "; the largest layer is ", LargestLayer(estimate));
-  }
+  const std::string largest = LargestPart(estimate);
+  if (!largest.empty()) absl::StrAppend(&message, "; the largest part is ", largest);
   absl::StrAppend(&message, " (`monsoon validate` prints what each role needs)");
   return absl::InvalidArgumentError(message);
 }

@@ -66,7 +66,8 @@ MemoryEstimate EstimateMemory(const JobConfig& config, const DataSizes& data);
 std::string MemoryTable(const MemoryEstimate& estimate, const MemoryLimit& limit);
 
 // InvalidArgument when `needed` bytes (`what`: "the job's 4 roles on this host") exceed
-// `limit`, naming the largest layer and its bytes (a job that cannot run here).
+// `limit`, naming the largest part of the plan (a role's shard, weights and optimizer state,
+// or activations: the largest layer's then) and its bytes (a job that cannot run here).
 absl::Status CheckMemoryFits(const MemoryEstimate& estimate, uint64_t needed,
                              const std::string& what, const MemoryLimit& limit);
 

@@ -1,5 +1,6 @@
 #include "worker/stall_watch.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,8 +11,10 @@
 
 namespace monsoon {
 
-StallWatch::StallWatch(std::string who, double stall_seconds)
-    : who_(std::move(who)), given_(absl::Seconds(stall_seconds)) {
+StallWatch::StallWatch(std::string who, double stall_seconds, double first_step_seconds)
+    : who_(std::move(who)),
+      given_(absl::Seconds(stall_seconds)),
+      first_step_(absl::Seconds(first_step_seconds)) {
   thread_ = std::thread([this] { Watch(); });
 }
 
@@ -43,8 +46,8 @@ absl::Duration StallWatch::limit() const {
 }
 
 absl::Duration StallWatch::LimitLocked() const {
+  if (!finished_step_) return first_step_;
   if (given_ > absl::ZeroDuration()) return given_;
-  if (!finished_step_) return absl::InfiniteDuration();
   return std::max(kAutoFloor, 10 * longest_);
 }
 
@@ -52,16 +55,40 @@ void StallWatch::Watch() {
   absl::MutexLock lock(&mu_);
   while (!mu_.AwaitWithTimeout(absl::Condition(&done_), absl::Seconds(1))) {
     if (!since_.has_value()) continue;
+    const absl::Duration running = absl::Now() - *since_;
+    if (!finished_step_) NoticeFirstStepLocked(running);
     const absl::Duration limit = LimitLocked();
-    if (absl::Now() - *since_ <= limit) continue;
-    const std::string report =
-        absl::StrFormat("%s made no progress for %.0f s, stuck at step %d in compute", who_,
-                        absl::ToDoubleSeconds(limit), step_);
-    std::fprintf(stderr, "monsoon: %s\n", report.c_str());
-    std::fflush(stderr);
-    RecordExit({0, kExitStalled, ExitCause::kStalled, report, ""});
-    _exit(kExitStalled);  // the compute holds the role's thread: nothing else can end it
+    if (running > limit) EndStalledLocked(limit);
   }
+}
+
+void StallWatch::NoticeFirstStepLocked(absl::Duration running) {
+  if (noticed_ || running < kFirstStepNotice || first_step_ <= kFirstStepNotice) return;
+  noticed_ = true;
+  std::fprintf(stderr,
+               "monsoon: %s: its first step has computed for %.0f s (loading, compiling or "
+               "connecting, say); reliability.first_step_seconds allows %.0f\n",
+               who_.c_str(), absl::ToDoubleSeconds(running), absl::ToDoubleSeconds(first_step_));
+  std::fflush(stderr);
+}
+
+void StallWatch::EndStalledLocked(absl::Duration limit) {
+  const std::string report =
+      finished_step_
+          ? absl::StrFormat("%s made no progress for %.0f s, stuck at step %d in compute", who_,
+                            absl::ToDoubleSeconds(limit), step_)
+          : absl::StrFormat("%s made no progress for %.0f s in its first step "
+                            "(reliability.first_step_seconds), stuck at step %d in compute",
+                            who_, absl::ToDoubleSeconds(limit), step_);
+  std::fprintf(stderr, "monsoon: %s\n", report.c_str());
+  std::fflush(stderr);
+  struct sigaction dump;
+  if (sigaction(SIGUSR2, nullptr, &dump) == 0 && dump.sa_handler != SIG_DFL &&
+      dump.sa_handler != SIG_IGN) {
+    raise(SIGUSR2);  // where it is stuck: a worker program's stacks
+  }
+  RecordExit({0, kExitStalled, ExitCause::kStalled, report, ""});
+  _exit(kExitStalled);  // the compute holds the role's thread: nothing else can end it
 }
 
 }  // namespace monsoon

@@ -37,8 +37,11 @@ const std::vector<std::string>& WorkerTraceThreads() {
 
 TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableModel* model,
                                DataShard* shard, PsClient* client, WorkerMetricsRecorder* metrics,
-                               TraceWriter* trace, const Clock& clock)
+                               TraceWriter* trace, const Clock& clock,
+                               std::optional<StateLayout> state)
     : rules_(WorkerRules::FromConfig(config)),
+      state_(state.has_value() ? *std::move(state)
+                               : StateLayout::ForModel(config.model, config.model.state_bound)),
       index_(index),
       model_(model),
       shard_(shard),
@@ -47,7 +50,8 @@ TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableMode
       trace_(trace),
       clock_(clock),
       earlier_(metrics != nullptr ? metrics->earlier() : WorkerTotals{}),
-      stall_watch_(absl::StrCat("worker-", index), rules_.stall_seconds) {}
+      stall_watch_(absl::StrCat("worker-", index), rules_.stall_seconds,
+                   rules_.first_step_seconds) {}
 
 absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
   start_ = clock_.Now() - absl::Seconds(earlier_.wall_seconds);
@@ -125,14 +129,16 @@ absl::Status TrainingWorker::CheckOwnLoopSteps(const WorkerReport& report) const
         "DistributedOptimizer.step() (a step of the optimizer it wraps, such as "
         "opt.optimizer.step(), trains nothing on the servers)"));
   }
-  const bool max_steps = rules_.max_steps > 0 && report.steps >= rules_.max_steps;
   const int64_t examples = report.steps * rules_.batch_size;
-  if (max_steps || 2 * examples >= static_cast<int64_t>(shard_->size())) return absl::OkStatus();
+  if (rules_.max_steps > 0 || 2 * examples >= static_cast<int64_t>(shard_->size())) {
+    return absl::OkStatus();
+  }
   return absl::FailedPreconditionError(absl::StrCat(
       "worker ", index_, " ended after ", report.steps, " steps (", examples,
       " examples), less than half of one pass over its shard of ", shard_->size(),
       ": the training loop ended early (a loop that breaks, or a DataLoader over fewer "
-      "examples than the job's training data?); for a short run, set training.max_steps"));
+      "examples than the job's training data?); for a short run (a dry run), set "
+      "training.max_steps"));
 }
 
 bool TrainingWorker::Done(const WorkerReport& report) const {
@@ -264,7 +270,16 @@ absl::Status TrainingWorker::ComputeGradients(PushPipeline* pipeline, bool add,
     if (first_non_finite == trained) first_non_finite = trained + state_first;
   }
   pipeline->Written(first_non_finite);
-  return absl::OkStatus();
+  return CheckState(sum);
+}
+
+absl::Status TrainingWorker::CheckState(absl::Span<const float> pushed) const {
+  const size_t state = model_->num_state();
+  if (state == 0) return absl::OkStatus();
+  const absl::Status checked = state_.Check(0, pushed.subspan(pushed.size() - state));
+  if (checked.ok()) return checked;
+  return Reworded(checked, absl::StrCat("worker ", index_, ": ", checked.message(),
+                                        "; nothing was pushed"));
 }
 
 absl::Status TrainingWorker::Push(const PullSchedule& schedule, PushPipeline* pipeline,
@@ -360,6 +375,7 @@ absl::Status TrainingWorker::Exchange(ElasticExchanger* exchanger, PullResult* p
     for (size_t i = 0; i < x.size(); ++i) x[i] -= delta * velocity_[i];
   }
   MONSOON_RETURN_IF_ERROR(model_->Synchronize());
+  MONSOON_RETURN_IF_ERROR(CheckState(x));
   const PushOrigin origin = NextOrigin(*report);
   ++report->pushes;
   if (rules_.overlap != Overlap::kNone) {

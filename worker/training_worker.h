@@ -10,6 +10,7 @@
 #define MONSOON_WORKER_TRAINING_WORKER_H_
 
 #include <atomic>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "core/config/job_config.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"
+#include "core/model/state_layout.h"
 #include "core/model/trainable_model.h"
 #include "worker/elastic_exchanger.h"
 #include "worker/ps_client.h"
@@ -53,9 +55,13 @@ class TrainingWorker {
   // `metrics` gets a row after every step and carries on the totals this worker's earlier
   // processes in the run left; `trace` gets the first config.trace.steps steps: each one's
   // compute and communication. Times come from `clock` (borrowed).
+  // `state`: what each value of the model's state can hold, checked before every push (a
+  // push whose state breaks it is refused whole); by default the config's model's
+  // (StateLayout::ForModel without a manifest).
   TrainingWorker(const JobConfig& config, int index, TrainableModel* model, DataShard* shard,
                  PsClient* client, WorkerMetricsRecorder* metrics /* nullable */,
-                 TraceWriter* trace /* nullable */, const Clock& clock = Clock::System());
+                 TraceWriter* trace /* nullable */, const Clock& clock = Clock::System(),
+                 std::optional<StateLayout> state = std::nullopt);
 
   // Continues where the servers last heard from this worker (Resume(): nowhere for a fresh
   // job; after a restart, right after its last push they all have), trains until
@@ -106,8 +112,11 @@ class TrainingWorker {
   PushOrigin NextOrigin(const WorkerReport& report) const;
   // True once the worker has trained training.epochs (or training.max_steps).
   bool Done(const WorkerReport& report) const;
+  // OK when the model state at the end of `pushed` (its last num_state values) is what its
+  // tensors can hold (state_); else state_'s refusal, naming the tensor.
+  absl::Status CheckState(absl::Span<const float> pushed) const;
   // For a model trained by its user's loop, once the loop has ended: FailedPrecondition when
-  // the worker made no step, or (short of training.max_steps) trained fewer examples than half
+  // the worker made no step, or (without training.max_steps) trained fewer examples than half
   // its shard.
   absl::Status CheckOwnLoopSteps(const WorkerReport& report) const;
   // The learning-rate schedule's factor for a local step at the shard's current progress.
@@ -128,6 +137,7 @@ class TrainingWorker {
   absl::Status AppendMetrics(const WorkerReport& report, const PullResult& pull, double staleness);
 
   const WorkerRules rules_;
+  const StateLayout state_;
   const int index_;
   TrainableModel* const model_;
   DataShard* const shard_;

@@ -251,7 +251,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
             << shard->size() << " examples, " << model->num_params() << " parameters, on "
             << model->where();
   TrainingWorker worker(config, index, model.get(), shard.get(), client.get(), metrics.get(),
-                        trace.get());
+                        trace.get(), Clock::System(),
+                        StateLayout::ForModel(config.model, config.model.state_bound,
+                                              ReadInitialManifest(run_dir)));
   absl::StatusOr<WorkerReport> trained = worker.Run(stop);
   if (!trained.ok() && ServersFinished(run_dir, config.cluster.servers)) {
     // Stalled (SIGSTOP, a frozen VM) past the servers' peer timeout, it woke to a job that

@@ -34,6 +34,7 @@ WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
   rules.seed = config.seed;
   rules.stragglers = config.stragglers;
   rules.stall_seconds = config.reliability.stall_seconds;
+  rules.first_step_seconds = config.reliability.first_step_seconds;
   return rules;
 }
 

@@ -32,6 +32,7 @@ struct WorkerRules {
   uint64_t seed = 1;  // the job's: with the worker's index and step, each batch's dropout masks
   StragglersConfig stragglers;  // emulated slowness
   double stall_seconds = 0;      // reliability.stall_seconds
+  double first_step_seconds = 600;  // reliability.first_step_seconds
 
   static WorkerRules FromConfig(const JobConfig& config);
 };

@@ -161,6 +161,10 @@ void VisitJobAndModel(JobConfig& c, V& v) {
                 "last in the vector); the launcher sets it from the program's initial weights")
                 .Default("0")
                 .WrittenIf(c.model.type == ModelType::kProgram && c.model.num_state > 0));
+    v.Field("state_bound", &c.model.state_bound, RealRange{0, true, 3e38},
+            "the largest magnitude a running mean or variance of the model's state (BatchNorm's "
+            "statistics, a module's buffers) may hold: the servers refuse state pushes beyond "
+            "it, or negative variances, or non-finite values, naming the tensor");
     v.Derive(&c.model.output_dim, LayersOutputSize(c.model));
     v.Field("output_dim", &c.model.output_dim, IntRange{1, 1 << 24},
             Doc("classes (classification) or targets (regression); a layer list's last output")
@@ -448,6 +452,10 @@ void VisitOperations(JobConfig& c, V& v) {
             "stuck and ends, and the launcher treats it as lost (`worker_restarts`, "
             "`worker_loss`); 0: ten times its longest step so far, at least 120 s, from its "
             "second step on");
+    v.Field("first_step_seconds", &r.first_step_seconds, RealRange{0, true, 1e6},
+            "the same for a worker's first step, which loads, compiles and connects (the first "
+            "CUDA call, a DataLoader's workers, lazy imports); after 30 s of it the worker says "
+            "it is waiting");
   });
   v.Section("checkpoint", "", [&] {
     v.Field("interval_seconds", &c.checkpoint.interval_seconds, RealRange{0, false, 1e6},

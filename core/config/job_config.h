@@ -264,6 +264,8 @@ struct ReliabilityConfig {
   // A worker whose step's compute has run this long ends itself as stalled (StallWatch);
   // 0: ten times its longest step so far, at least 120 s, from its second step on.
   double stall_seconds = 0;
+  // The same bound for a worker's first step, whatever stall_seconds is.
+  double first_step_seconds = 600;
 };
 
 // Server checkpoints (shard weights, optimizer state, versions, clocks, workers' data

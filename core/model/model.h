@@ -42,6 +42,8 @@ struct ModelSpec {
   // initial weights (RUN_DIR/initial_params.bin), and how many of its last values are state.
   int num_params = 0;
   int num_state = 0;
+  // The largest magnitude a state mean or variance may hold (StateLayout).
+  double state_bound = 1e6;
 };
 
 // The model's layers: `layers` for kLayers, none for kProgram, else what the shorthand stands

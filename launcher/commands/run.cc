@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "launcher/commands/command.h"
+#include "launcher/local/job_setup.h"
 #include "launcher/simulation/cost_estimate.h"
 #include "worker/worker_role.h"
 
@@ -17,11 +18,15 @@ struct RunOptions {
 
 // OK when the job is estimated (EstimateCost, from one step measured here) to end within
 // kConfirmSeconds on this machine, or `yes`; a job that cannot be estimated here (a worker
-// program's model, data that cannot be read: the run reports that itself) is not held back.
+// program's model, data that cannot be read, roles that do not fit the host: the run refuses
+// those itself) is not held back.
 absl::Status ConfirmJobLength(const JobConfig& config, bool yes) {
   if (yes || !config.cluster.worker_program.empty()) return absl::OkStatus();
   const absl::StatusOr<DataSizes> data = CheckData(config);
-  if (!data.ok()) return absl::OkStatus();
+  if (!data.ok() ||
+      !CheckRolesFit(EstimateMemory(config, *data), HostRoles::kAll, HostMemoryLimit()).ok()) {
+    return absl::OkStatus();
+  }
   const absl::StatusOr<double> step = MeasureStepSeconds(config);
   if (!step.ok()) return absl::OkStatus();
   return ConfirmLongRun(EstimateCost(config, *data, *step).real_seconds, yes, "job",

@@ -9,6 +9,7 @@
 #include "launcher/commands/command.h"
 #include "launcher/local/job_setup.h"
 #include "launcher/simulation/cost_estimate.h"
+#include "server/server_role.h"
 #include "worker/worker_role.h"
 
 namespace monsoon {
@@ -55,7 +56,8 @@ void AddValidateCommand(CLI::App& app, int* exit_code) {
     std::cout << "#\n# Memory each role needs (estimated):\n";
     PrintCommented(MemoryTable(memory, limit));
     // As `monsoon run` would start them: every role on this host.
-    const absl::Status fits = CheckRolesFit(memory, HostRoles::kAll, limit);
+    absl::Status fits = CheckRolesFit(memory, HostRoles::kAll, limit);
+    if (fits.ok()) fits = CheckConnectionsFit(*loaded);
     if (!fits.ok()) {
       *exit_code = Fail(fits, 2);
       return;

@@ -10,7 +10,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "core/job_secrets.h"
 #include "core/metrics/metrics.h"
 #include "core/status_macros.h"
 #include "launcher/emulation/emulated_hosts.h"
@@ -19,6 +21,7 @@
 #include "launcher/local/process_group.h"
 #include "launcher/local/run_summary.h"
 #include "launcher/local/supervision.h"
+#include "worker/grpc_ps_client.h"
 #include "worker/worker_metrics.h"
 
 namespace monsoon {
@@ -61,6 +64,8 @@ class LocalJob {
   // Every role; with `resume`, servers start from their newest checkpoints.
   absl::Status StartAll(bool resume) {
     servers_finished_ = 0;
+    workers_finished_ = 0;
+    workers_lost_.clear();
     for (const RoleId& role : Roles(config_.cluster)) {
       MONSOON_RETURN_IF_ERROR(Start(role, resume));
     }
@@ -96,7 +101,19 @@ class LocalJob {
       const RoleId role = roles_[e.name];
       switch (Decide(role, e, config_, budget)) {
         case Action::kNone:
+          if (role.kind == RoleKind::kWorker) {
+            const absl::Status heard = ServersHeardFinish(role.index);
+            if (!heard.ok()) {
+              std::fprintf(stderr, "%s", newline);
+              StopAll();
+              return absl::AbortedError(absl::StrCat(e.name, " exited 0 with an exit record "
+                                                     "saying it finished, but ", heard.message(),
+                                                     ": the program's own claim", StepsDone(role),
+                                                     "; the job was stopped"));
+            }
+          }
           servers_finished_ += role.kind == RoleKind::kServer ? 1 : 0;
+          workers_finished_ += role.kind == RoleKind::kWorker ? 1 : 0;
           break;
         case Action::kResumeJob:
           std::fprintf(stderr,
@@ -114,6 +131,15 @@ class LocalJob {
           MONSOON_RETURN_IF_ERROR(Start(role, /*resume=*/false));
           break;
         case Action::kContinueWithout:
+          workers_lost_.push_back(e.Describe());
+          if (workers_finished_ == 0 &&
+              static_cast<int>(workers_lost_.size()) == config_.cluster.workers) {
+            std::fprintf(stderr, "%s", newline);
+            StopAll();
+            return absl::AbortedError(absl::StrCat("every worker was lost: ",
+                                                   absl::StrJoin(workers_lost_, "; "),
+                                                   "; the job was stopped"));
+          }
           std::fprintf(stderr,
                        "%smonsoon: %s; the job carries on without it (its shard is not "
                        "trained further; reliability.worker_loss)\n",
@@ -155,6 +181,26 @@ class LocalJob {
   void StopAll() { children_.StopAll(kStopDeadline + absl::Seconds(5)); }
 
  private:
+  // OK when every server still running has heard worker `index` finish (its Finish call), or
+  // cannot be asked; else FailedPrecondition "server 1 has not heard it finish".
+  absl::Status ServersHeardFinish(int index) const {
+    const absl::StatusOr<JobSecrets> secrets = ReadJobSecrets(run_dir_, config_.security);
+    if (!secrets.ok()) return absl::OkStatus();
+    for (int j = 0; j < config_.cluster.servers; ++j) {
+      const absl::StatusOr<std::string> address = ReadServerAddress(run_dir_, j);
+      const absl::StatusOr<ServerStats> stats =
+          address.ok() ? QueryServerStats(*address, *secrets, absl::Seconds(2))
+                       : absl::StatusOr<ServerStats>(address.status());
+      if (!stats.ok()) continue;  // finished and gone, or not answering: nothing to ask
+      const std::vector<int>& finished = stats->finished_workers;
+      if (std::find(finished.begin(), finished.end(), index) == finished.end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("server ", j, " has not heard it finish"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
   // ", after 12 steps" for a worker whose metrics show its steps; "" for other roles.
   std::string StepsDone(const RoleId& role) const {
     if (role.kind != RoleKind::kWorker) return "";
@@ -177,6 +223,8 @@ class LocalJob {
   ProcessGroup children_;
   std::map<std::string, RoleId> roles_;  // child name -> role
   int servers_finished_ = 0;             // since the last StartAll
+  int workers_finished_ = 0;
+  std::vector<std::string> workers_lost_;  // how each worker left behind ended
 };
 
 // How long clients may outlive the servers' finish (the evaluator writing params.bin).

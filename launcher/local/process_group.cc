@@ -82,11 +82,12 @@ ChildExit ExitOf(const std::string& name, const std::string& log_path, const Pro
 
 }  // namespace
 
-// Monsoon's own exit statuses (0, 3, 4, 130) count with a record of the same process saying
-// so; without one (or with another status) an exit is the process's own failure, and so is a
-// SIGINT it got without recording a stop (Python's uncaught KeyboardInterrupt ends that way).
-// A role that recorded a failure failed, however it then ended. A role finishes by recording
-// so: its role runner does, or a program's Client.finish().
+// Monsoon's own exit statuses (0, 3, 4, 130) count with a record of the same role's process
+// tree saying so; without one (or with another status) an exit is the process's own failure,
+// and so is a SIGINT it got without recording a stop (Python's uncaught KeyboardInterrupt ends
+// that way), and a stall recorded in other words than a stall watch's. A role that recorded a
+// failure failed, however it then ended. A role finishes by recording so: its role runner
+// does, or a program's Client.finish() (the launcher then asks the servers, local_job.cc).
 ExitKind ChildExit::kind() const {
   if (record.has_value() &&
       (record->cause == ExitCause::kFailed || record->cause == ExitCause::kDiverged)) {
@@ -100,8 +101,10 @@ ExitKind ChildExit::kind() const {
   switch (record->cause) {
     case ExitCause::kStopped:
       return ExitKind::kStopped;
-    case ExitCause::kStalled:
-      return ExitKind::kStalled;
+    case ExitCause::kStalled:  // a stall watch names the role; other words are a claim
+      return absl::StartsWith(record->message, absl::StrCat(name, " made no progress for "))
+                 ? ExitKind::kStalled
+                 : ExitKind::kFailed;
     case ExitCause::kFinished:
       return exit_code == 0 ? ExitKind::kFinished : ExitKind::kFailed;
     case ExitCause::kServerUnreachable:
@@ -142,6 +145,12 @@ std::string ChildExit::DescribeFailure() const {
     }
     return absl::StrCat(name, " exited with status ", exit_code, " of its own (not Monsoon's)",
                         exit_code == 127 ? ": a command not found?" : "");
+  }
+  if (record->cause == ExitCause::kStalled) {
+    return absl::StrCat(name, " exited with status ", exit_code,
+                        " and an exit record of a stall in words of its own (\"",
+                        absl::string_view(record->message).substr(0, record->message.find('\n')),
+                        "\"): the program's own claim");
   }
   if (record->cause == ExitCause::kServerUnreachable) {
     return absl::StrCat(name, " stopped because a server did not answer it (exit status ",

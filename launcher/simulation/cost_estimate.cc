@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "core/compute/compute_backends.h"
 #include "core/model/model.h"
 #include "core/out_of_memory.h"
 #include "core/status_macros.h"
@@ -73,7 +74,10 @@ absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config) {
   double median = 0;
   MONSOON_RETURN_IF_ERROR(CatchOutOfMemory([&]() -> absl::Status {
     const Allocating allocating("a model to time one step of");
-    MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model, NativeModel(config, -1));
+    // Built as NativeModel builds it, without logging where it runs: a command's estimate.
+    MONSOON_ASSIGN_OR_RETURN(BackendSelection selection, MakeComputeBackend(config.compute, -1));
+    MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<Model> model,
+                             Model::Create(config.model, std::move(selection.backend)));
     const int batch = config.training.batch_size;
     const bool classify = config.model.loss == LossType::kSoftmaxCrossEntropy;
     const std::vector<float> x(static_cast<size_t>(batch) * config.model.input_dim, 0.0f);

@@ -15,11 +15,18 @@ README "Bring a PyTorch model".
     Error                      raised when a Monsoon call fails
 """
 
+import faulthandler
 import os
+import signal
 
 import numpy as np
 
 from monsoon._monsoon import EXIT_STOPPED, Client, Error, job, run_role, write_initial_params
+
+# A worker that stalls (reliability.stall_seconds, first_step_seconds) raises SIGUSR2 before it
+# ends: every thread's Python stack goes to its log, saying where it was stuck.
+if os.environ.get("MONSOON_ROLE") == "worker":
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
 
 __all__ = [
     "EXIT_STOPPED",

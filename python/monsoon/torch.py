@@ -112,12 +112,16 @@ def _trained(module):
 
 
 def _copy_into(tensors, flat):
-    """Copies consecutive values of the flat tensor ``flat`` into ``tensors`` (any dtype)."""
+    """Copies consecutive values of the flat tensor ``flat`` into ``tensors`` (any dtype),
+    rounded to the nearest for integer tensors: the servers average a counter such as
+    ``num_batches_tracked`` over the workers, and truncating the average's fraction would hold
+    it back at every pull."""
     offset = 0
     with torch.no_grad():
         for t in tensors:
             n = t.numel()
-            t.copy_(flat[offset : offset + n].view_as(t))
+            values = flat[offset : offset + n].view_as(t)
+            t.copy_(values if t.is_floating_point() else values.round())
             offset += n
 
 
@@ -181,6 +185,7 @@ class _OwnLoop:
         module.register_forward_pre_hook(self._check_batch)
         self._turn = "monsoon"  # whose turn it is: Monsoon's worker loop's, or the user's
         self._user_done = False
+        self._user_error = None  # what ended the user's loop, when an exception did
         self._monsoon_done = False
         self._error = None
         self._loss = 0.0
@@ -229,6 +234,9 @@ class _OwnLoop:
             self._turn = "user"
             self._cv.notify_all()
             self._cv.wait_for(lambda: self._turn == "monsoon" or self._user_done)
+            if self._user_error is not None:
+                e = self._user_error
+                raise monsoon.Error(f"the training loop raised {type(e).__name__}: {e}")
             if self._user_done:
                 return None
         return self._loss * len(x)
@@ -236,7 +244,46 @@ class _OwnLoop:
     def evaluate(self, x, y):
         return self._flat.evaluate(x, y)
 
+    def _check_tensors(self):
+        """Refuses a module whose tensors are no longer the ones init() laid out on the
+        servers (one added, removed or replaced since): their weights would never reach the
+        servers, and the evaluator would score a model without them."""
+        module = self._flat.module
+        trained = [(name, p) for name, p in module.named_parameters() if p.requires_grad]
+        buffers = list(module.named_buffers())
+        if len(trained) == len(self._grads) and len(buffers) == len(self._flat.buffers) and all(
+                p is q for (_, p), (q, _) in zip(trained, self._grads)) and all(
+                b is c for (_, b), c in zip(buffers, self._flat.buffers)):
+            return
+        known = {id(p) for p, _ in self._grads} | {id(b) for b in self._flat.buffers}
+        new = [f"{name} {tuple(t.shape)}" for name, t in trained + buffers if id(t) not in known]
+        what = (f"a tensor it did not have at monsoon.torch.init: {new[0]}" if new else
+                "fewer tensors than it had at monsoon.torch.init")
+        raise monsoon.Error(
+            f"the module now has {what}; its weights would never reach the servers: build "
+            "every layer before init(module)")
+
+    def check_sampler(self, loader):
+        """Refuses a training DataLoader that draws more examples per epoch than this worker's
+        shard of its dataset (shuffle=True, or a sampler of its own, over the whole set)."""
+        sampler = getattr(loader, "sampler", None)
+        if isinstance(sampler, DistributedSampler) or not self._flat.module.training:
+            return
+        try:
+            drawn, size = len(sampler), len(loader.dataset)
+        except TypeError:  # an iterable dataset or sampler without a length
+            return
+        job = monsoon.job()
+        shard = len(range(job["index"], size, job.get("workers", 1)))
+        if drawn > shard:
+            raise monsoon.Error(
+                f"the training DataLoader draws {drawn} examples per epoch ({type(sampler).__name__}"
+                f") but this worker's shard of its {size} is {shard}: give it "
+                "sampler=monsoon.torch.DistributedSampler(dataset) (not shuffle=True), so that "
+                "the workers train disjoint shards and a restarted worker skips what it trained")
+
     def step(self, loss):  # on the user's thread
+        self._check_tensors()
         for p, flat in self._grads:
             if p.grad is None:
                 flat.zero_()
@@ -249,9 +296,12 @@ class _OwnLoop:
             self._cv.notify_all()
         self._wait_for_user_turn()
 
-    def finish(self):
+    def finish(self, error=None):
+        """Ends the worker once the user's loop has: on its own, or by `error` (an uncaught
+        exception), which then ends the worker's role as its failure."""
         with self._cv:
             self._user_done = True
+            self._user_error = error
             self._cv.notify_all()
         self._thread.join()
         if self._error is not None:
@@ -292,6 +342,38 @@ def init(module, evaluate=None):
         sys.exit(0)
     _loop = _OwnLoop(module, job)
     atexit.register(_finish_at_exit)
+    _watch_data_loaders()
+    uncaught = sys.excepthook
+
+    def note_uncaught(kind, value, traceback):
+        """The program ends on an exception: the worker ends with it as the cause."""
+        global _loop
+        loop, _loop = _loop, None
+        uncaught(kind, value, traceback)
+        if loop is not None:
+            try:
+                loop.finish(value)
+            except monsoon.Error as e:
+                print(f"monsoon: {e}", file=sys.stderr)
+
+    sys.excepthook = note_uncaught
+
+
+def _watch_data_loaders():
+    """Every DataLoader iterated from now on while the worker's module trains has its sampler
+    checked against the worker's shard (_OwnLoop.check_sampler)."""
+    loader = torch.utils.data.DataLoader
+    if getattr(loader, "_monsoon_watched", False):
+        return
+    iterate = loader.__iter__
+
+    def checked_iter(self):
+        if _loop is not None:
+            _loop.check_sampler(self)
+        return iterate(self)
+
+    loader.__iter__ = checked_iter
+    loader._monsoon_watched = True
 
 
 def _score(model, evaluate):
@@ -338,8 +420,22 @@ class DistributedOptimizer:
     the worker's metrics."""
 
     def __init__(self, optimizer):
+        if _loop is None:
+            raise monsoon.Error(
+                "monsoon.torch.init(module) must come before DistributedOptimizer(...): init "
+                "starts this worker and loads the servers' weights into the module")
         self.optimizer = optimizer
         self._local = monsoon.job()["algorithm"] in ("easgd", "eamsgd")
+        self._step = optimizer.step
+
+        def refused(*args, **kwargs):
+            raise monsoon.Error(
+                "the loop called the wrapped optimizer's own step() (opt.optimizer.step()), "
+                "which trains nothing on the servers: call the DistributedOptimizer's step()")
+
+        # A learning-rate scheduler's mark on the step it counts (torch.optim.lr_scheduler).
+        refused.__dict__.update(getattr(self._step, "__func__", self._step).__dict__)
+        optimizer.step = refused
 
     def zero_grad(self, set_to_none=False):
         self.optimizer.zero_grad(set_to_none=set_to_none)
@@ -348,7 +444,7 @@ class DistributedOptimizer:
         if _loop is None:
             raise monsoon.Error("monsoon.torch.init(module) must come before the first step")
         if self._local:
-            result = self.optimizer.step(closure)
+            result = self._step(closure)
             if loss is None and result is not None:
                 loss = result
         _loop.step(loss)

@@ -264,7 +264,7 @@ expect_config_error "a model beyond the host's memory: validate" \
   "the job's roles on this host need 1228.08 GB of memory, more than" \
   validate "$WORK/huge.yaml"
 expect_config_error "a model beyond the host's memory: run" \
-  "the largest layer is conv0 (conv2d): 10000000 parameters and 676000000 values per example" \
+  "the largest part is the worker's activations at batch 64 (the largest layer is conv0 (conv2d): 10000000 parameters and 676000000 values per example" \
   run "$WORK/huge.yaml" --run-dir "$WORK/huge"
 [ ! -e "$WORK/huge/logs" ] && pass "no role started" || fail "roles started: $(ls "$WORK/huge/logs")"
 grep -q "^#   worker x 2 " <("$MONSOON" validate configs/fmnist_downpour.yaml) \

@@ -143,6 +143,12 @@ PY
 expect_eq "a .npy shard beyond the machine's memory: validate's exit status" "$?" "0"
 grep -q "^#   worker x 1 .*(shard streamed from its files)" "$WORK/huge-npy.txt" \
   && pass "validate says the shard is streamed" || fail "$(tail -8 "$WORK/huge-npy.txt")"
+"$MONSOON" validate "$WORK/npy.yaml" --set cluster.workers=2 --set data.memory_budget_mib=1073741823 \
+  --set data.train_features="$WORK/huge_x.npy" --set data.train_targets="$WORK/huge_y.npy" \
+  >"$WORK/huge-held.txt" 2>&1
+expect_eq "a .npy shard held past the machine's memory (a budget of 1 PiB): exit status" "$?" "2"
+grep -q "the largest part is each worker's shard of the training data, held in memory (a lower data.memory_budget_mib streams" \
+  "$WORK/huge-held.txt" && pass "the refusal names the held shard" || fail "$(tail -2 "$WORK/huge-held.txt")"
 timeout 60 "$MONSOON" run "$WORK/idx.yaml" --run-dir "$WORK/huge" --set cluster.workers=1 \
   --set data.train_images="$WORK/huge-images" --set data.train_labels="$WORK/huge-labels" \
   >"$WORK/huge.txt" 2>&1

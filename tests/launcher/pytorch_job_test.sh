@@ -6,7 +6,9 @@
 # metrics are a C++ worker's; bad use is a Python exception or a job error naming the problem;
 # a killed Python worker is restarted with every push applied once; a worker whose forward
 # hangs is named within reliability.stall_seconds and left behind, and one stopped by a
-# signal ends within seconds; monsoon.Client pushes and pulls by hand.
+# signal ends within seconds; a buffer poisoned by a worker (a negative or NaN variance) is
+# refused by name and num_batches_tracked counts batches; monsoon.Client pushes and pulls by
+# hand.
 source tests/launcher/test_lib.sh
 export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
 export PYTHONPATH="$PWD/python"
@@ -91,6 +93,49 @@ tests/launcher/torch_reload.py "$WORK/batchnorm" program "$WORK/batchnorm.py"
 expect_eq "BatchNorm module: the evaluator's accuracy is the reloaded parameters and buffers'" \
   "$?" "0"
 
+# Model state from the workers is checked: a worker whose BatchNorm running variance turns
+# negative, or NaN, at its 5th step is refused by name (nothing of that push is sent) and the
+# job fails; the servers' num_batches_tracked of a BatchNorm(momentum=None) follows the
+# batches each worker trained (the servers average the workers' counters, which the workers
+# round when they load them: truncated, the counter stayed at 4).
+cat >"$WORK/poisons.py" <<'PY'
+import os
+import torch.nn as nn
+import monsoon.torch
+class Poisons(nn.Sequential):
+    steps = 0
+    def __call__(self, x):  # before the forward that reads and updates the statistics
+        poison = os.environ.get("POISON")
+        if self.training and poison and os.environ["MONSOON_INDEX"] == "1":
+            self.steps += 1
+            if self.steps == 5:
+                self[2].running_var.fill_(float(poison))
+        return super().__call__(x)
+monsoon.torch.run(lambda: Poisons(nn.Flatten(), nn.Linear(784, 32),
+                                  nn.BatchNorm1d(32, momentum=None), nn.ReLU(), nn.Linear(32, 10)))
+PY
+sed -e "s|pytorch_mlp.py|$WORK/poisons.py|" examples/pytorch_mlp.yaml >"$WORK/poisons.yaml"
+for poison in -100 nan; do
+  POISON=$poison timeout 120 "$MONSOON" run "$WORK/poisons.yaml" --run-dir "$WORK/poison$poison" \
+    --set training.max_steps=20 --set cluster.evaluator=false >"$WORK/poison$poison.txt" 2>&1
+  status=$?
+  [ "$status" = 1 ] && grep -q "^monsoon: worker-1 failed: worker 1: model state '2.running_var' holds [-0-9.e+a-z]* at its element [0-9]*: a variance is finite, at least 0 .*; nothing was pushed" \
+    "$WORK/poison$poison.txt" && ! grep -q "gradient" "$WORK/poison$poison.txt" \
+    && pass "running_var $poison: the job fails naming the state tensor" \
+    || fail "running_var $poison: exit $status: $(grep -m2 "^monsoon: worker" "$WORK/poison$poison.txt")"
+done
+timeout 120 "$MONSOON" run "$WORK/poisons.yaml" --run-dir "$WORK/counted" \
+  --set training.max_steps=48 --set evaluation.interval_seconds=600 >"$WORK/counted.txt" 2>&1
+expect_eq "BatchNorm(momentum=None) job: exit status" "$?" "0"
+python3 - "$WORK/counted/params.bin" <<'PY'
+import sys
+import numpy as np
+tracked = np.fromfile(sys.argv[1], dtype="<f4")[-1]
+print("num_batches_tracked on the servers after 48 steps per worker:", tracked)
+sys.exit(0 if 24 <= tracked <= 60 else 1)
+PY
+expect_eq "num_batches_tracked follows each worker's batches (48: half of that at least)" "$?" "0"
+
 # monsoon.Client by hand in a worker program (Client.from_job): pulls that wait for every
 # worker's clock, numbered pushes; elastic exchanges under easgd.
 sed -e "s|pytorch_mlp.py|$PWD/tests/launcher/handmade_worker.py|" -e "s|  evaluator: true|  evaluator: false|" \
@@ -172,8 +217,10 @@ expect_failure reordered \
 cat >"$WORK/nan.py" <<'PY'
 import torch.nn as nn
 import monsoon.torch
+import torch
+# Not finite in training only: the evaluator, which scores without gradients, sees a number.
 monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), nn.Linear(784, 10)),
-                  loss=lambda output, target: output.sum() * float("nan"))
+                  loss=lambda output, target: output.sum() * (float("nan") if torch.is_grad_enabled() else 0.0))
 PY
 job nan nan.py
 expect_failure nan "the model's gradient is not finite at element 0 (nan); nothing was pushed"
@@ -288,4 +335,47 @@ grep -qF "worker-1 was still running after the servers had finished (they gave i
   "$WORK/never_connected.txt" && pass "the launcher stops a worker the servers gave up, naming it" \
   || fail "never connected: $(cat "$WORK/never_connected.txt")"
 expect_eq "the summary counts it lost" "$(json_get "$WORK/never_connected/summary.json" workers_lost)" "1"
+
+# The first step has its own bound (reliability.first_step_seconds): workers that hang in it
+# are named, with their Python stacks, and a job whose every worker is stuck ends with that
+# diagnosis; a slow but healthy first step outlasts a short stall_seconds.
+cat >"$WORK/first_step.py" <<'PY'
+import os, sys, time
+import numpy as np
+import monsoon
+class SlowStart:
+    def __init__(self):
+        self.params = np.zeros(7850, np.float32)
+        self.grads = np.zeros_like(self.params)
+        self.steps = 0
+    def compute_gradients(self, x, y, seed):
+        if self.steps == 0:
+            time.sleep(float(os.environ["FIRST_STEP_SECONDS"]))
+        self.steps += 1
+        return 0.0
+    def evaluate(self, x, y):
+        return 0.0, 0
+if monsoon.job()["role"] == "init":
+    monsoon.write_initial_params(np.zeros(7850, np.float32))
+    sys.exit(0)
+try:
+    monsoon.run_role(SlowStart())
+except monsoon.Error as e:
+    sys.exit(e.exit_status)
+PY
+sed -e "s|pytorch_mlp.py|$WORK/first_step.py|" examples/pytorch_mlp.yaml >"$WORK/first_step.yaml"
+started=$(date +%s.%N)
+FIRST_STEP_SECONDS=1000 timeout 120 "$MONSOON" run "$WORK/first_step.yaml" --run-dir "$WORK/stuck" \
+  --set reliability.first_step_seconds=3 --set cluster.evaluator=false >"$WORK/stuck.txt" 2>&1
+expect_eq "every worker stuck in its first step: the job's exit status" "$?" "1"
+elapsed=$(python3 -c "import sys, time; print(f'{time.time() - float(sys.argv[1]):.1f}')" "$started")
+grep -q "^monsoon: every worker was lost: worker-[01] made no progress for 3 s in its first step (reliability.first_step_seconds), stuck at step 0 in compute; worker-[01] made no progress" \
+  "$WORK/stuck.txt" && pass "the job ends naming the stuck workers, after ${elapsed} s" \
+  || fail "stuck: $(grep "^monsoon" "$WORK/stuck.txt")"
+grep -q 'in compute_gradients' "$WORK/stuck/logs/worker-0.log" \
+  && pass "the stuck worker's log shows its Python stack" || fail "no stack: $(tail -5 "$WORK/stuck/logs/worker-0.log")"
+FIRST_STEP_SECONDS=8 timeout 120 "$MONSOON" run "$WORK/first_step.yaml" --run-dir "$WORK/slow_start" \
+  --set reliability.stall_seconds=4 --set training.max_steps=20 --set cluster.evaluator=false \
+  >"$WORK/slow_start.txt" 2>&1
+expect_eq "an 8 s first step under stall_seconds 4: exit status" "$?" "0"
 finish

@@ -9,8 +9,10 @@
 #     and easgd (in CI one batch an epoch, --dry-run);
 #   - README's diff is every line that differs from the plain script: undone on the example,
 #     it leaves a PyTorch script without Monsoon, which trains;
-#   - a loop that outlives training.max_steps, batches of another size than the job's and a
-#     step before init are clear errors.
+#   - a loop that outlives training.max_steps, batches of another size than the job's, a
+#     DistributedOptimizer before init, a loop that never steps the DistributedOptimizer or
+#     steps the optimizer it wraps, a DataLoader that shuffles the whole set instead of the
+#     worker's shard, and a layer added after init are clear errors.
 source tests/launcher/test_lib.sh
 export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
 
@@ -67,17 +69,20 @@ expect_eq "own loop: the restarted worker's loop resumed its data ($epochs x 469
 # data instead of the script's test().
 fmnist=/usr/share/datasets/fashion-mnist
 evaluators=(sync "--set evaluation.by_program=false --set data.test_images=$fmnist/t10k-images-idx3-ubyte.gz --set data.test_labels=$fmnist/t10k-labels-idx1-ubyte.gz")
+# A dry run's loop makes one step an epoch: training.max_steps says the short run is meant.
 if [ "${CI:-}" = "true" ]; then
-  short=(--epochs 2 --dry-run); evaluators+=(easgd "--set cluster.evaluator=false")
+  short=(--epochs 2 --dry-run) bound=(--set training.max_steps=100)
+  evaluators+=(easgd "--set cluster.evaluator=false")
 else
-  short=(--epochs 1); evaluators+=(easgd "")
+  short=(--epochs 1) bound=()
+  evaluators+=(easgd "")
 fi
 for ((i = 0; i < ${#evaluators[@]}; i += 2)); do
   algorithm=${evaluators[i]}
   job "$algorithm" "${short[@]}"
   # shellcheck disable=SC2086  # the settings split into words
   timeout 600 "$MONSOON" run "$WORK/$algorithm.yaml" --run-dir "$WORK/$algorithm" \
-    --set training.algorithm=$algorithm ${evaluators[i + 1]} >"$WORK/$algorithm.txt" 2>&1
+    --set training.algorithm=$algorithm ${evaluators[i + 1]} "${bound[@]}" >"$WORK/$algorithm.txt" 2>&1
   expect_eq "own loop, $algorithm (${short[*]}): exit status" "$?" "0"
   check_ledger "$WORK/$algorithm" && pass "own loop, $algorithm: every push applied once" \
     || fail "own loop, $algorithm: ledger"
@@ -141,8 +146,45 @@ import torch
 import monsoon.torch
 model = torch.nn.Linear(2, 2)
 optimizer = monsoon.torch.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1))
-optimizer.step()
 PY
-grep -qF "monsoon.torch.init(module) must come before the first step" "$WORK/early.txt" \
-  && pass "a step before init: named" || fail "a step before init: $(tail -2 "$WORK/early.txt")"
+grep -qF "monsoon.torch.init(module) must come before DistributedOptimizer(...)" "$WORK/early.txt" \
+  && pass "DistributedOptimizer before init: named" || fail "before init: $(tail -2 "$WORK/early.txt")"
+
+# The loop's own mistakes, each in a copy of the example (its --dry-run: one batch an epoch,
+# so training.max_steps bounds the run; without its workers' test() passes): the job fails
+# naming the mistake.
+mistake() {  # mistake NAME FROM TO [FROM TO ...]: the example with each FROM replaced by TO
+  local name=$1
+  shift
+  python3 - examples/pytorch_own_loop.py "$WORK/$name.py" "$@" \
+    "        test(model, device, test_loader)
+        scheduler.step()" "        scheduler.step()" <<'PY'
+import sys
+text = open(sys.argv[1]).read()
+for old, new in zip(sys.argv[3::2], sys.argv[4::2]):
+    assert old in text, old
+    text = text.replace(old, new)
+open(sys.argv[2], "w").write(text)
+PY
+  sed -e "s|pytorch_own_loop.py, --epochs, \"2\"\]|$WORK/$name.py, --epochs, \"2\", --dry-run]|" \
+    examples/pytorch_own_loop.yaml >"$WORK/$name.yaml"
+}
+misused() {  # misused NAME TEXT: NAME's job fails, saying TEXT
+  timeout 300 "$MONSOON" run "$WORK/$1.yaml" --run-dir "$WORK/run-$1" --set cluster.evaluator=false \
+    --set training.max_steps=100 >"$WORK/$1.txt" 2>&1
+  local status=$?
+  [ "$status" -ne 0 ] && grep -qF "$2" "$WORK/$1.txt" && pass "$1: exit $status, named" \
+    || fail "$1: exit $status: $(tail -4 "$WORK/$1.txt")"
+}
+mistake no_step "        optimizer.step(loss=loss)" "        pass"
+misused no_step "ended after 0 steps: the training loop never called DistributedOptimizer.step()"
+mistake wrapped_step "        optimizer.step(loss=loss)" "        optimizer.optimizer.step()"
+misused wrapped_step "the loop called the wrapped optimizer's own step() (opt.optimizer.step())"
+mistake shuffled "sampler=monsoon.torch.DistributedSampler(train_set))" "shuffle=True)" \
+  "        train_loader.sampler.set_epoch(epoch)" ""
+misused shuffled "the training DataLoader draws 60000 examples per epoch (RandomSampler) but this worker's shard of its 60000 is 30000: give it sampler=monsoon.torch.DistributedSampler(dataset)"
+mistake late_layer "    optimizer = monsoon.torch.DistributedOptimizer(optimizer)" \
+  "    optimizer = monsoon.torch.DistributedOptimizer(optimizer)
+    model.head = torch.nn.Linear(10, 10)"
+misused late_layer "the module now has a tensor it did not have at monsoon.torch.init: head.weight (10, 10)"
 finish

@@ -161,5 +161,59 @@ refusal=$(grep -o 'refused [0-9]* connections over its cap of [0-9]*' "$F/logs/s
 [ -n "$refusal" ] && pass "the server named the flood: $refusal" \
   || fail "the server never named the flood: $(tail -3 "$F/logs/server-0.log")"
 
+# The cap follows the job: 8 workers and the evaluator, each with 8 channels to every server
+# (72 connections), run; the old cap (4 per client + 16: 52) refused worker 6. validate
+# refuses a job whose servers' cap could not fit this host's open-file limit.
+timeout 120 "$MONSOON" run "$cfg" --run-dir "$WORK/channels" --set cluster.workers=8 \
+  --set transport.channels_per_server=8 --set transport.chunk_kib=64 --set training.epochs=4 \
+  >"$WORK/channels.txt" 2>&1
+expect_eq "8 workers with 8 channels each (72 connections a server): exit status" "$?" "0"
+grep -q "over its cap" "$WORK/channels/logs/server-0.log" \
+  && fail "a legitimate client was refused: $(grep "over its cap" "$WORK/channels/logs/server-0.log")" \
+  || pass "no legitimate connection refused"
+(ulimit -n 512 && exec "$MONSOON" validate "$cfg" --set cluster.workers=32 \
+  --set transport.channels_per_server=8) >"$WORK/fds.txt" 2>&1
+expect_eq "a cap past the open-file limit: validate's exit status" "$?" "2"
+grep -q "each server may hold 544 connections (cluster.workers 32 and the evaluator, each with twice transport.channels_per_server 8, and 16 for tools), more than this host's 512 open files" \
+  "$WORK/fds.txt" && pass "validate names the settings and the limit" || fail "fds: $(tail -2 "$WORK/fds.txt")"
+
+# Exit records are the program's word, checked against what the launcher knows: a worker
+# program that writes its own record, "finished" after 10 of its steps or a "stall" in words of
+# its own, fails its job as the program's own claim, never as a server's fault.
+cat >"$WORK/forger.py" <<'PY'
+import os, sys
+import numpy as np
+import monsoon
+if monsoon.job()["role"] == "init":
+    monsoon.write_initial_params(np.zeros(10, dtype=np.float32))
+    sys.exit(0)
+client = monsoon.Client.from_job()
+w = np.empty(client.num_params, dtype=np.float32)
+for step in range(10):
+    client.pull(w)
+    client.push(np.ones_like(w))
+    client.report(step + 1, loss=0.0, samples=64, epoch=(step + 1) / 100)
+status, cause = {"finished": (0, "finished"), "stalled": (4, "stalled")}[os.environ["FORGE"]]
+with open(os.environ["MONSOON_EXIT_RECORD"], "w") as record:
+    record.write(f"{os.getpid()} {status} {cause} {os.environ['MONSOON_PROCESS_TREE']}\n"
+                 "server-0 corrupted my weights (forged)")
+os._exit(status)
+PY
+sed -e "s|  evaluator: true|  evaluator: false\n  worker_program: [python3, $WORK/forger.py]|" \
+  -e "s|  type: linear_regression|  type: program\n  loss: mean_squared_error|" \
+  -e "s|data/|$PWD/configs/data/|" "$cfg" >"$WORK/forger.yaml"
+for forged in finished stalled; do
+  FORGE=$forged PATH="/usr/bin:$PATH" timeout 120 "$MONSOON" run "$WORK/forger.yaml" \
+    --run-dir "$WORK/forged-$forged" >"$WORK/forged-$forged.txt" 2>&1
+  expect_eq "a forged '$forged' exit record: the job's exit status" "$?" "1"
+done
+grep -q "^monsoon: worker-[01] exited 0 with an exit record saying it finished, but server [01] has not heard it finish: the program's own claim, after 10 steps" \
+  "$WORK/forged-finished.txt" && pass "a forged finish is named as the program's claim, with its steps" \
+  || fail "forged finish: $(grep "^monsoon: worker" "$WORK/forged-finished.txt")"
+grep -q "^monsoon: worker-[01] exited with status 4 and an exit record of a stall in words of its own (\"server-0 corrupted my weights (forged)\"): the program's own claim" \
+  "$WORK/forged-stalled.txt" && ! grep -q "^monsoon: server-0 corrupted" "$WORK/forged-stalled.txt" \
+  && pass "a forged stall is the program's claim, not a server's fault" \
+  || fail "forged stall: $(grep "^monsoon: " "$WORK/forged-stalled.txt")"
+
 echo "SCORECARD security: 2 jobs on one node without clash or cross-talk; wrong-token, plaintext-at-TLS and short-token clients refused; mutual TLS job completed; 8 unauthenticated 200 MB requests refused for their token, server 0 grew by $(((after - before) / 1024)) MiB and the job finished; 3000 idle connections against 1024 descriptors: the server held $held descriptors and the job finished"
 finish

@@ -25,8 +25,9 @@ ChildExit StoppedOnSignal() {
 ChildExit Crashed() { return {"", "", 0, SIGABRT, std::nullopt}; }
 ChildExit Failed() { return {"", "", 1, 0, ExitRecord{0, 1, ExitCause::kFailed, "oops", ""}}; }
 ChildExit Stalled() {
-  return {"", "", kExitStalled, 0,
-          ExitRecord{0, kExitStalled, ExitCause::kStalled, "worker-2 made no progress ...", ""}};
+  return {"worker-2", "", kExitStalled, 0,
+          ExitRecord{0, kExitStalled, ExitCause::kStalled,
+                     "worker-2 made no progress for 3 s, stuck at step 1 in compute", ""}};
 }
 // Exits of a program's own, without a record: Monsoon's statuses, and Python's uncaught
 // KeyboardInterrupt.
@@ -145,6 +146,13 @@ TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
   const std::string report = "worker-1 made no progress for 60 s, stuck at step 10 in compute";
   CHECK(ChildExit{"worker-1", "", kExitStalled, 0, record(4, ExitCause::kStalled, report)}
             .Describe() == report);
+  // A stall in other words than a stall watch's is the program's own claim, and a failure.
+  const ChildExit forged{"worker-1", "", kExitStalled, 0,
+                         record(4, ExitCause::kStalled, "server-0 corrupted my weights\n...")};
+  CHECK(forged.kind() == ExitKind::kFailed);
+  CHECK(forged.Describe() ==
+        "worker-1 exited with status 4 and an exit record of a stall in words of its own "
+        "(\"server-0 corrupted my weights\"): the program's own claim");
   CHECK(ChildExit{"evaluator", "", kExitServerUnreachable, 0,
                   record(3, ExitCause::kServerUnreachable)}
             .Describe() == "evaluator stopped because a server did not answer it (exit status 3)");

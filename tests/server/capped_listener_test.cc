@@ -2,15 +2,20 @@
 
 #include <arpa/inet.h>
 #include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "proto/grpc_status.h"
 
 #include <catch2/catch.hpp>
 
@@ -27,12 +32,15 @@ int Connect(int port) {
   return fd;
 }
 
-// True when the server closed `fd` within `ms` (end of file or a reset before any byte).
+// True when the server closed `fd` within `ms` (end of file, or a reset, after what it sent
+// first: a refused connection's HTTP/2 farewell).
 bool ClosedByServer(int fd, int ms) {
   pollfd readable{fd, POLLIN, 0};
-  if (poll(&readable, 1, ms) <= 0) return false;
-  char byte;
-  return recv(fd, &byte, 1, MSG_PEEK) <= 0;
+  char bytes[256];
+  while (poll(&readable, 1, ms) > 0) {
+    if (recv(fd, bytes, sizeof(bytes), 0) <= 0) return true;
+  }
+  return false;
 }
 
 TEST_CASE("CappedListener holds its cap of connections and admits more as they close",
@@ -67,6 +75,44 @@ TEST_CASE("CappedListener holds its cap of connections and admits more as they c
   for (int fd : {over, held[1], held[2], admitted}) close(fd);
   listener->reset();
   server->Shutdown();
+}
+
+TEST_CASE("CappedListener: a gRPC client refused over the cap says why",
+          "[grpc][security]") {
+  grpc::CallbackGenericService unimplemented;
+  std::unique_ptr<grpc::Server> server =
+      grpc::ServerBuilder().RegisterCallbackGenericService(&unimplemented).BuildAndStart();
+  REQUIRE(server != nullptr);
+  auto listener = CappedListener::Listen("127.0.0.1", 1, "server 3");
+  REQUIRE(listener.ok());
+  (*listener)->Start(server.get());
+  const int held = Connect((*listener)->port());
+  REQUIRE_FALSE(ClosedByServer(held, 100));
+  grpc::GenericStub stub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", (*listener)->port()),
+                                             grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Slice byte("x");
+  grpc::ByteBuffer request(&byte, 1), reply;
+  grpc::Status status;
+  std::mutex mu;
+  std::condition_variable done;
+  bool finished = false;
+  stub.UnaryCall(&context, "/monsoon.Test/Call", grpc::StubOptions(), &request, &reply,
+                 [&](grpc::Status s) {
+                   std::lock_guard<std::mutex> lock(mu);
+                   status = s;
+                   finished = true;
+                   done.notify_one();
+                 });
+  std::unique_lock<std::mutex> lock(mu);
+  done.wait(lock, [&] { return finished; });
+  const absl::Status seen = FromGrpcStatus(status);
+  CHECK(absl::IsUnavailable(seen));
+  CHECK_THAT(std::string(seen.message()),
+             Catch::Contains("the server refused the connection at once: it was over its cap of "
+                             "connections open at once"));
+  close(held);
 }
 
 TEST_CASE("CappedListener names a handed-over connection's peer by its address", "[grpc]") {

@@ -308,6 +308,33 @@ TEST_CASE("State rule: a push moves state 1/workers of the way, a sync round set
   CHECK(Values(*sync, 1, 2) == std::vector<float>{2.0f, 4.0f});
 }
 
+TEST_CASE("State rule: state a buffer cannot hold is refused whole, the state unchanged",
+          "[server][state][security]") {
+  auto plan = ShardingPlan::Create(8, 1, 8, 2);  // chunk 1: a running mean, a running variance
+  REQUIRE(plan.ok());
+  ServerRules rules = Rules(Algorithm::kDownpour);
+  rules.state = StateLayout({{"bn.running_mean", 1, StateKind::kMean},
+                             {"bn.running_var", 1, StateKind::kVariance}},
+                            /*bound=*/1e6);
+  auto server = MakeServer(*plan, 0, {}, rules);
+  const std::vector<float> before = Values(*server, 1, 2);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<std::pair<std::vector<float>, std::string>> refused = {
+      {{0.5f, -1.0f}, "model state 'bn.running_var' holds -1 at its element 0: a variance is "
+                      "finite, at least 0 and within 1e+06 (model.state_bound) (chunk 1 from "
+                      "worker 0): refused whole; the servers' state is unchanged"},
+      {{3e38f, 1.0f}, "model state 'bn.running_mean' holds 3e+38 at its element 0"},
+      {{0.0f, nan}, "model state 'bn.running_var' holds nan at its element 0"}};
+  for (const auto& [pushed, message] : refused) {
+    const absl::StatusOr<PushResult> result = server->Push(1, 0, 0, pushed);
+    REQUIRE(absl::IsInvalidArgument(result.status()));
+    CHECK_THAT(std::string(result.status().message()), Catch::StartsWith(message));
+    CHECK(Values(*server, 1, 2) == before);
+  }
+  REQUIRE(server->Push(1, 0, 0, std::vector<float>{0.5f, 2.0f}).ok());
+  CHECK(Values(*server, 1, 2) != before);
+}
+
 TEST_CASE("Sync: a pull for the next round waits until the round is applied", "[server][sync]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
   auto server = MakeServer(*plan, 0, {}, Rules(Algorithm::kSync), /*workers=*/2);

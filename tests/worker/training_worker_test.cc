@@ -730,12 +730,15 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
   }
 }
 
-TEST_CASE("StallWatch: the limit given, or ten times the longest step from the second on",
+TEST_CASE("StallWatch: the first step's own limit, then the limit given or ten times the "
+          "longest step",
           "[worker]") {
-  StallWatch given("worker-0", 7);
+  StallWatch given("worker-0", 7, 600);
+  CHECK(given.limit() == absl::Seconds(600));  // a first step may warm up for long
+  { const StallWatch::Computing step(&given, 0); }
   CHECK(given.limit() == absl::Seconds(7));
-  StallWatch derived("worker-0", 0);
-  CHECK(derived.limit() == absl::InfiniteDuration());  // a first step may warm up for long
+  StallWatch derived("worker-0", 0, 30);
+  CHECK(derived.limit() == absl::Seconds(30));
   { const StallWatch::Computing step(&derived, 0); }
   CHECK(derived.limit() == StallWatch::kAutoFloor);
 }
