@@ -1,9 +1,9 @@
 // An attacker for the security tests: sends N concurrent Push calls of M MiB each, without a
-// job token, to a Monsoon server, and prints how each ended. It is a client of the real wire
-// protocol (gRPC's generic stub), not of Monsoon's client library, so nothing on this side
-// limits what it sends.
+// job token (or with TOKEN, a wrong one), to a Monsoon server, and prints how each ended. It is
+// a client of the real wire protocol (gRPC's generic stub), not of Monsoon's client library,
+// so nothing on this side limits what it sends.
 //
-//   oversize_client HOST:PORT N MIB
+//   oversize_client HOST:PORT N MIB [TOKEN]
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
 
@@ -15,10 +15,11 @@
 #include <vector>
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: oversize_client HOST:PORT N MIB\n";
+  if (argc != 4 && argc != 5) {
+    std::cerr << "usage: oversize_client HOST:PORT N MIB [TOKEN]\n";
     return 2;
   }
+  const std::string token = argc == 5 ? argv[4] : "";
   const std::string address = argv[1];
   const int calls = std::atoi(argv[2]);
   const size_t bytes = static_cast<size_t>(std::atol(argv[3])) << 20;
@@ -38,6 +39,7 @@ int main(int argc, char** argv) {
       grpc::ByteBuffer request(&slice, 1), response;
       grpc::ClientContext context;
       context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+      if (!token.empty()) context.AddMetadata("x-monsoon-token", token);
       std::mutex mu;
       std::condition_variable done;
       bool finished = false;
