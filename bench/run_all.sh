@@ -136,10 +136,9 @@ for run in sorted(glob.glob(f"{out}/scaling/*")):
                     "samples_per_second": s["samples_per_second"],
                     "comm_share": sum(comm) / len(comm)})
 hdf5 = {}
-for run in sorted(glob.glob(f"{out}/hdf5/*-*ed")):
-    s = json.load(open(f"{run}/summary.json"))
-    hdf5[os.path.basename(run)] = {"samples_per_second": s["samples_per_second"],
-                                   "wall_seconds": s["wall_seconds"]}
+for run in (f"{kind}-{mode}" for kind in ("plain", "gzip") for mode in ("held", "streamed")):
+    s = json.load(open(f"{out}/hdf5/{run}/summary.json"))
+    hdf5[run] = {"samples_per_second": s["samples_per_second"], "wall_seconds": s["wall_seconds"]}
 for mode in ("held", "streamed"):
     gz, plain = hdf5[f"gzip-{mode}"], hdf5[f"plain-{mode}"]
     hdf5[f"{mode}_ratio"] = gz["samples_per_second"] / plain["samples_per_second"]

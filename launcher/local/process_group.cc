@@ -223,14 +223,10 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
 
 std::vector<ChildExit> ProcessGroup::Reap() {
   std::vector<ChildExit> exits;
-  siginfo_t info;
-  // Peeks at the next child that has ended, then reaps it: a role's, or a descendant's that
-  // came back here.
-  while ((info.si_pid = 0, waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT)) == 0 &&
-         info.si_pid != 0) {
-    int status = 0;
-    if (waitpid(info.si_pid, &status, 0) != info.si_pid) break;
-    Child* c = RunningChild(info.si_pid);
+  int status = 0;
+  // Every child that has ended: a role's, or a descendant's that came back here.
+  for (pid_t pid; (pid = waitpid(-1, &status, WNOHANG)) > 0;) {
+    Child* c = RunningChild(pid);
     if (c == nullptr) continue;
     c->running = false;
     exits.push_back(ExitOf(c->name, c->log_path, c->tree, status));
