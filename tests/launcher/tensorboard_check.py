@@ -58,6 +58,8 @@ def check_role(run, role_dir, event_type):
     for number, (event, row) in enumerate(zip(scalars, rows), start=1):
         expected_step = int(round(float(row[step_column]))) if step_column else number
         assert event.step == expected_step, f"{role}: event step {event.step}, row {expected_step}"
+        unset = [v.tag for v in event.summary.value if not v.HasField("simple_value")]
+        assert not unset, f"{role}: no simple_value (TensorBoard skips them) for {unset}"
         values = {v.tag: v.simple_value for v in event.summary.value}
         for column, text in row.items():
             if column == step_column:
