@@ -1,6 +1,7 @@
 // GPU benchmark (CUDA backend): worker training-step samples/s of the default MLP
-// (784-256-128-10) at batch 64..4096 and of the CNN of configs/fmnist_cnn.yaml at batch
-// 64..1024, each next to the same-shape cuBLAS SGEMMs alone, and the
+// (784-256-128-10) at batch 64..4096 and of the CNN of configs/fmnist_cnn.yaml and the ResNet
+// of configs/fmnist_resnet.yaml at batch 64..1024, each next to the same-shape cuBLAS SGEMMs
+// alone, and the
 // backend's host->device copy rate next to a plain cudaMemcpy from pinned memory. Prints one
 // JSON object; without a usable GPU it prints {"skipped": reason} and exits 0.
 //
@@ -96,11 +97,13 @@ int Main(int argc, char** argv) {
   ComputeBackend& backend = **created;
   std::printf("{\n  \"benchmark\": \"gpu\",\n  \"device\": \"%s\",\n  \"tf32\": %s,\n",
               backend.name().c_str(), tf32 ? "true" : "false");
-  const ModelSpec mlp = BenchmarkMlp(), cnn = BenchmarkCnn();
+  const ModelSpec mlp = BenchmarkMlp(), cnn = BenchmarkCnn(), resnet = BenchmarkResnet();
   PrintSteps(backend, "step", mlp, {64, 256, 1024, 4096},
              [&](int batch) { return StepGemms(batch, mlp); });
   PrintSteps(backend, "cnn_step", cnn, {64, 256, 1024},
              [&](int batch) { return CudaLayerListGemms(batch, cnn); });
+  PrintSteps(backend, "resnet_step", resnet, {64, 256, 1024},
+             [&](int batch) { return CudaLayerListGemms(batch, resnet); });
   std::printf("  \"host_to_device\": [\n");
 
   const std::vector<int> mib = {1, 16, 64};

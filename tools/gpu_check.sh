@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The GPU checks in one command, for a machine with an NVIDIA GPU, its driver and CUDA's
 # libraries, in order: the device query; the CPU<->GPU parity test; the full-size image layer
-# (256 x 64 x 224 x 224); the Fashion-MNIST jobs on the GPU; the GPU benchmark (FP32 and TF32);
-# last, the parity test under compute-sanitizer's memcheck and initcheck where the machine has
-# it. Each step has a time limit (5 minutes; 10 for the jobs), so nothing hangs it.
+# (256 x 64 x 224 x 224); the Fashion-MNIST jobs on the GPU (their run directories kept in
+# OUT_DIR/gpu_job_runs/); TensorBoard's own reader on the GPU job's event files (where the
+# `tensorboard` package is installed); the default job on the CPUs, for the GPU's speed-up;
+# the GPU benchmark (FP32 and TF32); PyTorch on the same GPU as the yardstick
+# (bench/gpu_peer.py, where python3 has a CUDA PyTorch); last, the parity test under
+# compute-sanitizer's memcheck and initcheck where the machine has it. Each step has a time
+# limit (5 minutes; 10 for the jobs), so nothing hangs it.
 # Writes OUT_DIR/gpu_check.json (the device's name and every figure) beside each step's log.
 #   tools/gpu_check.sh [OUT_DIR]          (default OUT_DIR: gpu_check/)
 # Runs from an unpacked bundle (tools/bundle.sh: no Bazel, no package archive needed) or from
@@ -45,10 +49,16 @@ step() {
 }
 step parity 300 "$parity"
 step full_size_layer 300 "$parity" "[workspace]"
-step gpu_job 600 env MONSOON="$PWD/$monsoon" TEST_TMPDIR="$(mktemp -d)" \
-  tests/launcher/gpu_job_test.sh
+runs="$out/gpu_job_runs"
+rm -rf "$runs" "$out/cpu_job" && mkdir -p "$runs"
+step gpu_job 600 env MONSOON="$PWD/$monsoon" TEST_TMPDIR="$runs" tests/launcher/gpu_job_test.sh
+step tensorboard 300 python3 tools/tensorboard_read.py "$runs/gpu" "$runs/gpu-cnn"
+step cpu_job 600 "$monsoon" run configs/fmnist_downpour.yaml --run-dir "$out/cpu_job" \
+  --set compute.device=cpu
 step gpu_bench 300 sh -c "'$PWD/$gpu_bench' >'$out/gpu_bench.json'"
 step gpu_bench_tf32 300 sh -c "'$PWD/$gpu_bench' --tf32 >'$out/gpu_bench_tf32.json'"
+step gpu_peer 600 sh -c "python3 bench/gpu_peer.py --monsoon-bench '$out/gpu_bench.json' \
+  --monsoon-runs '$runs' >'$out/gpu_peer.json'"
 if [ -n "$sanitizer" ]; then
   step parity_memcheck 300 "$sanitizer" --tool memcheck --error-exitcode 1 "$parity"
   step parity_initcheck 300 "$sanitizer" --tool initcheck --error-exitcode 1 "$parity"
@@ -66,14 +76,22 @@ def load(name):
         return {"unreadable": str(e)}
 devices = open(os.path.join(out, "devices.txt")).read().split("\n")
 job_log = open(os.path.join(out, "gpu_job.log")).read()
+gpu_job, cpu_job = load("gpu_job_runs/gpu/summary.json"), load("cpu_job/summary.json")
 report = {
     "device": devices[0].strip(),
     "devices": [d.strip() for d in devices if d.strip()],
     "steps": {name: ("passed" if status == "0" else f"failed ({status})") for name, status in steps},
     "gpu_job_accuracies": [float(a) for a in re.findall(r"accuracy ([0-9.]+) >=", job_log)],
+    "tensorboard": open(os.path.join(out, "tensorboard.log")).read().strip(),
+    "jobs_samples_per_second": {
+        side: {k: job.get(k) for k in ("samples_per_second", "final_test_accuracy", "wall_seconds")}
+        for side, job in (("gpu", gpu_job), ("cpu", cpu_job))},
     "gpu_bench": load("gpu_bench.json"),
     "gpu_bench_tf32": load("gpu_bench_tf32.json"),
+    "gpu_peer": load("gpu_peer.json"),
 }
+if "samples_per_second" in gpu_job and "samples_per_second" in cpu_job:
+    report["gpu_job_vs_cpu_job"] = round(gpu_job["samples_per_second"] / cpu_job["samples_per_second"], 3)
 json.dump(report, open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
 print(f"gpu_check: {os.path.join(out, 'gpu_check.json')}")
 PY

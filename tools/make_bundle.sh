@@ -7,7 +7,8 @@
 #   core/compute/cuda/   libmonsoon_cuda.so, the CUDA plugin, where `monsoon` looks for it
 #   configs/   the shipped jobs, their Fashion-MNIST paths pointed at data/
 #   data/      Fashion-MNIST (Debian's dataset-fashion-mnist)
-#   tools/gpu_check.sh, tests/launcher/{gpu_job_test,test_lib}.sh, README.md
+#   tools/{gpu_check.sh,tensorboard_read.py}, tests/launcher/{gpu_job_test,test_lib}.sh,
+#   bench/{gpu_peer,pytorch_cnn_bench}.py (PyTorch on the same GPU), README.md
 #   BUNDLE     marks the tree as a bundle
 # CUDA's libraries (cuBLAS, the runtime) and the driver come from the GPU machine.
 #   make_bundle.sh OUT.tar.xz MAX_BYTES FILE...   (FILEs: the inputs, by their source paths)
@@ -25,7 +26,8 @@ for f in "$@"; do
     */libmonsoon_cuda.so) cp "$f" "$b/core/compute/cuda/" ;;
     python/monsoon/* | */python/monsoon/*) install -D "$f" "$b/bin/python/monsoon/$(basename "$f")" ;;
     */fashion-mnist/*) cp "$f" "$b/data/fashion-mnist/" ;;
-    configs/* | tools/gpu_check.sh | tests/launcher/*.sh | README.md) install -D "$f" "$b/$f" ;;
+    configs/* | tools/gpu_check.sh | tools/tensorboard_read.py | tests/launcher/*.sh | \
+      bench/gpu_peer.py | bench/pytorch_cnn_bench.py | README.md) install -D "$f" "$b/$f" ;;
     *) echo "make_bundle: unexpected input $f" >&2; exit 1 ;;
   esac
 done
