@@ -175,7 +175,7 @@ inline PrimitiveSteps LayerListPrimitives(const ModelSpec& spec, int block) {
 }
 
 // The SGEMMs of one training step of a layer-list model on the CUDA backend at batch B: per
-// convolution the batch-wide products of core/conv_math.h (y, dw, db and, but for a first
+// convolution the batch-wide products of core/compute/conv_math.h (y, dw, db and, but for a first
 // layer, dcols), then the dense layers' (LayerListGemms).
 inline std::vector<GemmShape> CudaLayerListGemms(int batch, const ModelSpec& spec) {
   std::vector<GemmShape> gemms;

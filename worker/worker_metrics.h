@@ -1,5 +1,5 @@
 // The columns of the workers' and the evaluator's metrics CSVs (RUN_DIR/metrics/), declared
-// once: the roles write these rows and the launcher reads them back (core/metrics.h).
+// once: the roles write these rows and the launcher reads them back (core/metrics/metrics.h).
 #ifndef MONSOON_WORKER_WORKER_METRICS_H_
 #define MONSOON_WORKER_WORKER_METRICS_H_
 

@@ -153,7 +153,7 @@ class ComputeBackend {
   // y = a + b, elementwise over n values (y may be a or b).
   virtual void Add(const float* a, const float* b, float* y, size_t n) = 0;
   // A Nesterov momentum step over n parameters w (look-ahead form) with velocity v and
-  // gradient g, per NesterovElement in core/kernel_math.h.
+  // gradient g, per NesterovElement in core/compute/kernel_math.h.
   virtual void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,
                             size_t n) = 0;
 

@@ -17,7 +17,8 @@
 
 namespace monsoon {
 
-// How the tasks of a parallel launch (srun, mpirun) get their roles (launcher/role_assignment.h).
+// How the tasks of a parallel launch (srun, mpirun) get their roles
+// (launcher/cluster/role_assignment.h).
 enum class Assignment { kAuto, kCounts, kRanks, kHetGroups };
 inline constexpr NamedValue<Assignment> kAssignmentValues[] = {
     {Assignment::kAuto, "auto"},
@@ -46,7 +47,7 @@ struct ClusterConfig {
 
 // Where servers listen when started by `monsoon launch` (`monsoon run` always uses loopback).
 // Where `monsoon run` puts its roles: all on this host's loopback, or each on an emulated host
-// of its own (launcher/emulated_hosts.h: a network namespace, root only).
+// of its own (launcher/emulation/emulated_hosts.h: a network namespace, root only).
 enum class HostsKind { kLoopback, kNamespaces };
 inline constexpr NamedValue<HostsKind> kHostsKindValues[] = {
     {HostsKind::kLoopback, "loopback"}, {HostsKind::kNamespaces, "namespaces"}};
@@ -284,7 +285,7 @@ struct SecurityConfig {
   bool tls() const { return !tls_cert.empty(); }
 };
 
-// The compute backend (worker/compute_backends.h).
+// The compute backend (core/compute/compute_backends.h).
 enum class Device { kAuto, kCpu, kCuda };
 inline constexpr NamedValue<Device> kDeviceValues[] = {
     {Device::kAuto, "auto"}, {Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};

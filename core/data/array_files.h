@@ -1,5 +1,5 @@
 // N-D arrays a user already has: NumPy .npy files and datasets in HDF5 files, read as data
-// sources (core/data_source.h) that load only the rows asked for; and .npz archives written
+// sources (core/data/data_source.h) that load only the rows asked for; and .npz archives written
 // (weights out to NumPy).
 #ifndef MONSOON_CORE_DATA_ARRAY_FILES_H_
 #define MONSOON_CORE_DATA_ARRAY_FILES_H_

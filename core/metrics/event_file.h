@@ -1,7 +1,7 @@
 // TensorBoard event files: the scalars a role logs as it runs, as TensorBoard reads them. A
 // file is a TFRecord stream (each record: its length as 8 little-endian bytes, the masked
 // CRC-32C of those, the data, the masked CRC-32C of the data) of tensorboard.Event protos
-// (proto/tensorboard_event.proto), the first one naming the format ("brain.Event:2").
+// (core/metrics/tensorboard_event.proto), the first one naming the format ("brain.Event:2").
 #ifndef MONSOON_CORE_METRICS_EVENT_FILE_H_
 #define MONSOON_CORE_METRICS_EVENT_FILE_H_
 

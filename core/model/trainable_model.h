@@ -57,7 +57,7 @@ class TrainableModel {
   // params -= learning_rate * grads (a worker's local SGD step).
   virtual void ApplyLocalSgd(float learning_rate) = 0;
   // A local Nesterov momentum step with the model's velocity (zero at first); params then hold
-  // the look-ahead point x + momentum * velocity (see NesterovElement in core/kernel_math.h).
+  // the look-ahead point x + momentum * velocity (NesterovElement, core/compute/kernel_math.h).
   virtual void ApplyLocalNesterov(float learning_rate, float momentum) = 0;
   // The velocity of ApplyLocalNesterov (zeros before the first step).
   virtual void GetVelocity(float* host) = 0;

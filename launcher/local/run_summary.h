@@ -1,6 +1,6 @@
 // Writing summary.json at the end of a run: the final weights fetched (the evaluator's
 // params.bin, or the servers' final checkpoints, scored here on the CPU), the traces merged, and
-// the summary written (launcher/summary.h assembles it).
+// the summary written (launcher/local/summary.h assembles it).
 #ifndef MONSOON_LAUNCHER_LOCAL_RUN_SUMMARY_H_
 #define MONSOON_LAUNCHER_LOCAL_RUN_SUMMARY_H_
 

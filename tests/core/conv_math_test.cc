@@ -1,5 +1,5 @@
 // The CUDA backend's convolution and pooling, emulated on the host: its scheme (batch-wide
-// im2col, one product per GEMM, regrouping; core/conv_math.h) run with the same per-element
+// im2col, one product per GEMM, regrouping; core/compute/conv_math.h) run with the same per-element
 // functions its kernels call, against the CPU backend (oneDNN, and its straight-line 2x2 max
 // pooling; the CPU runs other pooling windows through the same functions, whose gradients
 // model_test checks against finite differences). This checks the GPU path's index math on

@@ -218,7 +218,7 @@ void CpuBackend::Conv2dBackward(const Conv2dGeometry& g, const float* x, const f
 namespace {
 
 // Max pooling over 2x2 windows with stride 2, the common case, in straight-line code the
-// compiler vectorises; other windows run core/conv_math.h's per-element functions, as the
+// compiler vectorises; other windows run core/compute/conv_math.h's per-element functions, as the
 // CUDA kernels do.
 void MaxPool2x2PlaneForward(const Pool2dGeometry& g, const float* x, float* y) {
   for (int oh = 0; oh < g.out_height; ++oh) {

@@ -93,7 +93,7 @@ __global__ void NesterovKernel(float lr, float mu, const float* g, float* v, flo
   }
 }
 
-// Convolution and pooling, one output element per iteration (core/conv_math.h).
+// Convolution and pooling, one output element per iteration (core/compute/conv_math.h).
 __global__ void Im2ColKernel(Conv2dGeometry g, int batch, const float* x, float* cols, size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
     cols[i] = Im2ColElement(g, batch, x, i);
@@ -503,7 +503,7 @@ class CublasBackend : public ComputeBackend {
                    n);
   }
 
-  // im2col and one SGEMM per product (the scheme in core/conv_math.h), over chunks of the
+  // im2col and one SGEMM per product (the scheme in core/compute/conv_math.h), over chunks of the
   // batch that keep the workspace within options_.conv_workspace_bytes; on the plain layout
   // without fused ReLUs (NativeChannelBlock is 0, and Model plans no fusion then).
   void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
