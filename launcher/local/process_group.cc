@@ -206,7 +206,7 @@ absl::Status ProcessGroup::Start(const std::string& name, const std::vector<std:
     for (const int s : kStopSignals) sigaction(s, &default_action, nullptr);
     alarm(0);  // the parent's stop deadline is not the child's
     sigprocmask(SIG_SETMASK, &before, nullptr);
-    setsid();
+    setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (getppid() != parent) _exit(127);
     dup2(log_fd, STDOUT_FILENO);

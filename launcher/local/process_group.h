@@ -1,9 +1,11 @@
 // Child processes of a local job: started with their output in a log file, watched, and
 // stopped together. Each child is a role's whole process tree (process_tree.h): it starts in a
-// session of its own, the launcher is a child subreaper (processes whose parents die come back
-// to it), and when the child ends, or the job does, every process of its tree is stopped as the
-// child is: SIGTERM, then SIGKILL after a grace period. A child gets SIGTERM when the launcher
-// dies (PR_SET_PDEATHSIG), so it stops as it would on a stop signal (a server writes its final
+// process group of its own (not a session: under the kernel's autogroup a session is a
+// scheduling group of its own, which would share the CPUs by role instead of by thread), the
+// launcher is a child subreaper (processes whose parents die come back to it), and when the
+// child ends, or the job does, every process of its tree is stopped as the child is: SIGTERM,
+// then SIGKILL after a grace period. A child gets SIGTERM when the launcher dies
+// (PR_SET_PDEATHSIG), so it stops as it would on a stop signal (a server writes its final
 // checkpoint).
 #ifndef MONSOON_LAUNCHER_LOCAL_PROCESS_GROUP_H_
 #define MONSOON_LAUNCHER_LOCAL_PROCESS_GROUP_H_

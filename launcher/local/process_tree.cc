@@ -16,9 +16,9 @@
 namespace monsoon {
 namespace {
 
-// /proc/PID/stat's state, parent and session, after the command name, which may hold spaces
-// and parentheses: "PID (COMM) STATE PPID PGRP SESSION ...".
-bool ReadStat(pid_t pid, pid_t* parent, pid_t* session, bool* zombie) {
+// /proc/PID/stat's state, parent and process group, after the command name, which may hold
+// spaces and parentheses: "PID (COMM) STATE PPID PGRP SESSION ...".
+bool ReadStat(pid_t pid, pid_t* parent, pid_t* group, bool* zombie) {
   const absl::StatusOr<std::string> stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
   if (!stat.ok()) return false;
   const size_t comm_end = stat->rfind(')');
@@ -26,7 +26,7 @@ bool ReadStat(pid_t pid, pid_t* parent, pid_t* session, bool* zombie) {
   const std::vector<absl::string_view> fields =
       absl::StrSplit(absl::string_view(*stat).substr(comm_end + 1), ' ', absl::SkipEmpty());
   if (fields.size() < 4 || !absl::SimpleAtoi(fields[1], parent) ||
-      !absl::SimpleAtoi(fields[3], session)) {
+      !absl::SimpleAtoi(fields[2], group)) {
     return false;
   }
   *zombie = fields[0] == "Z" || fields[0] == "X";
@@ -55,7 +55,7 @@ ProcessTable ProcessTable::Read() {
     int pid = 0;
     Process p;
     if (!absl::SimpleAtoi(entry->d_name, &pid) || pid == getpid() ||
-        !ReadStat(pid, &p.parent, &p.session, &p.zombie)) {
+        !ReadStat(pid, &p.parent, &p.group, &p.zombie)) {
       continue;
     }
     if (!p.zombie) p.tree_tag = TreeTagOf(pid);
@@ -68,7 +68,7 @@ ProcessTable ProcessTable::Read() {
 std::vector<pid_t> ProcessTable::TreeMembers(const ProcessTree& tree) const {
   std::set<pid_t> members;
   for (const auto& [pid, p] : processes_) {
-    if (pid == tree.root || p.session == tree.root || (!tree.tag.empty() && p.tree_tag == tree.tag)) {
+    if (pid == tree.root || p.group == tree.root || (!tree.tag.empty() && p.tree_tag == tree.tag)) {
       members.insert(pid);
     }
   }

@@ -1,5 +1,5 @@
 // A role's processes: the one the launcher started and every process started from it, also
-// those that left its session (setsid, nohup, a daemon's double fork). Each inherits the
+// those that left its process group (setsid, nohup, a daemon's double fork). Each inherits the
 // role's tag in its environment (kProcessTreeVariable); a process that clears its environment
 // is still found while its parent is one of the tree's.
 #ifndef MONSOON_LAUNCHER_LOCAL_PROCESS_TREE_H_
@@ -14,7 +14,7 @@
 namespace monsoon {
 
 struct ProcessTree {
-  pid_t root = 0;   // the process the launcher started: its session leader (setsid)
+  pid_t root = 0;   // the process the launcher started: its process group's leader
   std::string tag;  // the value of kProcessTreeVariable its processes inherit
 };
 
@@ -32,7 +32,7 @@ class ProcessTable {
  private:
   struct Process {
     pid_t parent = 0;
-    pid_t session = 0;
+    pid_t group = 0;  // its process group
     bool zombie = false;
     std::string tree_tag;  // its kProcessTreeVariable, "" without one (or unreadable)
   };
