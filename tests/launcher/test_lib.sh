@@ -5,8 +5,9 @@ MONSOON="${MONSOON:-$PWD/launcher/monsoon}"  # a bundle's checks point it at the
 WORK="${TEST_TMPDIR:-$(mktemp -d)}"
 failures=0
 
-pass() { echo "PASS: $*"; }
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# Each check's line carries the seconds since the test started, so a log shows where its time goes.
+pass() { echo "PASS (${SECONDS}s): $*"; }
+fail() { echo "FAIL (${SECONDS}s): $*"; failures=$((failures + 1)); }
 
 # expect_eq WHAT ACTUAL EXPECTED
 expect_eq() {
