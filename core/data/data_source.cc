@@ -96,8 +96,7 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const DataConfig& con
     case DataFormat::kIdx: {
       const std::string& images = train ? config.train_images : config.test_images;
       MONSOON_ASSIGN_OR_RETURN(
-          source,
-          InMemory(ReadIdxDataset(images, train ? config.train_labels : config.test_labels)));
+          source, OpenIdxSource(images, train ? config.train_labels : config.test_labels));
       return Named(std::move(source), absl::StrCat("data.", split, "_images (", images, ")"));
     }
     case DataFormat::kCsv: {

@@ -74,7 +74,7 @@ class DataSource {
   std::string name_;
 };
 
-// A data set already in memory (IDX and CSV files are read whole) as a source.
+// A data set already in memory (a CSV file is read whole) as a source.
 class InMemorySource : public DataSource {
  public:
   explicit InMemorySource(Dataset data) : data_(std::move(data)) {}
@@ -87,6 +87,12 @@ class InMemorySource : public DataSource {
  private:
   Dataset data_;
 };
+
+// An IDX image file (magic 0x803, uint8 pixels, read as floats scaled to [0, 1]) and its IDX
+// label file (magic 0x801), either gzip-compressed or plain: held as the file's bytes, each row
+// converted when read. NotFound names a missing file; InvalidArgument names a malformed one.
+absl::StatusOr<std::unique_ptr<DataSource>> OpenIdxSource(const std::string& images_path,
+                                                          const std::string& labels_path);
 
 // Opens the training or test split `config` names; `targets` says what the targets are.
 absl::StatusOr<std::unique_ptr<DataSource>> OpenDataSource(const DataConfig& config, bool train,

@@ -18,26 +18,31 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/data/data_source.h"
 #include "core/status_macros.h"
 
 namespace monsoon {
 namespace {
 
 // Reads a file (its first `max_bytes`) through zlib, which passes plain (non-gzip) files
-// through unchanged.
+// through unchanged, into a string that reserves `expected` bytes first.
 absl::StatusOr<std::string> ReadMaybeGzipped(const std::string& path,
-                                             size_t max_bytes = std::string::npos) {
+                                             size_t max_bytes = std::string::npos,
+                                             size_t expected = 0) {
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) {
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
   std::string out;
-  char buf[1 << 16];
+  out.reserve(std::min(expected, max_bytes));
+  constexpr size_t kChunk = 1 << 20;
   int n = 0;
-  while (out.size() < max_bytes &&
-         (n = gzread(f, buf,
-                     static_cast<unsigned>(std::min(sizeof(buf), max_bytes - out.size())))) > 0) {
-    out.append(buf, n);
+  while (out.size() < max_bytes) {
+    const size_t at = out.size(), want = std::min(kChunk, max_bytes - at);
+    out.resize(at + want);
+    n = gzread(f, out.data() + at, static_cast<unsigned>(want));
+    out.resize(at + std::max(n, 0));
+    if (n <= 0) break;
   }
   int err = Z_OK;
   const char* msg = gzerror(f, &err);
@@ -102,6 +107,13 @@ struct IdxImageHeader {
   std::vector<int> shape;
 };
 
+// The bytes of an IDX image file whose header says `count` images of `shape`, as a reservation:
+// 0 past 1 GiB, so that a lying header cannot reserve the memory it names.
+size_t ExpectedIdxBytes(uint64_t count, const std::vector<int>& shape) {
+  const uint64_t pixels = uint64_t(shape[1]) * uint64_t(shape[2]);
+  return count <= (uint64_t{1} << 30) / pixels ? kIdxImageHeader + count * pixels : 0;
+}
+
 absl::StatusOr<IdxImageHeader> ReadIdxImageHeader(const std::string& images_path) {
   auto header = ReadMaybeGzipped(images_path, kIdxImageHeader);
   if (!header.ok()) return header.status();
@@ -132,30 +144,67 @@ absl::StatusOr<Dataset> ReadIdxLabels(const std::string& images_path,
   return data;
 }
 
-absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
-                                       const std::string& labels_path) {
-  auto images = ReadMaybeGzipped(images_path);
-  if (!images.ok()) return images.status();
-  MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, *images));
-  const uint64_t count = BigEndian32(*images, 4), rows = BigEndian32(*images, 8),
-                 cols = BigEndian32(*images, 12);
+namespace {
+
+// An IDX split held as its image file's bytes (a quarter of their size as floats) and its
+// labels: rows become floats, scaled to [0, 1], only when read.
+class IdxSource : public DataSource {
+ public:
+  IdxSource(std::string images, Dataset labels)
+      : images_(std::move(images)), labels_(std::move(labels)) {}
+  uint64_t rows() const override { return labels_.targets.size(); }
+  const std::vector<int>& example_shape() const override { return labels_.example_shape; }
+  absl::StatusOr<Dataset> Read(const std::vector<uint64_t>& indices) override;
+  absl::StatusOr<Dataset> ReadTargets() override { return labels_; }
+
+ private:
+  std::string images_;
+  Dataset labels_;
+};
+
+absl::StatusOr<Dataset> IdxSource::Read(const std::vector<uint64_t>& indices) {
+  Dataset out;
+  out.feature_dim = labels_.feature_dim;
+  out.num_classes = labels_.num_classes;
+  out.example_shape = labels_.example_shape;
+  const size_t pixels = labels_.feature_dim;
+  out.features.resize(indices.size() * pixels);
+  out.targets.resize(indices.size());
+  const auto* body = reinterpret_cast<const unsigned char*>(images_.data()) + kIdxImageHeader;
+  for (size_t r = 0; r < indices.size(); ++r) {
+    const unsigned char* px = body + indices[r] * pixels;
+    float* row = out.features.data() + r * pixels;
+    for (size_t i = 0; i < pixels; ++i) row[i] = px[i] * (1.0f / 255.0f);
+    out.targets[r] = labels_.targets[indices[r]];
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DataSource>> OpenIdxSource(const std::string& images_path,
+                                                          const std::string& labels_path) {
+  MONSOON_ASSIGN_OR_RETURN(IdxImageHeader header, ReadIdxImageHeader(images_path));
+  MONSOON_ASSIGN_OR_RETURN(std::string images,
+                           ReadMaybeGzipped(images_path, std::string::npos,
+                                            ExpectedIdxBytes(header.count, header.shape)));
+  MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, images));
+  const uint64_t count = BigEndian32(images, 4), rows = BigEndian32(images, 8),
+                 cols = BigEndian32(images, 12);
   // Each factor is below 2^32, so rows * cols does not overflow; count * pixels might, so the
   // header is checked against the file by division.
-  const uint64_t pixels = rows * cols, body = images->size() - 16;
+  const uint64_t pixels = rows * cols, body = images.size() - kIdxImageHeader;
   if (count == 0 || pixels == 0 || pixels > body / count || count * pixels != body ||
       pixels > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
     return absl::InvalidArgumentError(
         absl::StrCat(images_path, ": the header says ", count, " images of ", rows, "x", cols,
                      " pixels, which do not match the ", body, " bytes after it"));
   }
-  Dataset data;
-  data.feature_dim = static_cast<int>(pixels);
-  data.example_shape = {1, static_cast<int>(rows), static_cast<int>(cols)};
-  MONSOON_RETURN_IF_ERROR(ReadIdxLabelsInto(labels_path, count, images_path, &data));
-  data.features.resize(count * pixels);
-  const auto* px = reinterpret_cast<const unsigned char*>(images->data() + 16);
-  for (size_t i = 0; i < count * pixels; ++i) data.features[i] = px[i] * (1.0f / 255.0f);
-  return data;
+  Dataset labels;
+  labels.feature_dim = static_cast<int>(pixels);
+  labels.example_shape = {1, static_cast<int>(rows), static_cast<int>(cols)};
+  MONSOON_RETURN_IF_ERROR(ReadIdxLabelsInto(labels_path, count, images_path, &labels));
+  return std::make_unique<IdxSource>(std::move(images), std::move(labels));
 }
 
 namespace {

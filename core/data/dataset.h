@@ -25,12 +25,7 @@ struct Dataset {
   size_t size() const { return feature_dim == 0 ? 0 : features.size() / feature_dim; }
 };
 
-// Reads an IDX image file (magic 0x803, uint8 pixels scaled to [0, 1]) and its IDX label file
-// (magic 0x801). Either may be gzip-compressed or plain. NotFound names a missing file;
-// InvalidArgument names a malformed one.
-absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
-                                       const std::string& labels_path);
-// The labels of ReadIdxDataset (targets, num_classes, feature_dim and example_shape) from the
+// The labels of an IDX split (data_source.h's OpenIdxSource) (targets, num_classes, feature_dim and example_shape) from the
 // label file and the image file's header alone.
 absl::StatusOr<Dataset> ReadIdxLabels(const std::string& images_path,
                                       const std::string& labels_path);

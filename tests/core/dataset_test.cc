@@ -26,7 +26,15 @@ std::string Be32(uint32_t v) {
           static_cast<char>(v)};
 }
 
-TEST_CASE("ReadIdxDataset: reads gzip'd images and labels, scaled to [0, 1]", "[core][data]") {
+// Every row of the IDX split in `images_path` and `labels_path`.
+absl::StatusOr<Dataset> ReadIdxDataset(const std::string& images_path,
+                                       const std::string& labels_path) {
+  absl::StatusOr<std::unique_ptr<DataSource>> source = OpenIdxSource(images_path, labels_path);
+  if (!source.ok()) return source.status();
+  return (*source)->ReadAll();
+}
+
+TEST_CASE("OpenIdxSource: reads gzip'd images and labels, scaled to [0, 1]", "[core][data]") {
   const std::string images = TempPath("img.gz"), labels = TempPath("lbl.gz");
   WriteGz(images, Be32(0x803) + Be32(2) + Be32(1) + Be32(2) + std::string("\x00\xff\x80\x01", 4));
   WriteGz(labels, Be32(0x801) + Be32(2) + std::string("\x03\x01", 2));
@@ -38,9 +46,15 @@ TEST_CASE("ReadIdxDataset: reads gzip'd images and labels, scaled to [0, 1]", "[
   CHECK(data->features[2] == Approx(128 / 255.0));
   CHECK(data->targets == std::vector<float>{3, 1});
   CHECK(data->num_classes == 4);
+  // One row alone, converted when read.
+  auto second = (*OpenIdxSource(images, labels))->Read({1});
+  REQUIRE(second.ok());
+  CHECK(second->features == std::vector<float>{128 / 255.0f, 1 / 255.0f});
+  CHECK(second->targets == std::vector<float>{1});
+  CHECK(second->example_shape == std::vector<int>{1, 1, 2});
 }
 
-TEST_CASE("ReadIdxDataset: malformed and missing files are named", "[core][data]") {
+TEST_CASE("OpenIdxSource: malformed and missing files are named", "[core][data]") {
   const std::string images = TempPath("bad.gz"), labels = TempPath("lbl2.gz");
   WriteGz(images, Be32(0x803) + Be32(5) + Be32(1) + Be32(2) + "ab");  // truncated
   WriteGz(labels, Be32(0x801) + Be32(5) + "abcde");
@@ -55,25 +69,31 @@ TEST_CASE("ReadIdxDataset: malformed and missing files are named", "[core][data]
   CHECK(absl::IsNotFound(missing.status()));
 }
 
-TEST_CASE("ReadIdxDataset: a header whose sizes overflow is refused, not wrapped around",
+TEST_CASE("OpenIdxSource: a header whose sizes overflow is refused, not wrapped around",
           "[core][data]") {
-  // 16 images of 2^30 x 2^30 pixels: 2^64 bytes, which wraps to 0 and "matches" the 16-byte
-  // file of a header alone.
+  // Images of 2^30 x 2^30 pixels are refused by the header alone.
   const std::string images = TempPath("overflow.gz"), labels = TempPath("overflow_lbl.gz");
   WriteGz(images, Be32(0x803) + Be32(16) + Be32(1u << 30) + Be32(1u << 30));
   WriteGz(labels, Be32(0x801) + Be32(16) + std::string(16, '\1'));
   auto data = ReadIdxDataset(images, labels);
   REQUIRE(absl::IsInvalidArgument(data.status()));
   CHECK(std::string(data.status().message()) ==
+        images + ": the header says images of 1073741824x1073741824 pixels");
+  // 2^31 images of 2^23 pixels: 2^54 bytes, checked against the 0 bytes of the file by
+  // division, not by a product that could wrap around.
+  WriteGz(images, Be32(0x803) + Be32(1u << 31) + Be32(1u << 11) + Be32(1u << 12));
+  data = ReadIdxDataset(images, labels);
+  REQUIRE(absl::IsInvalidArgument(data.status()));
+  CHECK(std::string(data.status().message()) ==
         images +
-            ": the header says 16 images of 1073741824x1073741824 pixels, which do not "
-            "match the 0 bytes after it");
+            ": the header says 2147483648 images of 2048x4096 pixels, which do not match the "
+            "0 bytes after it");
   // No images at all is refused too.
   WriteGz(images, Be32(0x803) + Be32(0) + Be32(28) + Be32(28));
   CHECK(absl::IsInvalidArgument(ReadIdxDataset(images, labels).status()));
 }
 
-TEST_CASE("ReadIdxDataset: Debian's Fashion-MNIST has 60000 + 10000 28x28 images of 10 classes",
+TEST_CASE("OpenIdxSource: Debian's Fashion-MNIST has 60000 + 10000 28x28 images of 10 classes",
           "[core][data][fmnist]") {
   const std::string dir = "/usr/share/datasets/fashion-mnist/";
   auto train =
