@@ -1,10 +1,9 @@
 #!/usr/bin/env bash
 # Studies and long runs (README "Comparing algorithms"): every shipped study runs to the end
-# with exit 0 in its shortened form (training.max_steps, small copies of Fashion-MNIST; with
-# CI=true each sweep cut to its first two values), and a variant that diverges is a result:
-# a row "diverged at step N (simulated s T)" (or "(after T s)") in compare.csv, a cross on the
-# plot, exit 0. A
-# simulated run prints its progress and stops at training.timeout_seconds of real time;
+# with exit 0 in its shortened form (training.max_steps, small copies of Fashion-MNIST; but in
+# the long form each sweep cut to its first two values), and a variant that diverges is a
+# result: a row "diverged at step N (simulated s T)" (or "(after T s)") in compare.csv, a
+# cross on the plot, exit 0. A simulated run prints its progress and stops at training.timeout_seconds of real time;
 # `monsoon run` asks for --yes before a job estimated at more than an hour.
 # configs/compare_fmnist.yaml runs whole in fmnist_compare_test, configs/compare_network.yaml
 # shortened in emulated_network_test (it needs network namespaces).
@@ -27,12 +26,12 @@ PY
 small=(--set "data.train_images=$WORK/train-images" --set "data.train_labels=$WORK/train-labels"
        --set "data.test_images=$WORK/t10k-images" --set "data.test_labels=$WORK/t10k-labels")
 
-# shortened STUDY: configs/STUDY.yaml with its base job's path made absolute and, with CI=true,
-# its sweep cut to its first two values; printed as the path of the copy.
+# shortened STUDY: configs/STUDY.yaml with its base job's path made absolute and, but in the
+# long form, its sweep cut to its first two values; printed as the path of the copy.
 shortened() {
   local copy="$WORK/$1.yaml"
   sed -e "s|^base: |base: $PWD/configs/|" configs/"$1".yaml >"$copy"
-  if [ "${CI:-}" = "true" ]; then
+  if ! long_form; then
     sed -i -E 's/^(  [a-z_.]+: )\[([^],]+), ([^],]+)(, [^]]*)?\]$/\1[\2, \3]/' "$copy"
   fi
   echo "$copy"
