@@ -49,21 +49,13 @@ absl::StatusOr<Dataset> DataSource::ReadAll() {
 }
 
 absl::StatusOr<Dataset> InMemorySource::ReadTargets() {
-  Dataset out;
-  out.feature_dim = data_.feature_dim;
-  out.target_dim = data_.target_dim;
-  out.num_classes = data_.num_classes;
-  out.example_shape = data_.example_shape;
+  Dataset out = data_.Empty();
   out.targets = data_.targets;
   return out;
 }
 
 absl::StatusOr<Dataset> InMemorySource::Read(const std::vector<uint64_t>& indices) {
-  Dataset out;
-  out.feature_dim = data_.feature_dim;
-  out.target_dim = data_.target_dim;
-  out.num_classes = data_.num_classes;
-  out.example_shape = data_.example_shape;
+  Dataset out = data_.Empty();
   const size_t fd = data_.feature_dim, td = data_.target_dim;
   out.features.resize(indices.size() * fd);
   out.targets.resize(indices.size() * td);

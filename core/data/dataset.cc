@@ -163,10 +163,7 @@ class IdxSource : public DataSource {
 };
 
 absl::StatusOr<Dataset> IdxSource::Read(const std::vector<uint64_t>& indices) {
-  Dataset out;
-  out.feature_dim = labels_.feature_dim;
-  out.num_classes = labels_.num_classes;
-  out.example_shape = labels_.example_shape;
+  Dataset out = labels_.Empty();
   const size_t pixels = labels_.feature_dim;
   out.features.resize(indices.size() * pixels);
   out.targets.resize(indices.size());

@@ -23,6 +23,15 @@ struct Dataset {
   std::vector<int> example_shape;  // one example's features, e.g. {1, 28, 28}
 
   size_t size() const { return feature_dim == 0 ? 0 : features.size() / feature_dim; }
+  // A data set without rows, described as this one is (dimensions, classes, example shape).
+  Dataset Empty() const {
+    Dataset out;
+    out.feature_dim = feature_dim;
+    out.target_dim = target_dim;
+    out.num_classes = num_classes;
+    out.example_shape = example_shape;
+    return out;
+  }
 };
 
 // The labels of an IDX split (data_source.h's OpenIdxSource) (targets, num_classes, feature_dim and example_shape) from the
