@@ -185,14 +185,12 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenIdxSource(const std::string& ima
   MONSOON_ASSIGN_OR_RETURN(std::string images,
                            ReadMaybeGzipped(images_path, std::string::npos,
                                             ExpectedIdxBytes(header.count, header.shape)));
-  MONSOON_RETURN_IF_ERROR(CheckIdxImageMagic(images_path, images));
-  const uint64_t count = BigEndian32(images, 4), rows = BigEndian32(images, 8),
-                 cols = BigEndian32(images, 12);
-  // Each factor is below 2^32, so rows * cols does not overflow; count * pixels might, so the
-  // header is checked against the file by division.
+  // The header, already checked (magic, rows x cols at most 2^24), against the file's length:
+  // count * pixels might overflow, so by division.
+  const uint64_t count = header.count, rows = header.shape[1], cols = header.shape[2];
   const uint64_t pixels = rows * cols, body = images.size() - kIdxImageHeader;
-  if (count == 0 || pixels == 0 || pixels > body / count || count * pixels != body ||
-      pixels > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+  if (images.size() < kIdxImageHeader || count == 0 || pixels > body / count ||
+      count * pixels != body) {
     return absl::InvalidArgumentError(
         absl::StrCat(images_path, ": the header says ", count, " images of ", rows, "x", cols,
                      " pixels, which do not match the ", body, " bytes after it"));
