@@ -26,6 +26,7 @@
 #include "bench/median.h"
 #include "bench/seconds.h"
 #include "bench/step_shapes.h"
+#include "core/config/derived_values.h"
 #include "core/finite.h"
 #include "core/process_setup.h"
 #include "server/parameter_server.h"

@@ -29,6 +29,7 @@
 #include "bench/median.h"
 #include "bench/step_shapes.h"
 #include "core/compute/cpu/cpu_backend.h"
+#include "core/config/derived_values.h"
 #include "core/data/array_files.h"
 #include "core/data/data_shard.h"
 #include "core/process_setup.h"

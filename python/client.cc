@@ -4,10 +4,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "core/config/config_reader.h"
+#include "core/config/derived_values.h"
 #include "core/config/job_config.h"
 #include "core/exit_status.h"
-#include "core/run_dir.h"
 #include "core/finite.h"
+#include "core/run_dir.h"
 #include "core/status_macros.h"
 #include "python/errors.h"
 #include "worker/program_environment.h"

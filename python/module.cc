@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "core/config/config_reader.h"
 #include "core/config/job_config.h"
 #include "core/exit_status.h"
 #include "core/file_util.h"

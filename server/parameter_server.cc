@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
+#include "core/config/derived_values.h"
 #include "core/finite.h"
 #include "core/status_macros.h"
 

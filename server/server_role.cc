@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/checkpoint_file.h"
+#include "core/config/derived_values.h"
 #include "core/job_secrets.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"

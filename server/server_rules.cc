@@ -1,5 +1,7 @@
 #include "server/server_rules.h"
 
+#include "core/config/derived_values.h"
+
 namespace monsoon {
 
 ServerRules ServerRules::FromConfig(const JobConfig& config) {

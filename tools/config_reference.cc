@@ -7,6 +7,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/config/config_reference.h"
 #include "core/config/job_config.h"
 #include "core/model/layer_kinds.h"
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "core/config/derived_values.h"
 #include "core/model/model.h"
 
 namespace monsoon {

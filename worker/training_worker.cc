@@ -12,6 +12,7 @@
 #include "absl/time/clock.h"
 #include "core/compression.h"
 #include "core/compute/kernel_math.h"
+#include "core/config/derived_values.h"
 #include "core/exit_status.h"
 #include "core/finite.h"
 #include "core/status_macros.h"

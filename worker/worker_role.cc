@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/compute/compute_backends.h"
+#include "core/config/derived_values.h"
 #include "core/data/data_shard.h"
 #include "core/data/data_source.h"
 #include "core/data/dataset.h"

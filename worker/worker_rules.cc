@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/compute/kernel_math.h"
+#include "core/config/derived_values.h"
 
 namespace monsoon {
 

@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/compute/compute_backend.h"
-#include "core/config/job_config.h"
+#include "core/compute/compute_config.h"
 
 namespace monsoon {
 

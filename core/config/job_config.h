@@ -1,5 +1,7 @@
-// The job configuration: one YAML file describes a whole job. Loading validates every field
-// and names the offending one (`training.epochs: expected an integer >= 1, got 'abc'`).
+// The job configuration: one YAML file describes a whole job, one struct per section. Its
+// fields are declared once in config_schema.h; config_reader.h reads them, config_writer.h
+// writes them, config_validation.h holds the rules between them and derived_values.h the
+// values computed from several.
 #ifndef MONSOON_CORE_CONFIG_JOB_CONFIG_H_
 #define MONSOON_CORE_CONFIG_JOB_CONFIG_H_
 
@@ -7,13 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "core/compression.h"
-#include "core/data/data_source.h"
+#include "core/compute/compute_config.h"
+#include "core/data/data_config.h"
 #include "core/enum_names.h"
 #include "core/model/model.h"
 #include "core/optimizer.h"
-#include "core/sharding_plan.h"
 
 namespace monsoon {
 
@@ -103,9 +104,6 @@ inline constexpr NamedValue<Algorithm> kAlgorithmValues[] = {{Algorithm::kDownpo
                                                              {Algorithm::kEasgd, "easgd"},
                                                              {Algorithm::kEamsgd, "eamsgd"}};
 inline constexpr EnumNames<Algorithm> kAlgorithmNames{"algorithm", kAlgorithmValues};
-// True for the algorithms whose workers push gradients (downpour, sync, ssp); false for the
-// elastic ones (easgd, eamsgd), whose workers exchange weights with the centre.
-bool PushesGradients(Algorithm a);
 
 struct TrainingConfig {
   Algorithm algorithm = Algorithm::kDownpour;
@@ -285,19 +283,6 @@ struct SecurityConfig {
   bool tls() const { return !tls_cert.empty(); }
 };
 
-// The compute backend (core/compute/compute_backends.h).
-enum class Device { kAuto, kCpu, kCuda };
-inline constexpr NamedValue<Device> kDeviceValues[] = {
-    {Device::kAuto, "auto"}, {Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
-inline constexpr EnumNames<Device> kDeviceNames{"device", kDeviceValues};
-
-struct ComputeConfig {
-  Device device = Device::kAuto;
-  int threads = 1;    // BLAS threads per worker (CPU backend)
-  bool tf32 = false;  // let cuBLAS use TF32 tensor cores (CUDA backend)
-  int gpu_workspace_mib = 256;  // the CUDA backend's convolution workspace bound
-};
-
 struct JobConfig {
   std::string job = "job";
   uint64_t seed = 1;
@@ -325,83 +310,6 @@ struct JobConfig {
 
   size_t chunk_floats() const { return static_cast<size_t>(transport.chunk_kib) * 1024 / 4; }
 };
-
-// Parses YAML text. `base_dir` resolves relative data paths; `overrides` are "a.b=value"
-// strings (value in YAML syntax) applied before validation. Errors are InvalidArgument (bad
-// field: the message starts with the field's dotted path) or NotFound (a data file is missing:
-// the message names the field and the file). Reads no data file: a model whose input shape is
-// to come from the data is left with input_shape_from_data set (see ResolveInputShape).
-absl::StatusOr<JobConfig> ParseJobConfig(const std::string& yaml_text, const std::string& base_dir,
-                                         const std::vector<std::string>& overrides = {});
-
-// The rules that tie fields together (a CSV job names data.train, an evaluator needs test
-// data, TLS takes all three files, ...): OK, or InvalidArgument naming the first field that
-// breaks one. ParseJobConfig applies it; call it on a config built in code.
-absl::Status ValidateJobConfig(const JobConfig& config);
-
-// OK when `name` can name a directory of its own (runs/JOB, a compare variant's run) and a
-// SLURM job: 1 to 128 letters, digits, '.', '_' and '-', the first a letter, digit or '_'
-// (so never '.', '..' or an option). Else InvalidArgument starting with `field`.
-absl::Status CheckRunName(const std::string& field, const std::string& name);
-// Whether CheckRunName allows `ch` in a name (`first`: as its first character).
-bool IsRunNameChar(char ch, bool first);
-
-// The largest job file LoadJobConfig reads.
-inline constexpr size_t kMaxConfigBytes = 1 << 20;
-
-// Reads and parses a YAML file (relative paths resolve against the file's directory): a
-// regular file of at most kMaxConfigBytes (a FIFO, a device or a directory is refused before
-// it is opened), one YAML document whose keys each appear once.
-absl::StatusOr<JobConfig> LoadJobConfig(const std::string& path,
-                                        const std::vector<std::string>& overrides = {});
-
-// The step that reads the data's headers, for a config whose model takes its input shape from
-// the training data (ModelSpec::input_shape_from_data): sets the shape, and a layer list's
-// output size, then checks the model as ParseJobConfig checks a model given in full. A no-op
-// for other configs. Errors name model.input_shape and the file.
-absl::Status ResolveInputShape(JobConfig* config);
-
-// Advice about a valid but doubtful config, one line each (e.g. an EASGD alpha above the
-// paper's stability bound). Printed by `monsoon validate`, `run` and `launch`.
-std::vector<std::string> JobConfigWarnings(const JobConfig& config);
-
-// The elastic force for `live_workers` workers: easgd.alpha, or easgd.beta / live_workers,
-// capped at 1.
-double ElasticAlpha(const EasgdConfig& easgd, int live_workers);
-// The paper's stability bound on alpha for local step size eta: (4 - 2 eta) / (4 - eta).
-double ElasticAlphaBound(double eta);
-
-// True when the servers stop the job on losing a worker (reliability.worker_loss resolved).
-bool StopsOnWorkerLoss(const JobConfig& config);
-
-// The servers' momentum: optimizer.momentum, lowered by 1 - 1/workers (not below 0) under
-// optimizer.lower_momentum_with_workers for the asynchronous algorithms (downpour, ssp).
-float EffectiveMomentum(const JobConfig& config);
-// K, the gradients a sync round waits for: sync.quorum, else the workers less
-// ceil(sync.backup_fraction * workers) backups (at least 1).
-int EffectiveQuorum(const JobConfig& config);
-
-// The job's learning-rate schedule and warm-up, for servers and workers alike.
-LearningRatePlan LearningRatePlanOf(const JobConfig& config);
-
-// The learning rate, before the schedule and warm-up (LearningRatePlanOf), of the update a
-// worker's step feeds: the servers' optimizer's for the algorithms that push gradients, the
-// workers' elastic step's (easgd.learning_rate) for EASGD and EAMSGD.
-double BaseLearningRate(const JobConfig& config);
-
-// The sharding plan of this job's model over its servers. Every role computes it with this
-// function, so they agree on it (the servers check the fingerprint).
-absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config);
-
-// The fully resolved configuration (every default filled in, absolute paths) as YAML that
-// ParseJobConfig reads back to the same JobConfig.
-std::string JobConfigToYaml(const JobConfig& config);
-
-// Every field JobConfigToYaml writes, as ("section.key", its YAML value), in file order.
-std::vector<std::pair<std::string, std::string>> JobConfigFields(const JobConfig& config);
-
-// README's configuration reference: a Markdown table with a row per field (core/config/config_schema.h).
-std::string ConfigReferenceMarkdown();
 
 }  // namespace monsoon
 

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "core/config/derived_values.h"
 #include "launcher/cluster/role_assignment.h"
 
 namespace monsoon {

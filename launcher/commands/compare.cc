@@ -7,18 +7,19 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "core/config/config_validation.h"
 #include "core/exit_status.h"
 #include "core/model/model.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/commands/command.h"
 #include "launcher/local/job_setup.h"
+#include "launcher/local/summary.h"
 #include "launcher/simulation/cost_estimate.h"
 #include "launcher/study/study.h"
 #include "launcher/study/study_report.h"
 #include "launcher/study/study_results.h"
 #include "worker/worker_role.h"
-#include "launcher/local/summary.h"
 
 namespace monsoon {
 namespace {

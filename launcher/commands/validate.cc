@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "absl/strings/str_split.h"
+#include "core/config/config_writer.h"
 #include "core/data/dataset.h"
 #include "core/model/model.h"
 #include "core/process_setup.h"

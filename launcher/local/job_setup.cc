@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
+#include "core/config/config_writer.h"
 #include "core/job_secrets.h"
 #include "core/process_setup.h"
 #include "core/status_macros.h"

@@ -1,6 +1,7 @@
 #include "launcher/local/supervision.h"
 
 #include "absl/strings/str_cat.h"
+#include "core/config/derived_values.h"
 
 namespace monsoon {
 

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/compute/compute_backends.h"
+#include "core/config/derived_values.h"
 #include "core/model/model.h"
 #include "core/out_of_memory.h"
 #include "core/status_macros.h"

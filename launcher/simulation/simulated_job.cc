@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "core/compute/kernel_math.h"
+#include "core/config/derived_values.h"
 #include "core/exit_status.h"
 #include "core/file_util.h"
 #include "core/metrics/metrics.h"

@@ -12,6 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "core/config/config_reader.h"
+#include "core/config/config_validation.h"
+#include "core/config/config_writer.h"
+#include "core/config/derived_values.h"
+#include "core/config/input_shape.h"
 #include "core/status_macros.h"
 
 namespace monsoon {

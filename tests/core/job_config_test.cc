@@ -9,6 +9,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "core/config/config_reader.h"
+#include "core/config/config_reference.h"
+#include "core/config/config_validation.h"
+#include "core/config/config_writer.h"
+#include "core/config/derived_values.h"
+#include "core/config/input_shape.h"
 #include "core/model/model.h"
 #include "tests/test_util.h"
 

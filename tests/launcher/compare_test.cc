@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "core/config/derived_values.h"
 #include "launcher/study/study.h"
 #include "launcher/study/study_report.h"
 #include "launcher/study/study_results.h"

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config/derived_values.h"
 #include "server/update_rule.h"
 
 namespace monsoon {
