@@ -28,7 +28,7 @@
 #include "bench/step_shapes.h"
 #include "core/config/derived_values.h"
 #include "core/finite.h"
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 #include "server/parameter_server.h"
 
 namespace monsoon {

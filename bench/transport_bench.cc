@@ -37,7 +37,7 @@
 #include "bench/child_process.h"
 #include "bench/median.h"
 #include "bench/step_shapes.h"
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 #include "server/grpc_parameter_server.h"
 #include "worker/grpc_ps_client.h"
 

@@ -32,7 +32,7 @@
 #include "core/config/derived_values.h"
 #include "core/data/array_files.h"
 #include "core/data/data_shard.h"
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 #include "server/grpc_parameter_server.h"
 #include "worker/grpc_ps_client.h"
 #include "worker/training_worker.h"

@@ -7,7 +7,7 @@
 #include <iostream>
 #include <string>
 
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 #include "launcher/commands/command.h"
 
 namespace monsoon {

@@ -1,4 +1,4 @@
-// gRPC credentials for a job's secrets (core/run_dir.h JobSecrets): plaintext, or mutual TLS
+// gRPC credentials for a job's secrets (core/run/run_dir.h JobSecrets): plaintext, or mutual TLS
 // where every role presents the job's certificate and checks its peer's against the job's CA.
 // The job token travels as call metadata either way (kTokenMetadataKey).
 #ifndef MONSOON_PROTO_CHANNEL_SECURITY_H_
@@ -8,7 +8,7 @@
 
 #include <memory>
 
-#include "core/job_secrets.h"
+#include "core/run/job_secrets.h"
 
 namespace monsoon {
 

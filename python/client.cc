@@ -9,7 +9,7 @@
 #include "core/config/job_config.h"
 #include "core/exit_status.h"
 #include "core/finite.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "core/status_macros.h"
 #include "python/errors.h"
 #include "worker/program_environment.h"

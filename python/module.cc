@@ -23,9 +23,9 @@
 #include "core/config/job_config.h"
 #include "core/exit_status.h"
 #include "core/file_util.h"
-#include "core/out_of_memory.h"
-#include "core/process_setup.h"
-#include "core/run_dir.h"
+#include "core/process/out_of_memory.h"
+#include "core/process/process_setup.h"
+#include "core/run/run_dir.h"
 #include "core/stop_signals.h"
 #include "python/client.h"
 #include "python/errors.h"
@@ -205,7 +205,7 @@ void DefineClient(py::module_& m) {
 
 PYBIND11_MODULE(_monsoon, m) {
   m.doc() = "Monsoon's C++ worker and evaluator roles for models written in Python";
-  // What every Monsoon process applies before its first thread (core/process_setup.h): malloc
+  // What every Monsoon process applies before its first thread (core/process/process_setup.h): malloc
   // keeps the client's message buffers, among others.
   monsoon::ApplyProcessSettings();
   monsoon::DefineErrorType(m);

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "core/job_secrets.h"
-#include "core/run_dir.h"
+#include "core/run/job_secrets.h"
+#include "core/run/run_dir.h"
 #include "server/parameter_server.h"
 
 namespace grpc {

@@ -1,7 +1,7 @@
 // What a server's checkpoint holds, field by field, written once for both directions: the
 // header naming the server and job layout, each worker's incarnation, then per chunk its id,
 // version, values, optimizer state, ledger and synchronous round. VisitChunk lists a chunk's
-// fields for an archive that saves them or loads them (core/checkpoint_file.h is the file).
+// fields for an archive that saves them or loads them (core/run/checkpoint_file.h is the file).
 #ifndef MONSOON_SERVER_SERVER_CHECKPOINT_H_
 #define MONSOON_SERVER_SERVER_CHECKPOINT_H_
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/checkpoint_file.h"
+#include "core/run/checkpoint_file.h"
 #include "core/sharding_plan.h"
 #include "core/status_macros.h"
 #include "server/chunk_ledger.h"

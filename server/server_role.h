@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "server/parameter_server.h"
 #include "server/server_metrics.h"
 

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "core/config/job_config.h"
 #include "core/data/data_source.h"
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 
 namespace monsoon {
 

@@ -13,7 +13,7 @@
 #include "absl/time/time.h"
 #include "core/clock.h"
 #include "core/metrics/metrics.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "worker/ps_client.h"
 #include "worker/worker_metrics.h"
 

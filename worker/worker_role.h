@@ -15,7 +15,7 @@
 #include "core/data/data_source.h"
 #include "core/data/dataset.h"
 #include "core/model/trainable_model.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "worker/grpc_ps_client.h"
 #include "worker/memory_estimate.h"
 

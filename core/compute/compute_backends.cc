@@ -8,8 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "core/compute/cpu/cpu_backend.h"
-#include "core/process_setup.h"
 #include "core/compute/cuda/cuda_plugin.h"
+#include "core/process/process_setup.h"
 
 namespace monsoon {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "core/compute/kernel_math.h"
-#include "core/out_of_memory.h"
+#include "core/process/out_of_memory.h"
 #include "core/status_macros.h"
 
 namespace monsoon {

@@ -12,10 +12,10 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
+#include "launcher/cluster/role_assignment.h"
 #include "launcher/local/local_job.h"
 #include "launcher/local/process_group.h"
-#include "launcher/cluster/role_assignment.h"
 
 namespace monsoon {
 

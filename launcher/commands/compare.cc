@@ -10,7 +10,7 @@
 #include "core/config/config_validation.h"
 #include "core/exit_status.h"
 #include "core/model/model.h"
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/commands/command.h"
 #include "launcher/local/job_setup.h"

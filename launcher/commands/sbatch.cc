@@ -8,14 +8,14 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "core/job_secrets.h"
-#include "core/process_setup.h"
+#include "core/compute/compute_backends.h"
+#include "core/process/process_setup.h"
+#include "core/run/job_secrets.h"
 #include "core/status_macros.h"
+#include "launcher/cluster/sbatch_script.h"
 #include "launcher/commands/command.h"
 #include "launcher/local/process_group.h"
-#include "launcher/cluster/sbatch_script.h"
 #include "launcher/local/worker_program.h"
-#include "core/compute/compute_backends.h"
 
 namespace monsoon {
 namespace {

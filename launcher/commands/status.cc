@@ -10,7 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "core/job_secrets.h"
+#include "core/run/job_secrets.h"
 #include "launcher/commands/command.h"
 #include "launcher/local/summary.h"
 #include "worker/grpc_ps_client.h"

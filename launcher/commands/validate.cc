@@ -6,7 +6,7 @@
 #include "core/config/config_writer.h"
 #include "core/data/dataset.h"
 #include "core/model/model.h"
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 #include "launcher/commands/command.h"
 #include "launcher/local/job_setup.h"
 #include "launcher/simulation/cost_estimate.h"

@@ -7,8 +7,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
-#include "core/process_setup.h"
-#include "core/run_dir.h"
+#include "core/process/process_setup.h"
+#include "core/run/run_dir.h"
 #include "worker/memory_estimate.h"
 
 namespace monsoon {

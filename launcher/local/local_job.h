@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "core/config/job_config.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "launcher/local/summary.h"
 
 namespace monsoon {

@@ -20,7 +20,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "core/file_util.h"
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 #include "core/status_macros.h"
 #include "launcher/local/process_group.h"
 #include "worker/program_environment.h"

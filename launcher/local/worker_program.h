@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "launcher/cluster/role_assignment.h"
 
 namespace monsoon {

@@ -11,7 +11,7 @@
 #include "core/compute/compute_backends.h"
 #include "core/config/derived_values.h"
 #include "core/model/model.h"
-#include "core/out_of_memory.h"
+#include "core/process/out_of_memory.h"
 #include "core/status_macros.h"
 #include "launcher/local/summary.h"
 #include "server/parameter_server.h"

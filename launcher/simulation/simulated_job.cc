@@ -20,7 +20,7 @@
 #include "core/file_util.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"
-#include "core/out_of_memory.h"
+#include "core/process/out_of_memory.h"
 #include "core/status_macros.h"
 #include "launcher/local/run_summary.h"
 #include "launcher/simulation/cost_estimate.h"

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "core/status_macros.h"
 
 namespace monsoon {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "launcher/study/study.h"
 
 namespace monsoon {

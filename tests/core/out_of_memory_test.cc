@@ -1,4 +1,4 @@
-#include "core/out_of_memory.h"
+#include "core/process/out_of_memory.h"
 
 #include <catch2/catch.hpp>
 #include <cstddef>

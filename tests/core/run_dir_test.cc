@@ -1,4 +1,4 @@
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 
 #include <sys/stat.h>
 
@@ -8,8 +8,8 @@
 #include <fstream>
 #include <thread>
 
-#include "core/job_secrets.h"
 #include "core/metrics/metrics.h"
+#include "core/run/job_secrets.h"
 #include "tests/test_util.h"
 
 namespace monsoon {

@@ -9,7 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 #include "tests/test_util.h"
 
 namespace monsoon {

@@ -1,5 +1,5 @@
 // The run directory's layout and the servers' address rendezvous built on it (the job token:
-// core/job_secrets.h). On a cluster the run directory is on a shared file system.
+// core/run/job_secrets.h). On a cluster the run directory is on a shared file system.
 //
 //   RUN_DIR/config.yaml            resolved job config (every role reads it)
 //   RUN_DIR/token                  per-job secret, mode 0600 (or $MONSOON_JOB_TOKEN)
@@ -10,7 +10,7 @@
 //   RUN_DIR/initial_state_size     how many of them are its state (a decimal count)
 //   RUN_DIR/initial_manifest       their tensors, one line each in the flat layout's order
 //                                  ("0.weight (10, 784)"), where the program names them
-//   RUN_DIR/checkpoints/server-J/  server J's checkpoints (core/checkpoint_file.h)
+//   RUN_DIR/checkpoints/server-J/  server J's checkpoints (core/run/checkpoint_file.h)
 //   RUN_DIR/rendezvous/server-J    "host:port" of server J, published atomically
 //   RUN_DIR/rendezvous/finished-server-J   server J has finished training (cleared on resume)
 //   RUN_DIR/metrics/*.csv          per-role metrics (worker-I, server-J, evaluator) and each
@@ -20,8 +20,8 @@
 //   RUN_DIR/tensorboard/ROLE/      per-role TensorBoard event files (worker-I, server-J,
 //                                  evaluator): the metrics CSVs' rows as scalars
 //   RUN_DIR/trace/*.jsonl          per-role trace events, merged into RUN_DIR/trace.json
-#ifndef MONSOON_CORE_RUN_DIR_H_
-#define MONSOON_CORE_RUN_DIR_H_
+#ifndef MONSOON_CORE_RUN_RUN_DIR_H_
+#define MONSOON_CORE_RUN_RUN_DIR_H_
 
 #include <atomic>
 #include <string>
@@ -105,4 +105,4 @@ absl::StatusOr<std::vector<std::string>> WaitForServerAddresses(const RunDir& di
 
 }  // namespace monsoon
 
-#endif  // MONSOON_CORE_RUN_DIR_H_
+#endif  // MONSOON_CORE_RUN_RUN_DIR_H_

@@ -1,4 +1,4 @@
-#include "core/checkpoint_file.h"
+#include "core/run/checkpoint_file.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -7,8 +7,8 @@
 // File layout: "MONSOONCKPT\3" (12 bytes), the payload (fields written by the caller, raw
 // little-endian), then the trailer: u64 payload length, u32 CRC-32 of every byte before the
 // trailer, "CEND".
-#ifndef MONSOON_CORE_CHECKPOINT_FILE_H_
-#define MONSOON_CORE_CHECKPOINT_FILE_H_
+#ifndef MONSOON_CORE_RUN_CHECKPOINT_FILE_H_
+#define MONSOON_CORE_RUN_CHECKPOINT_FILE_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -126,4 +126,4 @@ absl::StatusOr<std::unique_ptr<CheckpointReader>> OpenNewestCheckpoint(
 
 }  // namespace monsoon
 
-#endif  // MONSOON_CORE_CHECKPOINT_FILE_H_
+#endif  // MONSOON_CORE_RUN_CHECKPOINT_FILE_H_

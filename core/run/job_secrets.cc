@@ -1,4 +1,4 @@
-#include "core/job_secrets.h"
+#include "core/run/job_secrets.h"
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>

@@ -1,4 +1,4 @@
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 
 #include <filesystem>
 #include <random>

@@ -1,6 +1,6 @@
 // A failed allocation as one error line naming what was being allocated, never an abort.
-#ifndef MONSOON_CORE_OUT_OF_MEMORY_H_
-#define MONSOON_CORE_OUT_OF_MEMORY_H_
+#ifndef MONSOON_CORE_PROCESS_OUT_OF_MEMORY_H_
+#define MONSOON_CORE_PROCESS_OUT_OF_MEMORY_H_
 
 #include <functional>
 #include <string>
@@ -31,4 +31,4 @@ absl::Status CatchOutOfMemory(const std::function<absl::Status()>& body);
 
 }  // namespace monsoon
 
-#endif  // MONSOON_CORE_OUT_OF_MEMORY_H_
+#endif  // MONSOON_CORE_PROCESS_OUT_OF_MEMORY_H_

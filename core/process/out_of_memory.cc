@@ -1,4 +1,4 @@
-#include "core/out_of_memory.h"
+#include "core/process/out_of_memory.h"
 
 #include <new>
 #include <utility>

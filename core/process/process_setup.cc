@@ -1,4 +1,4 @@
-#include "core/process_setup.h"
+#include "core/process/process_setup.h"
 
 #include <fcntl.h>
 #include <malloc.h>

@@ -1,14 +1,14 @@
 // The job's secrets: the token every RPC carries (RUN_DIR/token, mode 0600, or
 // $MONSOON_JOB_TOKEN) and the TLS material security.tls_* names. Random bytes, the
 // constant-time comparison and file digests come from OpenSSL.
-#ifndef MONSOON_CORE_JOB_SECRETS_H_
-#define MONSOON_CORE_JOB_SECRETS_H_
+#ifndef MONSOON_CORE_RUN_JOB_SECRETS_H_
+#define MONSOON_CORE_RUN_JOB_SECRETS_H_
 
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
-#include "core/run_dir.h"
+#include "core/run/run_dir.h"
 
 namespace monsoon {
 
@@ -48,4 +48,4 @@ absl::StatusOr<std::string> FileSha256(const std::string& path);
 
 }  // namespace monsoon
 
-#endif  // MONSOON_CORE_JOB_SECRETS_H_
+#endif  // MONSOON_CORE_RUN_JOB_SECRETS_H_

@@ -1,6 +1,6 @@
 // Process-wide settings for Monsoon's binaries, applied once by main() before any thread starts.
-#ifndef MONSOON_CORE_PROCESS_SETUP_H_
-#define MONSOON_CORE_PROCESS_SETUP_H_
+#ifndef MONSOON_CORE_PROCESS_PROCESS_SETUP_H_
+#define MONSOON_CORE_PROCESS_PROCESS_SETUP_H_
 
 #include <cstdint>
 #include <string>
@@ -44,4 +44,4 @@ std::string SelfExePath();
 
 }  // namespace monsoon
 
-#endif  // MONSOON_CORE_PROCESS_SETUP_H_
+#endif  // MONSOON_CORE_PROCESS_PROCESS_SETUP_H_
