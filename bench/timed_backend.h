@@ -42,19 +42,12 @@ class TimedBackend : public ComputeBackend {
   void ColumnSum(const float* x, int rows, int cols, float* out) override {
     Timed("bias", [&] { inner_->ColumnSum(x, rows, cols, out); });
   }
-  void ActivationForward(Activation f, const float* x, float* y, size_t n) override {
+  void ActivationForward(ActivationFn f, const float* x, float* y, size_t n) override {
     Timed("activation forward", [&] { inner_->ActivationForward(f, x, y, n); });
   }
-  void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
-                          size_t n) override {
-    Timed("activation backward", [&] { inner_->ActivationBackward(f, y, dy, dx, n); });
-  }
-  void LeakyReluForward(float slope, const float* x, float* y, size_t n) override {
-    Timed("activation forward", [&] { inner_->LeakyReluForward(slope, x, y, n); });
-  }
-  void LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
-                         size_t n) override {
-    Timed("activation backward", [&] { inner_->LeakyReluBackward(slope, y, dy, dx, n); });
+  void ActivationBackward(ActivationFn f, const float* x, const float* y, const float* dy,
+                          float* dx, size_t n) override {
+    Timed("activation backward", [&] { inner_->ActivationBackward(f, x, y, dy, dx, n); });
   }
   LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
                                  float* dlogits) override {

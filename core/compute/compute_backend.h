@@ -10,10 +10,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "core/compute/activation.h"
 
 namespace monsoon {
-
-enum class Activation { kRelu, kTanh, kSigmoid };
 
 // Owns `size` floats in a backend's memory space (host memory for the CPU backend, device
 // memory for a GPU backend). Move-only; frees through the deleter the backend supplied.
@@ -130,16 +129,12 @@ class ComputeBackend {
   virtual void AddBias(const float* bias, int rows, int cols, float* x) = 0;
   // out[c] = sum_r x[r][c].
   virtual void ColumnSum(const float* x, int rows, int cols, float* out) = 0;
-  // y = f(x), elementwise over n values (x == y allowed).
-  virtual void ActivationForward(Activation f, const float* x, float* y, size_t n) = 0;
-  // dx = dy * f'(x), expressed through the forward output y = f(x) (dx == dy allowed).
-  virtual void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
-                                  size_t n) = 0;
-  // Leaky ReLU with `slope` in [0, 1), elementwise over n values, per LeakyReluElement and
-  // LeakyReluGradientElement (core/compute/kernel_math.h); x == y and dx == dy allowed.
-  virtual void LeakyReluForward(float slope, const float* x, float* y, size_t n) = 0;
-  virtual void LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
-                                 size_t n) = 0;
+  // y = f(x), elementwise over n values, per ActivationElement (x == y allowed).
+  virtual void ActivationForward(ActivationFn f, const float* x, float* y, size_t n) = 0;
+  // dx = dy * f'(x), per ActivationGradient, from the input x and the output y = f(x); x may be
+  // null where !GradientUsesInput(f.kind) (dx == dy allowed).
+  virtual void ActivationBackward(ActivationFn f, const float* x, const float* y, const float* dy,
+                                  float* dx, size_t n) = 0;
   // Softmax cross-entropy of logits [rows x classes] against integer labels stored as floats.
   // Writes dlogits = (softmax - onehot) / rows, the gradient of the batch-mean loss.
   virtual LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,

@@ -52,15 +52,6 @@ MONSOON_HOST_DEVICE inline float SoftmaxCrossEntropyRow(const float* z, int labe
   return -((z[label] - zmax) - logf(denom));
 }
 
-// Leaky ReLU with `slope` in [0, 1): y = x where x > 0, else slope * x; and its gradient
-// expressed through y (which has x's sign wherever slope > 0).
-MONSOON_HOST_DEVICE inline float LeakyReluElement(float slope, float x) {
-  return x > 0.0f ? x : slope * x;
-}
-MONSOON_HOST_DEVICE inline float LeakyReluGradientElement(float slope, float y, float dy) {
-  return y > 0.0f ? dy : slope * dy;
-}
-
 // One element of a Nesterov momentum step kept in look-ahead form (Sutskever et al. 2013):
 // w holds x + mu v, the point gradients are taken at. With g = grad at w:
 // v' = mu v - lr g;  w' = w - mu v + (1 + mu) v'  (so that w' = x' + mu v' with x' = x + v').

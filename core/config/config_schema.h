@@ -171,7 +171,8 @@ void VisitJobAndModel(JobConfig& c, V& v) {
                 .Default("*required* (but for `layers`)"));
     v.Field("hidden", &c.model.hidden, IntList{1},
             "MLP hidden-layer widths, e.g. `[256, 128]` (mlp only)");
-    v.Field("activation", &c.model.activation, kActivationNames, "MLP hidden activation");
+    v.Field("activation", &c.model.activation, kActivationNames,
+            "MLP hidden activation, as the layers of that name (`leaky_relu` with slope 0.01)");
     v.Derive(&c.model.loss, c.model.type == ModelType::kLinearRegression
                                 ? LossType::kMeanSquaredError
                                 : LossType::kSoftmaxCrossEntropy);

@@ -84,13 +84,6 @@ std::unique_ptr<Layer> MakeFlatten(const LayerBuild& b) {
   return std::make_unique<FlattenLayer>(b.in[0], b.in[1], b.in[2]);
 }
 
-void LeakyReluSettings(LayerSpec& l, LayerSettingVisitor& v) {
-  v.Real("slope", &l.slope, 0, 1, {"0.01", ""});
-}
-std::unique_ptr<Layer> MakeLeakyRelu(const LayerBuild& b) {
-  return std::make_unique<LeakyReluLayer>(static_cast<float>(b.spec.slope), ShapeSize(b.out));
-}
-
 void BatchNormSettings(LayerSpec& l, LayerSettingVisitor& v) {
   v.Real("momentum", &l.momentum, 0, 1, {"0.1", ""});
   v.Real("epsilon", &l.epsilon, 1e-12, 1, {"1e-05", "1e-5"});
@@ -156,10 +149,16 @@ std::unique_ptr<Layer> MakeGlobalAvgPool(const LayerBuild& b) {
   return std::make_unique<GlobalAvgPoolLayer>(b.in[0], b.in[1], b.in[2], b.plan.in);
 }
 
-template <Activation f>
+// An activation's settings: leaky_relu's slope; the others have none.
+template <Activation F>
+void ActivationSettings(LayerSpec& l, LayerSettingVisitor& v) {
+  if constexpr (F == Activation::kLeakyRelu) v.Real("slope", &l.slope, 0, 1, {"0.01", ""});
+}
+template <Activation F>
 std::unique_ptr<Layer> MakeActivation(const LayerBuild& b) {
   if (b.plan.fused) return nullptr;
-  return std::make_unique<ActivationLayer>(f, ShapeSize(b.out));
+  return std::make_unique<ActivationLayer>(ActivationFn{F, static_cast<float>(b.spec.slope)},
+                                           ShapeSize(b.out));
 }
 
 const LayerKindDecl kDecls[] = {
@@ -167,12 +166,11 @@ const LayerKindDecl kDecls[] = {
      "`y = x W + b`: Glorot-uniform weights `[in x units]`, zero biases; needs a flat input",
      DenseSettings, InputRank::kFlat, DenseShape, NativeLayout::kPlain, false, false, "dense",
      MakeDense},
-    {LayerKind::kRelu, "`max(0, x)`, elementwise", NoSettings, InputRank::kAny, nullptr,
-     NativeLayout::kPasses, false, false, nullptr, MakeActivation<Activation::kRelu>},
-    {LayerKind::kTanh, "`tanh(x)`, elementwise", NoSettings, InputRank::kAny, nullptr,
-     NativeLayout::kPasses, false, false, nullptr, MakeActivation<Activation::kTanh>},
-    {LayerKind::kSigmoid, "`1 / (1 + exp(-x))`, elementwise", NoSettings, InputRank::kAny,
-     nullptr, NativeLayout::kPasses, false, false, nullptr, MakeActivation<Activation::kSigmoid>},
+#define MONSOON_ACTIVATION_DECL(kind, name, meaning)                                         \
+  {LayerKind::kind, meaning, ActivationSettings<Activation::kind>, InputRank::kAny, nullptr,   \
+   NativeLayout::kPasses, false, false, nullptr, MakeActivation<Activation::kind>},
+    MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_DECL)
+#undef MONSOON_ACTIVATION_DECL
     {LayerKind::kFlatten, "a `[C, H, W]` input as one vector (channels first)", NoSettings,
      InputRank::kAny, FlattenShape, NativeLayout::kFlattens, false, false, nullptr, MakeFlatten},
     {LayerKind::kConv2d,
@@ -199,8 +197,6 @@ const LayerKindDecl kDecls[] = {
      "pooling)",
      NoSettings, InputRank::kSpatial, GlobalPoolShape, NativeLayout::kFlattens, false, false,
      nullptr, MakeGlobalAvgPool},
-    {LayerKind::kLeakyRelu, "`x` where `x > 0`, else `slope · x`, elementwise", LeakyReluSettings,
-     InputRank::kAny, nullptr, NativeLayout::kPasses, false, false, nullptr, MakeLeakyRelu},
     {LayerKind::kBatchNorm,
      "batch normalisation of each channel of a `[C, H, W]` input (or each value of a flat one): "
      "`gamma (x - mean) / sqrt(var + epsilon) + beta`, trained `gamma` (ones) and `beta` "

@@ -16,29 +16,33 @@
 
 namespace monsoon {
 
-// One layer of a layer-list model (model.layers).
+// One layer of a layer-list model (model.layers); each activation is a kind of its own.
 enum class LayerKind {
   kDense,
-  kRelu,
-  kTanh,
-  kSigmoid,
+#define MONSOON_ACTIVATION_LAYER_KIND(kind, name, meaning) kind,
+  MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_LAYER_KIND)
+#undef MONSOON_ACTIVATION_LAYER_KIND
   kFlatten,
   kConv2d,
   kMaxPool2d,
   kAvgPool2d,
   kDropout,
   kGlobalAvgPool2d,
-  kLeakyRelu,
   kBatchNorm,
   kResidual
 };
 inline constexpr NamedValue<LayerKind> kLayerKindValues[] = {
-    {LayerKind::kDense, "dense"},         {LayerKind::kRelu, "relu"},
-    {LayerKind::kTanh, "tanh"},           {LayerKind::kSigmoid, "sigmoid"},
-    {LayerKind::kFlatten, "flatten"},     {LayerKind::kConv2d, "conv2d"},
-    {LayerKind::kMaxPool2d, "maxpool2d"}, {LayerKind::kAvgPool2d, "avgpool2d"},
-    {LayerKind::kDropout, "dropout"},     {LayerKind::kGlobalAvgPool2d, "globalavgpool2d"},
-    {LayerKind::kLeakyRelu, "leaky_relu"},     {LayerKind::kBatchNorm, "batchnorm"},
+    {LayerKind::kDense, "dense"},
+#define MONSOON_ACTIVATION_LAYER_NAME(kind, name, meaning) {LayerKind::kind, name},
+    MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_LAYER_NAME)
+#undef MONSOON_ACTIVATION_LAYER_NAME
+    {LayerKind::kFlatten, "flatten"},
+    {LayerKind::kConv2d, "conv2d"},
+    {LayerKind::kMaxPool2d, "maxpool2d"},
+    {LayerKind::kAvgPool2d, "avgpool2d"},
+    {LayerKind::kDropout, "dropout"},
+    {LayerKind::kGlobalAvgPool2d, "globalavgpool2d"},
+    {LayerKind::kBatchNorm, "batchnorm"},
     {LayerKind::kResidual, "residual"}};
 inline constexpr EnumNames<LayerKind> kLayerKindNames{"layer", kLayerKindValues};
 

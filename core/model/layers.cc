@@ -30,34 +30,15 @@ void DenseLayer::Backward(ComputeBackend& backend, const float* x, const float* 
   if (dx != nullptr) backend.Gemm(false, true, batch, in_, out_, 1.0f, dy, w_, 0.0f, dx);
 }
 
-std::string ActivationLayer::name() const {
-  switch (f_) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kTanh:
-      return "tanh";
-    case Activation::kSigmoid:
-      break;
-  }
-  return "sigmoid";
-}
-
 void ActivationLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
   backend.ActivationForward(f_, x, y, static_cast<size_t>(batch) * dim_);
 }
 
 void ActivationLayer::Backward(ComputeBackend& backend, const float* x, const float* y,
                                const float* dy, int batch, float* dx) {
-  if (dx != nullptr) backend.ActivationBackward(f_, y, dy, dx, static_cast<size_t>(batch) * dim_);
-}
-
-void LeakyReluLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
-  backend.LeakyReluForward(slope_, x, y, static_cast<size_t>(batch) * dim_);
-}
-
-void LeakyReluLayer::Backward(ComputeBackend& backend, const float* /*x*/, const float* y,
-                              const float* dy, int batch, float* dx) {
-  if (dx != nullptr) backend.LeakyReluBackward(slope_, y, dy, dx, static_cast<size_t>(batch) * dim_);
+  if (dx != nullptr) {
+    backend.ActivationBackward(f_, x, y, dy, dx, static_cast<size_t>(batch) * dim_);
+  }
 }
 
 std::vector<ParamShape> Conv2dLayer::param_shapes() const {
@@ -81,7 +62,7 @@ const float* FusedReluGradient::Before(ComputeBackend& backend, const float* y, 
                                        size_t n) {
   if (!active_) return dy;
   if (dy_.size() < n) dy_ = backend.Allocate(n);
-  backend.ActivationBackward(Activation::kRelu, y, dy, dy_.data(), n);
+  backend.ActivationBackward({Activation::kRelu}, nullptr, y, dy, dy_.data(), n);
   return dy_.data();
 }
 

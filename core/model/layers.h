@@ -84,11 +84,11 @@ class DenseLayer : public Layer {
   float* db_ = nullptr;
 };
 
-// y = f(x) elementwise: ReLU, tanh or sigmoid.
+// y = f(x) elementwise (core/compute/activation.h).
 class ActivationLayer : public Layer {
  public:
-  ActivationLayer(Activation f, int dim) : f_(f), dim_(dim) {}
-  std::string name() const override;
+  ActivationLayer(ActivationFn f, int dim) : f_(f), dim_(dim) {}
+  std::string name() const override { return ActivationName(f_.kind); }
   int input_dim() const override { return dim_; }
   int output_dim() const override { return dim_; }
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
@@ -96,23 +96,7 @@ class ActivationLayer : public Layer {
                 float* dx) override;
 
  private:
-  const Activation f_;
-  const int dim_;
-};
-
-// y = x where x > 0, else slope * x, elementwise (slope in [0, 1)).
-class LeakyReluLayer : public Layer {
- public:
-  LeakyReluLayer(float slope, int dim) : slope_(slope), dim_(dim) {}
-  std::string name() const override { return "leaky_relu"; }
-  int input_dim() const override { return dim_; }
-  int output_dim() const override { return dim_; }
-  void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
-  void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
-                float* dx) override;
-
- private:
-  const float slope_;
+  const ActivationFn f_;
   const int dim_;
 };
 

@@ -15,16 +15,16 @@
 namespace monsoon {
 namespace {
 
+// The layer kind of an MLP's hidden activation.
 LayerKind ActivationKind(Activation f) {
   switch (f) {
-    case Activation::kRelu:
-      return LayerKind::kRelu;
-    case Activation::kTanh:
-      return LayerKind::kTanh;
-    case Activation::kSigmoid:
-      break;
+#define MONSOON_ACTIVATION_LAYER(kind, name, meaning) \
+  case Activation::kind:                              \
+    return LayerKind::kind;
+    MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_LAYER)
+#undef MONSOON_ACTIVATION_LAYER
   }
-  return LayerKind::kSigmoid;
+  return LayerKind::kRelu;
 }
 
 Shape InputShape(const ModelSpec& spec) {

@@ -168,7 +168,10 @@ inline constexpr NamedValue<ModelType> kModelTypeValues[] = {
 inline constexpr EnumNames<ModelType> kModelTypeNames{"model type", kModelTypeValues};
 
 inline constexpr NamedValue<Activation> kActivationValues[] = {
-    {Activation::kRelu, "relu"}, {Activation::kTanh, "tanh"}, {Activation::kSigmoid, "sigmoid"}};
+#define MONSOON_ACTIVATION_NAME(kind, name, meaning) {Activation::kind, name},
+    MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_NAME)
+#undef MONSOON_ACTIVATION_NAME
+};
 inline constexpr EnumNames<Activation> kActivationNames{"activation", kActivationValues};
 
 inline constexpr NamedValue<LossType> kLossValues[] = {

@@ -51,39 +51,69 @@ TEST_CASE("CpuBackend: softmax cross-entropy loss, accuracy and gradient", "[cor
   CHECK(grad[4] == Approx((1.0 / 3.0 - 1.0) / 2.0));
 }
 
-TEST_CASE("CpuBackend: activations and their derivatives through the output", "[core][backend]") {
+TEST_CASE("CpuBackend: activations and their derivatives", "[core][backend]") {
   CpuBackend backend;
   const std::vector<float> x = {-2.0f, -0.5f, 0.0f, 0.7f, 3.0f};
   const std::vector<float> dy = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
   std::vector<float> y(5), dx(5);
-  backend.ActivationForward(Activation::kTanh, x.data(), y.data(), 5);
-  backend.ActivationBackward(Activation::kTanh, y.data(), dy.data(), dx.data(), 5);
+  const auto run = [&](ActivationFn f) {
+    backend.ActivationForward(f, x.data(), y.data(), 5);
+    backend.ActivationBackward(f, x.data(), y.data(), dy.data(), dx.data(), 5);
+  };
+  run({Activation::kTanh});
   for (int i = 0; i < 5; ++i) {
     CHECK(y[i] == Approx(std::tanh(x[i])));
     CHECK(dx[i] == Approx(dy[i] * (1 - std::tanh(x[i]) * std::tanh(x[i]))));
   }
-  backend.ActivationForward(Activation::kSigmoid, x.data(), y.data(), 5);
-  backend.ActivationBackward(Activation::kSigmoid, y.data(), dy.data(), dx.data(), 5);
+  run({Activation::kSigmoid});
   for (int i = 0; i < 5; ++i) {
     const double s = 1 / (1 + std::exp(-x[i]));
     CHECK(y[i] == Approx(s));
     CHECK(dx[i] == Approx(dy[i] * s * (1 - s)));
   }
-  backend.ActivationForward(Activation::kRelu, x.data(), y.data(), 5);
-  backend.ActivationBackward(Activation::kRelu, y.data(), dy.data(), dx.data(), 5);
+  run({Activation::kRelu});
   CHECK(y == std::vector<float>{0, 0, 0, 0.7f, 3.0f});
   CHECK(dx == std::vector<float>{0, 0, 0, 4.0f, 5.0f});
+  run({Activation::kLeakyRelu, 0.1f});
+  CHECK(y == std::vector<float>{-0.2f, -0.05f, 0, 0.7f, 3.0f});
+  CHECK(dx == std::vector<float>{0.1f, 0.2f, 0.3f, 4.0f, 5.0f});
 
-  SECTION("ReLU's derivative over a long run of mixed signs, in place") {
+  SECTION("ReLU's derivative over a long run of mixed signs, in place, without its input") {
     const size_t n = 37;  // vector lanes and a tail
     std::vector<float> out(n), grad(n);
     for (size_t i = 0; i < n; ++i) {
       out[i] = (i * 7) % 3 == 0 ? 0.0f : 0.5f * static_cast<float>(i);
       grad[i] = static_cast<float>(i) + 1;
     }
-    backend.ActivationBackward(Activation::kRelu, out.data(), grad.data(), grad.data(), n);
+    backend.ActivationBackward({Activation::kRelu}, nullptr, out.data(), grad.data(), grad.data(),
+                               n);
     for (size_t i = 0; i < n; ++i) {
       CHECK(grad[i] == (out[i] > 0 ? static_cast<float>(i) + 1 : 0.0f));
+    }
+  }
+}
+
+TEST_CASE("CpuBackend: every activation's derivative is its central finite difference",
+          "[core][backend]") {
+  CpuBackend backend;
+  // Away from kinks (0), where a finite difference straddles two slopes.
+  const std::vector<float> x = {-4.0f, -2.1f, -1.3f, -0.4f, -0.05f, 0.2f, 0.9f, 2.5f, 4.0f};
+  const size_t n = x.size();
+  const float h = 1e-2f;
+  std::vector<float> up(n), down(n), y(n), dx(n);
+  const std::vector<float> ones(n, 1.0f);
+  std::vector<float> x_up = x, x_down = x;
+  for (size_t i = 0; i < n; ++i) x_up[i] += h, x_down[i] -= h;
+  for (const Activation kind : kAllActivations) {
+    const ActivationFn f{kind, kind == Activation::kLeakyRelu ? 0.3f : 0.0f};
+    INFO(ActivationName(kind));
+    backend.ActivationForward(f, x_up.data(), up.data(), n);
+    backend.ActivationForward(f, x_down.data(), down.data(), n);
+    backend.ActivationForward(f, x.data(), y.data(), n);
+    backend.ActivationBackward(f, x.data(), y.data(), ones.data(), dx.data(), n);
+    for (size_t i = 0; i < n; ++i) {
+      INFO("x = " << x[i]);
+      CHECK(dx[i] == Approx((up[i] - down[i]) / (2 * h)).margin(2e-3));
     }
   }
 }

@@ -112,27 +112,20 @@ TEST_CASE("CublasBackend: elementwise kernels, losses, axpy and Nesterov match t
   p.cpu.ColumnSum(x.first, rows, cols, sums.first);
   gpu->ColumnSum(x.second, rows, cols, sums.second);
   p.ExpectSame(sums, cols);
-  for (const float slope : {0.0f, 0.01f, 0.3f}) {
-    auto y = p.Zeros(n);
-    auto dy = p.Upload(Random(n, 4));
-    auto dx = p.Zeros(n);
-    p.cpu.LeakyReluForward(slope, x.first, y.first, n);
-    gpu->LeakyReluForward(slope, x.second, y.second, n);
-    p.ExpectSame(y, n);
-    p.cpu.LeakyReluBackward(slope, y.first, dy.first, dx.first, n);
-    gpu->LeakyReluBackward(slope, y.second, dy.second, dx.second, n);
-    p.ExpectSame(dx, n);
-  }
-  for (Activation f : {Activation::kRelu, Activation::kTanh, Activation::kSigmoid}) {
-    auto y = p.Zeros(n);
-    auto dy = p.Upload(Random(n, 3));
-    auto dx = p.Zeros(n);
-    p.cpu.ActivationForward(f, x.first, y.first, n);
-    gpu->ActivationForward(f, x.second, y.second, n);
-    p.ExpectSame(y, n);
-    p.cpu.ActivationBackward(f, y.first, dy.first, dx.first, n);
-    gpu->ActivationBackward(f, y.second, dy.second, dx.second, n);
-    p.ExpectSame(dx, n);
+  for (const Activation f : kAllActivations) {
+    for (const float slope : {0.0f, 0.01f, 0.3f}) {
+      if (f != Activation::kLeakyRelu && slope != 0.0f) continue;
+      INFO(ActivationName(f) << " slope " << slope);
+      auto y = p.Zeros(n);
+      auto dy = p.Upload(Random(n, 3));
+      auto dx = p.Zeros(n);
+      p.cpu.ActivationForward({f, slope}, x.first, y.first, n);
+      gpu->ActivationForward({f, slope}, x.second, y.second, n);
+      p.ExpectSame(y, n);
+      p.cpu.ActivationBackward({f, slope}, x.first, y.first, dy.first, dx.first, n);
+      gpu->ActivationBackward({f, slope}, x.second, y.second, dy.second, dx.second, n);
+      p.ExpectSame(dx, n);
+    }
   }
   std::vector<float> labels(rows);
   for (int r = 0; r < rows; ++r) labels[r] = static_cast<float>((r * 7) % cols);

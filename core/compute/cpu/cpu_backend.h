@@ -27,12 +27,9 @@ class CpuBackend : public ComputeBackend {
             const float* b, float beta, float* c) override;
   void AddBias(const float* bias, int rows, int cols, float* x) override;
   void ColumnSum(const float* x, int rows, int cols, float* out) override;
-  void ActivationForward(Activation f, const float* x, float* y, size_t n) override;
-  void LeakyReluForward(float slope, const float* x, float* y, size_t n) override;
-  void LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
-                         size_t n) override;
-  void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
-                          size_t n) override;
+  void ActivationForward(ActivationFn f, const float* x, float* y, size_t n) override;
+  void ActivationBackward(ActivationFn f, const float* x, const float* y, const float* dy,
+                          float* dx, size_t n) override;
   LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
                                  float* dlogits) override;
   LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,

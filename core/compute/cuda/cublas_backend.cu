@@ -35,37 +35,23 @@ __global__ void AddBiasKernel(const float* bias, int rows, int cols, float* x) {
   }
 }
 
-__global__ void ActivationForwardKernel(int f, const float* x, float* y, size_t n) {
+template <Activation F>
+__global__ void ActivationForwardKernel(float slope, const float* x, float* y, size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
-    const float v = x[i];
-    y[i] = f == 0 ? fmaxf(v, 0.0f) : f == 1 ? tanhf(v) : 1.0f / (1.0f + expf(-v));
+    y[i] = ActivationElement<F>(slope, x[i]);
   }
 }
 
-__global__ void ActivationBackwardKernel(int f, const float* y, const float* dy, float* dx,
-                                         size_t n) {
+template <Activation F>
+__global__ void ActivationBackwardKernel(float slope, const float* x, const float* y,
+                                         const float* dy, float* dx, size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
-    const float out = y[i];
-    dx[i] = f == 0   ? (out > 0.0f ? dy[i] : 0.0f)
-            : f == 1 ? dy[i] * (1.0f - out * out)
-                     : dy[i] * out * (1.0f - out);
+    const float in = GradientUsesInput(F) ? x[i] : 0.0f;
+    dx[i] = ActivationGradient<F>(slope, in, y[i], dy[i]);
   }
 }
 
 // One thread per row (see SoftmaxCrossEntropyRow).
-__global__ void LeakyReluForwardKernel(float slope, const float* x, float* y, size_t n) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
-    y[i] = LeakyReluElement(slope, x[i]);
-  }
-}
-
-__global__ void LeakyReluBackwardKernel(float slope, const float* y, const float* dy, float* dx,
-                                        size_t n) {
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
-    dx[i] = LeakyReluGradientElement(slope, y[i], dy[i]);
-  }
-}
-
 __global__ void SoftmaxCrossEntropyKernel(const float* logits, const float* labels, int rows,
                                           int classes, float* dlogits, float* row_loss,
                                           float* row_correct) {
@@ -437,28 +423,21 @@ class CublasBackend : public ComputeBackend {
               "cublasSgemv");
   }
 
-  void ActivationForward(Activation f, const float* x, float* y, size_t n) override {
+  void ActivationForward(ActivationFn f, const float* x, float* y, size_t n) override {
     if (!status_.ok() || n == 0) return;
-    MONSOON_LAUNCH(ActivationForwardKernel, Blocks(n), kThreads, compute_, static_cast<int>(f), x,
-                   y, n);
+    DispatchActivation(f.kind, [&](auto kind) {
+      MONSOON_LAUNCH(ActivationForwardKernel<decltype(kind)::value>, Blocks(n), kThreads, compute_,
+                     f.slope, x, y, n);
+    });
   }
 
-  void ActivationBackward(Activation f, const float* y, const float* dy, float* dx,
-                          size_t n) override {
+  void ActivationBackward(ActivationFn f, const float* x, const float* y, const float* dy,
+                          float* dx, size_t n) override {
     if (!status_.ok() || n == 0) return;
-    MONSOON_LAUNCH(ActivationBackwardKernel, Blocks(n), kThreads, compute_, static_cast<int>(f), y,
-                   dy, dx, n);
-  }
-
-  void LeakyReluForward(float slope, const float* x, float* y, size_t n) override {
-    if (!status_.ok() || n == 0) return;
-    MONSOON_LAUNCH(LeakyReluForwardKernel, Blocks(n), kThreads, compute_, slope, x, y, n);
-  }
-
-  void LeakyReluBackward(float slope, const float* y, const float* dy, float* dx,
-                         size_t n) override {
-    if (!status_.ok() || n == 0) return;
-    MONSOON_LAUNCH(LeakyReluBackwardKernel, Blocks(n), kThreads, compute_, slope, y, dy, dx, n);
+    DispatchActivation(f.kind, [&](auto kind) {
+      MONSOON_LAUNCH(ActivationBackwardKernel<decltype(kind)::value>, Blocks(n), kThreads,
+                     compute_, f.slope, x, y, dy, dx, n);
+    });
   }
 
   LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,

@@ -1,0 +1,110 @@
+// Elementwise activations, each declared once: its name, README's line for it and its math.
+// The layer kinds (core/model/layer_kinds.h), the MLP's model.activation, the CPU backend and
+// the CUDA kernels (compiled for host and device under nvcc) are all made from these rows, so
+// an activation is added here and nowhere else in the code.
+#ifndef MONSOON_CORE_COMPUTE_ACTIVATION_H_
+#define MONSOON_CORE_COMPUTE_ACTIVATION_H_
+
+#include <cmath>
+#include <type_traits>
+
+#include "core/compute/kernel_math.h"
+
+// X(enumerator, name in job files, what it computes as README's layer table says it).
+#define MONSOON_ACTIVATIONS(X)                               \
+  X(kRelu, "relu", "`max(0, x)`, elementwise")               \
+  X(kTanh, "tanh", "`tanh(x)`, elementwise")                 \
+  X(kSigmoid, "sigmoid", "`1 / (1 + exp(-x))`, elementwise") \
+  X(kLeakyRelu, "leaky_relu", "`x` where `x > 0`, else `slope · x`, elementwise")
+
+namespace monsoon {
+
+enum class Activation {
+#define MONSOON_ACTIVATION_ENUMERATOR(kind, name, meaning) kind,
+  MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_ENUMERATOR)
+#undef MONSOON_ACTIVATION_ENUMERATOR
+};
+
+// Every activation, in declaration order.
+inline constexpr Activation kAllActivations[] = {
+#define MONSOON_ACTIVATION_VALUE(kind, name, meaning) Activation::kind,
+    MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_VALUE)
+#undef MONSOON_ACTIVATION_VALUE
+};
+
+// Its name in job files: "relu".
+constexpr const char* ActivationName(Activation f) {
+  switch (f) {
+#define MONSOON_ACTIVATION_NAME(kind, name, meaning) \
+  case Activation::kind:                             \
+    return name;
+    MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_NAME)
+#undef MONSOON_ACTIVATION_NAME
+  }
+  return "";
+}
+
+// An activation with its parameter: `slope` is leaky_relu's below zero, in [0, 1); the other
+// activations take none.
+struct ActivationFn {
+  Activation kind = Activation::kRelu;
+  float slope = 0;
+};
+
+// Whether F's gradient is computed from its input x; the others' come from their output y
+// alone, so that a ReLU fused into another kernel, whose input is never kept, backpropagates.
+MONSOON_HOST_DEVICE constexpr bool GradientUsesInput(Activation f) {
+  return f != Activation::kRelu && f != Activation::kTanh && f != Activation::kSigmoid &&
+         f != Activation::kLeakyRelu;
+}
+
+// y = F(x).
+template <Activation F>
+MONSOON_HOST_DEVICE inline float ActivationElement(float slope, float x) {
+  if constexpr (F == Activation::kRelu) {
+    return x > 0.0f ? x : 0.0f;
+  } else if constexpr (F == Activation::kTanh) {
+    return tanhf(x);
+  } else if constexpr (F == Activation::kSigmoid) {
+    return 1.0f / (1.0f + expf(-x));
+  } else {
+    static_assert(F == Activation::kLeakyRelu, "an activation without its math");
+    return x > 0.0f ? x : slope * x;
+  }
+}
+
+// dx = dy * F'(x), from the input x (read only where GradientUsesInput(F)) and the output
+// y = F(x). Each case reads every operand it selects between, so that a loop of them compiles
+// to selects rather than branches (a branch per element mispredicts on real activations).
+template <Activation F>
+MONSOON_HOST_DEVICE inline float ActivationGradient(float slope, float /*x*/, float y, float dy) {
+  if constexpr (F == Activation::kRelu) {
+    return y > 0.0f ? dy : 0.0f;
+  } else if constexpr (F == Activation::kTanh) {
+    return dy * (1.0f - y * y);
+  } else if constexpr (F == Activation::kSigmoid) {
+    return dy * y * (1.0f - y);
+  } else {
+    static_assert(F == Activation::kLeakyRelu, "an activation without its gradient");
+    // y has x's sign wherever slope > 0, and where slope is 0 both branches give 0 below 0.
+    return y > 0.0f ? dy : slope * dy;
+  }
+}
+
+// Calls visit(std::integral_constant<Activation, F>{}) with F = f: how a backend turns the
+// activation it is given into a loop or kernel compiled for that one activation.
+template <class Visit>
+void DispatchActivation(Activation f, Visit&& visit) {
+  switch (f) {
+#define MONSOON_ACTIVATION_CASE(kind, name, meaning)               \
+  case Activation::kind:                                           \
+    visit(std::integral_constant<Activation, Activation::kind>{}); \
+    return;
+    MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_CASE)
+#undef MONSOON_ACTIVATION_CASE
+  }
+}
+
+}  // namespace monsoon
+
+#endif  // MONSOON_CORE_COMPUTE_ACTIVATION_H_
