@@ -78,6 +78,20 @@ TEST_CASE("CpuBackend: activations and their derivatives", "[core][backend]") {
   CHECK(y == std::vector<float>{-0.2f, -0.05f, 0, 0.7f, 3.0f});
   CHECK(dx == std::vector<float>{0.1f, 0.2f, 0.3f, 4.0f, 5.0f});
 
+  run({Activation::kSilu});
+  for (int i = 0; i < 5; ++i) {
+    const double s = 1 / (1 + std::exp(-x[i]));
+    CHECK(y[i] == Approx(x[i] * s));
+    CHECK(dx[i] == Approx(dy[i] * s * (1 + x[i] * (1 - s))));
+  }
+  // GELU against PyTorch 1.13's F.gelu at -2, -0.5, 0, 0.7 and 3, exact and tanh-approximated.
+  run({Activation::kGelu});
+  const std::vector<double> gelu = {-0.0455003, -0.1542688, 0.0, 0.5306254, 2.9959503};
+  for (int i = 0; i < 5; ++i) CHECK(y[i] == Approx(gelu[i]).margin(1e-6));
+  run({Activation::kGeluTanh});
+  const std::vector<double> gelu_tanh = {-0.0454023, -0.1542860, 0.0, 0.5305701, 2.9963626};
+  for (int i = 0; i < 5; ++i) CHECK(y[i] == Approx(gelu_tanh[i]).margin(1e-6));
+
   SECTION("ReLU's derivative over a long run of mixed signs, in place, without its input") {
     const size_t n = 37;  // vector lanes and a tail
     std::vector<float> out(n), grad(n);

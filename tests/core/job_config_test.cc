@@ -77,7 +77,8 @@ TEST_CASE("JobConfig: a model as a list of layers, shapes inferred, misfits name
         "model.layers[0].dense.units: expected an integer in [1, 16777216], got '0'");
   CHECK(error("  input_dim: 4\n  layers: [lstm]\n") ==
         "model.layers[0]: unknown layer 'lstm' (layers: dense, relu, tanh, sigmoid, leaky_relu, "
-        "flatten, conv2d, maxpool2d, avgpool2d, dropout, globalavgpool2d, batchnorm, residual)");
+        "gelu, gelu_tanh, silu, flatten, conv2d, maxpool2d, avgpool2d, dropout, globalavgpool2d, "
+        "batchnorm, residual)");
   CHECK(error("  input_dim: 4\n  output_dim: 3\n  layers: [dense: {units: 2}]\n") ==
         "model.output_dim is 3 but the last layer's output is (2)");
   CHECK(error("  input_shape: [2, 2]\n  input_dim: 5\n  layers: [flatten, dense: {units: 2}]\n") ==

@@ -123,6 +123,17 @@ TEST_CASE("Model: convolution and pooling gradients match finite differences, od
                           {Conv(3, 2, 1, Padding::kSame), leaky, Pool(LayerKind::kMaxPool2d, 2, 2)},
                           2, LossType::kSoftmaxCrossEntropy);
   CheckGradients(e, 13);
+  // The activations whose gradient needs their input, after a convolution and a dense layer.
+  const ModelSpec f = Cnn({1, 5, 5},
+                          {Conv(2, 3, 1, Padding::kSame),
+                           {LayerKind::kGelu},
+                           {LayerKind::kFlatten},
+                           {LayerKind::kDense, 6},
+                           {LayerKind::kSilu},
+                           {LayerKind::kDense, 4},
+                           {LayerKind::kGeluTanh}},
+                          4, LossType::kSoftmaxCrossEntropy);
+  CheckGradients(f, 17);
 }
 
 // CNNs whose convolution activations stay in the CPU's native (blocked) layout: 16 filters
