@@ -13,9 +13,10 @@ namespace monsoon {
 
 StallWatch::StallWatch(std::string who, double stall_seconds, double first_step_seconds)
     : who_(std::move(who)),
+      off_(stall_seconds < 0),
       given_(absl::Seconds(stall_seconds)),
       first_step_(absl::Seconds(first_step_seconds)) {
-  thread_ = std::thread([this] { Watch(); });
+  if (!off_) thread_ = std::thread([this] { Watch(); });
 }
 
 StallWatch::~StallWatch() {
@@ -23,7 +24,7 @@ StallWatch::~StallWatch() {
     absl::MutexLock lock(&mu_);
     done_ = true;
   }
-  thread_.join();
+  if (thread_.joinable()) thread_.join();
 }
 
 void StallWatch::Begin(int64_t step) {
@@ -46,6 +47,7 @@ absl::Duration StallWatch::limit() const {
 }
 
 absl::Duration StallWatch::LimitLocked() const {
+  if (off_) return absl::InfiniteDuration();
   if (!finished_step_) return first_step_;
   if (given_ > absl::ZeroDuration()) return given_;
   return std::max(kAutoFloor, 10 * longest_);

@@ -22,7 +22,8 @@ namespace monsoon {
 // kFirstStepNotice of it the watch says it is waiting); then `stall_seconds` where positive,
 // else ten times the longest step so far, at least kAutoFloor. Before it ends the process it
 // raises SIGUSR2 where the process handles it (a Python worker program's faulthandler: every
-// thread's stack, to stderr). Thread-safe.
+// thread's stack, to stderr). A negative `stall_seconds` (kStallWatchOff) turns the watch off:
+// no thread, no limit. Thread-safe.
 class StallWatch {
  public:
   static constexpr absl::Duration kAutoFloor = absl::Seconds(120);
@@ -46,7 +47,7 @@ class StallWatch {
     StallWatch* const watch_;
   };
 
-  // How long a compute may run now.
+  // How long a compute may run now; InfiniteDuration when the watch is off.
   absl::Duration limit() const;
 
  private:
@@ -60,6 +61,7 @@ class StallWatch {
   [[noreturn]] void EndStalledLocked(absl::Duration limit) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string who_;
+  const bool off_;
   const absl::Duration given_;  // ZeroDuration: derived from the steps
   const absl::Duration first_step_;
   mutable absl::Mutex mu_;

@@ -221,6 +221,15 @@ class YamlReader {
   absl::Status Read(const char* key, T* v, RealRange r) {
     return section_->Real(key, r.min, r.min_open, r.max, v);
   }
+  absl::Status Read(const char* key, double* v, SecondsOrOff spec) {
+    std::string text;
+    MONSOON_RETURN_IF_ERROR(section_->String(key, {}, &text));
+    if (text == "off") {
+      *v = kStallWatchOff;
+      return absl::OkStatus();
+    }
+    return section_->Real(key, 0, false, spec.max, v);
+  }
   absl::Status Read(const char* key, bool* v, Flag) { return section_->Bool(key, v); }
   absl::Status Read(const char* key, std::string* v, Text) { return section_->String(key, {}, v); }
   absl::Status Read(const char* key, std::string* v, Word) {

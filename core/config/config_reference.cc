@@ -54,6 +54,9 @@ class MarkdownWriter {
   static std::string TypeOf(T, RealRange r) {
     return absl::StrCat("number ", r.min_open ? "(" : "[", Number(r.min), ", ", Number(r.max), "]");
   }
+  static std::string TypeOf(double, SecondsOrOff s) {
+    return absl::StrCat("number [0, ", Number(s.max), "] or `off`");
+  }
   static std::string TypeOf(bool, Flag) { return "`true` / `false`"; }
   static std::string TypeOf(const std::string&, Text) { return "string"; }
   static std::string TypeOf(const std::string&, Word) {

@@ -27,6 +27,10 @@ struct RealRange {    // double (or float) in [min, max], or (min, max] when min
   bool min_open;
   double max;
 };
+// A number of seconds in [0, max], or `off` (stored as kStallWatchOff).
+struct SecondsOrOff {
+  double max;
+};
 struct Flag {};      // bool
 struct Text {};      // any string
 struct Word {};      // a string `monsoon sbatch` writes into an #SBATCH line: one word
@@ -447,12 +451,13 @@ void VisitOperations(JobConfig& c, V& v) {
             "when a server is killed by a signal, `monsoon run` resumes the whole job from the "
             "servers' checkpoints, as `monsoon run --resume` would, up to this many times per "
             "run; 0 stops the job instead");
-    v.Field("stall_seconds", &r.stall_seconds, RealRange{0, false, 1e6},
+    v.Field("stall_seconds", &r.stall_seconds, SecondsOrOff{1e6},
             "a worker whose step has computed this long (its forward and backward, or an own "
             "loop's time between two steps; waits on servers do not count) reports where it is "
             "stuck and ends, and the launcher treats it as lost (`worker_restarts`, "
             "`worker_loss`); 0: ten times its longest step so far, at least 120 s, from its "
-            "second step on");
+            "second step on; `off`: no watch, not even of the first step (a stuck worker then "
+            "holds the job until `training.timeout_seconds`)");
     v.Field("first_step_seconds", &r.first_step_seconds, RealRange{0, true, 1e6},
             "the same for a worker's first step, which loads, compiles and connects (the first "
             "CUDA call, a DataLoader's workers, lazy imports); after 30 s of it the worker says "

@@ -261,11 +261,15 @@ struct ReliabilityConfig {
   // checkpoints, workers after the last push every server has (as `monsoon run --resume`).
   int server_restarts = 0;
   // A worker whose step's compute has run this long ends itself as stalled (StallWatch);
-  // 0: ten times its longest step so far, at least 120 s, from its second step on.
+  // 0: ten times its longest step so far, at least 120 s, from its second step on;
+  // kStallWatchOff (`off`): no watch at all, the first step's bound included.
   double stall_seconds = 0;
   // The same bound for a worker's first step, whatever stall_seconds is.
   double first_step_seconds = 600;
 };
+
+// reliability.stall_seconds: `off`.
+inline constexpr double kStallWatchOff = -1;
 
 // Server checkpoints (shard weights, optimizer state, versions, clocks, workers' data
 // positions) in RUN_DIR/checkpoints/server-J/, written atomically with a checksum.

@@ -39,6 +39,9 @@ template <class T>
 std::optional<std::string> FieldYaml(T v, RealRange) {
   return ShortestNumber(v);
 }
+inline std::optional<std::string> FieldYaml(double v, SecondsOrOff) {
+  return v < 0 ? "off" : ShortestNumber(v);
+}
 inline std::optional<std::string> FieldYaml(bool v, Flag) { return v ? "true" : "false"; }
 inline std::optional<std::string> FieldYaml(const std::string& v, Text) { return DoubleQuoted(v); }
 inline std::optional<std::string> FieldYaml(const std::string& v, Word) { return DoubleQuoted(v); }

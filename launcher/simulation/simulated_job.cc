@@ -48,7 +48,7 @@ constexpr double kBusyServerShare = 0.8;
 // clock or overlaps transfers on a thread of its own.
 JobConfig SimulatedWorkerConfig(const JobConfig& config) {
   JobConfig c = config;
-  c.reliability.stall_seconds = 0;
+  c.reliability.stall_seconds = kStallWatchOff;
   c.transport.overlap = Overlap::kNone;
   return c;
 }

@@ -578,6 +578,16 @@ TEST_CASE("JobConfig: reliability, checkpoint and security sections", "[core][co
         "reliability.worker_loss: 'ignore' is not allowed (allowed: auto, continue, stop)");
   CHECK(ErrorOf(CsvJob("reliability:\n  server_restarts: -1\n")) ==
         "reliability.server_restarts: expected an integer in [0, 1000], got '-1'");
+  CHECK(ErrorOf(CsvJob("reliability:\n  stall_seconds: never\n")) ==
+        "reliability.stall_seconds: expected a number in [0, 1e+06], got 'never'");
+  CHECK(ErrorOf(CsvJob("reliability:\n  stall_seconds: -1\n")) ==
+        "reliability.stall_seconds: expected a number in [0, 1e+06], got '-1'");
+  auto off = ParseJobConfig(CsvJob("reliability:\n  stall_seconds: off\n"), TempPath(""), {});
+  REQUIRE(off.ok());
+  CHECK(off->reliability.stall_seconds == kStallWatchOff);
+  CHECK(JobConfigToYaml(*off).find("  stall_seconds: off\n") != std::string::npos);
+  CHECK(ParseJobConfig(JobConfigToYaml(*off), "/", {})->reliability.stall_seconds ==
+        kStallWatchOff);
   CHECK(ErrorOf(CsvJob("checkpoint:\n  keep: 1\n")) ==
         "checkpoint.keep: expected an integer in [2, 1000], got '1'");
   std::ofstream(TempPath("job.crt")) << "not really a certificate\n";

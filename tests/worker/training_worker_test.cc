@@ -741,6 +741,10 @@ TEST_CASE("StallWatch: the first step's own limit, then the limit given or ten t
   CHECK(derived.limit() == absl::Seconds(30));
   { const StallWatch::Computing step(&derived, 0); }
   CHECK(derived.limit() == StallWatch::kAutoFloor);
+  StallWatch off("worker-0", kStallWatchOff, 30);
+  CHECK(off.limit() == absl::InfiniteDuration());
+  { const StallWatch::Computing step(&off, 0); }
+  CHECK(off.limit() == absl::InfiniteDuration());
 }
 
 }  // namespace
