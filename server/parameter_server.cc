@@ -30,12 +30,13 @@ InitialValuesFn ModelInitialValues(const ModelSpec& spec, uint64_t seed) {
 
 ParameterServer::ParameterServer(int index, const ShardingPlan& plan,
                                  const InitialValuesFn& initial_values, const ServerRules& rules,
-                                 int workers_expected, bool evaluator_expected, ServerClock clock)
+                                 int workers_expected, bool evaluator_expected,
+                                 const Clock& clock, ServerTicks ticks)
     : index_(index),
       plan_(plan),
       rules_(rules),
-      clock_(std::move(clock)),
-      membership_(index, workers_expected, evaluator_expected, rules_, clock_.now()),
+      clock_(clock),
+      membership_(index, workers_expected, evaluator_expected, rules_, clock_.Now()),
       updater_(ChunkUpdater::Create(rules_, &membership_)) {
   for (const Chunk& c : plan_.ChunksOf(index)) {
     auto state = std::make_unique<ChunkState>();
@@ -49,7 +50,7 @@ ParameterServer::ParameterServer(int index, const ShardingPlan& plan,
                                      state->round.sum.size() + state->pulled.size() * c.size);
     chunks_.emplace(c.id, std::move(state));
   }
-  if (clock_.expiry_thread) expire_thread_ = std::thread([this] { ExpireLoop(); });
+  if (ticks == ServerTicks::kOwnThread) expire_thread_ = std::thread([this] { ExpireLoop(); });
 }
 
 ParameterServer::~ParameterServer() {
@@ -86,22 +87,22 @@ absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, Cl
                      "): are all roles running the same job config?"));
   }
   if (role == ClientRole::kEvaluator) {
-    membership_.HeardEvaluator(clock_.now(), peer);
+    membership_.HeardEvaluator(clock_.Now(), peer);
     return ResumePoint{};
   }
   MONSOON_RETURN_IF_ERROR(membership_.CheckWorker("hello", index));
-  MONSOON_RETURN_IF_ERROR(membership_.HeardWorker(index, incarnation, clock_.now(), peer));
+  MONSOON_RETURN_IF_ERROR(membership_.HeardWorker(index, incarnation, clock_.Now(), peer));
   if (membership_.Rejoin(index)) LiveWorkersChanged();
   return ResumePointOf(index);
 }
 
 absl::Status ParameterServer::Heartbeat(ClientRole role, int index, uint64_t incarnation) {
   if (role == ClientRole::kEvaluator) {
-    membership_.HeardEvaluator(clock_.now());
+    membership_.HeardEvaluator(clock_.Now());
     return absl::OkStatus();
   }
   MONSOON_RETURN_IF_ERROR(membership_.CheckWorker("heartbeat", index));
-  return membership_.HeardWorker(index, incarnation, clock_.now());
+  return membership_.HeardWorker(index, incarnation, clock_.Now());
 }
 
 std::vector<std::string> ParameterServer::TakeEvents() { return membership_.TakeEvents(); }
@@ -200,7 +201,7 @@ absl::StatusOr<PullInfo> ParameterServer::Pull(int chunk_id, absl::Span<float> o
                                                absl::Duration timeout, int worker) {
   absl::Notification ready;
   absl::Status status;
-  WhenReady(chunk_id, condition, clock_.now() + timeout, [&](absl::Status s) {
+  WhenReady(chunk_id, condition, clock_.Now() + timeout, [&](absl::Status s) {
     status = std::move(s);
     ready.Notify();
   });
@@ -228,7 +229,7 @@ absl::StatusOr<ChunkState*> ParameterServer::Validate(int chunk_id, int worker_i
   if (!found.ok()) return Reject(found.status());
   ChunkState* chunk = *found;
   absl::Status known = membership_.CheckWorker("push", worker_index);
-  if (known.ok()) known = membership_.HeardWorker(worker_index, origin.incarnation, clock_.now());
+  if (known.ok()) known = membership_.HeardWorker(worker_index, origin.incarnation, clock_.Now());
   if (!known.ok()) return Reject(std::move(known));
   if (payload.size() != chunk->meta.size) {
     return Reject(absl::InvalidArgumentError(absl::StrCat(what, " for chunk ", chunk_id, " has ",
@@ -370,9 +371,9 @@ void ParameterServer::Tick(absl::Time now) {
 
 void ParameterServer::ExpireLoop() {
   absl::MutexLock lock(&expire_mu_);
-  absl::Time next_peer_check = clock_.now();
+  absl::Time next_peer_check = clock_.Now();
   while (!expire_mu_.AwaitWithTimeout(absl::Condition(&shutting_down_), kExpireInterval)) {
-    const absl::Time now = clock_.now();
+    const absl::Time now = clock_.Now();
     const bool check_peers = now >= next_peer_check;
     if (waiting_.load() == 0 && !check_peers) continue;
     expire_mu_.Unlock();
@@ -480,7 +481,7 @@ absl::Status ParameterServer::LoadCheckpoint(CheckpointReader* in) {
   }
   MONSOON_RETURN_IF_ERROR(in->Finish());
   // The join timeout counts from here: loading can take a while.
-  membership_.Restore(std::move(incarnations), clock_.now());
+  membership_.Restore(std::move(incarnations), clock_.Now());
   return absl::OkStatus();
 }
 

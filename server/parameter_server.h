@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "core/clock.h"
 #include "core/model/model.h"
 #include "core/run/checkpoint_file.h"
 #include "core/sharding_plan.h"
@@ -43,15 +44,9 @@ struct ChunkSnapshot {
   std::shared_ptr<const std::vector<float>> values;
 };
 
-// Where a server's time comes from, and who expires waiting pulls and checks for lost peers:
-// the real clock and a thread of the server's own (every few milliseconds), or a test's clock
-// and its calls to Tick.
-struct ServerClock {
-  std::function<absl::Time()> now = [] { return absl::Now(); };
-  bool expiry_thread = true;
-
-  static ServerClock Manual(std::function<absl::Time()> now) { return {std::move(now), false}; }
-};
+// Who expires a server's waiting pulls and checks for lost peers: a thread of the server's own,
+// every few milliseconds, or its owner, by calling Tick (a test; a simulation, on its clock).
+enum class ServerTicks { kOwnThread, kByOwner };
 
 // Fills `out` with the initial values of the flat range [offset, offset + out.size()).
 using InitialValuesFn = std::function<void(size_t offset, absl::Span<float> out)>;
@@ -64,10 +59,11 @@ InitialValuesFn ModelInitialValues(const ModelSpec& spec, uint64_t seed);
 class ParameterServer {
  public:
   // Holds plan.ChunksOf(index), each chunk initialised by initial_values(its offset, its
-  // values).
+  // values). Reads the time from `clock`, which must outlive the server.
   ParameterServer(int index, const ShardingPlan& plan, const InitialValuesFn& initial_values,
                   const ServerRules& rules, int workers_expected, bool evaluator_expected,
-                  ServerClock clock = {});
+                  const Clock& clock = Clock::System(),
+                  ServerTicks ticks = ServerTicks::kOwnThread);
   // Calls CancelWaiters().
   ~ParameterServer();
   ParameterServer(const ParameterServer&) = delete;
@@ -216,7 +212,7 @@ class ParameterServer {
   const int index_;
   const ShardingPlan plan_;
   const ServerRules rules_;
-  const ServerClock clock_;
+  const Clock& clock_;
   Membership membership_;  // thread-safe
   const std::unique_ptr<ChunkUpdater> updater_;
   std::map<int, std::unique_ptr<ChunkState>> chunks_;  // the map itself is never modified
@@ -234,7 +230,7 @@ class ParameterServer {
   std::atomic<bool> closed_{false};
 
   // Lock order: a chunk's mu before the membership's.
-  // With clock_.expiry_thread, calls Tick every few milliseconds while pulls wait, and
+  // With ServerTicks::kOwnThread, calls Tick every few milliseconds while pulls wait, and
   // checks for lost peers; joined by the destructor.
   absl::Mutex expire_mu_;
   bool shutting_down_ ABSL_GUARDED_BY(expire_mu_) = false;

@@ -108,7 +108,7 @@ absl::StatusOr<double> MeasureApplyBytesPerSecond(const JobConfig& config) {
   rules.algorithm = Algorithm::kDownpour;  // the optimizer's update, whatever the rounds
   ParameterServer server(
       0, plan, [](size_t, absl::Span<float> out) { std::fill(out.begin(), out.end(), 0.0f); },
-      rules, 1, false, ServerClock::Manual([] { return absl::Now(); }));
+      rules, 1, false, Clock::System(), ServerTicks::kByOwner);
   const std::vector<float> received(plan.max_chunk_size(), 1e-3f);
   std::vector<float> gradient(plan.max_chunk_size());
   std::vector<uint64_t> versions(plan.num_chunks(), 0);

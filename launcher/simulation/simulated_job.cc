@@ -156,6 +156,7 @@ class Simulation {
   absl::Time next_progress_;
   std::optional<EvalResult> last_evaluation_;
   EventLoop loop_;
+  SimulatedClock server_clock_{&loop_};  // the servers': the loop's time (they never sleep)
   double step_seconds_ = 0;  // simulation.step_seconds, or measured here
   double apply_bytes_per_second_ = 0;  // simulation.apply_gbyte_per_s, or measured here
   std::vector<std::unique_ptr<ParameterServer>> servers_;
@@ -182,7 +183,7 @@ absl::Status Simulation::BuildServers() {
   for (int j = 0; j < config_.cluster.servers; ++j) {
     servers_.push_back(std::make_unique<ParameterServer>(
         j, plan, initial, rules, config_.cluster.workers, config_.cluster.evaluator,
-        ServerClock::Manual([this] { return loop_.Now(); })));
+        server_clock_, ServerTicks::kByOwner));
     MONSOON_ASSIGN_OR_RETURN(
         server_metrics_.emplace_back(),
         CsvMetricsWriter::Create(run_dir_.server_metrics_path(j), ColumnNames<ServerMetricsRow>()));

@@ -18,6 +18,7 @@
 #include "proto/frame.h"
 #include "proto/monsoon.pb.h"
 #include "server/grpc_parameter_server.h"
+#include "tests/manual_clock.h"
 #include "tests/test_util.h"
 #include "worker/grpc_ps_client.h"
 #include "worker/push_pipeline.h"
@@ -378,15 +379,15 @@ TEST_CASE(
   ServerRules rules;
   rules.peer_timeout = absl::Milliseconds(300);
   // The servers' clock, moved by each step; each Tick checks the peers.
-  absl::Time now = absl::UnixEpoch() + absl::Hours(1);
-  const ServerClock clock = ServerClock::Manual([&] { return now; });
+  const ManualClock clock;
   SECTION("downpour: carries on") {
-    ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2, false, clock);
+    ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2, false, clock,
+                         ServerTicks::kByOwner);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
     for (int i = 0; i < 8; ++i) {  // worker 0 keeps beating, worker 1 is silent
-      now += absl::Milliseconds(100);
-      server.Tick(now);
+      clock.Advance(absl::Milliseconds(100));
+      server.Tick(clock.Now());
       REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost == std::vector<int>{1});
@@ -403,20 +404,21 @@ TEST_CASE(
   }
   SECTION("an unheard evaluator is lost: the job finishes without it; it can come back") {
     ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 1,
-                           /*evaluator_expected=*/true, clock);
+                           /*evaluator_expected=*/true, clock,
+                         ServerTicks::kByOwner);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kEvaluator, 0, 0, "ipv4:10.0.0.3:7").ok());
     for (int i = 0; i < 4; ++i) {  // both beat
-      now += absl::Milliseconds(100);
-      server.Tick(now);
+      clock.Advance(absl::Milliseconds(100));
+      server.Tick(clock.Now());
       REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
       REQUIRE(server.Heartbeat(ClientRole::kEvaluator, 0, 0).ok());
     }
     REQUIRE(server.Finish(ClientRole::kWorker, 0).ok());
     CHECK(!server.AllFinished());  // the evaluator still has the final weights to score
     CHECK(server.TakeEvents().empty());
-    now += absl::Milliseconds(800);  // the evaluator falls silent
-    server.Tick(now);
+    clock.Advance(absl::Milliseconds(800));  // the evaluator falls silent
+    server.Tick(clock.Now());
     CHECK(server.AllFinished());
     CHECK(server.Health().ok());
     std::vector<std::string> events = server.TakeEvents();
@@ -433,18 +435,19 @@ TEST_CASE(
       "a worker or evaluator never heard from is lost after the join timeout; it may join late") {
     rules.join_timeout = absl::Milliseconds(500);
     ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2,
-                           /*evaluator_expected=*/true, clock);
+                           /*evaluator_expected=*/true, clock,
+                         ServerTicks::kByOwner);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     for (int i = 0; i < 4; ++i) {  // only worker 0 is ever heard: not yet the join timeout
-      now += absl::Milliseconds(100);
-      server.Tick(now);
+      clock.Advance(absl::Milliseconds(100));
+      server.Tick(clock.Now());
       REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost.empty());
     CHECK(server.TakeEvents().empty());
     for (int i = 0; i < 5; ++i) {
-      now += absl::Milliseconds(100);
-      server.Tick(now);
+      clock.Advance(absl::Milliseconds(100));
+      server.Tick(clock.Now());
       REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost == std::vector<int>{1});
@@ -464,10 +467,11 @@ TEST_CASE(
   SECTION("sync with every worker in the quorum: stops, naming the worker") {
     rules.algorithm = Algorithm::kSync;
     rules.stop_on_worker_loss = true;
-    ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2, false, clock);
+    ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2, false, clock,
+                         ServerTicks::kByOwner);
     REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
-    now += absl::Milliseconds(800);
-    server.Tick(now);
+    clock.Advance(absl::Milliseconds(800));
+    server.Tick(clock.Now());
     const absl::Status health = server.Health();
     CHECK(absl::IsUnavailable(health));
     CHECK(std::string(health.message()).find("worker 1 (ipv4:10.0.0.2:6) lost") == 0);

@@ -10,6 +10,7 @@
 
 #include "core/config/derived_values.h"
 #include "server/update_rule.h"
+#include "tests/manual_clock.h"
 
 namespace monsoon {
 namespace {
@@ -595,8 +596,7 @@ TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts ag
   REQUIRE(plan.ok());
   ServerRules rules;
   rules.join_timeout = absl::Milliseconds(1500);
-  absl::Time now = absl::UnixEpoch() + absl::Hours(1);
-  const ServerClock clock = ServerClock::Manual([&] { return now; });
+  const ManualClock clock;
   const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/join_checkpoint";
   {
     auto out = CheckpointWriter::Begin(dir);
@@ -606,17 +606,18 @@ TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts ag
   }
   ParameterServer restored(0, *plan, ModelInitialValues(TinyModel(), /*seed=*/5), rules,
                            /*workers=*/2,
-                           /*evaluator=*/true, clock);
-  now += absl::Milliseconds(1400);  // a slow load, say
+                           /*evaluator=*/true, clock,
+                         ServerTicks::kByOwner);
+  clock.Advance(absl::Milliseconds(1400));  // a slow load, say
   std::vector<std::string> skipped;
   auto in = OpenNewestCheckpoint(dir, &skipped);
   REQUIRE(in.ok());
   REQUIRE(restored.LoadCheckpoint(in->get()).ok());
-  now += absl::Milliseconds(600);  // 2 s since construction, 0.6 s since the load
-  restored.Tick(now);
+  clock.Advance(absl::Milliseconds(600));  // 2 s since construction, 0.6 s since the load
+  restored.Tick(clock.Now());
   CHECK(restored.Stats().workers_lost.empty());
-  now += absl::Milliseconds(1400);
-  restored.Tick(now);
+  clock.Advance(absl::Milliseconds(1400));
+  restored.Tick(clock.Now());
   CHECK(restored.Stats().workers_lost == std::vector<int>{0, 1});
 }
 

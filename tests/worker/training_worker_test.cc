@@ -8,6 +8,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
+#include "core/clock.h"
 #include "core/compute/cpu/cpu_backend.h"
 #include "core/data/data_source.h"
 #include "tests/test_util.h"
@@ -17,6 +19,24 @@
 
 namespace monsoon {
 namespace {
+
+// The system's time, plus every SleepFor, which returns at once: a worker's emulated delays
+// count as they would without being waited out.
+class FastForwardClock final : public Clock {
+ public:
+  absl::Time Now() const override {
+    absl::MutexLock lock(&mu_);
+    return absl::Now() + slept_;
+  }
+  void SleepFor(absl::Duration d) const override {
+    absl::MutexLock lock(&mu_);
+    slept_ += d;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  mutable absl::Duration slept_ ABSL_GUARDED_BY(mu_);
+};
 
 // A linear-regression job over `servers` in-process servers (one chunk each) and `workers`
 // workers; config.optimizer is the servers' SGD at rate `lr`.
@@ -81,9 +101,13 @@ struct LinearSetup {
         const Dataset part = *InMemorySource(data).Read(ShardRows(data.size(), i, n, 3));
         DataShard shard(&part, i, 3);
         InProcessPsClient client(raw, {ClientRole::kWorker, i});
+        const FastForwardClock fast_forward;
+        const Clock& clock = fast_forward_sleeps ? fast_forward : Clock::System();
         std::unique_ptr<WorkerMetricsRecorder> metrics;
-        if (!run_dir.empty()) metrics = *WorkerMetricsRecorder::Open(RunDir{run_dir}, i);
-        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get(), nullptr);
+        if (!run_dir.empty())
+          metrics = *WorkerMetricsRecorder::Open(RunDir{run_dir}, i, std::nullopt, clock);
+        TrainingWorker worker(config, i, model->get(), &shard, &client, metrics.get(), nullptr,
+                              clock);
         results[i] = worker.Run(nullptr);
       });
     }
@@ -97,6 +121,7 @@ struct LinearSetup {
   }
   Dataset data;
   JobConfig config;
+  bool fast_forward_sleeps = false;  // the workers' clocks: FastForwardClock, else the system's
   ShardingPlan plan;
   std::vector<std::unique_ptr<ParameterServer>> servers_;
   std::vector<ParameterServer*> raw;
@@ -214,8 +239,8 @@ TEST_CASE("TrainingWorker: a restarted worker's metrics and report carry on its 
   const RunDir dir{absl::StrCat(std::getenv("TEST_TMPDIR"), "/carried")};
   std::filesystem::create_directories(dir.metrics_dir());
   {
-    auto earlier = CsvMetricsWriter::Create(dir.worker_metrics_path(0),
-                                            ColumnNames<WorkerMetricsRow>());
+    auto earlier =
+        CsvMetricsWriter::Create(dir.worker_metrics_path(0), ColumnNames<WorkerMetricsRow>());
     REQUIRE(earlier.ok());
     WorkerMetricsRow row;
     row.wall_seconds = 100;
@@ -253,7 +278,7 @@ TEST_CASE("TrainingWorker: a restarted worker's metrics and report carry on its 
   CHECK(none.samples == 0);
 }
 
-TEST_CASE("TrainingWorker: emulated stragglers sleep as configured, recorded in the metrics",
+TEST_CASE("TrainingWorker: emulated stragglers are delayed as configured, recorded in the metrics",
           "[worker]") {
   // Fixed 20 ms delays with probability 0.25 over 40 steps of each of 2 workers; worker 1 is
   // also 3x slow. The draws depend on (seed, worker, step) alone: the same in every run.
@@ -265,6 +290,7 @@ TEST_CASE("TrainingWorker: emulated stragglers sleep as configured, recorded in 
   setup.config.stragglers.distribution = DelayDistribution::kFixed;
   setup.config.stragglers.slow_workers = {1};
   setup.config.stragglers.slow_factor = 3;
+  setup.fast_forward_sleeps = true;
   setup.Start();
   const std::vector<CsvTable> tables = setup.RunWorkersReadingMetrics("stragglers");
   std::vector<double> delays;
@@ -283,6 +309,7 @@ TEST_CASE("TrainingWorker: emulated stragglers sleep as configured, recorded in 
   CHECK(delays[1] > 0);
   LinearSetup again(1, 0.1f, 2);
   again.config = setup.config;
+  again.fast_forward_sleeps = true;
   again.Start();
   const std::vector<CsvTable> rerun = again.RunWorkersReadingMetrics("stragglers_again");
   CHECK(rerun[0].rows.back()[rerun[0].Column("emulated_delay_seconds")] == delays[0]);
@@ -493,9 +520,8 @@ TEST_CASE(
   REQUIRE(report.ok());
   CHECK(report->pushes == 75);
   CHECK(setup.raw[0]->Stats().pushes_applied == 75);
-  auto table =
-      ReadCsvTable(RunDir{absl::StrCat(std::getenv("TEST_TMPDIR"), "/slow_exchanges")}
-                       .worker_metrics_path(0));
+  auto table = ReadCsvTable(
+      RunDir{absl::StrCat(std::getenv("TEST_TMPDIR"), "/slow_exchanges")}.worker_metrics_path(0));
   REQUIRE(table.ok());
   REQUIRE(table->rows.size() == 300);
   const int step = table->Column("step"), version = table->Column("version");
@@ -730,9 +756,10 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
   }
 }
 
-TEST_CASE("StallWatch: the first step's own limit, then the limit given or ten times the "
-          "longest step",
-          "[worker]") {
+TEST_CASE(
+    "StallWatch: the first step's own limit, then the limit given or ten times the "
+    "longest step",
+    "[worker]") {
   StallWatch given("worker-0", 7, 600);
   CHECK(given.limit() == absl::Seconds(600));  // a first step may warm up for long
   { const StallWatch::Computing step(&given, 0); }
