@@ -53,16 +53,16 @@ ExitRecord ExitRecordOf(const absl::Status& s, bool client) {
   record.message = std::string(s.message());
   switch (record.status) {
     case 0:
-      record.cause = ExitCause::kFinished;
+      record.cause = RecordedExitCause::kFinished;
       break;
     case kExitStopped:
-      record.cause = ExitCause::kStopped;
+      record.cause = RecordedExitCause::kStopped;
       break;
     case kExitServerUnreachable:
-      record.cause = ExitCause::kServerUnreachable;
+      record.cause = RecordedExitCause::kServerUnreachable;
       break;
     default:
-      record.cause = IsDiverged(s) ? ExitCause::kDiverged : ExitCause::kFailed;
+      record.cause = IsDiverged(s) ? RecordedExitCause::kDiverged : RecordedExitCause::kFailed;
   }
   return record;
 }
@@ -75,7 +75,7 @@ void RecordExit(ExitRecord record) {
   const char* tree = std::getenv(kProcessTreeVariable);
   record.tree = tree == nullptr || *tree == '\0' ? "-" : tree;
   WriteFileAtomically(path, absl::StrCat(record.pid, " ", record.status, " ",
-                                         kExitCauseNames.Name(record.cause), " ", record.tree,
+                                         kRecordedExitCauseNames.Name(record.cause), " ", record.tree,
                                          "\n", record.message))
       .IgnoreError();
 }
@@ -91,7 +91,7 @@ std::optional<ExitRecord> ReadExitRecord(const std::string& path) {
       !absl::SimpleAtoi(fields[1], &record.status)) {
     return std::nullopt;
   }
-  const absl::StatusOr<ExitCause> cause = kExitCauseNames.Parse(fields[2]);
+  const absl::StatusOr<RecordedExitCause> cause = kRecordedExitCauseNames.Parse(fields[2]);
   if (!cause.ok()) return std::nullopt;
   record.cause = *cause;
   record.tree = fields[3] == "-" ? "" : std::string(fields[3]);

@@ -44,21 +44,31 @@ inline constexpr char kExitRecordVariable[] = "MONSOON_EXIT_RECORD";
 // The tag of one started role's processes, inherited by every process it starts
 // (launcher/local/process_tree.h); unique to each start of a role.
 inline constexpr char kProcessTreeVariable[] = "MONSOON_PROCESS_TREE";
-// kDiverged: a failure (exit status 1) whose cause is that training diverged (IsDiverged).
-enum class ExitCause { kFinished, kStopped, kServerUnreachable, kStalled, kFailed, kDiverged };
-inline constexpr NamedValue<ExitCause> kExitCauseValues[] = {
-    {ExitCause::kFinished, "finished"},
-    {ExitCause::kStopped, "stopped"},
-    {ExitCause::kServerUnreachable, "server_unreachable"},
-    {ExitCause::kStalled, "stalled"},
-    {ExitCause::kFailed, "failed"},
-    {ExitCause::kDiverged, "diverged"}};
-inline constexpr EnumNames<ExitCause> kExitCauseNames{"exit cause", kExitCauseValues};
+// How a role ended by its own account, as its exit record says (the launcher's view of the same
+// process is launcher/local/process_group.h's ObservedExitKind). kDiverged: a failure (exit
+// status 1) whose cause is that training diverged (IsDiverged).
+enum class RecordedExitCause {
+  kFinished,
+  kStopped,
+  kServerUnreachable,
+  kStalled,
+  kFailed,
+  kDiverged
+};
+inline constexpr NamedValue<RecordedExitCause> kRecordedExitCauseValues[] = {
+    {RecordedExitCause::kFinished, "finished"},
+    {RecordedExitCause::kStopped, "stopped"},
+    {RecordedExitCause::kServerUnreachable, "server_unreachable"},
+    {RecordedExitCause::kStalled, "stalled"},
+    {RecordedExitCause::kFailed, "failed"},
+    {RecordedExitCause::kDiverged, "diverged"}};
+inline constexpr EnumNames<RecordedExitCause> kRecordedExitCauseNames{"exit cause",
+                                                                      kRecordedExitCauseValues};
 
 struct ExitRecord {
   int64_t pid = 0;  // the process's
   int status = 0;   // its exit status
-  ExitCause cause = ExitCause::kFinished;
+  RecordedExitCause cause = RecordedExitCause::kFinished;
   std::string message;  // the role's error, or where it stalled; empty when it finished
   std::string tree;     // the process's kProcessTreeVariable, or "" without one
 };

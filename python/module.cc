@@ -127,7 +127,7 @@ void RunRole(py::handle model) {
   };
   absl::Status status = RunRoleUnlocked(env, config, make_model);
   if (raised.has_value()) {  // the model's own exception: the role failed, however it ends
-    RecordExit({0, 1, ExitCause::kFailed, std::string(status.message()), ""});
+    RecordExit({0, 1, RecordedExitCause::kFailed, std::string(status.message()), ""});
     raised->restore();
     raised.reset();
     throw py::error_already_set();

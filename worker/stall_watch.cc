@@ -89,7 +89,7 @@ void StallWatch::EndStalledLocked(absl::Duration limit) {
       dump.sa_handler != SIG_IGN) {
     raise(SIGUSR2);  // where it is stuck: a worker program's stacks
   }
-  RecordExit({0, kExitStalled, ExitCause::kStalled, report, ""});
+  RecordExit({0, kExitStalled, RecordedExitCause::kStalled, report, ""});
   _exit(kExitStalled);  // the compute holds the role's thread: nothing else can end it
 }
 

@@ -152,7 +152,7 @@ class LocalJob {
           // server's own error would meet the resumed job again.
           const absl::Status aborted = absl::AbortedError(absl::StrCat(
               e.Describe(), StepsDone(role), "; the job was stopped",
-              role.kind == RoleKind::kServer && e.kind() == ExitKind::kStopped
+              role.kind == RoleKind::kServer && e.kind() == ObservedExitKind::kStopped
                   ? absl::StrCat(" (continue it with: monsoon run --resume ", run_dir_.root, ")")
                   : "",
               ". ", LogExcerpt(e.log_path)));

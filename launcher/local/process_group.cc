@@ -88,45 +88,45 @@ ChildExit ExitOf(const std::string& name, const std::string& log_path, const Pro
 // that way), and a stall recorded in other words than a stall watch's. A role that recorded a
 // failure failed, however it then ended. A role finishes by recording so: its role runner
 // does, or a program's Client.finish() (the launcher then asks the servers, local_job.cc).
-ExitKind ChildExit::kind() const {
+ObservedExitKind ChildExit::kind() const {
   if (record.has_value() &&
-      (record->cause == ExitCause::kFailed || record->cause == ExitCause::kDiverged)) {
-    return ExitKind::kFailed;
+      (record->cause == RecordedExitCause::kFailed || record->cause == RecordedExitCause::kDiverged)) {
+    return ObservedExitKind::kFailed;
   }
   if (signal != 0) {
-    if (signal == SIGINT && !record.has_value()) return ExitKind::kFailed;
-    return IsStopSignal(signal) ? ExitKind::kStopped : ExitKind::kCrashed;
+    if (signal == SIGINT && !record.has_value()) return ObservedExitKind::kFailed;
+    return IsStopSignal(signal) ? ObservedExitKind::kStopped : ObservedExitKind::kCrashed;
   }
-  if (!record.has_value() || record->status != exit_code) return ExitKind::kFailed;
+  if (!record.has_value() || record->status != exit_code) return ObservedExitKind::kFailed;
   switch (record->cause) {
-    case ExitCause::kStopped:
-      return ExitKind::kStopped;
-    case ExitCause::kStalled:  // a stall watch names the role; other words are a claim
+    case RecordedExitCause::kStopped:
+      return ObservedExitKind::kStopped;
+    case RecordedExitCause::kStalled:  // a stall watch names the role; other words are a claim
       return absl::StartsWith(record->message, absl::StrCat(name, " made no progress for "))
-                 ? ExitKind::kStalled
-                 : ExitKind::kFailed;
-    case ExitCause::kFinished:
-      return exit_code == 0 ? ExitKind::kFinished : ExitKind::kFailed;
-    case ExitCause::kServerUnreachable:
-    case ExitCause::kFailed:
-    case ExitCause::kDiverged:
+                 ? ObservedExitKind::kStalled
+                 : ObservedExitKind::kFailed;
+    case RecordedExitCause::kFinished:
+      return exit_code == 0 ? ObservedExitKind::kFinished : ObservedExitKind::kFailed;
+    case RecordedExitCause::kServerUnreachable:
+    case RecordedExitCause::kFailed:
+    case RecordedExitCause::kDiverged:
       break;
   }
-  return ExitKind::kFailed;
+  return ObservedExitKind::kFailed;
 }
 
 std::string ChildExit::Describe() const {
   switch (kind()) {
-    case ExitKind::kFinished:
+    case ObservedExitKind::kFinished:
       break;
-    case ExitKind::kStopped:
+    case ObservedExitKind::kStopped:
       if (signal == 0) return absl::StrCat(name, " was stopped by a signal");
       return absl::StrCat(name, " was killed by signal ", signal, " (", strsignal(signal), ")");
-    case ExitKind::kCrashed:
+    case ObservedExitKind::kCrashed:
       return absl::StrCat(name, " crashed with signal ", signal, " (", strsignal(signal), ")");
-    case ExitKind::kStalled:
+    case ObservedExitKind::kStalled:
       return record->message;
-    case ExitKind::kFailed:
+    case ObservedExitKind::kFailed:
       return DescribeFailure();
   }
   return absl::StrCat(name, " finished");
@@ -146,13 +146,13 @@ std::string ChildExit::DescribeFailure() const {
     return absl::StrCat(name, " exited with status ", exit_code, " of its own (not Monsoon's)",
                         exit_code == 127 ? ": a command not found?" : "");
   }
-  if (record->cause == ExitCause::kStalled) {
+  if (record->cause == RecordedExitCause::kStalled) {
     return absl::StrCat(name, " exited with status ", exit_code,
                         " and an exit record of a stall in words of its own (\"",
                         absl::string_view(record->message).substr(0, record->message.find('\n')),
                         "\"): the program's own claim");
   }
-  if (record->cause == ExitCause::kServerUnreachable) {
+  if (record->cause == RecordedExitCause::kServerUnreachable) {
     return absl::StrCat(name, " stopped because a server did not answer it (exit status ",
                         exit_code, ")");
   }

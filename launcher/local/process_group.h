@@ -12,8 +12,6 @@
 
 #include <sys/types.h>
 
-#include "launcher/local/process_tree.h"
-
 #include <atomic>
 #include <optional>
 #include <string>
@@ -23,11 +21,13 @@
 #include "absl/time/time.h"
 #include "core/exit_status.h"
 #include "core/stop_signals.h"
+#include "launcher/local/process_tree.h"
 
 namespace monsoon {
 
-// How a child ended, for supervision.
-enum class ExitKind {
+// How a child ended as the launcher sees it, for supervision: from its exit status or signal,
+// and its exit record (the role's own account, RecordedExitCause) where that is to be believed.
+enum class ObservedExitKind {
   kFinished,  // exit 0
   kStopped,   // killed by a signal sent from outside (SIGKILL, SIGTERM, SIGHUP, ...) or exited
               // kExitStopped after a stop signal: lost, not wrong
@@ -45,9 +45,11 @@ struct ChildExit {
   // What the role's process tree recorded of its exit (core/exit_status.h), where it did.
   std::optional<ExitRecord> record;
   bool ok() const { return signal == 0 && exit_code == 0; }
-  // Whether its record says its training diverged (ExitCause::kDiverged).
-  bool diverged() const { return record.has_value() && record->cause == ExitCause::kDiverged; }
-  ExitKind kind() const;
+  // Whether its record says its training diverged (RecordedExitCause::kDiverged).
+  bool diverged() const {
+    return record.has_value() && record->cause == RecordedExitCause::kDiverged;
+  }
+  ObservedExitKind kind() const;
   std::string Describe() const;
 
  private:

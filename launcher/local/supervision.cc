@@ -29,13 +29,13 @@ RestartBudget RestartBudget::FromConfig(const JobConfig& config) {
 Action Decide(const RoleId& role, const ChildExit& exit, const JobConfig& config,
               RestartBudget* budget) {
   switch (exit.kind()) {
-    case ExitKind::kFinished:
+    case ObservedExitKind::kFinished:
       return Action::kNone;
-    case ExitKind::kCrashed:  // a restart would run into the same bug or shortage
-    case ExitKind::kFailed:
+    case ObservedExitKind::kCrashed:  // a restart would run into the same bug or shortage
+    case ObservedExitKind::kFailed:
       return Action::kAbort;
-    case ExitKind::kStopped:
-    case ExitKind::kStalled:
+    case ObservedExitKind::kStopped:
+    case ObservedExitKind::kStalled:
       break;
   }
   int* restarts = nullptr;

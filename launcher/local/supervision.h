@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "core/config/job_config.h"
-#include "launcher/local/process_group.h"
 #include "launcher/cluster/role_assignment.h"
+#include "launcher/local/process_group.h"
 
 namespace monsoon {
 
@@ -39,11 +39,11 @@ struct RestartBudget {
 };
 
 // The action for `role` ending as `exit`; spends the budget it uses. A process stopped from
-// outside (ExitKind::kStopped: SIGKILL, a plain kill, the OOM killer), or a worker that ended
-// itself as stalled (ExitKind::kStalled), was lost, not wrong: a
-// server's loss resumes the job while server_restarts last; a worker or the evaluator is
-// restarted while its restarts last, and a worker is then left behind unless the config stops
-// on a lost worker. A crash (SIGABRT, SIGSEGV, ...) or a failure aborts the job.
+// outside (ObservedExitKind::kStopped: SIGKILL, a plain kill, the OOM killer), or a worker that
+// ended itself as stalled (ObservedExitKind::kStalled), was lost, not wrong: a server's loss
+// resumes the job while server_restarts last; a worker or the evaluator is restarted while its
+// restarts last, and a worker is then left behind unless the config stops on a lost worker. A crash
+// (SIGABRT, SIGSEGV, ...) or a failure aborts the job.
 Action Decide(const RoleId& role, const ChildExit& exit, const JobConfig& config,
               RestartBudget* budget);
 

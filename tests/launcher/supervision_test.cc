@@ -20,13 +20,13 @@ namespace {
 ChildExit Killed() { return {"", "", 0, SIGKILL, std::nullopt}; }
 ChildExit Terminated() { return {"", "", 0, SIGTERM, std::nullopt}; }
 ChildExit StoppedOnSignal() {
-  return {"", "", kExitStopped, 0, ExitRecord{0, kExitStopped, ExitCause::kStopped, "", ""}};
+  return {"", "", kExitStopped, 0, ExitRecord{0, kExitStopped, RecordedExitCause::kStopped, "", ""}};
 }
 ChildExit Crashed() { return {"", "", 0, SIGABRT, std::nullopt}; }
-ChildExit Failed() { return {"", "", 1, 0, ExitRecord{0, 1, ExitCause::kFailed, "oops", ""}}; }
+ChildExit Failed() { return {"", "", 1, 0, ExitRecord{0, 1, RecordedExitCause::kFailed, "oops", ""}}; }
 ChildExit Stalled() {
   return {"worker-2", "", kExitStalled, 0,
-          ExitRecord{0, kExitStalled, ExitCause::kStalled,
+          ExitRecord{0, kExitStalled, RecordedExitCause::kStalled,
                      "worker-2 made no progress for 3 s, stuck at step 1 in compute", ""}};
 }
 // Exits of a program's own, without a record: Monsoon's statuses, and Python's uncaught
@@ -130,36 +130,36 @@ TEST_CASE("Decide: restarts are spent per worker, resumes per job", "[launcher][
 }
 
 TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
-  const auto record = [](int status, ExitCause cause, std::string message = "") {
+  const auto record = [](int status, RecordedExitCause cause, std::string message = "") {
     return std::optional<ExitRecord>(ExitRecord{0, status, cause, std::move(message), ""});
   };
   CHECK(ChildExit{"worker-1", "", 0, SIGKILL, std::nullopt}.Describe() ==
         "worker-1 was killed by signal 9 (Killed)");
-  CHECK(ChildExit{"worker-1", "", kExitStopped, 0, record(kExitStopped, ExitCause::kStopped)}
+  CHECK(ChildExit{"worker-1", "", kExitStopped, 0, record(kExitStopped, RecordedExitCause::kStopped)}
             .Describe() == "worker-1 was stopped by a signal");
   CHECK(ChildExit{"server-0", "", 0, SIGSEGV, std::nullopt}.Describe() ==
         "server-0 crashed with signal 11 (Segmentation fault)");
-  CHECK(ChildExit{"server-0", "", 1, 0, record(1, ExitCause::kFailed, "oops\nmore")}.Describe() ==
+  CHECK(ChildExit{"server-0", "", 1, 0, record(1, RecordedExitCause::kFailed, "oops\nmore")}.Describe() ==
         "server-0 failed: oops");
-  CHECK(ChildExit{"server-0", "", 1, 0, record(1, ExitCause::kFailed, "")}.Describe() ==
+  CHECK(ChildExit{"server-0", "", 1, 0, record(1, RecordedExitCause::kFailed, "")}.Describe() ==
         "server-0 exited with status 1");
   const std::string report = "worker-1 made no progress for 60 s, stuck at step 10 in compute";
-  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, record(4, ExitCause::kStalled, report)}
+  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, record(4, RecordedExitCause::kStalled, report)}
             .Describe() == report);
   // A stall in other words than a stall watch's is the program's own claim, and a failure.
   const ChildExit forged{"worker-1", "", kExitStalled, 0,
-                         record(4, ExitCause::kStalled, "server-0 corrupted my weights\n...")};
-  CHECK(forged.kind() == ExitKind::kFailed);
+                         record(4, RecordedExitCause::kStalled, "server-0 corrupted my weights\n...")};
+  CHECK(forged.kind() == ObservedExitKind::kFailed);
   CHECK(forged.Describe() ==
         "worker-1 exited with status 4 and an exit record of a stall in words of its own "
         "(\"server-0 corrupted my weights\"): the program's own claim");
   CHECK(ChildExit{"evaluator", "", kExitServerUnreachable, 0,
-                  record(3, ExitCause::kServerUnreachable)}
+                  record(3, RecordedExitCause::kServerUnreachable)}
             .Describe() == "evaluator stopped because a server did not answer it (exit status 3)");
   // Without a record, Monsoon's statuses are the program's own.
   CHECK(ChildExit{"worker-1", "", 3, 0, std::nullopt}.Describe() ==
         "worker-1 exited with status 3 of its own (not Monsoon's)");
-  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, std::nullopt}.kind() == ExitKind::kFailed);
+  CHECK(ChildExit{"worker-1", "", kExitStalled, 0, std::nullopt}.kind() == ObservedExitKind::kFailed);
   CHECK(ChildExit{"worker-1", "", 127, 0, std::nullopt}.Describe() ==
         "worker-1 exited with status 127 of its own (not Monsoon's): a command not found?");
   CHECK(ChildExit{"worker-1", "", 0, SIGINT, std::nullopt}.Describe() ==
@@ -169,8 +169,8 @@ TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {
         "worker-1 exited with status 0 before its role had finished (its program returned "
         "without completing monsoon.torch.run, monsoon.run_role or Client.finish())");
   // A record of another status than the exit's is not this exit's.
-  CHECK(ChildExit{"worker-1", "", 1, 0, record(130, ExitCause::kStopped)}.kind() ==
-        ExitKind::kFailed);
+  CHECK(ChildExit{"worker-1", "", 1, 0, record(130, RecordedExitCause::kStopped)}.kind() ==
+        ObservedExitKind::kFailed);
 }
 
 TEST_CASE("RecordExit writes what ReadExitRecord reads, with the pid and the tree's tag",
@@ -178,14 +178,14 @@ TEST_CASE("RecordExit writes what ReadExitRecord reads, with the pid and the tre
   const std::string path = std::string(std::getenv("TEST_TMPDIR")) + "/worker-0.exit";
   setenv(kExitRecordVariable, path.c_str(), 1);
   setenv(kProcessTreeVariable, "123-456-worker-0", 1);
-  RecordExit({0, kExitStopped, ExitCause::kStopped, "worker stopped by signal\nsecond line", ""});
+  RecordExit({0, kExitStopped, RecordedExitCause::kStopped, "worker stopped by signal\nsecond line", ""});
   unsetenv(kExitRecordVariable);
   unsetenv(kProcessTreeVariable);
   const std::optional<ExitRecord> read = ReadExitRecord(path);
   REQUIRE(read.has_value());
   CHECK(read->pid == getpid());
   CHECK(read->status == kExitStopped);
-  CHECK(read->cause == ExitCause::kStopped);
+  CHECK(read->cause == RecordedExitCause::kStopped);
   CHECK(read->message == "worker stopped by signal\nsecond line");
   CHECK(read->tree == "123-456-worker-0");
   CHECK(!ReadExitRecord(path + ".missing").has_value());
