@@ -1,4 +1,4 @@
-// monsoon compare's reading of a finished variant's metrics (launcher/compare).
+// monsoon compare's reading of a finished variant's metrics (launcher/study).
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # README describes what the code does: its configuration reference and its layer table are the
-# tables generated from core/config/config_schema.h and core/model/layer_kinds.cc, every field of a fully resolved job config (`monsoon validate` prints
+# tables generated from core/config/config_schema.h, core/model/layer_kinds.cc and
+# core/compute/activation.h, every field of a fully resolved job config (`monsoon validate` prints
 # every default) is named there, every command of `monsoon --help` is in "Commands", and the
-# example of "Models" validates to the table shown there.
+# example of "Models" validates to the table shown there. README is at most 1,200 lines, and
+# every path README, docs/ or a source comment names exists.
 source tests/launcher/test_lib.sh
 README=README.md
 
@@ -60,4 +62,16 @@ awk -v example="$example" '/^model:$/ { print example; skip = 1; next }
 shown=$(awk '/^```text$/ { on = 1; next } /^```$/ { on = 0 } on' <<<"$models")
 printed=$("$MONSOON" validate "$WORK/readme_model.yaml" 2>&1 | sed -n '/^# The model:$/,/^#$/p' | sed '1d;$d')
 expect_eq "README's example model validates to the table it shows" "$printed" "$shown"
+
+# README stays a manual: longer material goes to docs/.
+lines=$(wc -l <"$README")
+[ "$lines" -le 1200 ] && pass "README has $lines lines (at most 1200)" \
+  || fail "README has $lines lines, over 1200: move long material to docs/"
+
+# Every path named in README, docs/ or a comment exists. The check reads the checkout this
+# test's files link to (the test is tagged external, so it never comes from the cache).
+root=$(dirname "$(readlink -f "$README")")
+missing_paths=$(python3 tests/launcher/doc_paths.py "$root")
+expect_eq "paths named in README, docs/ and comments that do not exist" "${missing_paths:-none}" \
+  "none"
 finish

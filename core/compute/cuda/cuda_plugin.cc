@@ -1,4 +1,4 @@
-// The entry point of worker/libmonsoon_cuda.so (see cuda_plugin.h).
+// The entry point of core/compute/cuda/libmonsoon_cuda.so (see cuda_plugin.h).
 #include "core/compute/cuda/cuda_plugin.h"
 
 #include "core/compute/cuda/cublas_backend.h"
