@@ -94,8 +94,7 @@ absl::Status TakePulledChunk(const Chunk& c, const ReceivedFrame& frame, uint64_
                              uint64_t slowest_clock, absl::Span<float> params, PullResult* result,
                              ChunkVersions* versions) {
   MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(params.subspan(c.offset, c.size)));
-  result->min_version = std::min(result->min_version, version);
-  result->slowest_clock = std::min(result->slowest_clock, slowest_clock);
+  result->TakeChunk(version, slowest_clock);
   if (versions != nullptr) (*versions)[c.id] = version;
   return absl::OkStatus();
 }
@@ -222,7 +221,7 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
     return absl::InvalidArgumentError(
         absl::StrCat("pull into ", params.size(), " floats; the model has ", plan_.num_params()));
   }
-  PullResult result{std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()};
+  PullResult result = PullResult::BeforeChunks();
   if (versions != nullptr) versions->assign(plan_.num_chunks(), 0);
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPull,
@@ -295,7 +294,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
   // Written per chunk by the replies; base_versions stays valid even if it is *pull->versions.
   ChunkVersions pulled_versions(pull != nullptr ? plan_.num_chunks() : 0);
   if (pull != nullptr) {
-    pull->result = {std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()};
+    pull->result = PullResult::BeforeChunks();
   }
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPush,
@@ -310,9 +309,8 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::PushResponse header;
         MONSOON_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceivedFrame::Parse(reply, &header));
-        summary.mean_staleness += static_cast<double>(header.staleness()) / plan_.num_chunks();
-        summary.chunks_dropped += header.applied() || header.duplicate() ? 0 : 1;
-        summary.chunks_duplicate += header.duplicate() ? 1 : 0;
+        summary.AddChunk(header.staleness(), header.applied(), header.duplicate(),
+                         plan_.num_chunks());
         if (pull == nullptr) return absl::OkStatus();
         return TakePulledChunk(c, frame, header.pulled_version(), header.slowest_clock(),
                                pull->params, &pull->result, &pulled_versions);
@@ -352,8 +350,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
           return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
         }
         MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(difference.subspan(c.offset, c.size)));
-        summary.mean_staleness += static_cast<double>(header.staleness()) / plan_.num_chunks();
-        summary.chunks_duplicate += header.duplicate() ? 1 : 0;
+        summary.AddChunk(header.staleness(), true, header.duplicate(), plan_.num_chunks());
         (*versions)[c.id] = header.version();
         return absl::OkStatus();
       }));

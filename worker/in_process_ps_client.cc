@@ -11,7 +11,7 @@ namespace monsoon {
 absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
                                                       const PullWait& wait,
                                                       ChunkVersions* versions) {
-  PullResult result{std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()};
+  PullResult result = PullResult::BeforeChunks();
   if (versions != nullptr) versions->assign(plan().num_chunks(), 0);
   for (const Chunk& c : plan().chunks()) {
     MONSOON_ASSIGN_OR_RETURN(
@@ -19,8 +19,7 @@ absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
         servers_[c.server]->Pull(
             c.id, params.subspan(c.offset, c.size), wait.ForChunk(c.id), absl::Seconds(30),
             identity_.role == ClientRole::kWorker ? identity_.index : kNotAWorker));
-    result.min_version = std::min(result.min_version, info.version);
-    result.slowest_clock = std::min(result.slowest_clock, info.slowest_clock);
+    result.TakeChunk(info.version, info.slowest_clock);
     if (versions != nullptr) (*versions)[c.id] = info.version;
     bytes_received_ += c.size * sizeof(float);
   }
@@ -47,9 +46,7 @@ absl::StatusOr<PushSummary> InProcessPsClient::PushAll(FiniteGradient gradient,
     MONSOON_ASSIGN_OR_RETURN(
         PushResult r, servers_[c.server]->Push(c.id, identity_.index, base_versions[c.id],
                                                gradient.values().subspan(c.offset, c.size), mine));
-    summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
-    summary.chunks_dropped += r.applied || r.duplicate ? 0 : 1;
-    summary.chunks_duplicate += r.duplicate ? 1 : 0;
+    summary.AddChunk(r.staleness, r.applied, r.duplicate, plan().num_chunks());
     bytes_sent_ += c.size * sizeof(float);
   }
   return summary;
@@ -78,9 +75,8 @@ absl::StatusOr<PushSummary> InProcessPsClient::ExchangeAll(absl::Span<const floa
         PushResult r, servers_[c.server]->Exchange(c.id, identity_.index, (*versions)[c.id],
                                                    weights.subspan(c.offset, c.size),
                                                    difference.subspan(c.offset, c.size), mine));
-    summary.chunks_duplicate += r.duplicate ? 1 : 0;
+    summary.AddChunk(r.staleness, true, r.duplicate, plan().num_chunks());
     (*versions)[c.id] = r.version;
-    summary.mean_staleness += static_cast<double>(r.staleness) / plan().num_chunks();
     bytes_sent_ += c.size * sizeof(float);
     bytes_received_ += c.size * sizeof(float);
   }

@@ -5,7 +5,9 @@
 #ifndef MONSOON_WORKER_PS_CLIENT_H_
 #define MONSOON_WORKER_PS_CLIENT_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -52,6 +54,15 @@ struct PullWait {
 struct PullResult {
   uint64_t min_version = 0;
   uint64_t slowest_clock = 0;
+
+  // The result of a pull before its first chunk: each chunk taken lowers it to its own.
+  static PullResult BeforeChunks() {
+    return {std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()};
+  }
+  void TakeChunk(uint64_t version, uint64_t chunk_slowest_clock) {
+    min_version = std::min(min_version, version);
+    slowest_clock = std::min(slowest_clock, chunk_slowest_clock);
+  }
 };
 
 // Where PushPullAll puts the weights its replies bring back.
@@ -66,6 +77,14 @@ struct PushSummary {
   double mean_staleness = 0;
   int chunks_dropped = 0;
   int chunks_duplicate = 0;
+
+  // Adds one chunk's reply, of the `chunks` of the whole push or exchange (an exchange is
+  // always applied).
+  void AddChunk(uint64_t staleness, bool applied, bool duplicate, int chunks) {
+    mean_staleness += static_cast<double>(staleness) / chunks;
+    chunks_dropped += applied || duplicate ? 0 : 1;
+    chunks_duplicate += duplicate ? 1 : 0;
+  }
 };
 
 // A client serves one worker: one push (PushAll) may run in another thread while the worker
