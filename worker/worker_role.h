@@ -1,5 +1,6 @@
-// Entry points of the worker and evaluator roles: load data, build the model, find the
-// servers through the run directory, and run the training loop or the evaluator.
+// Entry points of the worker and evaluator roles: load data (core/job/job_data.h), build the
+// model, find the servers through the run directory, and run the training loop or the
+// evaluator.
 #ifndef MONSOON_WORKER_WORKER_ROLE_H_
 #define MONSOON_WORKER_WORKER_ROLE_H_
 
@@ -17,37 +18,8 @@
 #include "core/model/trainable_model.h"
 #include "core/run/run_dir.h"
 #include "worker/grpc_ps_client.h"
-#include "worker/memory_estimate.h"
 
 namespace monsoon {
-
-// Opens the training or test split the config names, checking its example shape against the
-// model (the rows are read later).
-absl::StatusOr<std::unique_ptr<DataSource>> OpenSplit(const JobConfig& config, bool train);
-// Checks every split the config names (training, and test where there is one) against the
-// model as the roles do: its example shape, whether one role's rows of it (a worker's shard,
-// the evaluator's test set) fit in this machine's memory, and its targets
-// (classes against model.output_dim, or the regression targets' count), reading no feature
-// rows where the format keeps them apart (ReadSplitTargets; CSV is read whole). The check
-// `monsoon run`, `prepare`, `launch` and `validate` make before any role starts. Returns the
-// splits' sizes.
-absl::StatusOr<DataSizes> CheckData(const JobConfig& config);
-// The whole split, read and checked.
-absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
-// Worker `index`'s shard of the training split (ShardRows), its targets checked against the
-// model: its rows read into `held` when they fit ShardMemoryBudget, else (.npy and HDF5)
-// read from the files batch by batch. InvalidArgument for a worker with no rows.
-absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index,
-                                                     Dataset* held);
-// Worker `index`'s rows of the training split `source` (ShardRows); InvalidArgument for a
-// worker with none.
-absl::StatusOr<std::vector<uint64_t>> WorkerRows(const JobConfig& config, int index,
-                                                 const DataSource& source);
-// Worker `index`'s `rows` of `source` read into `held` (borrowed by the shard), their targets
-// checked against the model.
-absl::StatusOr<std::unique_ptr<DataShard>> ReadShard(const JobConfig& config, int index,
-                                                     const std::vector<uint64_t>& rows,
-                                                     DataSource* source, Dataset* held);
 
 // Builds the model a worker or evaluator role trains or scores; `gpu` is the CUDA device the
 // launcher gave the task (< 0: none).

@@ -10,7 +10,7 @@
 #include "absl/time/clock.h"
 #include "core/config/config_reader.h"
 #include "core/config/config_validation.h"
-#include "core/config/input_shape.h"
+#include "core/job/input_shape.h"
 #include "core/process/out_of_memory.h"
 #include "core/process/process_setup.h"
 #include "core/status_macros.h"

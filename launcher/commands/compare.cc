@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/config/config_validation.h"
 #include "core/exit_status.h"
+#include "core/job/job_data.h"
 #include "core/model/model.h"
 #include "core/process/process_setup.h"
 #include "core/status_macros.h"

@@ -2,6 +2,7 @@
 // RUN_DIR`.
 #include <memory>
 
+#include "core/job/job_data.h"
 #include "launcher/commands/command.h"
 #include "launcher/local/job_setup.h"
 #include "launcher/simulation/cost_estimate.h"

@@ -5,6 +5,7 @@
 #include "absl/strings/str_split.h"
 #include "core/config/config_writer.h"
 #include "core/data/dataset.h"
+#include "core/job/job_data.h"
 #include "core/model/model.h"
 #include "core/process/process_setup.h"
 #include "launcher/commands/command.h"

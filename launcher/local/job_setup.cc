@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "core/config/config_writer.h"
+#include "core/job/job_data.h"
 #include "core/process/process_setup.h"
 #include "core/run/job_secrets.h"
 #include "core/status_macros.h"

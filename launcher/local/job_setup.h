@@ -9,7 +9,7 @@
 #include "core/config/job_config.h"
 #include "core/process/process_setup.h"
 #include "core/run/run_dir.h"
-#include "worker/memory_estimate.h"
+#include "core/job/memory_plan.h"
 
 namespace monsoon {
 

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/compute/cpu/cpu_backend.h"
 #include "core/file_util.h"
+#include "core/job/job_data.h"
 #include "core/metrics/trace.h"
 #include "core/model/model.h"
 #include "core/status_macros.h"

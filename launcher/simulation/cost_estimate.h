@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
-#include "worker/memory_estimate.h"
+#include "core/job/memory_plan.h"
 
 namespace monsoon {
 

@@ -18,6 +18,7 @@
 #include "core/config/derived_values.h"
 #include "core/exit_status.h"
 #include "core/file_util.h"
+#include "core/job/job_data.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"
 #include "core/process/out_of_memory.h"

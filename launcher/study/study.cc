@@ -16,7 +16,7 @@
 #include "core/config/config_validation.h"
 #include "core/config/config_writer.h"
 #include "core/config/derived_values.h"
-#include "core/config/input_shape.h"
+#include "core/job/input_shape.h"
 #include "core/status_macros.h"
 
 namespace monsoon {

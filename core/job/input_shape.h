@@ -1,7 +1,7 @@
 // A model's input shape read from the training data's headers, for a job file that leaves it
-// out. Apart from the config (its own target), since it reads the data's files.
-#ifndef MONSOON_CORE_CONFIG_INPUT_SHAPE_H_
-#define MONSOON_CORE_CONFIG_INPUT_SHAPE_H_
+// out: above both the config and the data readers, since it reads the data's files.
+#ifndef MONSOON_CORE_JOB_INPUT_SHAPE_H_
+#define MONSOON_CORE_JOB_INPUT_SHAPE_H_
 
 #include "absl/status/status.h"
 #include "core/config/job_config.h"
@@ -16,4 +16,4 @@ absl::Status ResolveInputShape(JobConfig* config);
 
 }  // namespace monsoon
 
-#endif  // MONSOON_CORE_CONFIG_INPUT_SHAPE_H_
+#endif  // MONSOON_CORE_JOB_INPUT_SHAPE_H_

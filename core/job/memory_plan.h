@@ -1,7 +1,7 @@
 // What each role of a job needs in memory, estimated from the config and the data's sizes
 // before anything is allocated, and the check that a host can hold the roles it runs.
-#ifndef MONSOON_WORKER_MEMORY_ESTIMATE_H_
-#define MONSOON_WORKER_MEMORY_ESTIMATE_H_
+#ifndef MONSOON_CORE_JOB_MEMORY_PLAN_H_
+#define MONSOON_CORE_JOB_MEMORY_PLAN_H_
 
 #include <cstdint>
 #include <string>
@@ -73,4 +73,4 @@ absl::Status CheckMemoryFits(const MemoryEstimate& estimate, uint64_t needed,
 
 }  // namespace monsoon
 
-#endif  // MONSOON_WORKER_MEMORY_ESTIMATE_H_
+#endif  // MONSOON_CORE_JOB_MEMORY_PLAN_H_

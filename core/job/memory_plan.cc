@@ -1,4 +1,4 @@
-#include "worker/memory_estimate.h"
+#include "core/job/memory_plan.h"
 
 #include <algorithm>
 

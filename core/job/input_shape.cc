@@ -1,4 +1,4 @@
-#include "core/config/input_shape.h"
+#include "core/job/input_shape.h"
 
 #include "absl/strings/str_cat.h"
 #include "core/config/config_validation.h"
