@@ -105,7 +105,7 @@ Figures Alone(DataShard* shard, int batch, int steps) {
 }
 
 Figures Alone(const Dataset& data, int batch, int steps) {
-  DataShard shard(&data, 0, 1);
+  DataShard shard(data, 0, 1);
   return Alone(&shard, batch, steps);
 }
 
@@ -170,7 +170,7 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
   }
   CpuBackend backend;
   auto model = Model::Create(config.model, &backend);
-  DataShard shard(&data, 0, 1);
+  DataShard shard(data, 0, 1);
   TrainingWorker worker(config, 0, model->get(), &shard, client->get(), nullptr, nullptr);
   auto report = worker.Run(nullptr);
   if (!report.ok()) {

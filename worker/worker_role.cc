@@ -76,10 +76,9 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
       std::unique_ptr<TraceWriter> trace,
       OpenRoleTrace(config.trace.steps, run_dir.trace_dir(), absl::StrCat("worker-", index),
                     kTraceWorkerPid + index, absl::StrCat("worker ", index), WorkerTraceThreads()));
-  Dataset held;
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataShard> shard,
                            Traced(trace.get(), kTraceLoop, "load data",
-                                  [&] { return OpenShard(config, index, &held); }));
+                                  [&] { return OpenShard(config, index); }));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
                            MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(

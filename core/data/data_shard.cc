@@ -10,8 +10,8 @@
 
 namespace monsoon {
 
-DataShard::DataShard(const Dataset* rows, int index, uint64_t seed)
-    : data_(rows), size_(rows->size()), index_(index), seed_(seed) {
+DataShard::DataShard(Dataset rows, int index, uint64_t seed)
+    : data_(std::move(rows)), size_(data_.size()), index_(index), seed_(seed) {
   Shuffle();
 }
 
@@ -61,14 +61,14 @@ absl::StatusOr<int> DataShard::NextBatch(int batch, std::vector<float>* x, std::
   if (streamed()) {
     MONSOON_RETURN_IF_ERROR(ReadStreamed(rows, x, y));
   } else {
-    const size_t fd = data_->feature_dim;
-    const size_t td = data_->target_dim;
+    const size_t fd = data_.feature_dim;
+    const size_t td = data_.target_dim;
     x->resize(rows * fd);
     y->resize(rows * td);
     for (int r = 0; r < rows; ++r) {
       const size_t e = order_[cursor_ + r];
-      std::copy_n(data_->features.data() + e * fd, fd, x->data() + r * fd);
-      std::copy_n(data_->targets.data() + e * td, td, y->data() + r * td);
+      std::copy_n(data_.features.data() + e * fd, fd, x->data() + r * fd);
+      std::copy_n(data_.targets.data() + e * td, td, y->data() + r * td);
     }
   }
   cursor_ += rows;

@@ -24,12 +24,13 @@ struct DataPosition {
 };
 
 // Worker `index`'s shard, visited in an order reshuffled every epoch from (seed, index, epoch).
-// The order depends only on the shard's size, so a streamed shard yields exactly the batches
-// the same rows held in memory would.
+// One contract for both ways of holding it: the shard owns its rows, held or read from its
+// source batch by batch, and the order depends only on the shard's size, so a streamed shard
+// yields exactly the batches the same rows held in memory would.
 class DataShard {
  public:
-  // Every row of `rows` (the rows ShardRows gave this worker, as read). Borrows `rows`.
-  DataShard(const Dataset* rows, int index, uint64_t seed);
+  // Every row of `rows` (the rows ShardRows gave this worker, as read), held by the shard.
+  DataShard(Dataset rows, int index, uint64_t seed);
   // The rows `rows` of `source` (ascending, as ShardRows gives them), read from it batch by
   // batch: each batch's rows in ascending order, consecutive ones in one read.
   DataShard(std::unique_ptr<DataSource> source, std::vector<uint64_t> rows, int index,
@@ -58,7 +59,7 @@ class DataShard {
   // Reads the shard's examples order_[cursor_, cursor_ + rows) from source_ into x / y.
   absl::Status ReadStreamed(int rows, std::vector<float>* x, std::vector<float>* y);
 
-  const Dataset* const data_ = nullptr;       // in memory: borrowed
+  const Dataset data_;                        // held: the shard's rows; streamed: empty
   const std::unique_ptr<DataSource> source_;  // streamed
   const std::vector<uint64_t> source_rows_;   // streamed: the shard's rows of source_
   const size_t size_;

@@ -130,24 +130,23 @@ absl::StatusOr<std::vector<uint64_t>> WorkerRows(const JobConfig& config, int in
 
 absl::StatusOr<std::unique_ptr<DataShard>> ReadShard(const JobConfig& config, int index,
                                                      const std::vector<uint64_t>& rows,
-                                                     DataSource* source, Dataset* held) {
+                                                     DataSource* source) {
   LOG(INFO) << "worker " << index << ": reading " << rows.size() << " of " << source->rows()
             << " rows of " << source->name();
   const Allocating allocating(
       absl::StrCat("worker ", index, "'s ", rows.size(), " rows of ", source->name()));
   MONSOON_ASSIGN_OR_RETURN(Dataset read, source->Read(rows));
-  MONSOON_ASSIGN_OR_RETURN(*held, CheckTargets(config, source->name(), std::move(read)));
-  return std::make_unique<DataShard>(held, index, config.seed);
+  MONSOON_ASSIGN_OR_RETURN(Dataset held, CheckTargets(config, source->name(), std::move(read)));
+  return std::make_unique<DataShard>(std::move(held), index, config.seed);
 }
 
-absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index,
-                                                     Dataset* held) {
+absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index) {
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<DataSource> source, OpenSplit(config, /*train=*/true));
   MONSOON_ASSIGN_OR_RETURN(std::vector<uint64_t> rows, WorkerRows(config, index, *source));
   const int features = ShapeSize(source->example_shape());
   const int target_dim = TargetsOf(config.model).columns;
   if (!StreamsShard(config, rows.size(), features, target_dim)) {
-    return ReadShard(config, index, rows, source.get(), held);
+    return ReadShard(config, index, rows, source.get());
   }
   // The targets alone are read now, to check them against the model.
   MONSOON_ASSIGN_OR_RETURN(Dataset targets, source->ReadTargets());

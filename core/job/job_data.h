@@ -31,19 +31,18 @@ absl::StatusOr<DataSizes> CheckData(const JobConfig& config);
 // The whole split, read and checked.
 absl::StatusOr<Dataset> LoadSplit(const JobConfig& config, bool train);
 // Worker `index`'s shard of the training split (ShardRows), its targets checked against the
-// model: its rows read into `held` when they fit ShardMemoryBudget, else (.npy and HDF5)
-// read from the files batch by batch. InvalidArgument for a worker with no rows.
-absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index,
-                                                     Dataset* held);
+// model: its rows read and held when they fit ShardMemoryBudget, else (.npy and HDF5) read
+// from the files batch by batch. InvalidArgument for a worker with no rows.
+absl::StatusOr<std::unique_ptr<DataShard>> OpenShard(const JobConfig& config, int index);
 // Worker `index`'s rows of the training split `source` (ShardRows); InvalidArgument for a
 // worker with none.
 absl::StatusOr<std::vector<uint64_t>> WorkerRows(const JobConfig& config, int index,
                                                  const DataSource& source);
-// Worker `index`'s `rows` of `source` read into `held` (borrowed by the shard), their targets
-// checked against the model.
+// Worker `index`'s `rows` of `source` read and held by the shard, their targets checked
+// against the model.
 absl::StatusOr<std::unique_ptr<DataShard>> ReadShard(const JobConfig& config, int index,
                                                      const std::vector<uint64_t>& rows,
-                                                     DataSource* source, Dataset* held);
+                                                     DataSource* source);
 
 }  // namespace monsoon
 

@@ -77,7 +77,6 @@ struct SimulatedWorker {
   explicit SimulatedWorker(const EventLoop* loop) : clock(loop) {}
   SimulatedClock clock;
   std::unique_ptr<TraceWriter> trace;  // null under trace.steps: 0
-  Dataset held;
   std::unique_ptr<DataShard> shard;
   std::unique_ptr<TrainableModel> own_model;  // unless the workers share one
   std::unique_ptr<TrainableModel> model;      // own_model's or the shared one, timed
@@ -203,7 +202,7 @@ absl::Status Simulation::BuildServers() {
 
 absl::Status Simulation::BuildWorker(int index, SimulatedWorker* w) {
   MONSOON_ASSIGN_OR_RETURN(const std::vector<uint64_t> rows, WorkerRows(config_, index, *train_));
-  MONSOON_ASSIGN_OR_RETURN(w->shard, ReadShard(config_, index, rows, train_.get(), &w->held));
+  MONSOON_ASSIGN_OR_RETURN(w->shard, ReadShard(config_, index, rows, train_.get()));
   TrainableModel* model = shared_model_.get();
   if (model == nullptr) {
     MONSOON_ASSIGN_OR_RETURN(w->own_model, NativeModel(worker_config_, -1));

@@ -150,7 +150,7 @@ TEST_CASE("DataShard: a streamed shard yields the batches of the same rows in me
   auto source = OpenNpySource(x, y, {1, true});
   REQUIRE(source.ok());
   const Dataset held = *(*source)->Read(mine);
-  DataShard in_memory(&held, 1, 5);
+  DataShard in_memory(held, 1, 5);
   DataShard streamed(*OpenNpySource(x, y, {1, true}), mine, 1, 5);
   CHECK(streamed.streamed());
   CHECK(streamed.size() == in_memory.size());

@@ -196,7 +196,7 @@ TEST_CASE("DataShard: shards are disjoint, cover the data and reshuffle every ep
   std::vector<int> seen(103, 0);
   for (int w = 0; w < 4; ++w) {
     const Dataset part = *InMemorySource(data).Read(ShardRows(data.size(), w, 4, 9));
-    DataShard shard(&part, w, 9);
+    DataShard shard(part, w, 9);
     std::vector<float> x, y;
     std::vector<float> first_epoch;
     while (shard.progress() < 1.0) {

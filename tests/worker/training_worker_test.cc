@@ -99,7 +99,7 @@ struct LinearSetup {
         CpuBackend backend;
         auto model = Model::Create(config.model, &backend);
         const Dataset part = *InMemorySource(data).Read(ShardRows(data.size(), i, n, 3));
-        DataShard shard(&part, i, 3);
+        DataShard shard(part, i, 3);
         InProcessPsClient client(raw, {ClientRole::kWorker, i});
         const FastForwardClock fast_forward;
         const Clock& clock = fast_forward_sleeps ? fast_forward : Clock::System();
@@ -488,7 +488,7 @@ absl::StatusOr<WorkerReport> RunWorkerZero(LinearSetup& setup, PsClient* client,
                                            const std::atomic<bool>* stop = nullptr) {
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
-  DataShard shard(&setup.data, 0, 3);
+  DataShard shard(setup.data, 0, 3);
   const RunDir run_dir{absl::StrCat(std::getenv("TEST_TMPDIR"), "/", name)};
   std::filesystem::create_directories(run_dir.metrics_dir());
   auto metrics = WorkerMetricsRecorder::Open(run_dir, 0);
@@ -638,7 +638,7 @@ TEST_CASE("TrainingWorker: a stop request ends the loop with Cancelled", "[worke
   setup.Start();
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
-  DataShard shard(&setup.data, 0, 3);
+  DataShard shard(setup.data, 0, 3);
   InProcessPsClient client(setup.raw, {ClientRole::kWorker, 0});
   TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
   std::atomic<bool> stop{true};
@@ -680,7 +680,7 @@ TEST_CASE("TrainingWorker: an RPC failure is reported as such; a stop between st
   LinearSetup setup(1);
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
-  DataShard shard(&setup.data, 0, 3);
+  DataShard shard(setup.data, 0, 3);
   GoneClient client;
   TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
   CHECK(absl::IsUnavailable(worker.Run(nullptr).status()));
