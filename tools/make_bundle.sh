@@ -24,7 +24,7 @@ for f in "$@"; do
   case "$f" in
     */launcher/monsoon | */bench/gpu_bench | */tests/worker/cublas_parity_test) cp "$f" "$b/bin/" ;;
     */libmonsoon_cuda.so) cp "$f" "$b/core/compute/cuda/" ;;
-    python/monsoon/* | */python/monsoon/*) install -D "$f" "$b/bin/python/monsoon/$(basename "$f")" ;;
+    python/monsoon/* | */python/monsoon/*) install -D "$f" "$b/bin/python/monsoon/${f##*python/monsoon/}" ;;
     */fashion-mnist/*) cp "$f" "$b/data/fashion-mnist/" ;;
     configs/* | tools/gpu_check.sh | tools/tensorboard_read.py | tests/launcher/*.sh | \
       bench/gpu_peer.py | bench/pytorch_cnn_bench.py | README.md) install -D "$f" "$b/$f" ;;

@@ -69,15 +69,16 @@ absl::StatusOr<std::string> StableCopy(const std::string& file, const std::strin
 absl::StatusOr<std::string> StablePythonPackage(const std::string& runs_root) {
   namespace fs = std::filesystem;
   MONSOON_ASSIGN_OR_RETURN(const std::string source, MonsoonPythonPath());
-  std::vector<fs::path> files;
+  const fs::path package = fs::path(source) / "monsoon";
+  std::vector<fs::path> files;  // relative to `package`, its subpackages' (monsoon.torch) too
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(fs::path(source) / "monsoon", ec)) {
-    if (entry.is_regular_file(ec)) files.push_back(entry.path());
+  for (const auto& entry : fs::recursive_directory_iterator(package, ec)) {
+    if (entry.is_regular_file(ec)) files.push_back(entry.path().lexically_relative(package));
   }
   std::sort(files.begin(), files.end());
   std::string digests;
   for (const fs::path& f : files) {
-    MONSOON_ASSIGN_OR_RETURN(const std::string digest, FileSha256(f.string()));
+    MONSOON_ASSIGN_OR_RETURN(const std::string digest, FileSha256((package / f).string()));
     absl::StrAppend(&digests, digest.substr(0, 4));
   }
   const fs::path dir = fs::path(runs_root) / "bin" / absl::StrCat("python-", digests);
@@ -85,7 +86,8 @@ absl::StatusOr<std::string> StablePythonPackage(const std::string& runs_root) {
   const fs::path tmp = absl::StrCat(dir.string(), ".tmp.", getpid());
   fs::create_directories(tmp / "monsoon", ec);
   for (const fs::path& f : files) {
-    if (!ec) fs::copy_file(f, tmp / "monsoon" / f.filename(), ec);
+    if (!ec) fs::create_directories((tmp / "monsoon" / f).parent_path(), ec);
+    if (!ec) fs::copy_file(package / f, tmp / "monsoon" / f, ec);
   }
   if (!ec) fs::rename(tmp, dir, ec);
   if (ec) {
