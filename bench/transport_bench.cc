@@ -154,7 +154,7 @@ class GrpcPair {
     options.secrets.token = kBenchToken;
     options.max_in_flight = in_flight;
     options.rpc_timeout = absl::Seconds(60);
-    auto client = GrpcPsClient::Connect({address}, plan_, {ClientRole::kWorker, 0}, options);
+    auto client = GrpcPsClient::Connect({address}, plan_, {RoleKind::kWorker, 0}, options);
     if (!client.ok()) {
       std::cerr << client.status() << std::endl;
       std::abort();

@@ -163,7 +163,7 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
   auto plan = JobShardingPlan(config);
   GrpcPsClientOptions options;
   options.secrets.token = kBenchToken;
-  auto client = GrpcPsClient::Connect({address}, *plan, {ClientRole::kWorker, 0}, options);
+  auto client = GrpcPsClient::Connect({address}, *plan, {RoleKind::kWorker, 0}, options);
   if (!client.ok()) {
     std::cerr << client.status() << std::endl;
     std::abort();

@@ -39,7 +39,7 @@ std::unique_ptr<Client> Client::Connect(const std::vector<std::string>& servers,
   absl::StatusOr<std::unique_ptr<GrpcPsClient>> client;
   {
     py::gil_scoped_release release;
-    client = GrpcPsClient::Connect(servers, plan, {ClientRole::kWorker, index, NewIncarnation()},
+    client = GrpcPsClient::Connect(servers, plan, {RoleKind::kWorker, index, NewIncarnation()},
                                    options);
   }
   if (!client.ok()) Raise(client.status(), /*client=*/true);
@@ -53,7 +53,7 @@ std::unique_ptr<Client> Client::FromJob(const std::atomic<bool>* stop) {
   absl::StatusOr<std::unique_ptr<GrpcPsClient>> client;
   {
     py::gil_scoped_release release;
-    client = ConnectToServers(config, run_dir, {ClientRole::kWorker, env.index, NewIncarnation()},
+    client = ConnectToServers(config, run_dir, {RoleKind::kWorker, env.index, NewIncarnation()},
                               stop);
   }
   if (!client.ok()) Raise(client.status(), /*client=*/true);

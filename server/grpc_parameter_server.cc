@@ -15,6 +15,7 @@
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.grpc.pb.h"
+#include "proto/role_wire.h"
 #include "server/capped_listener.h"
 #include "server/push_decoder.h"
 #include "server/stats_wire.h"
@@ -48,10 +49,6 @@ absl::StatusOr<PushOrigin> OriginOf(const wire::ChunkUpdateHeader& request) {
   origin.position = FromWire(request.position());
   origin.epoch = request.epoch();
   return origin;
-}
-
-ClientRole RoleOf(wire::Role role) {
-  return role == wire::ROLE_WORKER ? ClientRole::kWorker : ClientRole::kEvaluator;
 }
 
 // The largest message a legitimate client sends or receives: the largest chunk, and framing.
@@ -90,8 +87,8 @@ class ParameterServerService final : public RawService {
       wire::HeartbeatRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
-      MONSOON_RETURN_IF_ERROR(
-          logic_->Heartbeat(RoleOf(request.role()), request.index(), request.incarnation()));
+      MONSOON_ASSIGN_OR_RETURN(const RoleKind role, RoleFromWire(request.role(), "heartbeat"));
+      MONSOON_RETURN_IF_ERROR(logic_->Heartbeat(role, request.index(), request.incarnation()));
       *resp = EncodeFrame(wire::HeartbeatResponse());
       return absl::OkStatus();
     });
@@ -103,11 +100,9 @@ class ParameterServerService final : public RawService {
       wire::HelloRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
-      if (request.role() != wire::ROLE_WORKER && request.role() != wire::ROLE_EVALUATOR) {
-        return absl::InvalidArgumentError("hello from an unspecified role");
-      }
+      MONSOON_ASSIGN_OR_RETURN(const RoleKind role, RoleFromWire(request.role(), "hello"));
       MONSOON_ASSIGN_OR_RETURN(ResumePoint resume,
-                               logic_->Hello(request.plan_fingerprint(), RoleOf(request.role()),
+                               logic_->Hello(request.plan_fingerprint(), role,
                                              request.index(), request.incarnation(),
                                              CappedListener::PeerAddress(ctx->peer())));
       wire::HelloResponse response;
@@ -235,10 +230,8 @@ class ParameterServerService final : public RawService {
       wire::FinishRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
-      if (request.role() != wire::ROLE_WORKER && request.role() != wire::ROLE_EVALUATOR) {
-        return absl::InvalidArgumentError("finish from an unspecified role");
-      }
-      const absl::Status finished = logic_->Finish(RoleOf(request.role()), request.index());
+      MONSOON_ASSIGN_OR_RETURN(const RoleKind role, RoleFromWire(request.role(), "finish"));
+      const absl::Status finished = logic_->Finish(role, request.index());
       if (!finished.ok()) return finished;
       *resp = EncodeFrame(wire::FinishResponse());
       return absl::OkStatus();

@@ -65,9 +65,9 @@ void Membership::Heard(Liveness* client, absl::Time now) {
   }
 }
 
-absl::StatusOr<bool> Membership::Finish(ClientRole role, int index) {
+absl::StatusOr<bool> Membership::Finish(RoleKind role, int index) {
   absl::MutexLock lock(&mu_);
-  if (role == ClientRole::kEvaluator) {
+  if (role == RoleKind::kEvaluator) {
     evaluator_finished_ = true;
     return false;
   }

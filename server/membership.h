@@ -42,7 +42,7 @@ class Membership {
   bool Rejoin(int index);
   void HeardEvaluator(absl::Time now, const std::string& peer = "");
   // A client will send nothing more. Returns true when a worker left the live set.
-  absl::StatusOr<bool> Finish(ClientRole role, int index);
+  absl::StatusOr<bool> Finish(RoleKind role, int index);
   // Marks silent clients lost at `now`; returns true when a worker newly was. Called every
   // 250 ms or so: a gap of more than kStallGap since the last call means this server itself
   // was stalled (SIGSTOP, a frozen VM, swapping), and the silence it caused does not count

@@ -77,7 +77,7 @@ absl::Status ParameterServer::ClosedError() const {
   return absl::CancelledError(absl::StrCat("server ", index_, " is shutting down"));
 }
 
-absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, ClientRole role,
+absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, RoleKind role,
                                                    int index, uint64_t incarnation,
                                                    const std::string& peer) {
   if (plan_fingerprint != plan_.fingerprint()) {
@@ -86,7 +86,7 @@ absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, Cl
                      plan_.fingerprint(), ", client ", plan_fingerprint,
                      "): are all roles running the same job config?"));
   }
-  if (role == ClientRole::kEvaluator) {
+  if (role == RoleKind::kEvaluator) {
     membership_.HeardEvaluator(clock_.Now(), peer);
     return ResumePoint{};
   }
@@ -96,8 +96,8 @@ absl::StatusOr<ResumePoint> ParameterServer::Hello(uint64_t plan_fingerprint, Cl
   return ResumePointOf(index);
 }
 
-absl::Status ParameterServer::Heartbeat(ClientRole role, int index, uint64_t incarnation) {
-  if (role == ClientRole::kEvaluator) {
+absl::Status ParameterServer::Heartbeat(RoleKind role, int index, uint64_t incarnation) {
+  if (role == RoleKind::kEvaluator) {
     membership_.HeardEvaluator(clock_.Now());
     return absl::OkStatus();
   }
@@ -387,7 +387,7 @@ void ParameterServer::ExpireLoop() {
   }
 }
 
-absl::Status ParameterServer::Finish(ClientRole role, int index) {
+absl::Status ParameterServer::Finish(RoleKind role, int index) {
   MONSOON_ASSIGN_OR_RETURN(const bool worker_left, membership_.Finish(role, index));
   if (worker_left) LiveWorkersChanged();
   return absl::OkStatus();

@@ -88,11 +88,11 @@ class ParameterServer {
   // server's. For a worker, records its incarnation (FailedPrecondition when older than one
   // already seen) and `peer` (its address, for reports); a worker that had finished or was lost
   // rejoins. Returns where the worker resumes (zero for the evaluator or a fresh worker).
-  absl::StatusOr<ResumePoint> Hello(uint64_t plan_fingerprint, ClientRole role, int index,
+  absl::StatusOr<ResumePoint> Hello(uint64_t plan_fingerprint, RoleKind role, int index,
                                     uint64_t incarnation = 0, const std::string& peer = "");
 
   // A client is alive. FailedPrecondition for a superseded worker incarnation.
-  absl::Status Heartbeat(ClientRole role, int index, uint64_t incarnation);
+  absl::Status Heartbeat(RoleKind role, int index, uint64_t incarnation);
 
   // Where worker `index` resumes (see ResumePoint).
   ResumePoint ResumePointOf(int index) const;
@@ -168,7 +168,7 @@ class ParameterServer {
 
   // Records that a client will send nothing more. A synchronous round that now has all it
   // can get is applied, and waiting pulls are rechecked. InvalidArgument for an unknown index.
-  absl::Status Finish(ClientRole role, int index);
+  absl::Status Finish(RoleKind role, int index);
 
   // True once every expected worker has finished or been lost, and the evaluator has finished
   // or been lost.

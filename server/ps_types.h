@@ -8,10 +8,9 @@
 #include <vector>
 
 #include "core/data/data_shard.h"
+#include "core/role.h"
 
 namespace monsoon {
-
-enum class ClientRole { kWorker, kEvaluator };
 
 // The `worker` of a pull that comes from no worker (the evaluator, a test).
 constexpr int kNotAWorker = -1;

@@ -13,14 +13,15 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "core/finite.h"
 #include "core/compression.h"
+#include "core/finite.h"
 #include "core/status_macros.h"
 #include "proto/channel_security.h"
 #include "proto/data_position.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
 #include "proto/monsoon.pb.h"
+#include "proto/role_wire.h"
 #include "server/stats_wire.h"
 #include "worker/chunk_call_window.h"
 
@@ -34,10 +35,6 @@ constexpr char kExchange[] = "/monsoon.wire.ParameterServer/Exchange";
 constexpr char kStats[] = "/monsoon.wire.ParameterServer/Stats";
 constexpr char kFinish[] = "/monsoon.wire.ParameterServer/Finish";
 constexpr char kHeartbeat[] = "/monsoon.wire.ParameterServer/Heartbeat";
-
-wire::Role ToWire(ClientRole role) {
-  return role == ClientRole::kWorker ? wire::ROLE_WORKER : wire::ROLE_EVALUATOR;
-}
 
 template <typename Header>
 absl::Status ParseReply(const grpc::ByteBuffer& reply, Header* header) {
@@ -135,7 +132,7 @@ GrpcPsClient::~GrpcPsClient() {
 
 void GrpcPsClient::HeartbeatLoop() {
   wire::HeartbeatRequest request;
-  request.set_role(ToWire(identity_.role));
+  request.set_role(RoleToWire(identity_.role));
   request.set_index(identity_.index);
   request.set_incarnation(identity_.incarnation);
   const grpc::ByteBuffer frame = EncodeFrame(request);
@@ -161,7 +158,7 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
   std::unique_ptr<GrpcPsClient> client(new GrpcPsClient(servers, plan, identity, options));
   for (int j = 0; j < plan.num_servers(); ++j) {
     wire::HelloRequest hello;
-    hello.set_role(ToWire(identity.role));
+    hello.set_role(RoleToWire(identity.role));
     hello.set_index(identity.index);
     hello.set_plan_fingerprint(plan.fingerprint());
     hello.set_incarnation(identity.incarnation);
@@ -231,7 +228,7 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
         const PullCondition condition = wait.ForChunk(c.id);
         request.set_min_version(condition.min_version);
         request.set_min_clock(condition.min_clock);
-        request.set_role(ToWire(identity_.role));
+        request.set_role(RoleToWire(identity_.role));
         request.set_index(identity_.index);
         return EncodeFrame(request);
       },
@@ -389,7 +386,7 @@ grpc::Slice GrpcPsClient::EncodeGradient(const Chunk& c, absl::Span<const float>
 
 absl::Status GrpcPsClient::Finish() {
   wire::FinishRequest request;
-  request.set_role(ToWire(identity_.role));
+  request.set_role(RoleToWire(identity_.role));
   request.set_index(identity_.index);
   for (int j = 0; j < plan_.num_servers(); ++j) {
     grpc::ByteBuffer reply;

@@ -18,7 +18,7 @@ absl::StatusOr<PullResult> InProcessPsClient::PullAll(absl::Span<float> params,
         PullInfo info,
         servers_[c.server]->Pull(
             c.id, params.subspan(c.offset, c.size), wait.ForChunk(c.id), absl::Seconds(30),
-            identity_.role == ClientRole::kWorker ? identity_.index : kNotAWorker));
+            identity_.role == RoleKind::kWorker ? identity_.index : kNotAWorker));
     result.TakeChunk(info.version, info.slowest_clock);
     if (versions != nullptr) (*versions)[c.id] = info.version;
     bytes_received_ += c.size * sizeof(float);

@@ -20,7 +20,7 @@ namespace monsoon {
 
 // Who a client speaks for (sent with Hello, pushes and Finish).
 struct ClientIdentity {
-  ClientRole role = ClientRole::kWorker;
+  RoleKind role = RoleKind::kWorker;
   int index = 0;
   // This process of the worker: larger for every restart (servers refuse older ones).
   uint64_t incarnation = 0;

@@ -10,9 +10,9 @@
 #include "core/compute/compute_backends.h"
 #include "core/config/derived_values.h"
 #include "core/data/data_shard.h"
-#include "core/job/job_data.h"
 #include "core/data/data_source.h"
 #include "core/data/dataset.h"
+#include "core/job/job_data.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"
 #include "core/model/model.h"
@@ -83,7 +83,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
                            MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<GrpcPsClient> client, Traced(trace.get(), kTraceLoop, "connect", [&] {
-        return ConnectToServers(config, run_dir, {ClientRole::kWorker, index, NewIncarnation()},
+        return ConnectToServers(config, run_dir, {RoleKind::kWorker, index, NewIncarnation()},
                                 stop);
       }));
   // A restarted worker replays the steps after its resume point: their rows go, and it carries
@@ -132,7 +132,7 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
                            MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(
       std::unique_ptr<GrpcPsClient> client, Traced(trace.get(), 0, "connect", [&] {
-        return ConnectToServers(config, run_dir, {ClientRole::kEvaluator, 0}, stop);
+        return ConnectToServers(config, run_dir, {RoleKind::kEvaluator, 0}, stop);
       }));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,
                            CsvMetricsWriter::Create(run_dir.evaluator_metrics_path(),

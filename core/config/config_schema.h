@@ -125,7 +125,7 @@ void VisitJobAndModel(JobConfig& c, V& v) {
     v.Field("assignment", &c.cluster.assignment, kAssignmentNames,
             "how tasks of a parallel launch get roles (see "
             "[SLURM](#how-tasks-get-their-roles))");
-    v.Field("ranks", &c.cluster.ranks, kRankRoleNames,
+    v.Field("ranks", &c.cluster.ranks, kRoleKindNames,
             "explicit role of each rank; must list exactly the cluster's roles");
     v.Field("worker_program", &c.cluster.worker_program, ProgramArgs{},
             Doc("the program the workers and the evaluator run instead of Monsoon's model, with "

@@ -19,11 +19,11 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
     if (c.assignment != Assignment::kRanks) return absl::OkStatus();
     return absl::InvalidArgumentError("cluster.ranks: required when cluster.assignment is ranks");
   }
-  const auto count = [&](RankRole role) {
+  const auto count = [&](RoleKind role) {
     return static_cast<int>(std::count(c.ranks.begin(), c.ranks.end(), role));
   };
-  const int servers = count(RankRole::kServer), workers = count(RankRole::kWorker),
-            evaluators = count(RankRole::kEvaluator);
+  const int servers = count(RoleKind::kServer), workers = count(RoleKind::kWorker),
+            evaluators = count(RoleKind::kEvaluator);
   if (servers == c.servers && workers == c.workers && evaluators == (c.evaluator ? 1 : 0)) {
     return absl::OkStatus();
   }

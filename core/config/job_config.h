@@ -15,6 +15,7 @@
 #include "core/enum_names.h"
 #include "core/model/model.h"
 #include "core/optimizer.h"
+#include "core/role.h"
 
 namespace monsoon {
 
@@ -28,19 +29,12 @@ inline constexpr NamedValue<Assignment> kAssignmentValues[] = {
     {Assignment::kHetGroups, "het_groups"}};
 inline constexpr EnumNames<Assignment> kAssignmentNames{"assignment", kAssignmentValues};
 
-// A rank's role in an explicit cluster.ranks map.
-enum class RankRole { kServer, kWorker, kEvaluator };
-inline constexpr NamedValue<RankRole> kRankRoleValues[] = {{RankRole::kServer, "server"},
-                                                           {RankRole::kWorker, "worker"},
-                                                           {RankRole::kEvaluator, "evaluator"}};
-inline constexpr EnumNames<RankRole> kRankRoleNames{"role", kRankRoleValues};
-
 struct ClusterConfig {
   int servers = 1;
   int workers = 1;
   bool evaluator = true;
   Assignment assignment = Assignment::kAuto;
-  std::vector<RankRole> ranks;  // explicit rank -> role map, one entry per rank
+  std::vector<RoleKind> ranks;  // explicit rank -> role map, one entry per rank
   // The program the worker and evaluator roles run instead of Monsoon's model (model.type:
   // program), and its arguments; relative paths of files beside the job file made absolute.
   std::vector<std::string> worker_program;

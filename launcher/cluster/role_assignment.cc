@@ -19,11 +19,11 @@ absl::StatusOr<RoleAssignment> ByCounts(const ClusterConfig& c, const TaskEnviro
                      NeedText(c), "): ask for ", needed, " tasks (sbatch/srun --ntasks=", needed,
                      ") or shrink the cluster section"));
   }
-  if (t.rank < c.servers) return RoleAssignment{RoleKind::kServer, t.rank};
-  if (t.rank < c.servers + c.workers) return RoleAssignment{RoleKind::kWorker, t.rank - c.servers};
+  if (t.rank < c.servers) return RoleId{RoleKind::kServer, t.rank};
+  if (t.rank < c.servers + c.workers) return RoleId{RoleKind::kWorker, t.rank - c.servers};
   if (c.evaluator && t.rank == c.servers + c.workers)
-    return RoleAssignment{RoleKind::kEvaluator, 0};
-  return RoleAssignment{RoleKind::kIdle, 0};
+    return RoleId{RoleKind::kEvaluator, 0};
+  return std::nullopt;
 }
 
 absl::StatusOr<RoleAssignment> ByRanks(const ClusterConfig& c, const TaskEnvironment& t) {
@@ -33,19 +33,19 @@ absl::StatusOr<RoleAssignment> ByRanks(const ClusterConfig& c, const TaskEnviron
         absl::StrCat("the launch has ", t.size, " task(s) but cluster.ranks lists ", listed,
                      ": ask for ", listed, " tasks (sbatch/srun --ntasks=", listed, ")"));
   }
-  if (t.rank >= listed) return RoleAssignment{RoleKind::kIdle, 0};
-  const RankRole mine = c.ranks[t.rank];
+  if (t.rank >= listed) return std::nullopt;
+  const RoleKind mine = c.ranks[t.rank];
   int index = 0;
   for (int r = 0; r < t.rank; ++r) index += c.ranks[r] == mine ? 1 : 0;
   switch (mine) {
-    case RankRole::kServer:
-      return RoleAssignment{RoleKind::kServer, index};
-    case RankRole::kWorker:
-      return RoleAssignment{RoleKind::kWorker, index};
-    case RankRole::kEvaluator:
+    case RoleKind::kServer:
+      return RoleId{RoleKind::kServer, index};
+    case RoleKind::kWorker:
+      return RoleId{RoleKind::kWorker, index};
+    case RoleKind::kEvaluator:
       break;
   }
-  return RoleAssignment{RoleKind::kEvaluator, 0};
+  return RoleId{RoleKind::kEvaluator, 0};
 }
 
 absl::StatusOr<RoleAssignment> ByHetGroups(const ClusterConfig& c, const TaskEnvironment& t) {
@@ -64,26 +64,12 @@ absl::StatusOr<RoleAssignment> ByHetGroups(const ClusterConfig& c, const TaskEnv
                                                         names[g], " need(s) ", wanted[g]));
     }
   }
-  if (t.rank < c.servers) return RoleAssignment{RoleKind::kServer, t.rank};
-  if (t.rank < c.servers + c.workers) return RoleAssignment{RoleKind::kWorker, t.rank - c.servers};
-  return RoleAssignment{RoleKind::kEvaluator, 0};
+  if (t.rank < c.servers) return RoleId{RoleKind::kServer, t.rank};
+  if (t.rank < c.servers + c.workers) return RoleId{RoleKind::kWorker, t.rank - c.servers};
+  return RoleId{RoleKind::kEvaluator, 0};
 }
 
 }  // namespace
-
-std::string RoleAssignment::Describe() const {
-  switch (kind) {
-    case RoleKind::kServer:
-      return absl::StrCat("server ", index);
-    case RoleKind::kWorker:
-      return absl::StrCat("worker ", index);
-    case RoleKind::kEvaluator:
-      return "evaluator";
-    case RoleKind::kIdle:
-      return "idle";
-  }
-  return "";
-}
 
 int TasksNeeded(const ClusterConfig& cluster) {
   return cluster.servers + cluster.workers + (cluster.evaluator ? 1 : 0);

@@ -3,21 +3,22 @@
 #ifndef MONSOON_LAUNCHER_CLUSTER_ROLE_ASSIGNMENT_H_
 #define MONSOON_LAUNCHER_CLUSTER_ROLE_ASSIGNMENT_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
+#include "core/role.h"
 #include "launcher/cluster/task_environment.h"
 
 namespace monsoon {
 
-enum class RoleKind { kServer, kWorker, kEvaluator, kIdle };
-
-struct RoleAssignment {
-  RoleKind kind = RoleKind::kIdle;
-  int index = 0;                 // server j or worker i
-  std::string Describe() const;  // "server 1", "worker 0", "evaluator", "idle"
-};
+// A task's role, or none: a task beyond the roles the job needs is idle.
+using RoleAssignment = std::optional<RoleId>;
+// "server 1", "worker 0", "evaluator", or "idle".
+inline std::string DescribeAssignment(const RoleAssignment& a) {
+  return a.has_value() ? a->Describe() : "idle";
+}
 
 // The tasks a job needs: servers + workers + (evaluator ? 1 : 0).
 int TasksNeeded(const ClusterConfig& cluster);

@@ -168,14 +168,15 @@ int RunNewJobHere(JobConfig config, const std::string& dir) {
   return RunJobHere(config, run_dir, /*resume=*/false);
 }
 
-int RunRole(const RoleAssignment& role, const JobConfig& config, const RunDir& run_dir,
+int RunRole(const RoleAssignment& assignment, const JobConfig& config, const RunDir& run_dir,
             const std::string& bind_host, int gpu, bool resume) {
-  g_stop_deadline_seconds.store(absl::ToInt64Seconds(
-      role.kind == RoleKind::kServer ? kStopDeadline : kClientStopDeadline));
-  if (role.kind == RoleKind::kIdle) {
+  if (!assignment.has_value()) {
     std::cerr << "monsoon: this task has no role in the job; exiting" << std::endl;
     return 0;
   }
+  const RoleId& role = *assignment;
+  g_stop_deadline_seconds.store(absl::ToInt64Seconds(
+      role.kind == RoleKind::kServer ? kStopDeadline : kClientStopDeadline));
   absl::Status s = CatchOutOfMemory([&] {
     if (role.kind == RoleKind::kServer) {
       ServerRoleOptions options;

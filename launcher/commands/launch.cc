@@ -9,10 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "core/status_macros.h"
-#include "launcher/commands/command.h"
-#include "launcher/local/job_setup.h"
 #include "launcher/cluster/network_address.h"
 #include "launcher/cluster/task_environment.h"
+#include "launcher/commands/command.h"
+#include "launcher/local/job_setup.h"
 
 namespace monsoon {
 namespace {
@@ -93,12 +93,13 @@ int Launch(const LaunchOptions& o) {
   // Every task reaches the same verdict; one line from task 0 is enough.
   if (!role.ok()) return task->rank == 0 ? Fail(role.status(), 2) : 2;
   std::string bind_host;
-  if (role->kind == RoleKind::kServer) {
+  if (role->has_value() && (*role)->kind == RoleKind::kServer) {
     auto host = BindHost(*config, *task);
     if (!host.ok()) return Fail(host.status(), 2);
     bind_host = *host;
   }
-  std::cerr << "monsoon: " << task->Describe() << " -> " << role->Describe() << std::endl;
+  std::cerr << "monsoon: " << task->Describe() << " -> "
+            << DescribeAssignment(*role) << std::endl;
   return RunRole(*role, *config, run_dir, bind_host, task->gpu.value_or(-1), o.resume);
 }
 

@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
-#include "launcher/commands/command.h"
 #include "launcher/cluster/network_address.h"
+#include "launcher/commands/command.h"
 
 namespace monsoon {
 namespace {
@@ -39,7 +39,7 @@ int Role(RoleKind kind, const RoleOptions& o) {
     if (!address.ok()) return Fail(address.status(), 2);
     bind = *address;
   }
-  return RunRole({kind, kind == RoleKind::kEvaluator ? 0 : o.index}, config, run->run_dir,
+  return RunRole(RoleId{kind, kind == RoleKind::kEvaluator ? 0 : o.index}, config, run->run_dir,
                  bind.empty() ? "127.0.0.1" : bind, o.gpu, o.resume);
 }
 

@@ -42,12 +42,12 @@ std::vector<RoleId> Roles(const ClusterConfig& cluster) {
   return roles;
 }
 
-// With network.hosts: namespaces, an emulated host for each role, named by its ChildName;
+// With network.hosts: namespaces, an emulated host for each role, named by its Name;
 // otherwise null.
 absl::StatusOr<std::unique_ptr<EmulatedHosts>> HostsFor(const JobConfig& config) {
   if (config.network.hosts != HostsKind::kNamespaces) return nullptr;
   EmulatedHostsOptions options;
-  for (const RoleId& role : Roles(config.cluster)) options.names.push_back(role.ChildName());
+  for (const RoleId& role : Roles(config.cluster)) options.names.push_back(role.Name());
   options.interface = EmulatedHostLink(config.network);
   options.link_mbit = config.network.link_mbit;
   return EmulatedHosts::Create(options);
@@ -75,7 +75,7 @@ class LocalJob {
   // Starts one role. Worker i gets GPU i (modulo the visible devices, when compute.device
   // uses CUDA).
   absl::Status Start(const RoleId& role, bool resume) {
-    const std::string name = role.ChildName();
+    const std::string name = role.Name();
     roles_[name] = role;
     std::vector<std::string> argv = {options_.self_exe, RoleCommand(role.kind), "--run-dir",
                                      run_dir_.root};

@@ -5,19 +5,6 @@
 
 namespace monsoon {
 
-std::string RoleId::ChildName() const {
-  switch (kind) {
-    case RoleKind::kServer:
-      return absl::StrCat("server-", index);
-    case RoleKind::kWorker:
-      return absl::StrCat("worker-", index);
-    case RoleKind::kEvaluator:
-    case RoleKind::kIdle:
-      break;
-  }
-  return "evaluator";
-}
-
 RestartBudget RestartBudget::FromConfig(const JobConfig& config) {
   RestartBudget budget;
   budget.worker_restarts.assign(config.cluster.workers, config.reliability.worker_restarts);
@@ -48,7 +35,6 @@ Action Decide(const RoleId& role, const ChildExit& exit, const JobConfig& config
       restarts = &budget->worker_restarts[role.index];
       break;
     case RoleKind::kEvaluator:
-    case RoleKind::kIdle:
       restarts = &budget->evaluator_restarts;
       break;
   }

@@ -8,18 +8,11 @@
 #include <vector>
 
 #include "core/config/job_config.h"
+#include "core/role.h"
 #include "launcher/cluster/role_assignment.h"
 #include "launcher/local/process_group.h"
 
 namespace monsoon {
-
-// A role of a local job; its child process is named ChildName() ("server-0", "worker-2",
-// "evaluator").
-struct RoleId {
-  RoleKind kind = RoleKind::kWorker;
-  int index = 0;
-  std::string ChildName() const;
-};
 
 enum class Action {
   kNone,             // it exited 0

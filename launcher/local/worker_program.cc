@@ -120,7 +120,7 @@ absl::StatusOr<std::string> MonsoonPythonPath() {
 }
 
 absl::Status ExecWorkerProgram(const JobConfig& config, const RunDir& run_dir,
-                               const RoleAssignment& role, int gpu) {
+                               const RoleId& role, int gpu) {
   const std::vector<std::string>& program = config.cluster.worker_program;
   ProgramEnvironment env = EnvironmentOf(
       config, run_dir,

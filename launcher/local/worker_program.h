@@ -10,8 +10,8 @@
 
 #include "absl/status/statusor.h"
 #include "core/config/job_config.h"
+#include "core/role.h"
 #include "core/run/run_dir.h"
-#include "launcher/cluster/role_assignment.h"
 
 namespace monsoon {
 
@@ -23,7 +23,7 @@ absl::StatusOr<std::string> MonsoonPythonPath();
 // Replaces this process with the worker program for `role` (a worker or the evaluator). Returns
 // only on failure.
 absl::Status ExecWorkerProgram(const JobConfig& config, const RunDir& run_dir,
-                               const RoleAssignment& role, int gpu);
+                               const RoleId& role, int gpu);
 
 // Runs the worker program once as ProgramRole::kInit, logging to
 // RUN_DIR/logs/init.log, to have it write its model's initial weights

@@ -228,7 +228,7 @@ absl::Status Simulation::BuildEvaluator() {
   MONSOON_ASSIGN_OR_RETURN(e.test, LoadSplit(config_, /*train=*/false));
   MONSOON_ASSIGN_OR_RETURN(e.model, NativeModel(config_, -1));
   e.client = std::make_unique<InProcessPsClient>(network_.servers,
-                                                 ClientIdentity{ClientRole::kEvaluator, 0});
+                                                 ClientIdentity{RoleKind::kEvaluator, 0});
   MONSOON_RETURN_IF_ERROR(e.client->Resume().status());
   MONSOON_ASSIGN_OR_RETURN(e.metrics, CsvMetricsWriter::Create(run_dir_.evaluator_metrics_path(),
                                                                ColumnNames<EvaluatorMetricsRow>()));

@@ -178,14 +178,14 @@ absl::StatusOr<PushSummary> SimulatedPsClient::ExchangeAll(absl::Span<const floa
 absl::StatusOr<ResumePoint> SimulatedPsClient::Resume() {
   for (ParameterServer* s : network_->servers) {
     MONSOON_RETURN_IF_ERROR(
-        s->Hello(s->plan().fingerprint(), ClientRole::kWorker, worker_, kIncarnation).status());
+        s->Hello(s->plan().fingerprint(), RoleKind::kWorker, worker_, kIncarnation).status());
   }
   return ResumePoint{};
 }
 
 absl::Status SimulatedPsClient::Finish() {
   for (ParameterServer* s : network_->servers) {
-    MONSOON_RETURN_IF_ERROR(s->Finish(ClientRole::kWorker, worker_));
+    MONSOON_RETURN_IF_ERROR(s->Finish(RoleKind::kWorker, worker_));
   }
   return absl::OkStatus();
 }

@@ -509,7 +509,7 @@ TEST_CASE("JobConfig: ValidateJobConfig checks a config built in code", "[core][
   config.data.train_images = "/data/train-images";
   config.data.train_labels = "/data/train-labels";
   config.data.format = DataFormat::kIdx;
-  config.cluster.ranks = {RankRole::kServer, RankRole::kWorker, RankRole::kWorker};
+  config.cluster.ranks = {RoleKind::kServer, RoleKind::kWorker, RoleKind::kWorker};
   CHECK(std::string(ValidateJobConfig(config).message())
             .rfind("cluster.ranks: lists 1 server(s), 2 worker(s)", 0) == 0);
 }

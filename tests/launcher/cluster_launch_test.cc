@@ -161,7 +161,7 @@ TaskEnvironment Task(int rank, int size) {
 TEST_CASE("AssignRole: by counts in rank order; extra tasks idle", "[launcher][roles]") {
   const ClusterConfig c = Cluster(2, 3, true);
   std::vector<std::string> roles;
-  for (int r = 0; r < 7; ++r) roles.push_back(AssignRole(c, Task(r, 7))->Describe());
+  for (int r = 0; r < 7; ++r) roles.push_back(DescribeAssignment(*AssignRole(c, Task(r, 7))));
   CHECK(roles == std::vector<std::string>{"server 0", "server 1", "worker 0", "worker 1",
                                           "worker 2", "evaluator", "idle"});
 }
@@ -176,9 +176,9 @@ TEST_CASE("AssignRole: an undersized allocation says what to ask for", "[launche
 
 TEST_CASE("AssignRole: an explicit rank map numbers roles in rank order", "[launcher][roles]") {
   ClusterConfig c = Cluster(1, 2, true);
-  c.ranks = {RankRole::kWorker, RankRole::kServer, RankRole::kEvaluator, RankRole::kWorker};
+  c.ranks = {RoleKind::kWorker, RoleKind::kServer, RoleKind::kEvaluator, RoleKind::kWorker};
   std::vector<std::string> roles;
-  for (int r = 0; r < 4; ++r) roles.push_back(AssignRole(c, Task(r, 4))->Describe());
+  for (int r = 0; r < 4; ++r) roles.push_back(DescribeAssignment(*AssignRole(c, Task(r, 4))));
   CHECK(roles == std::vector<std::string>{"worker 0", "server 0", "evaluator", "worker 1"});
   CHECK(absl::IsFailedPrecondition(AssignRole(c, Task(0, 3)).status()));
 }
@@ -191,7 +191,7 @@ TEST_CASE("AssignRole: heterogeneous components are servers, workers, evaluator"
   std::vector<std::string> roles;
   for (int r = 0; r < 6; ++r) {
     t.rank = r;
-    roles.push_back(AssignRole(c, t)->Describe());
+    roles.push_back(DescribeAssignment(*AssignRole(c, t)));
   }
   CHECK(roles == std::vector<std::string>{"server 0", "server 1", "worker 0", "worker 1",
                                           "worker 2", "evaluator"});

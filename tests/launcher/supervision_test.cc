@@ -125,8 +125,8 @@ TEST_CASE("Decide: restarts are spent per worker, resumes per job", "[launcher][
   CHECK(Decide({RoleKind::kWorker, 1}, Killed(), config, &budget) == Action::kRestart);
   CHECK(Decide({RoleKind::kServer, 0}, Killed(), config, &budget) == Action::kResumeJob);
   CHECK(Decide({RoleKind::kServer, 1}, Killed(), config, &budget) == Action::kAbort);
-  CHECK(RoleId{RoleKind::kServer, 3}.ChildName() == "server-3");
-  CHECK(RoleId{RoleKind::kEvaluator, 0}.ChildName() == "evaluator");
+  CHECK(RoleId{RoleKind::kServer, 3}.Name() == "server-3");
+  CHECK(RoleId{RoleKind::kEvaluator, 0}.Name() == "evaluator");
 }
 
 TEST_CASE("ChildExit says how a role ended", "[launcher][supervision]") {

@@ -59,7 +59,7 @@ struct Cluster {
     options.secrets.token = token;
     options.max_in_flight = in_flight;
     options.rpc_timeout = absl::Seconds(20);
-    return GrpcPsClient::Connect(addresses, plan, {ClientRole::kWorker, worker}, options);
+    return GrpcPsClient::Connect(addresses, plan, {RoleKind::kWorker, worker}, options);
   }
   ModelSpec spec;
   ShardingPlan plan;
@@ -192,7 +192,7 @@ TEST_CASE("gRPC: when gRPC's threads are all blocked, a connect fails saying so,
   options.rpc_timeout = absl::Seconds(1);
   const absl::Time start = absl::Now();
   auto client =
-      GrpcPsClient::Connect(cluster.addresses, cluster.plan, {ClientRole::kWorker, 0}, options);
+      GrpcPsClient::Connect(cluster.addresses, cluster.plan, {RoleKind::kWorker, 0}, options);
   const absl::Duration took = absl::Now() - start;
   release.Notify();
   while (finished.load() < kBlockers) absl::SleepFor(absl::Milliseconds(10));
@@ -383,22 +383,22 @@ TEST_CASE(
   SECTION("downpour: carries on") {
     ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2, false, clock,
                          ServerTicks::kByOwner);
-    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
-    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), RoleKind::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), RoleKind::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
     for (int i = 0; i < 8; ++i) {  // worker 0 keeps beating, worker 1 is silent
       clock.Advance(absl::Milliseconds(100));
       server.Tick(clock.Now());
-      REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
+      REQUIRE(server.Heartbeat(RoleKind::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost == std::vector<int>{1});
     CHECK(server.Health().ok());
     const std::vector<std::string> events = server.TakeEvents();
     REQUIRE(events.size() == 1);
     CHECK(events[0].find("worker 1 (ipv4:10.0.0.2:6) lost") != std::string::npos);
-    REQUIRE(server.Finish(ClientRole::kWorker, 0).ok());
+    REQUIRE(server.Finish(RoleKind::kWorker, 0).ok());
     CHECK(server.AllFinished());  // the lost worker does not hold the job up
     // A restarted worker 1 rejoins.
-    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 2, "ipv4:10.0.0.2:7").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), RoleKind::kWorker, 1, 2, "ipv4:10.0.0.2:7").ok());
     CHECK(server.Stats().workers_lost.empty());
     CHECK(!server.AllFinished());
   }
@@ -406,15 +406,15 @@ TEST_CASE(
     ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 1,
                            /*evaluator_expected=*/true, clock,
                          ServerTicks::kByOwner);
-    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
-    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kEvaluator, 0, 0, "ipv4:10.0.0.3:7").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), RoleKind::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), RoleKind::kEvaluator, 0, 0, "ipv4:10.0.0.3:7").ok());
     for (int i = 0; i < 4; ++i) {  // both beat
       clock.Advance(absl::Milliseconds(100));
       server.Tick(clock.Now());
-      REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
-      REQUIRE(server.Heartbeat(ClientRole::kEvaluator, 0, 0).ok());
+      REQUIRE(server.Heartbeat(RoleKind::kWorker, 0, 1).ok());
+      REQUIRE(server.Heartbeat(RoleKind::kEvaluator, 0, 0).ok());
     }
-    REQUIRE(server.Finish(ClientRole::kWorker, 0).ok());
+    REQUIRE(server.Finish(RoleKind::kWorker, 0).ok());
     CHECK(!server.AllFinished());  // the evaluator still has the final weights to score
     CHECK(server.TakeEvents().empty());
     clock.Advance(absl::Milliseconds(800));  // the evaluator falls silent
@@ -425,7 +425,7 @@ TEST_CASE(
     REQUIRE(events.size() == 1);
     CHECK(events[0].find("evaluator (ipv4:10.0.0.3:7) lost: nothing heard for") !=
           std::string::npos);
-    REQUIRE(server.Heartbeat(ClientRole::kEvaluator, 0, 0).ok());
+    REQUIRE(server.Heartbeat(RoleKind::kEvaluator, 0, 0).ok());
     CHECK(!server.AllFinished());
     events = server.TakeEvents();
     REQUIRE(events.size() == 1);
@@ -437,18 +437,18 @@ TEST_CASE(
     ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2,
                            /*evaluator_expected=*/true, clock,
                          ServerTicks::kByOwner);
-    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), RoleKind::kWorker, 0, 1, "ipv4:10.0.0.1:5").ok());
     for (int i = 0; i < 4; ++i) {  // only worker 0 is ever heard: not yet the join timeout
       clock.Advance(absl::Milliseconds(100));
       server.Tick(clock.Now());
-      REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
+      REQUIRE(server.Heartbeat(RoleKind::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost.empty());
     CHECK(server.TakeEvents().empty());
     for (int i = 0; i < 5; ++i) {
       clock.Advance(absl::Milliseconds(100));
       server.Tick(clock.Now());
-      REQUIRE(server.Heartbeat(ClientRole::kWorker, 0, 1).ok());
+      REQUIRE(server.Heartbeat(RoleKind::kWorker, 0, 1).ok());
     }
     CHECK(server.Stats().workers_lost == std::vector<int>{1});
     std::vector<std::string> events = server.TakeEvents();
@@ -458,9 +458,9 @@ TEST_CASE(
                          "started, ") != std::string::npos);
     CHECK(events[1].find("worker 1 (address unknown) lost: never heard from since the server "
                          "started, ") != std::string::npos);
-    REQUIRE(server.Finish(ClientRole::kWorker, 0).ok());
+    REQUIRE(server.Finish(RoleKind::kWorker, 0).ok());
     CHECK(server.AllFinished());  // neither holds the job up any longer
-    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), RoleKind::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
     CHECK(server.Stats().workers_lost.empty());  // a late worker still joins
     CHECK(!server.AllFinished());
   }
@@ -469,7 +469,7 @@ TEST_CASE(
     rules.stop_on_worker_loss = true;
     ParameterServer server(0, plan, ModelInitialValues(spec, 1), rules, 2, false, clock,
                          ServerTicks::kByOwner);
-    REQUIRE(server.Hello(plan.fingerprint(), ClientRole::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
+    REQUIRE(server.Hello(plan.fingerprint(), RoleKind::kWorker, 1, 1, "ipv4:10.0.0.2:6").ok());
     clock.Advance(absl::Milliseconds(800));
     server.Tick(clock.Now());
     const absl::Status health = server.Health();
@@ -519,7 +519,7 @@ TEST_CASE("gRPC: a sync pull waits on the server until the round is applied", "[
   quick.secrets.token = "secret";
   quick.rpc_timeout = absl::Milliseconds(300);
   auto impatient =
-      GrpcPsClient::Connect(cluster.addresses, cluster.plan, {ClientRole::kWorker, 0}, quick);
+      GrpcPsClient::Connect(cluster.addresses, cluster.plan, {RoleKind::kWorker, 0}, quick);
   REQUIRE(impatient.ok());
   const auto never = (*impatient)->PullAll(absl::MakeSpan(next), {{9, 9}, 0}, nullptr);
   CHECK(absl::IsDeadlineExceeded(never.status()));

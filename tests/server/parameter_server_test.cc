@@ -170,22 +170,22 @@ TEST_CASE("ParameterServer: finishes once every worker and the evaluator are don
   auto plan = ShardingPlan::Create(8, 1, 8);
   auto server = MakeServer(*plan, 0);
   CHECK_FALSE(server->AllFinished());
-  REQUIRE(server->Finish(ClientRole::kWorker, 0).ok());
-  REQUIRE(server->Finish(ClientRole::kWorker, 1).ok());
+  REQUIRE(server->Finish(RoleKind::kWorker, 0).ok());
+  REQUIRE(server->Finish(RoleKind::kWorker, 1).ok());
   CHECK_FALSE(server->WaitAllFinished(absl::Milliseconds(10)));
   CHECK(server->Stats().workers_finished == 2);
-  REQUIRE(server->Finish(ClientRole::kEvaluator, 0).ok());
+  REQUIRE(server->Finish(RoleKind::kEvaluator, 0).ok());
   CHECK(server->WaitAllFinished(absl::Milliseconds(10)));
-  CHECK(absl::IsInvalidArgument(server->Finish(ClientRole::kWorker, 2)));
+  CHECK(absl::IsInvalidArgument(server->Finish(RoleKind::kWorker, 2)));
 }
 
 TEST_CASE("ParameterServer: a client with another layout is refused", "[server]") {
   auto plan = ShardingPlan::Create(8, 1, 8);
   auto other = ShardingPlan::Create(9, 1, 8);
   auto server = MakeServer(*plan, 0);
-  CHECK(server->Hello(plan->fingerprint(), ClientRole::kWorker, 0).ok());
+  CHECK(server->Hello(plan->fingerprint(), RoleKind::kWorker, 0).ok());
   CHECK(absl::IsFailedPrecondition(
-      server->Hello(other->fingerprint(), ClientRole::kWorker, 0).status()));
+      server->Hello(other->fingerprint(), RoleKind::kWorker, 0).status()));
 }
 
 TEST_CASE("Adam on the server: state sharded with the chunk, bias-corrected by its version",
@@ -389,7 +389,7 @@ TEST_CASE("Sync: a worker that finishes no longer holds up the round", "[server]
   auto plan = ShardingPlan::Create(8, 1, 8);
   auto server = MakeServer(*plan, 0, {}, Rules(Algorithm::kSync), /*workers=*/2);
   REQUIRE(server->Push(0, 0, 0, std::vector<float>(8, 1.0f))->version == 0);
-  REQUIRE(server->Finish(ClientRole::kWorker, 1).ok());  // worker 1 ran out of data
+  REQUIRE(server->Finish(RoleKind::kWorker, 1).ok());  // worker 1 ran out of data
   std::vector<float> w(8);
   auto pulled = server->Pull(0, absl::MakeSpan(w), {1, 0}, absl::Seconds(5));
   REQUIRE(pulled.ok());
@@ -420,7 +420,7 @@ TEST_CASE("SSP: a pull blocks exactly while the slowest live worker is too far b
   std::atomic<bool> far{false};
   server->WhenReady(0, {0, 3}, absl::InfiniteFuture(), [&](absl::Status s) { far = s.ok(); });
   CHECK_FALSE(far);
-  REQUIRE(server->Finish(ClientRole::kWorker, 1).ok());
+  REQUIRE(server->Finish(RoleKind::kWorker, 1).ok());
   CHECK(far);
 }
 
@@ -467,7 +467,7 @@ TEST_CASE("EASGD: alpha = beta / live workers, recomputed when a worker finishes
   x[0] += 1.0f;
   REQUIRE(server->Exchange(0, 0, 0, x, absl::MakeSpan(d)).ok());
   CHECK(d[0] == Approx(0.5));  // beta / 2
-  REQUIRE(server->Finish(ClientRole::kWorker, 1).ok());
+  REQUIRE(server->Finish(RoleKind::kWorker, 1).ok());
   const auto c1 = Values(*server);
   x = c1;
   x[0] += 1.0f;

@@ -82,7 +82,7 @@ struct LinearSetup {
     return tables;
   }
   std::vector<float> Weights() {
-    InProcessPsClient reader(raw, {ClientRole::kEvaluator, 0});
+    InProcessPsClient reader(raw, {RoleKind::kEvaluator, 0});
     std::vector<float> w(2);
     REQUIRE(reader.PullAll(absl::MakeSpan(w), {}, nullptr).ok());
     return w;
@@ -100,7 +100,7 @@ struct LinearSetup {
         auto model = Model::Create(config.model, &backend);
         const Dataset part = *InMemorySource(data).Read(ShardRows(data.size(), i, n, 3));
         DataShard shard(part, i, 3);
-        InProcessPsClient client(raw, {ClientRole::kWorker, i});
+        InProcessPsClient client(raw, {RoleKind::kWorker, i});
         const FastForwardClock fast_forward;
         const Clock& clock = fast_forward_sleeps ? fast_forward : Clock::System();
         std::unique_ptr<WorkerMetricsRecorder> metrics;
@@ -334,7 +334,7 @@ TEST_CASE("TrainingWorker (sync): uneven shards and backup workers train, and al
     for (const auto& r : reports) most = std::max(most, r.steps);
     ChunkVersions versions;
     std::vector<float> w(2);
-    InProcessPsClient reader(setup.raw, {ClientRole::kEvaluator, 0});
+    InProcessPsClient reader(setup.raw, {RoleKind::kEvaluator, 0});
     REQUIRE(reader.PullAll(absl::MakeSpan(w), {}, &versions).ok());
     if (c.quorum == 0) {
       // Every round averages one gradient per live worker: as many rounds as the most steps.
@@ -431,7 +431,7 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
     const auto reports = setup.RunWorkers();
     ChunkVersions versions;
     std::vector<float> w(2);
-    InProcessPsClient reader(setup.raw, {ClientRole::kEvaluator, 0});
+    InProcessPsClient reader(setup.raw, {RoleKind::kEvaluator, 0});
     REQUIRE(reader.PullAll(absl::MakeSpan(w), {}, &versions).ok());
     CHECK(versions[0] == static_cast<uint64_t>(reports[0].steps));
     CHECK(setup.raw[0]->Stats().pushes_dropped == 0);
@@ -511,7 +511,7 @@ TEST_CASE(
   setup.config.easgd.learning_rate = 0.1;
   setup.config.transport.overlap = Overlap::kPush;
   setup.Start();
-  FaultInjectingPsClient client(setup.raw, {ClientRole::kWorker, 0});
+  FaultInjectingPsClient client(setup.raw, {RoleKind::kWorker, 0});
   client.OnCall(FaultInjectingPsClient::kExchange, [&](int k) {
     client.AwaitCounterReads(std::min(4 * k + 2, 300));  // one read per metrics row
     return absl::OkStatus();
@@ -553,7 +553,7 @@ TEST_CASE("TrainingWorker: a failed call ends the loop with its status; nothing 
   const auto start = [&] {
     setup.Start();
     client =
-        std::make_unique<FaultInjectingPsClient>(setup.raw, ClientIdentity{ClientRole::kWorker, 0});
+        std::make_unique<FaultInjectingPsClient>(setup.raw, ClientIdentity{RoleKind::kWorker, 0});
   };
   SECTION("a push that fails while the next step computes") {
     start();
@@ -639,7 +639,7 @@ TEST_CASE("TrainingWorker: a stop request ends the loop with Cancelled", "[worke
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
   DataShard shard(setup.data, 0, 3);
-  InProcessPsClient client(setup.raw, {ClientRole::kWorker, 0});
+  InProcessPsClient client(setup.raw, {RoleKind::kWorker, 0});
   TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
   std::atomic<bool> stop{true};
   CHECK(absl::IsCancelled(worker.Run(&stop).status()));
@@ -718,8 +718,8 @@ TEST_CASE("Evaluator: scores the server weights and finishes after the workers",
   setup.Start();
   CpuBackend backend;
   auto model = Model::Create(setup.config.model, &backend);
-  InProcessPsClient worker_client(setup.raw, {ClientRole::kWorker, 0});
-  InProcessPsClient eval_client(setup.raw, {ClientRole::kEvaluator, 0});
+  InProcessPsClient worker_client(setup.raw, {RoleKind::kWorker, 0});
+  InProcessPsClient eval_client(setup.raw, {RoleKind::kEvaluator, 0});
   SECTION("a first evaluator") {
     Evaluator evaluator(model->get(), &setup.data, &eval_client, 64, nullptr, nullptr);
     // Weights start at zero: the loss is the mean of 0.5 y^2 over the data.
