@@ -42,11 +42,11 @@ def commented(path, line):
     """The part of `line` that the file's kind reads as prose."""
     if path.endswith(".md"):
         return line
-    marker = "//" if path.endswith(CPP) else "#"
     if not (path.endswith(CPP + HASH) or os.path.basename(path) in ("BUILD", "WORKSPACE", "run")):
         return ""
-    i = line.find(marker)
-    return line[i:] if i >= 0 else ""
+    # A shell, Python or Starlark comment starts a word ("${f##*x}" is no comment).
+    match = re.search(r"//" if path.endswith(CPP) else r"(?:^|\s)#", line)
+    return line[match.start():] if match else ""
 
 
 def main(root):
