@@ -26,8 +26,7 @@ def exists(root, path):
         return True  # a placeholder
     full = os.path.join(root, path)
     if "*" in path or "{" in path:
-        pattern = re.sub(r"\{([^}]*)\}", lambda m: "{" + m.group(1) + "}", full)
-        alternatives = [pattern]
+        alternatives = [full]
         while any("{" in a for a in alternatives):
             a = next(a for a in alternatives if "{" in a)
             alternatives.remove(a)
