@@ -49,13 +49,45 @@ bound=$(( (256 << 20) + 4 * 224 * 224 * 256 ))
   && pass "full-size layer: workspace $((workspace >> 20)) MiB within 256 MiB (peak $((peak >> 20)) MiB)" \
   || fail "full-size layer: peak ${peak:-unknown} bytes, workspace $workspace > $bound"
 
-# mutate NAME FILE OLD NEW: the plugin rebuilt with OLD replaced by NEW in FILE (once); the
-# parity test (lazy schedule) must fail on it.
-mutate() {
+# Each mutant below is the plugin rebuilt (g++) with OLD replaced by NEW in FILE (once); the
+# parity test (lazy schedule) must fail on it. The mutated files reach only
+# cublas_backend_on_host.cc, so the plugin's other objects are built once, and the mutants two
+# at a time.
+cuda=core/compute/cuda/cublas_backend.cu
+math=core/compute/conv_math.h
+mutants=(
+  padding-axis "$math" "* g.stride - g.pad_left + kw" "* g.stride - g.pad_top + kw"
+  stride-dropped "$math" "(p % g.out_width) * g.stride" "(p % g.out_width)"
+  gemm-transpose "$cuda" "Gemm(false, true, g.filters, g.patch(), m,"
+  "Gemm(false, false, g.filters, g.patch(), m,"
+  argmax-tie-order "$math" "if (plane[at] > plane[best]) best = at;"
+  "if (plane[at] >= plane[best]) best = at;"
+  workspace-overlap "$cuda" "float* dcols = dyt + g.filters * columns;" "float* dcols = dyt;"
+  grid-one-short "$cuda" "dx + InputOffset(g, first), inputs);"
+  "dx + InputOffset(g, first), inputs - 1);"
+  event-wait-dropped "$cuda"
+  'Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");' ""
+  batchnorm-index "$cuda" "* g.pixels + j % g.pixels;" "* g.pixels;"
+  shortcut-dropped "$cuda" "y[i] = a[i] + b[i];" "y[i] = a[i];"
+  non-finite-offset "$cuda" "first = offset + bad;" "first = bad;"
+)
+
+# compile ROOT SOURCE OUT: one object of the plugin, from the tree at ROOT.
+compile() {
+  g++ -std=c++17 -O1 -fPIC -w -I"$1" -I"$1/tests/cuda_emulation/stub" -c "$1/$2" -o "$3"
+}
+unchanged=()
+for source in core/compute/cuda/cuda_plugin.cc tests/cuda_emulation/emulator.cc core/finite.cc; do
+  unchanged+=("$WORK/$(basename "$source").o")
+  compile "$PWD" "$source" "${unchanged[-1]}" || fail "$source did not build for the mutants"
+done
+
+# build_mutant NAME FILE OLD NEW: $WORK/src-NAME/plugin.so, or why not in $WORK/NAME.build.txt.
+build_mutant() {
   local name=$1 file=$2 old=$3 new=$4 src="$WORK/src-$1"
   mkdir -p "$src"
   cp -rL core tests "$src/"  # copies, not the runfiles' links to the sources
-  python3 - "$src/$file" "$old" "$new" <<'PY' || { fail "$name: '$3' not found in $2"; return; }
+  python3 - "$src/$file" "$old" "$new" <<'PY' || { echo "'$old' not found in $file" >"$WORK/$name.build.txt"; return; }
 import os, sys
 path, old, new = sys.argv[1:]
 text = open(path).read()
@@ -64,34 +96,25 @@ if text.count(old) != 1:
 os.remove(path)  # never write through a link
 open(path, "w").write(text.replace(old, new))
 PY
-  if ! g++ -std=c++17 -O1 -fPIC -shared -w -I"$src" -I"$src/tests/cuda_emulation/stub" \
-      "$src/tests/cuda_emulation/cublas_backend_on_host.cc" "$src/core/compute/cuda/cuda_plugin.cc" \
-      "$src/tests/cuda_emulation/emulator.cc" "$src/core/finite.cc" $(pkg-config --libs absl_status absl_statusor \
-      absl_strings) -o "$src/plugin.so" 2>"$WORK/$name.build.txt"; then
+  compile "$src" tests/cuda_emulation/cublas_backend_on_host.cc "$src/backend.o" \
+    2>"$WORK/$name.build.txt" \
+    && g++ -shared "$src/backend.o" "${unchanged[@]}" $(pkg-config --libs absl_status \
+      absl_statusor absl_strings) -o "$src/plugin.so" 2>>"$WORK/$name.build.txt"
+}
+for ((i = 0; i < ${#mutants[@]}; i += 4)); do
+  [ "$(jobs -rp | wc -l)" -lt 2 ] || wait -n
+  build_mutant "${mutants[@]:i:4}" &
+done
+wait
+for ((i = 0; i < ${#mutants[@]}; i += 4)); do
+  name=${mutants[i]}
+  if [ ! -f "$WORK/src-$name/plugin.so" ]; then
     fail "$name: the mutated plugin did not build: $(head -3 "$WORK/$name.build.txt")"
-    return
-  fi
-  if env MONSOON_CUDA_PLUGIN="$src/plugin.so" MONSOON_REQUIRE_GPU=1 timeout 300 "$parity" \
-      >"$WORK/$name.txt" 2>&1; then
+  elif env MONSOON_CUDA_PLUGIN="$WORK/src-$name/plugin.so" MONSOON_REQUIRE_GPU=1 timeout 300 \
+      "$parity" >"$WORK/$name.txt" 2>&1; then
     fail "$name: not caught"
   else
     pass "$name: caught ($(grep -m1 -E 'FAILED|VIOLATION|test cases' "$WORK/$name.txt"))"
   fi
-}
-cuda=core/compute/cuda/cublas_backend.cu
-math=core/compute/conv_math.h
-mutate padding-axis "$math" "* g.stride - g.pad_left + kw" "* g.stride - g.pad_top + kw"
-mutate stride-dropped "$math" "(p % g.out_width) * g.stride" "(p % g.out_width)"
-mutate gemm-transpose "$cuda" "Gemm(false, true, g.filters, g.patch(), m," \
-  "Gemm(false, false, g.filters, g.patch(), m,"
-mutate argmax-tie-order "$math" "if (plane[at] > plane[best]) best = at;" \
-  "if (plane[at] >= plane[best]) best = at;"
-mutate workspace-overlap "$cuda" "float* dcols = dyt + g.filters * columns;" "float* dcols = dyt;"
-mutate grid-one-short "$cuda" "dx + InputOffset(g, first), inputs);" \
-  "dx + InputOffset(g, first), inputs - 1);"
-mutate event-wait-dropped "$cuda" \
-  'Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");' ""
-mutate batchnorm-index "$cuda" "* g.pixels + j % g.pixels;" "* g.pixels;"
-mutate shortcut-dropped "$cuda" "y[i] = a[i] + b[i];" "y[i] = a[i];"
-mutate non-finite-offset "$cuda" "first = offset + bad;" "first = bad;"
+done
 finish
