@@ -91,19 +91,26 @@ sys.exit(1 if bad or rows == 0 else 0)
 PY
 }
 
-# test_subset ROWS: the first ROWS of Fashion-MNIST's test split as IDX files under $WORK,
-# printed one word a line as the settings that make them a job's test set (read them with
-# mapfile). An evaluator scores them in a
-# tenth of the time of the 10,000 rows (and so does PyTorch, in the checks that reload weights).
-test_subset() {
-  python3 - /usr/share/datasets/fashion-mnist/t10k "$WORK/t$1" "$1" <<'PY'
+# fmnist_subset SPLIT ROWS OUT: the first ROWS of Fashion-MNIST's SPLIT (train or t10k) as IDX
+# files OUT-images-idx3-ubyte.gz and OUT-labels-idx1-ubyte.gz.
+fmnist_subset() {
+  python3 - "/usr/share/datasets/fashion-mnist/$1" "$3" "$2" <<'PY'
 import gzip, struct, sys
 source, out, rows = sys.argv[1], sys.argv[2], int(sys.argv[3])
 for kind, header, row in (("images-idx3", 16, 784), ("labels-idx1", 8, 1)):
     data = gzip.open(f"{source}-{kind}-ubyte.gz").read()
     head = data[:4] + struct.pack(">I", rows) + data[8:header]
-    gzip.open(f"{out}-{kind}-ubyte.gz", "wb").write(head + data[header:header + rows * row])
+    gzip.open(f"{out}-{kind}-ubyte.gz", "wb", compresslevel=1).write(
+        head + data[header:header + rows * row])
 PY
+}
+
+# test_subset ROWS: the first ROWS of Fashion-MNIST's test split as IDX files under $WORK,
+# printed one word a line as the settings that make them a job's test set (read them with
+# mapfile). An evaluator scores them in a
+# tenth of the time of the 10,000 rows (and so does PyTorch, in the checks that reload weights).
+test_subset() {
+  fmnist_subset t10k "$1" "$WORK/t$1"
   printf '%s\n' --set "data.test_images=$WORK/t$1-images-idx3-ubyte.gz" \
     --set "data.test_labels=$WORK/t$1-labels-idx1-ubyte.gz"
 }
