@@ -63,7 +63,7 @@ for plugin in "$b"/core/compute/cuda/*.so; do
   patchelf --set-rpath "\$ORIGIN/../../../lib:$(patchelf --print-rpath "$plugin")" "$plugin"
 done
 
-tar -C "$stage" --owner=0 --group=0 -cf - monsoon | xz -6 -T2 >"$out"
+tar -C "$stage" --owner=0 --group=0 -cf - monsoon | xz -4 -T2 >"$out"
 bytes=$(stat -c %s "$out")
 if [ "$bytes" -gt "$max_bytes" ]; then
   echo "make_bundle: $out is $bytes bytes, over the limit of $max_bytes" >&2
