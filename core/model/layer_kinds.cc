@@ -1,6 +1,8 @@
 #include "core/model/layer_kinds.h"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -23,8 +25,13 @@ void DenseSettings(LayerSpec& l, LayerSettingVisitor& v) {
   v.Int("units", &l.units, 1, kMaxSize, Required());
 }
 absl::StatusOr<Shape> DenseShape(const LayerSpec& l, const Shape&) { return Shape{l.units}; }
+LayerTensors DenseTensors(const LayerSpec& l, const Shape& in, const Shape&,
+                          const std::string& name) {
+  return {{{name + ".weight", {in[0], l.units}}, {name + ".bias", {l.units}, ParamInit::kZeros}},
+          {}};
+}
 std::unique_ptr<Layer> MakeDense(const LayerBuild& b) {
-  return std::make_unique<DenseLayer>(b.name, b.in[0], b.spec.units);
+  return std::make_unique<DenseLayer>(b.tensors, b.name, b.in[0], b.spec.units);
 }
 
 void Conv2dSettings(LayerSpec& l, LayerSettingVisitor& v) {
@@ -42,12 +49,18 @@ absl::StatusOr<Shape> Conv2dShape(const LayerSpec& l, const Shape& in) {
   }
   return Shape{g.filters, g.out_height, g.out_width};
 }
+LayerTensors Conv2dTensors(const LayerSpec& l, const Shape& in, const Shape&,
+                           const std::string& name) {
+  return {{{name + ".weight", {l.filters, in[0], l.kernel, l.kernel}},
+           {name + ".bias", {l.filters}, ParamInit::kZeros}},
+          {}};
+}
 std::unique_ptr<Layer> MakeConv2d(const LayerBuild& b) {
   Conv2dGeometry g = ConvGeometryOf(b.spec, b.in);
   g.in = b.plan.in;
   g.out = b.plan.out;
   g.relu = b.plan.relu;
-  return std::make_unique<Conv2dLayer>(b.name, g, b.plan.dy_before_relu);
+  return std::make_unique<Conv2dLayer>(b.tensors, b.name, g, b.plan.dy_before_relu);
 }
 
 void PoolSettings(LayerSpec& l, LayerSettingVisitor& v) {
@@ -88,6 +101,14 @@ void BatchNormSettings(LayerSpec& l, LayerSettingVisitor& v) {
   v.Real("momentum", &l.momentum, 0, 1, {"0.1", ""});
   v.Real("epsilon", &l.epsilon, 1e-12, 1, {"1e-05", "1e-5"});
 }
+LayerTensors BatchNormTensors(const LayerSpec&, const Shape& in, const Shape&,
+                              const std::string& name) {
+  const int channels = in[0];
+  return {{{name + ".weight", {channels}, ParamInit::kOnes},
+           {name + ".bias", {channels}, ParamInit::kZeros}},
+          {{name + ".running_mean", {channels}, ParamInit::kZeros},
+           {name + ".running_var", {channels}, ParamInit::kOnes}}};
+}
 std::unique_ptr<Layer> MakeBatchNorm(const LayerBuild& b) {
   BatchNormGeometry g;
   g.channels = b.in[0];
@@ -96,7 +117,7 @@ std::unique_ptr<Layer> MakeBatchNorm(const LayerBuild& b) {
   g.epsilon = static_cast<float>(b.spec.epsilon);
   g.layout = b.plan.in;
   g.relu = b.plan.relu;
-  return std::make_unique<BatchNormLayer>(b.name, g, b.plan.dy_before_relu);
+  return std::make_unique<BatchNormLayer>(b.tensors, b.name, g, b.plan.dy_before_relu);
 }
 
 void ResidualSettings(LayerSpec& l, LayerSettingVisitor& v) {
@@ -129,18 +150,30 @@ absl::StatusOr<Shape> ResidualShape(const LayerSpec& l, const Shape& in) {
   }
   return out;
 }
+// The body's tensors, then the projection's (named "res0.shortcut").
+LayerTensors ResidualTensors(const LayerSpec& l, const Shape& in, const Shape& out,
+                             const std::string& name) {
+  LayerTensors all = LayerListTensors(l.layers, in, absl::StrCat(name, "."));
+  if (l.shortcut == Shortcut::kProjection) {
+    LayerTensors shortcut = Conv2dTensors(ProjectionOf(in, out), in, out, name + ".shortcut");
+    for (ParamShape& p : shortcut.params) all.params.push_back(std::move(p));
+  }
+  return all;
+}
 std::unique_ptr<Layer> MakeResidual(const LayerBuild& b) {
   std::unique_ptr<Layer> projection;
   const std::string prefix = absl::StrCat(b.name, ".");
   if (b.spec.shortcut == Shortcut::kProjection) {
     LayerPlan plan;
     plan.in = plan.out = b.plan.in;
-    LayerBuild p{ProjectionOf(b.in, b.out), b.in, b.out, plan, absl::StrCat(prefix, "shortcut"),
-                 b.native_block};
-    projection = MakeConv2d(p);
+    const LayerSpec spec = ProjectionOf(b.in, b.out);
+    const std::string name = prefix + "shortcut";
+    projection = MakeConv2d({spec, b.in, b.out, plan, name, b.native_block,
+                             Conv2dTensors(spec, b.in, b.out, name)});
   }
   return std::make_unique<ResidualLayer>(
-      b.name, BuildLayerList(b.spec.layers, b.in, b.native_block, b.plan.in, prefix, nullptr),
+      b.tensors, b.name,
+      BuildLayerList(b.spec.layers, b.in, b.native_block, b.plan.in, prefix, nullptr),
       std::move(projection), ShapeSize(b.in));
 }
 
@@ -165,38 +198,39 @@ const LayerKindDecl kDecls[] = {
     {LayerKind::kDense,
      "`y = x W + b`: Glorot-uniform weights `[in x units]`, zero biases; needs a flat input",
      DenseSettings, InputRank::kFlat, DenseShape, NativeLayout::kPlain, false, false, "dense",
-     MakeDense},
+     DenseTensors, MakeDense},
 #define MONSOON_ACTIVATION_DECL(kind, name, meaning)                                         \
   {LayerKind::kind, meaning, ActivationSettings<Activation::kind>, InputRank::kAny, nullptr,   \
-   NativeLayout::kPasses, false, false, nullptr, MakeActivation<Activation::kind>},
+   NativeLayout::kPasses, false, false, nullptr, nullptr, MakeActivation<Activation::kind>},
     MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_DECL)
 #undef MONSOON_ACTIVATION_DECL
     {LayerKind::kFlatten, "a `[C, H, W]` input as one vector (channels first)", NoSettings,
-     InputRank::kAny, FlattenShape, NativeLayout::kFlattens, false, false, nullptr, MakeFlatten},
+     InputRank::kAny, FlattenShape, NativeLayout::kFlattens, false, false, nullptr, nullptr,
+     MakeFlatten},
     {LayerKind::kConv2d,
      "a 2-D convolution of a `[C, H, W]` input: `filters` kernels of `C x kernel x kernel` "
      "weights (Glorot-uniform over `filters` + `C·kernel²`) and a bias each; `same` pads with "
      "zeros so the output is `ceil(H / stride)` high (an odd padding row or column goes below "
      "and right), `valid` does not pad",
      Conv2dSettings, InputRank::kSpatial, Conv2dShape, NativeLayout::kProduces, true, false,
-     "conv", MakeConv2d},
+     "conv", Conv2dTensors, MakeConv2d},
     {LayerKind::kMaxPool2d, "the largest value of each `size x size` window of each channel, "
      "unpadded", PoolSettings, InputRank::kSpatial, PoolShape, NativeLayout::kPasses, false, true,
-     nullptr, [](const LayerBuild& b) { return MakePool(PoolKind::kMax, b); }},
+     nullptr, nullptr, [](const LayerBuild& b) { return MakePool(PoolKind::kMax, b); }},
     {LayerKind::kAvgPool2d, "the mean value of each `size x size` window of each channel, "
      "unpadded", PoolSettings, InputRank::kSpatial, PoolShape, NativeLayout::kPasses, false, true,
-     nullptr, [](const LayerBuild& b) { return MakePool(PoolKind::kAverage, b); }},
+     nullptr, nullptr, [](const LayerBuild& b) { return MakePool(PoolKind::kAverage, b); }},
     {LayerKind::kDropout,
      "while training, zeroes each value with probability `rate` and scales the rest by "
      "`1 / (1 - rate)`; the masks come from (seed, worker, step), so a replayed step draws the "
      "same; off when evaluating",
      DropoutSettings, InputRank::kAny, nullptr, NativeLayout::kPlain, false, false, nullptr,
-     MakeDropout},
+     nullptr, MakeDropout},
     {LayerKind::kGlobalAvgPool2d,
      "the mean of each channel's `H x W` values: `[C, H, W]` in, `[C]` out (a ResNet's last "
      "pooling)",
      NoSettings, InputRank::kSpatial, GlobalPoolShape, NativeLayout::kFlattens, false, false,
-     nullptr, MakeGlobalAvgPool},
+     nullptr, nullptr, MakeGlobalAvgPool},
     {LayerKind::kBatchNorm,
      "batch normalisation of each channel of a `[C, H, W]` input (or each value of a flat one): "
      "`gamma (x - mean) / sqrt(var + epsilon) + beta`, trained `gamma` (ones) and `beta` "
@@ -204,14 +238,14 @@ const LayerKindDecl kDecls[] = {
      "(`running = (1 - momentum) running + momentum batch`, as PyTorch), which evaluation "
      "uses and the servers hold as model state",
      BatchNormSettings, InputRank::kAny, nullptr, NativeLayout::kPasses, true, false, "bn",
-     MakeBatchNorm},
+     BatchNormTensors, MakeBatchNorm},
     {LayerKind::kResidual,
      "a residual block: its `layers` (any of these kinds) applied in turn, plus the block's "
      "input through the shortcut: `identity`, or `projection`, a 1x1 convolution with a bias "
      "whose filters and stride give the layers' output shape; a ReLU after the block is a "
      "layer of its own",
      ResidualSettings, InputRank::kAny, ResidualShape, NativeLayout::kPasses, false, false, "res",
-     MakeResidual},
+     ResidualTensors, MakeResidual},
 };
 
 // Describes a kind's settings for README: "`filters`, `stride` (1), `padding` (`valid` or
@@ -250,6 +284,37 @@ LayerSpec ProjectionOf(const Shape& in, const Shape& out) {
   p.kernel = 1;
   p.stride = ProjectionStride(in, out);
   return p;
+}
+
+std::vector<std::string> TensorNames(const std::vector<LayerSpec>& specs,
+                                     const std::string& prefix) {
+  std::vector<std::string> names;
+  std::map<LayerKind, int> counts;  // layers with parameters so far, per kind
+  for (const LayerSpec& spec : specs) {
+    const char* kind_prefix = DeclOf(spec.kind).param_prefix;
+    names.push_back(kind_prefix == nullptr
+                        ? ""
+                        : absl::StrCat(prefix, kind_prefix, counts[spec.kind]++));
+  }
+  return names;
+}
+
+LayerTensors LayerListTensors(const std::vector<LayerSpec>& specs, const Shape& in,
+                              const std::string& prefix) {
+  const std::vector<Shape> shapes = LayerListShapes(specs, in, "").value_or(std::vector<Shape>());
+  if (shapes.size() != specs.size()) return {};
+  const std::vector<std::string> names = TensorNames(specs, prefix);
+  LayerTensors all;
+  Shape layer_in = in;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (const auto tensors = DeclOf(specs[i].kind).tensors) {
+      LayerTensors t = tensors(specs[i], layer_in, shapes[i], names[i]);
+      for (ParamShape& p : t.params) all.params.push_back(std::move(p));
+      for (ParamShape& p : t.state) all.state.push_back(std::move(p));
+    }
+    layer_in = shapes[i];
+  }
+  return all;
 }
 
 const LayerKindDecl& DeclOf(LayerKind kind) {

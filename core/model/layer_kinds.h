@@ -147,8 +147,9 @@ struct LayerPlan {
 };
 
 // What a kind's factory gets: the layer's settings, shapes and plan, its name for the
-// parameter tensors ("conv0", "res1.bn0"; empty for kinds without parameters), and the
-// native layout's channel block its list was planned for (0: none).
+// parameter tensors ("conv0", "res1.bn0"; empty for kinds without parameters), the native
+// layout's channel block its list was planned for (0: none), and its tensors (its kind's
+// LayerKindDecl::tensors).
 struct LayerBuild {
   const LayerSpec& spec;
   const Shape& in;
@@ -156,6 +157,7 @@ struct LayerBuild {
   const LayerPlan& plan;
   std::string name;
   int native_block;
+  LayerTensors tensors;
 };
 
 struct LayerKindDecl {
@@ -176,6 +178,12 @@ struct LayerKindDecl {
   // Prefix of the parameter tensors' names, counted per kind ("dense" -> dense0, dense1);
   // null for kinds without parameters.
   const char* param_prefix;
+  // The kind's tensors on input `in` giving `out`, named after `name` (prefix and count:
+  // "conv0"); null for kinds without parameters. The flat layout (Model::Layout) is these
+  // alone, so the servers count parameters without building layers; a built layer binds the
+  // same ones.
+  LayerTensors (*tensors)(const LayerSpec& l, const Shape& in, const Shape& out,
+                          const std::string& name);
   // The computing layer, or nullptr where the plan leaves nothing to compute (a flatten of a
   // plain input, a fused ReLU).
   std::unique_ptr<Layer> (*make)(const LayerBuild& b);
@@ -183,6 +191,15 @@ struct LayerKindDecl {
 
 // The declaration of `kind`.
 const LayerKindDecl& DeclOf(LayerKind kind);
+// The tensors' name of each of `specs` in a list whose names start with `prefix`: `prefix`, the
+// kind's param_prefix and its count among `specs` ("conv0", "res1.bn0"); empty for kinds
+// without parameters.
+std::vector<std::string> TensorNames(const std::vector<LayerSpec>& specs,
+                                     const std::string& prefix);
+// The tensors of `specs` (whose shapes fit `in`), named as TensorNames: every layer's trained
+// tensors in order, then every layer's state.
+LayerTensors LayerListTensors(const std::vector<LayerSpec>& specs, const Shape& in,
+                              const std::string& prefix);
 // A residual block's projection shortcut from `in` to `out` ([C, H, W] both, the block's
 // input and output): a 1x1 convolution of out[0] filters with the stride that gives `out`.
 LayerSpec ProjectionOf(const Shape& in, const Shape& out);
@@ -193,8 +210,7 @@ absl::StatusOr<std::vector<Shape>> LayerListShapes(const std::vector<LayerSpec>&
 // The computing layers of `specs` (whose shapes fit `in`), in order, with activations in the
 // native layout of channel block `native_block` where they can be (0: none); the list's input
 // and output lie in `ends` (kNative only where the list can keep it from end to end).
-// Parameter tensors are named `prefix`, the kind's param_prefix and its count among `specs`
-// ("conv0", "res1.bn0"). spec_index, unless null, gets each computing layer's index in
+// Parameter tensors are named as TensorNames(specs, prefix). spec_index, unless null, gets each computing layer's index in
 // `specs`. Defined with the planner (model.cc).
 std::vector<std::unique_ptr<Layer>> BuildLayerList(const std::vector<LayerSpec>& specs,
                                                    const Shape& in, int native_block, Layout ends,

@@ -6,10 +6,6 @@
 
 namespace monsoon {
 
-std::vector<ParamShape> DenseLayer::param_shapes() const {
-  return {{name_ + ".weight", {in_, out_}}, {name_ + ".bias", {out_}, ParamInit::kZeros}};
-}
-
 void DenseLayer::Bind(float* params, float* grads, float* /*state*/) {
   w_ = params;
   b_ = params + static_cast<size_t>(in_) * out_;
@@ -39,11 +35,6 @@ void ActivationLayer::Backward(ComputeBackend& backend, const float* x, const fl
   if (dx != nullptr) {
     backend.ActivationBackward(f_, x, y, dy, dx, static_cast<size_t>(batch) * dim_);
   }
-}
-
-std::vector<ParamShape> Conv2dLayer::param_shapes() const {
-  return {{name_ + ".weight", {g_.filters, g_.channels, g_.kernel, g_.kernel}},
-          {name_ + ".bias", {g_.filters}, ParamInit::kZeros}};
 }
 
 void Conv2dLayer::Bind(float* params, float* grads, float* /*state*/) {
@@ -108,16 +99,6 @@ void Pool2dLayer::Backward(ComputeBackend& backend, const float* x, const float*
   }
 }
 
-std::vector<ParamShape> BatchNormLayer::param_shapes() const {
-  return {{name_ + ".weight", {g_.channels}, ParamInit::kOnes},
-          {name_ + ".bias", {g_.channels}, ParamInit::kZeros}};
-}
-
-std::vector<ParamShape> BatchNormLayer::state_shapes() const {
-  return {{name_ + ".running_mean", {g_.channels}, ParamInit::kZeros},
-          {name_ + ".running_var", {g_.channels}, ParamInit::kOnes}};
-}
-
 void BatchNormLayer::Bind(float* params, float* grads, float* state) {
   gamma_ = params;
   beta_ = params + g_.channels;
@@ -140,9 +121,11 @@ void BatchNormLayer::Backward(ComputeBackend& backend, const float* x, const flo
                             dy, batch, dgamma_, dbeta_, dx);
 }
 
-ResidualLayer::ResidualLayer(std::string name, std::vector<std::unique_ptr<Layer>> body,
+ResidualLayer::ResidualLayer(LayerTensors tensors, std::string name,
+                             std::vector<std::unique_ptr<Layer>> body,
                              std::unique_ptr<Layer> projection, int input_dim)
-    : name_(std::move(name)),
+    : Layer(std::move(tensors)),
+      name_(std::move(name)),
       body_(std::move(body)),
       projection_(std::move(projection)),
       input_dim_(input_dim) {}
@@ -152,22 +135,6 @@ std::vector<Layer*> ResidualLayer::parts() const {
   for (const auto& layer : body_) parts.push_back(layer.get());
   if (projection_ != nullptr) parts.push_back(projection_.get());
   return parts;
-}
-
-std::vector<ParamShape> ResidualLayer::param_shapes() const {
-  std::vector<ParamShape> shapes;
-  for (const Layer* part : parts()) {
-    for (ParamShape& s : part->param_shapes()) shapes.push_back(std::move(s));
-  }
-  return shapes;
-}
-
-std::vector<ParamShape> ResidualLayer::state_shapes() const {
-  std::vector<ParamShape> shapes;
-  for (const Layer* part : parts()) {
-    for (ParamShape& s : part->state_shapes()) shapes.push_back(std::move(s));
-  }
-  return shapes;
 }
 
 void ResidualLayer::Bind(float* params, float* grads, float* state) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/compute/compute_backend.h"
@@ -32,20 +33,28 @@ struct ParamShape {
   int fans() const { return dims[0] + static_cast<int>(size() / dims[0]); }
 };
 
+// A layer's tensors in the flat vector: its trained ones, and its state, tensors that training
+// changes without a gradient (a BatchNorm layer's running statistics). The model keeps every
+// layer's state after all trained tensors, so that the servers hold it beside the weights
+// (TrainableModel::num_state).
+struct LayerTensors {
+  std::vector<ParamShape> params;
+  std::vector<ParamShape> state;
+};
+
 // Forward and backward over a batch of row-major activations [batch x dim].
 class Layer {
  public:
+  // `tensors`: the layer's, as its kind's declaration gives them (LayerKindDecl::tensors).
+  explicit Layer(LayerTensors tensors = {}) : tensors_(std::move(tensors)) {}
   virtual ~Layer() = default;
   // What the model summary calls it: "dense0 (dense)", "relu".
   virtual std::string name() const = 0;
   virtual int input_dim() const = 0;
   virtual int output_dim() const = 0;
-  // Its trained tensors.
-  virtual std::vector<ParamShape> param_shapes() const { return {}; }
-  // Its state: tensors that training changes without a gradient (a BatchNorm layer's running
-  // statistics). The model keeps every layer's state after all trained tensors in its flat
-  // vector, so that the servers hold it beside the weights (TrainableModel::num_state).
-  virtual std::vector<ParamShape> state_shapes() const { return {}; }
+  // Its trained tensors, and its state.
+  const std::vector<ParamShape>& param_shapes() const { return tensors_.params; }
+  const std::vector<ParamShape>& state_shapes() const { return tensors_.state; }
   // Borrows this layer's slices of the flat parameter and gradient buffers, laid out in
   // param_shapes() order, and of the state, in state_shapes() order. Called once, before
   // Forward.
@@ -59,16 +68,19 @@ class Layer {
   // when dx is not null, writes dL/dx.
   virtual void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
                         int batch, float* dx) = 0;
+
+ private:
+  const LayerTensors tensors_;
 };
 
 // y = x W + b with W [in x out] and b [out].
 class DenseLayer : public Layer {
  public:
-  DenseLayer(std::string name, int in, int out) : name_(std::move(name)), in_(in), out_(out) {}
+  DenseLayer(LayerTensors tensors, std::string name, int in, int out)
+      : Layer(std::move(tensors)), name_(std::move(name)), in_(in), out_(out) {}
   std::string name() const override { return name_ + " (dense)"; }
   int input_dim() const override { return in_; }
   int output_dim() const override { return out_; }
-  std::vector<ParamShape> param_shapes() const override;
   void Bind(float* params, float* grads, float* state) override;
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
   void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
@@ -121,14 +133,15 @@ class FusedReluGradient {
 // with respect to the ReLU's input (a pooling layer with FusedRelu::kOnInput).
 class Conv2dLayer : public Layer {
  public:
-  Conv2dLayer(std::string name, const Conv2dGeometry& g, bool dy_before_relu = false)
-      : name_(std::move(name)),
+  Conv2dLayer(LayerTensors tensors, std::string name, const Conv2dGeometry& g,
+              bool dy_before_relu = false)
+      : Layer(std::move(tensors)),
+        name_(std::move(name)),
         g_(g),
         relu_gradient_(g.relu == FusedRelu::kOnOutput && !dy_before_relu) {}
   std::string name() const override { return name_ + " (conv2d)"; }
   int input_dim() const override { return g_.channels * g_.height * g_.width; }
   int output_dim() const override { return g_.filters * g_.out_height * g_.out_width; }
-  std::vector<ParamShape> param_shapes() const override;
   void Bind(float* params, float* grads, float* state) override;
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
   void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
@@ -208,15 +221,15 @@ class Pool2dLayer : public Layer {
 class BatchNormLayer : public Layer {
  public:
   // A fused ReLU and dy_before_relu as Conv2dLayer's.
-  BatchNormLayer(std::string name, const BatchNormGeometry& g, bool dy_before_relu = false)
-      : name_(std::move(name)),
+  BatchNormLayer(LayerTensors tensors, std::string name, const BatchNormGeometry& g,
+                 bool dy_before_relu = false)
+      : Layer(std::move(tensors)),
+        name_(std::move(name)),
         g_(g),
         relu_gradient_(g.relu == FusedRelu::kOnOutput && !dy_before_relu) {}
   std::string name() const override { return name_ + " (batchnorm)"; }
   int input_dim() const override { return g_.channels * g_.pixels; }
   int output_dim() const override { return input_dim(); }
-  std::vector<ParamShape> param_shapes() const override;
-  std::vector<ParamShape> state_shapes() const override;
   void Bind(float* params, float* grads, float* state) override;
   void SetMode(bool training, uint64_t /*seed*/) override { training_ = training; }
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
@@ -240,16 +253,14 @@ class BatchNormLayer : public Layer {
 
 // A residual block: y = body(x) + shortcut(x), the shortcut being x itself or a projection
 // layer (a 1x1 convolution). Owns its layers; their parameters and state are its own, laid out
-// body first, then the projection's.
+// body first, then the projection's (`tensors`, which are its layers' in that order).
 class ResidualLayer : public Layer {
  public:
-  ResidualLayer(std::string name, std::vector<std::unique_ptr<Layer>> body,
+  ResidualLayer(LayerTensors tensors, std::string name, std::vector<std::unique_ptr<Layer>> body,
                 std::unique_ptr<Layer> projection /* null: identity */, int input_dim);
   std::string name() const override { return name_ + " (residual)"; }
   int input_dim() const override { return input_dim_; }
   int output_dim() const override { return body_.back()->output_dim(); }
-  std::vector<ParamShape> param_shapes() const override;
-  std::vector<ParamShape> state_shapes() const override;
   void Bind(float* params, float* grads, float* state) override;
   void SetMode(bool training, uint64_t seed) override;
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <map>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -134,16 +133,15 @@ std::vector<std::unique_ptr<Layer>> BuildLayerList(const std::vector<LayerSpec>&
   const std::vector<Shape> shapes = LayerListShapes(specs, in, "").value_or(std::vector<Shape>());
   if (shapes.size() != specs.size()) return {};
   const std::vector<LayerPlan> plans = PlanLayers(specs, in, shapes, native_block, ends);
+  const std::vector<std::string> names = TensorNames(specs, prefix);
   std::vector<std::unique_ptr<Layer>> layers;
-  std::map<LayerKind, int> counts;  // layers with parameters so far, per kind
   Shape layer_in = in;
   for (size_t i = 0; i < specs.size(); ++i) {
     const LayerKindDecl& decl = DeclOf(specs[i].kind);
-    std::string name;
-    if (decl.param_prefix != nullptr) {
-      name = absl::StrCat(prefix, decl.param_prefix, counts[specs[i].kind]++);
-    }
-    if (auto layer = decl.make({specs[i], layer_in, shapes[i], plans[i], name, native_block})) {
+    LayerTensors tensors;
+    if (decl.tensors != nullptr) tensors = decl.tensors(specs[i], layer_in, shapes[i], names[i]);
+    if (auto layer = decl.make({specs[i], layer_in, shapes[i], plans[i], names[i], native_block,
+                                std::move(tensors)})) {
       layers.push_back(std::move(layer));
       if (spec_index != nullptr) spec_index->push_back(i);
     }
@@ -211,14 +209,12 @@ std::vector<ParamTensor> Model::Layout(const ModelSpec& spec) {
     return tensors;
   }
   std::vector<ParamTensor> tensors;
-  const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec);
+  const LayerTensors all = LayerListTensors(ModelLayers(spec), InputShape(spec), "");
   size_t offset = 0;
   for (const bool state : {false, true}) {
-    for (const auto& layer : layers) {
-      for (const ParamShape& shape : state ? layer->state_shapes() : layer->param_shapes()) {
-        tensors.push_back({shape, offset, state});
-        offset += shape.size();
-      }
+    for (const ParamShape& shape : state ? all.state : all.params) {
+      tensors.push_back({shape, offset, state});
+      offset += shape.size();
     }
   }
   return tensors;

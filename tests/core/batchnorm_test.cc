@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/compute/cpu/cpu_backend.h"
@@ -12,6 +13,13 @@
 
 namespace monsoon {
 namespace {
+
+// A batchnorm layer "bn0" on `g`, with its declaration's tensors.
+std::unique_ptr<BatchNormLayer> BatchNormOn(const BatchNormGeometry& g) {
+  const Shape in = {g.channels};
+  return std::make_unique<BatchNormLayer>(
+      DeclOf(LayerKind::kBatchNorm).tensors(BatchNorm(), in, in, "bn0"), "bn0", g);
+}
 
 TEST_CASE("batchnorm: model gradients match finite differences while training",
           "[core][batchnorm]") {
@@ -41,13 +49,13 @@ TEST_CASE("batchnorm: layer gradients match finite differences, training and eva
   native_relu.relu = FusedRelu::kOnOutput;
   for (const BatchNormGeometry& g : {spatial, flat, native, native_relu}) {
     for (const bool training : {true, false}) {
-      BatchNormLayer layer("bn0", g);
+      const std::unique_ptr<BatchNormLayer> layer = BatchNormOn(g);
       std::vector<float> state(2 * g.channels);
       for (int c = 0; c < g.channels; ++c) {
         state[c] = 0.1f * c;                   // running mean
         state[g.channels + c] = 0.5f + 0.2f * c;  // running variance
       }
-      CheckLayerGradients(layer, 4, training, 17, state);
+      CheckLayerGradients(*layer, 4, training, 17, state);
     }
   }
 }
@@ -57,7 +65,8 @@ TEST_CASE("batchnorm: running statistics move as PyTorch's, by the unbiased vari
   BatchNormGeometry g;
   g.channels = 2;
   g.momentum = 0.25f;
-  BatchNormLayer layer("bn0", g);
+  const std::unique_ptr<BatchNormLayer> bn = BatchNormOn(g);
+  BatchNormLayer& layer = *bn;
   std::vector<float> params = {1, 1, 0, 0}, grads(4), state = {0, 0, 1, 1};
   layer.Bind(params.data(), grads.data(), state.data());
   // Channel 0: 1, 2, 3, 6 (mean 3, unbiased variance 14 / 3); channel 1: all 5.

@@ -74,5 +74,40 @@ TEST_CASE("residual: y = layers(x) + x, or + the projection, with named tensors"
   }
 }
 
+TEST_CASE("residual: the layout is the declarations', and what the built layers bind",
+          "[core][residual]") {
+  const ModelSpec spec = Cnn(
+      {4, 6, 6},
+      {Conv(8, 3, 1, Padding::kSame), BatchNorm(), kRelu,
+       Residual({Conv(8, 3, 1, Padding::kSame), BatchNorm(), kRelu, Conv(8, 3, 1, Padding::kSame),
+                 BatchNorm()}),
+       kRelu, Residual({Conv(16, 3, 2, Padding::kSame), BatchNorm()}, Shortcut::kProjection)},
+      10);
+  const std::vector<ParamTensor> layout = Model::Layout(spec);
+  // Native channel blocks plan other layers (fused ReLUs) over the same tensors.
+  for (const int block : {0, 8}) {
+    std::vector<ParamShape> bound;
+    for (const bool state : {false, true}) {
+      for (const auto& layer :
+           BuildLayerList(spec.layers, spec.input_shape, block, Layout::kPlain, "", nullptr)) {
+        for (const ParamShape& p : state ? layer->state_shapes() : layer->param_shapes()) {
+          bound.push_back(p);
+        }
+      }
+    }
+    REQUIRE(bound.size() == layout.size());
+    for (size_t i = 0; i < layout.size(); ++i) {
+      CHECK(bound[i].name == layout[i].shape.name);
+      CHECK(bound[i].dims == layout[i].shape.dims);
+    }
+  }
+  CHECK(layout[4].shape.name == "res0.conv0.weight");
+  CHECK(layout[16].shape.name == "res1.shortcut.weight");
+  CHECK(layout[18].shape.name == "dense0.weight");
+  CHECK(layout[20].shape.name == "bn0.running_mean");
+  CHECK(layout[22].shape.name == "res0.bn0.running_mean");
+  CHECK(layout.back().shape.name == "res1.bn0.running_var");
+}
+
 }  // namespace
 }  // namespace monsoon
