@@ -47,7 +47,9 @@ for n in range(count):
     with open(path, "w", encoding="utf-8", errors="surrogateescape") as f:
         f.write(mutated)
     try:
-        r = subprocess.run([monsoon, "validate", path], capture_output=True, timeout=10)
+        # A minute: validate measures a step of the model (seconds for large_mlp's, more on a
+        # machine shared with another test).
+        r = subprocess.run([monsoon, "validate", path], capture_output=True, timeout=60)
     except subprocess.TimeoutExpired:
         bad.append(f"mutant {n} of {source}: validate hung")
         continue

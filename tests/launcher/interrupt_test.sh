@@ -58,13 +58,15 @@ print("worker totals carried across the restart; training_seconds", summary["tra
       "; evaluator clock", evaluations)
 PY
 expect_eq "metrics carried on across the restart" "$?" "0"
-# A stop while the roles are still starting (0.1-1 s in): each role reports the stop, never
-# the failure it runs into afterwards (a worker's Hello to a server that has already shut
-# down on the same signal used to end it with that error, exit status 1).
+# A stop while the roles are still starting (0.1-1 s after the launcher made its run directory,
+# so after it took over the stop signals): each role reports the stop, never the failure it
+# runs into afterwards (a worker's Hello to a server that has already shut down on the same
+# signal used to end it with that error, exit status 1).
 reported=0
 for delay in 0.1 0.3 0.5 0.7 1.0; do
   "$MONSOON" run configs/fmnist_downpour.yaml --run-dir "$WORK/early-$delay" >/dev/null 2>&1 &
   launcher=$!
+  for _ in $(seq 200); do [ -d "$WORK/early-$delay" ] && break; sleep 0.01; done
   sleep "$delay"
   kill -TERM "$launcher"
   wait "$launcher"

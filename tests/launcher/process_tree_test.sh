@@ -71,8 +71,12 @@ STEP_SLEEP=0.05 timeout 120 "$MONSOON" run "$WORK/plain.yaml" --run-dir "$run" \
 launcher=$!
 for _ in $(seq 300); do [ "$(rows "$run/metrics/worker-0.csv")" -gt 3 ] && break; sleep 0.1; done
 first_helper=""
-for p in $(pgrep -f "sleep ${HELPER_TAG}1" || true); do
-  { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "MONSOON_INDEX=0" && first_helper=$p
+for _ in $(seq 100); do
+  for p in $(pgrep -f "sleep ${HELPER_TAG}1" || true); do
+    { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "MONSOON_INDEX=0" && first_helper=$p
+  done
+  [ -n "$first_helper" ] && break
+  sleep 0.1
 done
 for p in $(pgrep -f "python3 $program" || true); do
   tr '\0' '\n' <"/proc/$p/environ" | grep -qx "MONSOON_INDEX=0" &&
