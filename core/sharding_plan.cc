@@ -46,6 +46,7 @@ void ShardingPlan::Cut(size_t begin, size_t end, size_t min_chunks, size_t max_c
   count = std::min(std::max(count, min_chunks), floats);
   const size_t base = floats / count;
   const size_t extra = floats % count;  // the first `extra` chunks get one more float
+  chunks_.reserve(chunks_.size() + count);
   size_t offset = begin;
   for (size_t i = 0; i < count; ++i) {
     Chunk c;

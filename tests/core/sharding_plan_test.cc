@@ -1,5 +1,6 @@
 #include "core/sharding_plan.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <vector>
 
@@ -13,19 +14,21 @@ TEST_CASE("ShardingPlan: every parameter is in exactly one chunk and servers are
       for (size_t chunk : {1ul, 1000ul, 262144ul}) {
         auto plan = ShardingPlan::Create(n, servers, chunk);
         REQUIRE(plan.ok());
+        INFO("n=" << n << " servers=" << servers << " chunk=" << chunk);
+        // Counted, then checked once: one assertion per element would be 10^8 of them.
         std::vector<int> covered(n, 0);
+        size_t misfits = 0;
         for (const Chunk& c : plan->chunks()) {
-          CHECK(c.size <= chunk);
-          CHECK(c.size > 0);
-          for (size_t i = c.offset; i < c.offset + c.size; ++i) ++covered[i];
+          misfits += c.size == 0 || c.size > chunk;
+          for (size_t i = c.offset; i < c.offset + c.size && i < n; ++i) ++covered[i];
         }
-        for (int v : covered) REQUIRE(v == 1);
+        CHECK(misfits == 0);
+        CHECK(std::count(covered.begin(), covered.end(), 1) == static_cast<long>(n));
         size_t lo = n, hi = 0;
         for (int s = 0; s < servers; ++s) {
           lo = std::min(lo, plan->FloatsOf(s));
           hi = std::max(hi, plan->FloatsOf(s));
         }
-        INFO("n=" << n << " servers=" << servers << " chunk=" << chunk);
         CHECK(hi - lo <= plan->max_chunk_size());
         if (n >= static_cast<size_t>(servers)) CHECK(lo > 0);
       }
