@@ -177,13 +177,15 @@ at_least "sync: the evaluator scored (a number)" "$(json_get "$WORK/sync/summary
 
 # A loop that goes on after the worker's last step (training.max_steps), batches of another
 # size than training.batch_size, and a step before init.
-refused() {  # refused NAME WHAT TEXT SETTINGS...: the example's job with SETTINGS fails, saying TEXT
+# refused NAME WHAT TEXT SETTINGS...: the example's job with SETTINGS (one worker) fails, saying
+# TEXT
+refused() {
   local name=$1 what=$2 text=$3 status
   shift 3
   example_copy "$name"
   job "$name" "$WORK/$name.py"
   timeout 300 "$MONSOON" run "$WORK/$name.yaml" --run-dir "$WORK/$name" \
-    --set cluster.evaluator=false "$@" >"$WORK/$name.txt" 2>&1
+    --set cluster.evaluator=false --set cluster.workers=1 "$@" >"$WORK/$name.txt" 2>&1
   status=$?
   [ "$status" -ne 0 ] && grep -qF "$text" "$WORK/$name.txt" && pass "$what: exit $status, named" \
     || fail "$what: exit $status: $(tail -3 "$WORK/$name.txt")"
@@ -206,9 +208,9 @@ grep -qF "monsoon.torch.init(module) must come before DistributedOptimizer(...)"
   && pass "DistributedOptimizer before init: named" || fail "before init: $(tail -2 "$WORK/early.txt")"
 
 # The loop's own mistakes, each in a copy of the example: the job fails naming the mistake.
-misused() {  # misused NAME TEXT: NAME's job fails, saying TEXT
+misused() {  # misused NAME TEXT [WORKERS]: NAME's job of WORKERS (1) workers fails, saying TEXT
   timeout 300 "$MONSOON" run "$WORK/$1.yaml" --run-dir "$WORK/run-$1" --set cluster.evaluator=false \
-    --set training.max_steps=100 >"$WORK/$1.txt" 2>&1
+    --set cluster.workers="${3:-1}" --set training.max_steps=100 >"$WORK/$1.txt" 2>&1
   local status=$?
   [ "$status" -ne 0 ] && grep -qF "$2" "$WORK/$1.txt" && pass "$1: exit $status, named" \
     || fail "$1: exit $status: $(tail -4 "$WORK/$1.txt")"
@@ -219,7 +221,7 @@ dry_copy wrapped_step "        optimizer.step(loss=loss)" "        optimizer.opt
 misused wrapped_step "the loop called the wrapped optimizer's own step() (opt.optimizer.step())"
 dry_copy shuffled "sampler=monsoon.torch.DistributedSampler(train_set))" "shuffle=True)" \
   "        train_loader.sampler.set_epoch(epoch)" ""
-misused shuffled "the training DataLoader draws $train_rows examples per epoch (RandomSampler) but this worker's shard of its $train_rows is $((train_rows / 2)): give it sampler=monsoon.torch.DistributedSampler(dataset)"
+misused shuffled "the training DataLoader draws $train_rows examples per epoch (RandomSampler) but this worker's shard of its $train_rows is $((train_rows / 2)): give it sampler=monsoon.torch.DistributedSampler(dataset)" 2
 dry_copy late_layer "    optimizer = monsoon.torch.DistributedOptimizer(optimizer)" \
   "    optimizer = monsoon.torch.DistributedOptimizer(optimizer)
     model.head = torch.nn.Linear(10, 10)"
