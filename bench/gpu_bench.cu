@@ -88,7 +88,9 @@ void PrintSteps(ComputeBackend& backend, const char* key, const ModelSpec& spec,
 
 int Main(int argc, char** argv) {
   const bool tf32 = argc > 1 && std::string(argv[1]) == "--tf32";
-  auto created = CreateCublasBackend(0, CublasOptions{tf32});
+  CublasOptions options;
+  options.precision = tf32 ? Precision::kTf32 : Precision::kFp32;
+  auto created = CreateCublasBackend(0, options);
   if (!created.ok()) {
     std::printf("{\"benchmark\": \"gpu\", \"skipped\": \"%s\"}\n",
                 std::string(created.status().message()).c_str());

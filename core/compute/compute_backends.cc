@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> MakeCuda(const ComputeConfig& co
   auto count = (*plugin)->device_count();
   if (!count.ok()) return count.status();
   CublasOptions options;
-  options.tf32 = compute.tf32;
+  options.precision = compute.precision;
   options.conv_workspace_bytes = static_cast<size_t>(compute.gpu_workspace_mib) << 20;
   return (*plugin)->create_backend(gpu % *count, options);
 }
@@ -101,7 +101,11 @@ absl::StatusOr<BackendSelection> MakeComputeBackend(const ComputeConfig& compute
                           absl::StrCat("compute.device is cuda: ", cuda.status().message()));
     }
     selection.note =
-        absl::StrCat("compute.device auto: using the CPU (", cuda.status().message(), ")");
+        absl::StrCat("compute.device auto: using the CPU (", cuda.status().message(), ")",
+                     compute.precision == Precision::kFp32
+                         ? ""
+                         : absl::StrCat(", in fp32, not compute.precision ",
+                                        kPrecisionNames.Name(compute.precision)));
   }
   selection.backend = std::make_unique<CpuBackend>(compute.threads);
   return selection;

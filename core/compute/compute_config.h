@@ -12,11 +12,19 @@ inline constexpr NamedValue<Device> kDeviceValues[] = {
     {Device::kAuto, "auto"}, {Device::kCpu, "cpu"}, {Device::kCuda, "cuda"}};
 inline constexpr EnumNames<Device> kDeviceNames{"device", kDeviceValues};
 
+// The arithmetic of the CUDA backend's matrix products (cuBLAS's compute type): fp32; tf32 or
+// bf16 tensor cores, whose products round their fp32 operands to 10 or 7 mantissa bits and sum
+// in fp32. Weights, gradients and every other kernel stay fp32, and so do the servers.
+enum class Precision { kFp32, kTf32, kBf16 };
+inline constexpr NamedValue<Precision> kPrecisionValues[] = {
+    {Precision::kFp32, "fp32"}, {Precision::kTf32, "tf32"}, {Precision::kBf16, "bf16"}};
+inline constexpr EnumNames<Precision> kPrecisionNames{"precision", kPrecisionValues};
+
 struct ComputeConfig {
   Device device = Device::kAuto;
-  int threads = 1;              // BLAS threads per worker (CPU backend)
-  bool tf32 = false;            // let cuBLAS use TF32 tensor cores (CUDA backend)
-  int gpu_workspace_mib = 256;  // the CUDA backend's convolution workspace bound
+  int threads = 1;                          // BLAS threads per worker (CPU backend)
+  Precision precision = Precision::kFp32;   // matrix products (CUDA backend)
+  int gpu_workspace_mib = 256;              // the CUDA backend's convolution workspace bound
 };
 
 }  // namespace monsoon

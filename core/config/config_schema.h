@@ -415,7 +415,11 @@ void VisitRuntime(JobConfig& c, V& v) {
             "the compute backend: OpenBLAS or cuBLAS (see [GPUs](#gpus))");
     v.Field("threads", &c.compute.threads, IntRange{1, 256},
             "BLAS threads per worker and evaluator (CPU backend)");
-    v.Field("tf32", &c.compute.tf32, Flag{}, "let cuBLAS use TF32 tensor cores (CUDA backend)");
+    v.Field("precision", &c.compute.precision, kPrecisionNames,
+            "the arithmetic of matrix products on a GPU: fp32; `tf32` or `bf16` tensor cores, "
+            "whose products round their fp32 operands to 10 or 7 mantissa bits and sum in fp32 "
+            "(weights, gradients, the other kernels and the servers stay fp32). The CPU backend "
+            "computes in fp32");
     v.Field("gpu_workspace_mib", &c.compute.gpu_workspace_mib, IntRange{1, 1 << 20},
             "the most GPU memory, in MiB, a convolution's im2col workspace takes (CUDA "
             "backend): larger batches and images go through it in chunks of examples");

@@ -206,6 +206,11 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
         absl::StrCat("staleness.dc_lambda: delay compensation applies to downpour and ssp, not ",
                      kAlgorithmNames.Name(c.training.algorithm)));
   }
+  if (c.compute.device == Device::kCpu && c.compute.precision != Precision::kFp32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "compute.precision: ", kPrecisionNames.Name(c.compute.precision),
+        " is tensor-core arithmetic on a GPU; compute.device cpu computes in fp32"));
+  }
   if (c.network.link_mbit > 0 && c.network.hosts != HostsKind::kNamespaces) {
     return absl::InvalidArgumentError(
         "network.link_mbit: a link rate needs emulated hosts (network.hosts: namespaces)");

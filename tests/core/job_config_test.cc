@@ -300,6 +300,17 @@ TEST_CASE("JobConfig: errors name the field and the allowed values", "[core][con
   CHECK(ErrorOf("job: [\n").rfind("YAML syntax error at line", 0) == 0);
 }
 
+TEST_CASE("JobConfig: compute.precision is tensor-core arithmetic on a GPU", "[core][config]") {
+  for (const char* precision : {"fp32", "tf32", "bf16"}) {
+    CHECK(ErrorOf(CsvJob(), {absl::StrCat("compute.precision=", precision)}).empty());
+  }
+  CHECK(ErrorOf(CsvJob(), {"compute.precision=bf16", "compute.device=cpu"}) ==
+        "compute.precision: bf16 is tensor-core arithmetic on a GPU; compute.device cpu "
+        "computes in fp32");
+  CHECK(ErrorOf(CsvJob(), {"compute.precision=fp32", "compute.device=cpu"}).empty());
+  CHECK(ErrorOf(CsvJob(), {"compute.precision=fp16"}).rfind("compute.precision: 'fp16'", 0) == 0);
+}
+
 TEST_CASE("JobConfig: the job's name is one directory name, slurm values one word each",
           "[core][config]") {
   for (const std::string name : {"fmnist_downpour", "run-2.v1", "_x", "A9"}) {

@@ -70,6 +70,7 @@ mutants=(
   batchnorm-index "$cuda" "* g.pixels + j % g.pixels;" "* g.pixels;"
   shortcut-dropped "$cuda" "y[i] = a[i] + b[i];" "y[i] = a[i];"
   non-finite-offset "$cuda" "first = offset + bad;" "first = bad;"
+  bf16-as-fp32 "$cuda" "return CUBLAS_COMPUTE_32F_FAST_16BF;" "break;"
 )
 
 # compile ROOT SOURCE OUT: one object of the plugin, from the tree at ROOT.

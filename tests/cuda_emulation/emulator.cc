@@ -1,6 +1,8 @@
 #include "tests/cuda_emulation/emulator.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -318,9 +320,6 @@ cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
   handle->stream = stream;
   return CUBLAS_STATUS_SUCCESS;
 }
-cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t) {
-  return handle == nullptr ? CUBLAS_STATUS_NOT_INITIALIZED : CUBLAS_STATUS_SUCCESS;
-}
 const char* cublasGetStatusString(cublasStatus_t status) {
   switch (status) {
     case CUBLAS_STATUS_SUCCESS:
@@ -332,23 +331,52 @@ const char* cublasGetStatusString(cublasStatus_t status) {
   }
 }
 
-cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
-                           cublasOperation_t transb, int m, int n, int k, const float* alpha,
-                           const float* a, int lda, const float* b, int ldb, const float* beta,
-                           float* c, int ldc) {
+namespace {
+
+// An fp32 operand as `type`'s tensor cores take it: rounded to nearest, ties to even, at 10
+// (tf32) or 7 (bf16) mantissa bits; as it is for plain fp32.
+float RoundOperand(float x, cublasComputeType_t type) {
+  const int dropped = type == CUBLAS_COMPUTE_32F_FAST_TF32   ? 13
+                      : type == CUBLAS_COMPUTE_32F_FAST_16BF ? 16
+                                                             : 0;
+  if (dropped == 0 || !std::isfinite(x)) return x;
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  bits += (1u << (dropped - 1)) - 1 + ((bits >> dropped) & 1);
+  bits &= ~((1u << dropped) - 1);
+  std::memcpy(&x, &bits, sizeof x);
+  return x;
+}
+
+}  // namespace
+
+cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
+                            cublasOperation_t transb, int m, int n, int k, const void* alpha_v,
+                            const void* a_v, cudaDataType_t a_type, int lda, const void* b_v,
+                            cudaDataType_t b_type, int ldb, const void* beta_v, void* c_v,
+                            cudaDataType_t c_type, int ldc, cublasComputeType_t compute_type,
+                            cublasGemmAlgo_t algo) {
   std::lock_guard<std::recursive_mutex> lock(Dev().mu);
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   const bool ta = transa == CUBLAS_OP_T, tb = transb == CUBLAS_OP_T;
   const int rows_a = ta ? k : m, cols_a = ta ? m : k, rows_b = tb ? n : k, cols_b = tb ? k : n;
+  const bool known_type = compute_type == CUBLAS_COMPUTE_32F ||
+                          compute_type == CUBLAS_COMPUTE_32F_FAST_TF32 ||
+                          compute_type == CUBLAS_COMPUTE_32F_FAST_16BF;
   if (m < 0 || n < 0 || k < 0 || lda < std::max(1, rows_a) || ldb < std::max(1, rows_b) ||
-      ldc < std::max(1, m)) {
+      ldc < std::max(1, m) || a_type != CUDA_R_32F || b_type != CUDA_R_32F ||
+      c_type != CUDA_R_32F || !known_type || algo != CUBLAS_GEMM_DEFAULT) {
     return CUBLAS_STATUS_INVALID_VALUE;
   }
   if (m == 0 || n == 0) return CUBLAS_STATUS_SUCCESS;
-  CheckOperand(a, Extent(rows_a, cols_a, lda), "cublasSgemm A");
-  CheckOperand(b, Extent(rows_b, cols_b, ldb), "cublasSgemm B");
-  CheckOperand(c, Extent(m, n, ldc), "cublasSgemm C");
-  const float al = *alpha, be = *beta;  // host pointer mode: read at the call
+  const auto* a = static_cast<const float*>(a_v);
+  const auto* b = static_cast<const float*>(b_v);
+  auto* c = static_cast<float*>(c_v);
+  CheckOperand(a, Extent(rows_a, cols_a, lda), "cublasGemmEx A");
+  CheckOperand(b, Extent(rows_b, cols_b, ldb), "cublasGemmEx B");
+  CheckOperand(c, Extent(m, n, ldc), "cublasGemmEx C");
+  // Host pointer mode: alpha and beta are read at the call.
+  const float al = *static_cast<const float*>(alpha_v), be = *static_cast<const float*>(beta_v);
   cuda_emulation::Enqueue(handle->stream, {[=] {
     for (int j = 0; j < n; ++j) {
       for (int i = 0; i < m; ++i) {
@@ -356,7 +384,7 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa,
         for (int p = 0; p < k; ++p) {
           const float x = ta ? a[p + static_cast<size_t>(i) * lda] : a[i + static_cast<size_t>(p) * lda];
           const float y = tb ? b[j + static_cast<size_t>(p) * ldb] : b[p + static_cast<size_t>(j) * ldb];
-          sum += static_cast<double>(x) * y;
+          sum += static_cast<double>(RoundOperand(x, compute_type)) * RoundOperand(y, compute_type);
         }
         float& out = c[i + static_cast<size_t>(j) * ldc];
         out = static_cast<float>(al * sum + (be == 0.0f ? 0.0 : static_cast<double>(be) * out));

@@ -25,12 +25,14 @@
 namespace monsoon {
 namespace {
 
-// The CUDA backend compute.device: cuda selects (with `workspace_mib` for convolutions), or
-// nullptr after the skip line when there is none.
-std::unique_ptr<ComputeBackend> GpuOrSkip(int workspace_mib = ComputeConfig().gpu_workspace_mib) {
+// The CUDA backend compute.device: cuda selects (with `workspace_mib` for convolutions and
+// `precision` for matrix products), or nullptr after the skip line when there is none.
+std::unique_ptr<ComputeBackend> GpuOrSkip(int workspace_mib = ComputeConfig().gpu_workspace_mib,
+                                          Precision precision = Precision::kFp32) {
   ComputeConfig compute;
   compute.device = Device::kCuda;
   compute.gpu_workspace_mib = workspace_mib;
+  compute.precision = precision;
   auto selection = MakeComputeBackend(compute, 0);
   if (!selection.ok()) {
     const char* require = std::getenv("MONSOON_REQUIRE_GPU");
@@ -92,6 +94,52 @@ TEST_CASE("CublasBackend: Gemm matches the CPU for all transposes and odd shapes
           }
         }
       }
+    }
+  }
+}
+
+TEST_CASE("CublasBackend: tf32 and bf16 products are fp32's within their operands' rounding",
+          "[gpu][parity]") {
+  const int m = 37, n = 29, k = 300;
+  const std::vector<float> a = Random(static_cast<size_t>(m) * k, 1);
+  const std::vector<float> b = Random(static_cast<size_t>(k) * n, 2);
+  for (const auto& [precision, mantissa_bits] : {std::pair{Precision::kTf32, 10},
+                                                 std::pair{Precision::kBf16, 7}}) {
+    auto gpu = GpuOrSkip(ComputeConfig().gpu_workspace_mib, precision);
+    if (gpu == nullptr) return;
+    DeviceBuffer da = gpu->Allocate(a.size()), db = gpu->Allocate(b.size());
+    DeviceBuffer dc = gpu->Allocate(static_cast<size_t>(m) * n);
+    gpu->CopyToDevice(a.data(), da.data(), a.size());
+    gpu->CopyToDevice(b.data(), db.data(), b.size());
+    gpu->Gemm(false, false, m, n, k, 1.0f, da.data(), db.data(), 0.0f, dc.data());
+    std::vector<float> c(static_cast<size_t>(m) * n);
+    gpu->CopyToHost(dc.data(), c.data(), c.size());
+    REQUIRE(gpu->Synchronize().ok());
+    // Each operand within half a unit of its last mantissa bit: each term within 2^-bits of
+    // its own magnitude, so the sum within 2^-bits of the sum of magnitudes (and fp32's own
+    // rounding).
+    size_t outside = 0;
+    double worst = 0;
+    for (int i = 0; i < m; ++i) {
+      for (int j = 0; j < n; ++j) {
+        double exact = 0, magnitude = 0;
+        for (int p = 0; p < k; ++p) {
+          const double term = static_cast<double>(a[i * k + p]) * b[p * n + j];
+          exact += term;
+          magnitude += std::abs(term);
+        }
+        const double bound = std::ldexp(magnitude, -mantissa_bits) + 1e-5 * (1 + magnitude);
+        outside += std::abs(c[i * n + j] - exact) > bound;
+        worst = std::max(worst, std::abs(c[i * n + j] - exact) / magnitude);
+      }
+    }
+    INFO("precision " << kPrecisionNames.Name(precision) << " on " << gpu->name()
+                      << ": worst error " << worst << " of the magnitudes' sum");
+    CHECK(outside == 0);
+    // The host emulation rounds as the precision says, every time; cuBLAS may take plain fp32
+    // kernels for some shapes, so on a GPU the rounding is not required.
+    if (gpu->name().find("host emulation") != std::string::npos) {
+      CHECK(worst > std::ldexp(1.0, -mantissa_bits - 6));
     }
   }
 }

@@ -294,11 +294,7 @@ class CublasBackend : public ComputeBackend {
         !Check(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming),
                "cudaEventCreate") ||
         !CheckBlas(cublasCreate(&handle_), "cublasCreate") ||
-        !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream") ||
-        !CheckBlas(
-            cublasSetMathMode(handle_,
-                              options_.tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH),
-            "cublasSetMathMode")) {
+        !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream")) {
       return status_;
     }
     return absl::OkStatus();
@@ -401,10 +397,11 @@ class CublasBackend : public ComputeBackend {
     if (!status_.ok()) return;
     const int lda = trans_a ? m : k;
     const int ldb = trans_b ? k : n;
-    CheckBlas(cublasSgemm(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-                          trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, ldb, a, lda,
-                          &beta, c, n),
-              "cublasSgemm");
+    CheckBlas(cublasGemmEx(handle_, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+                           trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b, CUDA_R_32F,
+                           ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, n, ComputeType(),
+                           CUBLAS_GEMM_DEFAULT),
+              "cublasGemmEx");
   }
 
   void AddBias(const float* bias, int rows, int cols, float* x) override {
@@ -655,6 +652,20 @@ class CublasBackend : public ComputeBackend {
           absl::StrCat("CUDA device ", device_, ": ", what, ": ", cublasGetStatusString(s)));
     }
     return false;
+  }
+
+  // cuBLAS's compute type for options_.precision: fp32, or tensor cores that round fp32
+  // operands to tf32 or bf16 and sum in fp32.
+  cublasComputeType_t ComputeType() const {
+    switch (options_.precision) {
+      case Precision::kTf32:
+        return CUBLAS_COMPUTE_32F_FAST_TF32;
+      case Precision::kBf16:
+        return CUBLAS_COMPUTE_32F_FAST_16BF;
+      case Precision::kFp32:
+        break;
+    }
+    return CUBLAS_COMPUTE_32F;
   }
 
   // A device vector of at least n ones (for column sums).

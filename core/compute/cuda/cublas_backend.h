@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "core/compute/compute_backend.h"
+#include "core/compute/compute_config.h"
 
 namespace monsoon {
 
@@ -17,8 +18,8 @@ namespace monsoon {
 absl::StatusOr<int> CudaDeviceCount();
 
 struct CublasOptions {
-  // Let cuBLAS use TF32 tensor cores for SGEMM (faster, ~10-bit mantissa products).
-  bool tf32 = false;
+  // The matrix products' arithmetic (cuBLAS's compute type).
+  Precision precision = Precision::kFp32;
   // The most device memory a convolution's im2col workspace takes: a batch goes through im2col
   // in chunks of as many examples as fit (one at least, whatever its size).
   size_t conv_workspace_bytes = size_t{256} << 20;
