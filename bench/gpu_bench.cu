@@ -5,7 +5,7 @@
 // backend's host->device copy rate next to a plain cudaMemcpy from pinned memory. Prints one
 // JSON object; without a usable GPU it prints {"skipped": reason} and exits 0.
 //
-//   gpu_bench [--tf32]
+//   gpu_bench [--precision fp32|tf32|bf16]     (compute.precision; default fp32)
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -87,9 +87,18 @@ void PrintSteps(ComputeBackend& backend, const char* key, const ModelSpec& spec,
 }
 
 int Main(int argc, char** argv) {
-  const bool tf32 = argc > 1 && std::string(argv[1]) == "--tf32";
   CublasOptions options;
-  options.precision = tf32 ? Precision::kTf32 : Precision::kFp32;
+  if (argc > 1) {
+    absl::StatusOr<Precision> precision = absl::InvalidArgumentError("no --precision");
+    if (argc == 3 && std::string(argv[1]) == "--precision") {
+      precision = kPrecisionNames.Parse(argv[2]);
+    }
+    if (!precision.ok()) {
+      std::fprintf(stderr, "usage: gpu_bench [--precision fp32|tf32|bf16]\n");
+      return 2;
+    }
+    options.precision = *precision;
+  }
   auto created = CreateCublasBackend(0, options);
   if (!created.ok()) {
     std::printf("{\"benchmark\": \"gpu\", \"skipped\": \"%s\"}\n",
@@ -97,8 +106,8 @@ int Main(int argc, char** argv) {
     return 0;
   }
   ComputeBackend& backend = **created;
-  std::printf("{\n  \"benchmark\": \"gpu\",\n  \"device\": \"%s\",\n  \"tf32\": %s,\n",
-              backend.name().c_str(), tf32 ? "true" : "false");
+  std::printf("{\n  \"benchmark\": \"gpu\",\n  \"device\": \"%s\",\n  \"precision\": \"%s\",\n",
+              backend.name().c_str(), kPrecisionNames.Name(options.precision));
   const ModelSpec mlp = BenchmarkMlp(), cnn = BenchmarkCnn(), resnet = BenchmarkResnet();
   PrintSteps(backend, "step", mlp, {64, 256, 1024, 4096},
              [&](int batch) { return StepGemms(batch, mlp); });

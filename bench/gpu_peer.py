@@ -210,12 +210,14 @@ def main():
         print(json.dumps({"benchmark": "gpu_peer", "skipped": "PyTorch sees no CUDA device"}))
         return
     bench = json.load(open(args.monsoon_bench)) if args.monsoon_bench else {}
-    # The same arithmetic as Monsoon's run: FP32, or TF32 where gpu_bench ran with --tf32.
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = bool(bench.get("tf32"))
+    # The same arithmetic as Monsoon's run: FP32, or TF32 where gpu_bench ran with
+    # --precision tf32.
+    tf32 = bench.get("precision") == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = tf32
     torch.backends.cudnn.benchmark = True
     print(json.dumps({"benchmark": "gpu_peer", "device": torch.cuda.get_device_name(),
                       "torch": torch.__version__, "cudnn": torch.backends.cudnn.version(),
-                      "monsoon_tf32": bench.get("tf32"),
+                      "monsoon_precision": bench.get("precision"),
                       "step": step_rows(bench, args.quick),
                       "job": job_rows(args.monsoon_runs, args.data, args.quick)}, indent=1))
 

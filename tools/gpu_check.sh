@@ -4,7 +4,8 @@
 # (256 x 64 x 224 x 224); the Fashion-MNIST jobs on the GPU (their run directories kept in
 # OUT_DIR/gpu_job_runs/); TensorBoard's own reader on the GPU job's event files (where the
 # `tensorboard` package is installed); the default job on the CPUs, for the GPU's speed-up;
-# the GPU benchmark (FP32 and TF32); PyTorch on the same GPU as the yardstick
+# the GPU benchmark and the default job at each compute.precision (fp32, tf32, bf16: speed and
+# accuracy); PyTorch on the same GPU as the yardstick
 # (bench/gpu_peer.py, where python3 has a CUDA PyTorch); last, the parity test under
 # compute-sanitizer's memcheck and initcheck where the machine has it. Each step has a time
 # limit (5 minutes; 10 for the jobs), so nothing hangs it.
@@ -56,7 +57,15 @@ step tensorboard 300 python3 tools/tensorboard_read.py "$runs/gpu" "$runs/gpu-cn
 step cpu_job 600 "$monsoon" run configs/fmnist_downpour.yaml --run-dir "$out/cpu_job" \
   --set compute.device=cpu
 step gpu_bench 300 sh -c "'$PWD/$gpu_bench' >'$out/gpu_bench.json'"
-step gpu_bench_tf32 300 sh -c "'$PWD/$gpu_bench' --tf32 >'$out/gpu_bench_tf32.json'"
+for precision in tf32 bf16; do
+  step "gpu_bench_$precision" 300 sh -c \
+    "'$PWD/$gpu_bench' --precision $precision >'$out/gpu_bench_$precision.json'"
+done
+for precision in fp32 tf32 bf16; do
+  step "precision_$precision" 600 "$monsoon" run configs/fmnist_downpour.yaml \
+    --run-dir "$runs/precision-$precision" --set compute.device=cuda \
+    --set compute.precision="$precision"
+done
 step gpu_peer 600 sh -c "python3 bench/gpu_peer.py --monsoon-bench '$out/gpu_bench.json' \
   --monsoon-runs '$runs' >'$out/gpu_peer.json'"
 if [ -n "$sanitizer" ]; then
@@ -88,6 +97,11 @@ report = {
         for side, job in (("gpu", gpu_job), ("cpu", cpu_job))},
     "gpu_bench": load("gpu_bench.json"),
     "gpu_bench_tf32": load("gpu_bench_tf32.json"),
+    "gpu_bench_bf16": load("gpu_bench_bf16.json"),
+    "precision_jobs": {
+        p: {k: load(f"gpu_job_runs/precision-{p}/summary.json").get(k)
+            for k in ("final_test_accuracy", "samples_per_second", "wall_seconds")}
+        for p in ("fp32", "tf32", "bf16")},
     "gpu_peer": load("gpu_peer.json"),
 }
 if "samples_per_second" in gpu_job and "samples_per_second" in cpu_job:
