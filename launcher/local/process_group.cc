@@ -273,8 +273,8 @@ std::vector<std::string> ProcessGroup::RunningNames() const {
 void ProcessGroup::StopAll(absl::Duration grace) {
   const absl::Time deadline = absl::Now() + grace;
   const ProcessTable table = ProcessTable::Read();
-  for (const Child& c : children_) {
-    if (c.running) SignalAll(table.TreeMembers(c.tree), SIGTERM);
+  for (auto c = children_.rbegin(); c != children_.rend(); ++c) {
+    if (c->running) SignalAll(table.TreeMembers(c->tree), SIGTERM);
   }
   for (Leftover& l : leftovers_) l.kill_at = std::min(l.kill_at, deadline);
   while ((running() > 0 || !leftovers_.empty()) && absl::Now() < deadline) {

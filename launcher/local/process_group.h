@@ -82,8 +82,10 @@ class ProcessGroup {
   // The names of the children still running, in start order.
   std::vector<std::string> RunningNames() const;
 
-  // SIGTERM to every process of every child's tree; SIGKILL to those still running after
-  // `grace`, and to every other process left whose parent is this one.
+  // SIGTERM to every process of every child's tree, the last started first (a job's clients
+  // before the servers they call, so that a client learns of the stop before a stopped
+  // server cancels its call); SIGKILL to those still running after `grace`, and to every
+  // other process left whose parent is this one.
   void StopAll(absl::Duration grace);
 
  private:
