@@ -71,7 +71,9 @@ at_least "CNN test accuracy after half an epoch" \
   "$(json_get "$WORK/cnn/summary.json" final_test_accuracy)" 0.75
 
 # A module with BatchNorm: its buffers (running statistics, num_batches_tracked) are model
-# state on the servers, so the evaluator scores what monsoon.load_params reloads.
+# state on the servers, so the evaluator scores what monsoon.load_params reloads. One
+# asynchronous epoch ends at 0.84-0.89 alone and as low as 0.75 beside another test; the same
+# weights with the running statistics left at their start score 0.33-0.61.
 cat >"$WORK/batchnorm.py" <<'PY'
 import torch.nn as nn
 import monsoon.torch
@@ -90,7 +92,7 @@ timeout 300 "$MONSOON" run "$WORK/batchnorm.yaml" --run-dir "$WORK/batchnorm" \
   >"$WORK/batchnorm.txt" 2>&1
 expect_eq "PyTorch BatchNorm CNN job exit status" "$?" "0"
 at_least "BatchNorm CNN test accuracy after 1 epoch" \
-  "$(json_get "$WORK/batchnorm/summary.json" final_test_accuracy)" 0.78
+  "$(json_get "$WORK/batchnorm/summary.json" final_test_accuracy)" 0.7
 tests/launcher/torch_reload.py "$WORK/batchnorm" program "$WORK/batchnorm.py"
 expect_eq "BatchNorm module: the evaluator's accuracy is the reloaded parameters and buffers'" \
   "$?" "0"
