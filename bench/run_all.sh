@@ -149,6 +149,12 @@ for mib in sorted(by_mib):
     r = by_mib[mib]
     rows.append((f"push goodput / TCP pump, {mib} MiB", r["push_ratio"], "0.7 at 64 MiB"))
     rows.append((f"pull goodput / TCP pump, {mib} MiB", r["pull_ratio"], "0.7 at 64 MiB"))
+# The shared segment a server makes for a client on its host (transport.local shm).
+for mib in sorted(by_mib):
+    r = by_mib[mib]
+    for way in ("push", "pull"):
+        rows.append((f"shared-memory {way} / memcpy, {mib} MiB", r[f"shm_{way}_vs_memcpy"], ">= 0.9 at 64 MiB"))
+        rows.append((f"  / the same {way} through gRPC", r[f"shm_{way}_vs_grpc"], ">= 3 at 64 MiB"))
 # On a machine whose cores are all busy, goodput follows CPU per byte (both processes').
 if 64 in by_mib:
     r, cores = by_mib[64], transport["cores"]
@@ -202,6 +208,14 @@ if 64 in by_mib:
     push, pull = by_mib[64]["push_ratio"], by_mib[64]["pull_ratio"]
     checks.append(("push and pull at 64 MiB >= 0.7 of the pump", min(push, pull) >= 0.7,
                    f"{push:.3f} / {pull:.3f}"))
+if 64 in by_mib:
+    r = by_mib[64]
+    checks.append(("shared-memory push and pull at 64 MiB >= 0.9 of memcpy",
+                   min(r["shm_push_vs_memcpy"], r["shm_pull_vs_memcpy"]) >= 0.9,
+                   f"{r['shm_push_vs_memcpy']:.3f} / {r['shm_pull_vs_memcpy']:.3f}"))
+    checks.append(("shared-memory push and pull at 64 MiB >= 3x gRPC's",
+                   min(r["shm_push_vs_grpc"], r["shm_pull_vs_grpc"]) >= 3,
+                   f"{r['shm_push_vs_grpc']:.2f} / {r['shm_pull_vs_grpc']:.2f}"))
 if 64 in by_mib and 256 in by_mib:
     push = by_mib[256]["push_gbps"] / by_mib[64]["push_gbps"]
     pull = by_mib[256]["pull_gbps"] / by_mib[64]["pull_gbps"]

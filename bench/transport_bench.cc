@@ -1,6 +1,8 @@
 // Transport benchmark: push and pull goodput through one parameter server (a separate
-// process) for 1, 4, 16 and 64 MiB tensors, next to a raw TCP socket pump between two
-// processes measured in the same run, repetition by repetition (medians). Each transfer's
+// process on this host) for 1, 4, 16 and 64 MiB tensors, through gRPC (transport.local grpc)
+// next to a raw TCP socket pump between two processes, and through the shared segment
+// (transport.local shm) next to a single-threaded memcpy of the same bytes and to gRPC, all
+// measured in the same run, repetition by repetition (medians). Each transfer's
 // CPU time (both processes, user and kernel) is measured too: on a machine whose cores are
 // all busy, goodput follows CPU per byte, and `*_cpu_ceiling` is the share of the pump's
 // rate a transfer of that cost can reach with every core. Prints one JSON object.
@@ -26,6 +28,7 @@
 #include <ctime>
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -133,10 +136,12 @@ class TcpPump {
   int fd_ = -1;
 };
 
-// One parameter server process and a GrpcPsClient to it: whole-tensor pushes and pulls.
+// One parameter server process and a GrpcPsClient to it, its payloads through `local`:
+// whole-tensor pushes and pulls.
 class GrpcPair {
  public:
-  GrpcPair(size_t bytes, size_t chunk_floats, int in_flight, bool scan_each_push)
+  GrpcPair(size_t bytes, size_t chunk_floats, int in_flight, bool scan_each_push,
+           LocalTransport local)
       : floats_(bytes / sizeof(float)),
         scan_each_push_(scan_each_push),
         server_(BenchChild::Spawn(
@@ -154,6 +159,7 @@ class GrpcPair {
     options.secrets.token = kBenchToken;
     options.max_in_flight = in_flight;
     options.rpc_timeout = absl::Seconds(60);
+    options.local = local;
     auto client = GrpcPsClient::Connect({address}, plan_, {RoleKind::kWorker, 0}, options);
     if (!client.ok()) {
       std::cerr << client.status() << std::endl;
@@ -219,23 +225,30 @@ struct Transfer {
 };
 
 struct Rates {
-  Transfer push, pull, tcp;
+  Transfer push, pull, shm_push, shm_pull, tcp, memcpy;
 };
 
-// Each repetition times one pump transfer, one push and one pull of `bytes`, in turn, so that
-// the VM's drifting speed reaches the reference and the measurements alike (after one
-// warm-up of each).
+// Each repetition times one pump transfer, one memcpy, and one push and one pull of `bytes`
+// on each path, in turn, so that the VM's drifting speed reaches the references and the
+// measurements alike (after one warm-up of each).
 Rates Measure(size_t bytes, int reps, size_t chunk_floats, int in_flight, bool scan_each_push) {
   TcpPump pump(bytes);
-  GrpcPair grpc(bytes, chunk_floats, in_flight, scan_each_push);
+  GrpcPair grpc(bytes, chunk_floats, in_flight, scan_each_push, LocalTransport::kGrpc);
+  GrpcPair shm(bytes, chunk_floats, in_flight, scan_each_push, LocalTransport::kShm);
+  std::vector<char> from(bytes, 1), to(bytes, 0);
   pump.Once();
-  grpc.Push();
-  grpc.Pull();
+  for (GrpcPair* pair : {&grpc, &shm}) {
+    pair->Push();
+    pair->Pull();
+  }
   Rates r;
   for (int i = 0; i < reps; ++i) {
     r.tcp.Time(bytes, pump.sink_pid(), [&] { pump.Once(); });
+    r.memcpy.Time(bytes, getpid(), [&] { std::memcpy(to.data(), from.data(), bytes); });
     r.push.Time(bytes, grpc.server_pid(), [&] { grpc.Push(); });
     r.pull.Time(bytes, grpc.server_pid(), [&] { grpc.Pull(); });
+    r.shm_push.Time(bytes, shm.server_pid(), [&] { shm.Push(); });
+    r.shm_pull.Time(bytes, shm.server_pid(), [&] { shm.Pull(); });
   }
   return r;
 }
@@ -296,6 +309,19 @@ int Main(int argc, char** argv) {
                             "\"%s_cpu_vs_pump\": %.3f, \"%s_cpu_ceiling\": %.3f",
                             name, gbps, name, gbps / tcp_gbps, name, cpu, name, cpu / tcp_cpu, name,
                             static_cast<double>(cores) / cpu / tcp_gbps);
+    }
+    const double memcpy_gbps = Median(r.memcpy.gbps);
+    absl::StrAppendFormat(&line, ", \"memcpy_gbps\": %.3f", memcpy_gbps);
+    for (const auto& [name, t, grpc] :
+         {std::tuple<const char*, const Transfer*, const Transfer*>{"shm_push", &r.shm_push,
+                                                                     &r.push},
+          {"shm_pull", &r.shm_pull, &r.pull}}) {
+      const double gbps = Median(t->gbps);
+      absl::StrAppendFormat(&line,
+                            ", \"%s_gbps\": %.3f, \"%s_vs_memcpy\": %.3f, \"%s_vs_grpc\": %.3f, "
+                            "\"%s_cpu_s_per_gb\": %.3f",
+                            name, gbps, name, gbps / memcpy_gbps, name, gbps / Median(grpc->gbps),
+                            name, Median(t->cpu_per_gb));
     }
     std::printf("%s}%s\n", line.c_str(), i + 1 < sizes.size() ? "," : "");
     std::fflush(stdout);

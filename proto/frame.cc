@@ -104,4 +104,20 @@ absl::Status ReceivedFrame::CopyPayloadTo(absl::Span<uint32_t> dest) const {
   return CopyPayloadBytes(dest.data(), dest.size() * sizeof(uint32_t));
 }
 
+const float* PayloadView::FloatsInPlace() const {
+  if (frame_ != nullptr || reinterpret_cast<uintptr_t>(data_) % alignof(float) != 0) {
+    return nullptr;
+  }
+  return reinterpret_cast<const float*>(data_);
+}
+
+absl::Status PayloadView::CopyMemory(void* dest, size_t bytes) const {
+  if (bytes != bytes_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("payload of ", bytes_, " bytes where ", bytes, " were expected"));
+  }
+  std::memcpy(dest, data_, bytes);
+  return absl::OkStatus();
+}
+
 }  // namespace monsoon

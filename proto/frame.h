@@ -63,6 +63,31 @@ class ReceivedFrame {
   size_t payload_bytes_ = 0;
 };
 
+// A call's payload wherever it lies: in a received frame's slices, or in one piece of memory
+// (a slot of a shared segment, proto/segment_layout.h).
+class PayloadView {
+ public:
+  explicit PayloadView(const ReceivedFrame& frame) : frame_(&frame) {}
+  PayloadView(const uint8_t* data, size_t bytes) : data_(data), bytes_(bytes) {}
+
+  size_t bytes() const { return frame_ != nullptr ? frame_->payload_bytes() : bytes_; }
+  // InvalidArgument unless dest holds exactly bytes().
+  template <typename T>
+  absl::Status CopyTo(absl::Span<T> dest) const {
+    if (frame_ != nullptr) return frame_->CopyPayloadTo(dest);
+    return CopyMemory(dest.data(), dest.size() * sizeof(T));
+  }
+  // The payload as floats where it lies (no copy): non-null only for memory aligned for them.
+  const float* FloatsInPlace() const;
+
+ private:
+  absl::Status CopyMemory(void* dest, size_t bytes) const;
+
+  const ReceivedFrame* frame_ = nullptr;
+  const uint8_t* data_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 }  // namespace monsoon
 
 #endif  // MONSOON_PROTO_FRAME_H_

@@ -2,6 +2,7 @@
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "proto/monsoon.grpc.pb.h"
 #include "proto/role_wire.h"
 #include "server/capped_listener.h"
+#include "server/client_segments.h"
 #include "server/push_decoder.h"
 #include "server/stats_wire.h"
 
@@ -66,7 +68,7 @@ constexpr absl::Duration kMaxPullWait = absl::Minutes(10);
 class ParameterServerService final : public RawService {
  public:
   ParameterServerService(ParameterServer* logic, std::string token)
-      : logic_(logic), token_(std::move(token)) {}
+      : logic_(logic), token_(std::move(token)), segments_(logic->plan(), logic->index()) {}
 
   // OK when the call carries this job's token.
   absl::Status Authorize(const grpc::CallbackServerContext& ctx) const {
@@ -110,6 +112,14 @@ class ParameterServerService final : public RawService {
       ToWire(resume.position, response.mutable_resume_position());
       response.set_server_index(logic_->index());
       response.set_plan_fingerprint(logic_->plan().fingerprint());
+      if (!request.host_identity().empty()) {
+        const ClientSegments::Offer offer =
+            segments_.OfferTo(role, request.index(), request.host_identity());
+        response.mutable_segment()->set_id(offer.id);
+        response.mutable_segment()->set_pid(getpid());
+        response.mutable_segment()->set_fd(offer.fd);
+        response.mutable_segment()->set_bytes(offer.bytes);
+      }
       *resp = EncodeFrame(response);
       return absl::OkStatus();
     });
@@ -143,10 +153,17 @@ class ParameterServerService final : public RawService {
         return reactor;
       }
     }
-    logic_->WhenReady(
-        chunk_id, condition, deadline, [this, reactor, resp, chunk_id, worker](absl::Status ready) {
-          reactor->Finish(ToGrpcStatus(ready.ok() ? ReadChunk(chunk_id, worker, resp) : ready));
-        });
+    absl::StatusOr<std::shared_ptr<SharedSegment>> segment = ReplySegment(request);
+    if (!segment.ok()) {
+      reactor->Finish(ToGrpcStatus(segment.status()));
+      return reactor;
+    }
+    logic_->WhenReady(chunk_id, condition, deadline,
+                      [this, reactor, resp, chunk_id, worker,
+                       segment = *std::move(segment)](absl::Status ready) {
+                        reactor->Finish(ToGrpcStatus(
+                            ready.ok() ? ReadChunk(chunk_id, worker, segment.get(), resp) : ready));
+                      });
     return reactor;
   }
 
@@ -154,12 +171,16 @@ class ParameterServerService final : public RawService {
       wire::PushRequest request;
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
-      // Reused per gRPC thread: decoded straight from the received slices into it.
-      thread_local std::vector<float> gradient;
-      const absl::Status decoded =
-          DecodeGradient(request, *frame, logic_->plan().max_chunk_size(), &gradient);
-      if (!decoded.ok()) return decoded;
       const wire::ChunkUpdateHeader& update = request.update();
+      MONSOON_ASSIGN_OR_RETURN(const std::shared_ptr<SharedSegment> segment,
+                               UpdateSegment(update, request.segment()));
+      MONSOON_ASSIGN_OR_RETURN(const PayloadView payload,
+                               RequestPayload(update, request.segment(), segment.get(), *frame));
+      // Reused per gRPC thread: an encoded gradient is decoded straight into it.
+      thread_local std::vector<float> scratch;
+      MONSOON_ASSIGN_OR_RETURN(
+          const absl::Span<const float> gradient,
+          DecodeGradient(request, payload, logic_->plan().max_chunk_size(), &scratch));
       MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
       if (request.pull_after()) MONSOON_RETURN_IF_ERROR(logic_->PullAfterPushAllowed());
       auto result = logic_->Push(update.chunk_id(), update.worker_index(), update.base_version(),
@@ -179,7 +200,12 @@ class ParameterServerService final : public RawService {
       response.set_num_floats(snapshot.values->size());
       response.set_pulled_version(snapshot.info.version);
       response.set_slowest_clock(snapshot.info.slowest_clock);
-      *resp = EncodeFrame(response, ShareFloats(std::move(snapshot.values)));
+      MONSOON_ASSIGN_OR_RETURN(
+          grpc::Slice values,
+          ReplyPayload(std::move(snapshot.values), SegmentArea::kUpdateReply, update.chunk_id(),
+                       request.segment().reply() ? segment.get() : nullptr));
+      response.set_payload_in_segment(request.segment().reply());
+      *resp = EncodeFrame(response, std::move(values));
       return absl::OkStatus();
   }
 
@@ -188,21 +214,40 @@ class ParameterServerService final : public RawService {
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
       const wire::ChunkUpdateHeader& update = request.update();
-      if (frame->payload_bytes() != update.num_floats() * sizeof(float)) {
+      const wire::SegmentUse& use = request.segment();
+      MONSOON_ASSIGN_OR_RETURN(const std::shared_ptr<SharedSegment> segment,
+                               UpdateSegment(update, use));
+      MONSOON_ASSIGN_OR_RETURN(const PayloadView payload,
+                               RequestPayload(update, use, segment.get(), *frame));
+      if (payload.bytes() != update.num_floats() * sizeof(float) ||
+          update.num_floats() > logic_->plan().max_chunk_size()) {
         return absl::InvalidArgumentError(absl::StrCat("exchange header says ",
                                                        update.num_floats(), " floats but carries ",
-                                                       frame->payload_bytes(), " bytes"));
+                                                       payload.bytes(), " bytes"));
       }
       MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
-      thread_local std::vector<float> weights;
-      weights.resize(update.num_floats());
-      const absl::Status copied = frame->CopyPayloadTo(absl::MakeSpan(weights));
-      if (!copied.ok()) return copied;
-      float* difference = nullptr;
-      grpc::Slice payload = AllocateFloats(weights.size(), &difference);
-      auto result =
-          logic_->Exchange(update.chunk_id(), update.worker_index(), update.base_version(),
-                           weights, absl::MakeSpan(difference, weights.size()), origin);
+      thread_local std::vector<float> scratch;
+      absl::Span<const float> weights;
+      if (const float* in_place = payload.FloatsInPlace()) {
+        weights = absl::MakeConstSpan(in_place, update.num_floats());
+      } else {
+        scratch.resize(update.num_floats());
+        MONSOON_RETURN_IF_ERROR(payload.CopyTo(absl::MakeSpan(scratch)));
+        weights = scratch;
+      }
+      grpc::Slice reply;
+      absl::Span<float> difference;
+      if (use.reply()) {
+        MONSOON_ASSIGN_OR_RETURN(difference,
+                                 segments_.ReplySlot(*segment, SegmentArea::kUpdateReply,
+                                                     update.chunk_id(), weights.size()));
+      } else {
+        float* fresh = nullptr;
+        reply = AllocateFloats(weights.size(), &fresh);
+        difference = absl::MakeSpan(fresh, weights.size());
+      }
+      auto result = logic_->Exchange(update.chunk_id(), update.worker_index(),
+                                     update.base_version(), weights, difference, origin);
       if (!result.ok()) return result.status();
       wire::ExchangeResponse response;
       response.set_chunk_id(update.chunk_id());
@@ -210,7 +255,8 @@ class ParameterServerService final : public RawService {
       response.set_num_floats(weights.size());
       response.set_staleness(result->staleness);
       response.set_duplicate(result->duplicate);
-      *resp = EncodeFrame(response, std::move(payload));
+      response.set_payload_in_segment(use.reply());
+      *resp = EncodeFrame(response, std::move(reply));
       return absl::OkStatus();
   }
 
@@ -248,21 +294,62 @@ class ParameterServerService final : public RawService {
     return reactor;
   }
 
-  // Encodes the chunk's current values as a Pull reply to `worker` (or kNotAWorker), without
-  // copying them: the reply holds a snapshot.
-  absl::Status ReadChunk(int chunk_id, int worker, grpc::ByteBuffer* resp) {
+  // Encodes the chunk's current values as a Pull reply to `worker` (or kNotAWorker): into the
+  // client's segment when `segment` is given, else a frame holding a snapshot (no copy).
+  absl::Status ReadChunk(int chunk_id, int worker, const SharedSegment* segment,
+                         grpc::ByteBuffer* resp) {
     MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot, logic_->Snapshot(chunk_id, worker));
     wire::PullResponse response;
     response.set_chunk_id(chunk_id);
     response.set_num_floats(snapshot.values->size());
     response.set_version(snapshot.info.version);
     response.set_slowest_clock(snapshot.info.slowest_clock);
-    *resp = EncodeFrame(response, ShareFloats(std::move(snapshot.values)));
+    response.set_payload_in_segment(segment != nullptr);
+    MONSOON_ASSIGN_OR_RETURN(
+        grpc::Slice values,
+        ReplyPayload(std::move(snapshot.values), SegmentArea::kPullReply, chunk_id, segment));
+    *resp = EncodeFrame(response, std::move(values));
     return absl::OkStatus();
+  }
+
+  // The segment a pull's reply goes to (null when it goes in the frame).
+  absl::StatusOr<std::shared_ptr<SharedSegment>> ReplySegment(const wire::PullRequest& request) {
+    if (!request.segment().reply()) return nullptr;
+    MONSOON_ASSIGN_OR_RETURN(const RoleKind role, RoleFromWire(request.role(), "pull"));
+    return segments_.Find(role, request.index(), request.segment().id());
+  }
+
+  // The segment a push's or exchange's payloads use (null when they use none).
+  absl::StatusOr<std::shared_ptr<SharedSegment>> UpdateSegment(const wire::ChunkUpdateHeader& update,
+                                                               const wire::SegmentUse& use) {
+    if (!use.request() && !use.reply()) return nullptr;
+    return segments_.Find(RoleKind::kWorker, update.worker_index(), use.id());
+  }
+
+  // Where an update's payload lies: its request slot in `segment`, or the frame.
+  absl::StatusOr<PayloadView> RequestPayload(const wire::ChunkUpdateHeader& update,
+                                             const wire::SegmentUse& use,
+                                             const SharedSegment* segment,
+                                             const ReceivedFrame& frame) const {
+    if (!use.request()) return PayloadView(frame);
+    return segments_.RequestPayload(*segment, update.chunk_id(), use.request_bytes());
+  }
+
+  // A reply's values: copied into the chunk's slot of `area` in `segment` (an empty frame
+  // payload), or shared into the frame when `segment` is null.
+  absl::StatusOr<grpc::Slice> ReplyPayload(std::shared_ptr<const std::vector<float>> values,
+                                           SegmentArea area, int chunk_id,
+                                           const SharedSegment* segment) const {
+    if (segment == nullptr) return ShareFloats(std::move(values));
+    MONSOON_ASSIGN_OR_RETURN(absl::Span<float> slot,
+                             segments_.ReplySlot(*segment, area, chunk_id, values->size()));
+    std::copy(values->begin(), values->end(), slot.begin());
+    return grpc::Slice();
   }
 
   ParameterServer* const logic_;  // borrowed
   const std::string token_;
+  ClientSegments segments_;
 };
 
 // One Push or Exchange call: a stream of one request and one reply. Served as a generic

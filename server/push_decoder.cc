@@ -8,8 +8,10 @@
 
 namespace monsoon {
 
-absl::Status DecodeGradient(const wire::PushRequest& request, const ReceivedFrame& frame,
-                            size_t max_floats, std::vector<float>* gradient) {
+absl::StatusOr<absl::Span<const float>> DecodeGradient(const wire::PushRequest& request,
+                                                       const PayloadView& payload,
+                                                       size_t max_floats,
+                                                       std::vector<float>* gradient) {
   const uint64_t n = request.update().num_floats();
   const uint64_t nnz = request.encoding() == wire::ENCODING_SPARSE_F32 ? request.nnz() : 0;
   const uint64_t bytes_expected = request.encoding() == wire::ENCODING_F32   ? n * sizeof(float)
@@ -18,24 +20,27 @@ absl::Status DecodeGradient(const wire::PushRequest& request, const ReceivedFram
   if (request.encoding() < wire::ENCODING_F32 || request.encoding() > wire::ENCODING_SPARSE_F32) {
     return absl::InvalidArgumentError(absl::StrCat("unknown push encoding ", request.encoding()));
   }
-  if (frame.payload_bytes() != bytes_expected || nnz > n || n > max_floats) {
+  if (payload.bytes() != bytes_expected || nnz > n || n > max_floats) {
     return absl::InvalidArgumentError(
         absl::StrCat("push header says ", n, " floats (", nnz, " sparse) in encoding ",
-                     request.encoding(), " but carries ", frame.payload_bytes(), " bytes"));
+                     request.encoding(), " but carries ", payload.bytes(), " bytes"));
+  }
+  if (request.encoding() == wire::ENCODING_F32) {
+    if (const float* in_place = payload.FloatsInPlace()) return absl::MakeConstSpan(in_place, n);
   }
   gradient->resize(n);
   switch (request.encoding()) {
     case wire::ENCODING_F16: {
       thread_local std::vector<uint16_t> halves;
       halves.resize(n);
-      MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(absl::MakeSpan(halves)));
+      MONSOON_RETURN_IF_ERROR(payload.CopyTo(absl::MakeSpan(halves)));
       HalvesToFloats(halves.data(), absl::MakeSpan(*gradient));
-      return absl::OkStatus();
+      break;
     }
     case wire::ENCODING_SPARSE_F32: {
       thread_local std::vector<uint32_t> pairs;
       pairs.resize(2 * nnz);
-      MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(absl::MakeSpan(pairs)));
+      MONSOON_RETURN_IF_ERROR(payload.CopyTo(absl::MakeSpan(pairs)));
       std::fill(gradient->begin(), gradient->end(), 0.0f);
       for (uint64_t j = 0; j < nnz; ++j) {
         const uint32_t index = pairs[2 * j];
@@ -45,11 +50,12 @@ absl::Status DecodeGradient(const wire::PushRequest& request, const ReceivedFram
         }
         std::memcpy(&(*gradient)[index], &pairs[2 * j + 1], sizeof(float));
       }
-      return absl::OkStatus();
+      break;
     }
     default:
-      return frame.CopyPayloadTo(absl::MakeSpan(*gradient));
+      MONSOON_RETURN_IF_ERROR(payload.CopyTo(absl::MakeSpan(*gradient)));
   }
+  return absl::MakeConstSpan(*gradient);
 }
 
 }  // namespace monsoon

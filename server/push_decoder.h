@@ -5,18 +5,22 @@
 
 #include <vector>
 
-#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "proto/frame.h"
 #include "proto/monsoon.pb.h"
 
 namespace monsoon {
 
-// The dense gradient a push carries, whatever its encoding (see wire::Encoding), written to
-// *gradient. The payload's size must match the header, no chunk is larger than max_floats,
-// and sparse indices must lie inside the chunk: InvalidArgument otherwise, before anything
-// reaches the parameter server.
-absl::Status DecodeGradient(const wire::PushRequest& request, const ReceivedFrame& frame,
-                            size_t max_floats, std::vector<float>* gradient);
+// The dense gradient a push carries, whatever its encoding (see wire::Encoding): float32
+// values where they lie when the payload allows (PayloadView::FloatsInPlace), else decoded
+// into *scratch. The payload's size must match the header, no chunk is larger than
+// max_floats, and sparse indices must lie inside the chunk: InvalidArgument otherwise, before
+// anything reaches the parameter server. The span lives as long as the payload and *scratch.
+absl::StatusOr<absl::Span<const float>> DecodeGradient(const wire::PushRequest& request,
+                                                       const PayloadView& payload,
+                                                       size_t max_floats,
+                                                       std::vector<float>* scratch);
 
 }  // namespace monsoon
 

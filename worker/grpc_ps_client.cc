@@ -87,20 +87,69 @@ absl::StatusOr<ServerStats> ParseStats(const grpc::ByteBuffer& reply) {
 // One chunk's weights from a reply that carries them (a pull, or a push with pull_after):
 // the payload goes to the chunk's place in params, its version and clock into *result, its
 // version into *versions (when not null).
-absl::Status TakePulledChunk(const Chunk& c, const ReceivedFrame& frame, uint64_t version,
+absl::Status TakePulledChunk(const Chunk& c, const PayloadView& payload, uint64_t version,
                              uint64_t slowest_clock, absl::Span<float> params, PullResult* result,
                              ChunkVersions* versions) {
-  MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(params.subspan(c.offset, c.size)));
+  MONSOON_RETURN_IF_ERROR(payload.CopyTo(params.subspan(c.offset, c.size)));
   result->TakeChunk(version, slowest_clock);
   if (versions != nullptr) (*versions)[c.id] = version;
   return absl::OkStatus();
+}
+
+// Which segment slots the calls of one operation hold, by chunk id: set by a chunk's request
+// (on any thread), read by its reply (the call window orders the two).
+struct HeldSlots {
+  explicit HeldSlots(int chunks) : request(chunks, 0), reply(chunks, 0) {}
+  std::vector<uint8_t> request, reply;
+};
+
+// Claims chunk c's slot in `area` for one call: nullptr (and *held false) when there is no
+// segment (slots null) or the slot is in use.
+uint8_t* ClaimSlot(SegmentSlots* slots, const Chunk& c, SegmentArea area, uint8_t* held) {
+  uint8_t* slot = slots != nullptr ? slots->Claim(area, c.id) : nullptr;
+  *held = slot != nullptr;
+  return slot;
+}
+
+// Says in `use` that the request's `bytes` lie in the chunk's request slot.
+void UseRequestSlot(const SegmentSlots& slots, size_t bytes, wire::SegmentUse* use) {
+  use->set_id(slots.id());
+  use->set_request(true);
+  use->set_request_bytes(bytes);
+}
+
+// Asks for chunk c's reply in its slot of `area` when that slot can be claimed.
+void UseReplySlot(SegmentSlots* slots, const Chunk& c, SegmentArea area, wire::SegmentUse* use,
+                  HeldSlots* held) {
+  if (ClaimSlot(slots, c, area, &held->reply[c.id]) == nullptr) return;
+  use->set_id(slots->id());
+  use->set_reply(true);
+}
+
+// Where chunk c's reply payload lies: the slot of `area` this call holds, when the reply says
+// it wrote there, else the frame.
+PayloadView ReplyPayload(const SegmentSlots* slots, const Chunk& c, SegmentArea area,
+                         bool in_segment, const ReceivedFrame& frame, const HeldSlots& held) {
+  if (!in_segment || !held.reply[c.id]) return PayloadView(frame);
+  return PayloadView(slots->At(area, c.id), c.size * sizeof(float));
+}
+
+// Frees the slots chunk c's call held, once its reply has been read.
+void ReleaseSlots(SegmentSlots* slots, const Chunk& c, SegmentArea reply_area, HeldSlots* held) {
+  if (held->request[c.id]) slots->Release(SegmentArea::kRequest, c.id);
+  if (held->reply[c.id]) slots->Release(reply_area, c.id);
+  held->request[c.id] = held->reply[c.id] = 0;
 }
 
 }  // namespace
 
 GrpcPsClient::GrpcPsClient(std::vector<std::string> addresses, const ShardingPlan& plan,
                            ClientIdentity identity, const GrpcPsClientOptions& options)
-    : addresses_(std::move(addresses)), plan_(plan), identity_(identity), options_(options) {
+    : addresses_(std::move(addresses)),
+      plan_(plan),
+      identity_(identity),
+      options_(options),
+      segments_(plan.num_servers()) {
   const int max_message = static_cast<int>(plan_.max_chunk_size() * sizeof(float)) + (64 << 10);
   // Heartbeats (and other small calls) go through channel 0; chunk calls alternate over all.
   for (const std::string& address : addresses_) {
@@ -162,6 +211,7 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
     hello.set_index(identity.index);
     hello.set_plan_fingerprint(plan.fingerprint());
     hello.set_incarnation(identity.incarnation);
+    if (options.local != LocalTransport::kGrpc) hello.set_host_identity(LocalHostIdentity());
     grpc::ByteBuffer reply;
     MONSOON_RETURN_IF_ERROR(client->Call(j, kHello, EncodeFrame(hello), &reply));
     wire::HelloResponse response;
@@ -174,11 +224,44 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
     if (j == 0 || response.resume_sequence() < client->resume_.sequence) {
       client->resume_ = {response.resume_sequence(), FromWire(response.resume_position())};
     }
+    MONSOON_RETURN_IF_ERROR(client->AttachSegment(j, response.segment()));
   }
   if (options.heartbeat_interval > absl::ZeroDuration()) {
     client->heartbeat_thread_ = std::thread([c = client.get()] { c->HeartbeatLoop(); });
   }
   return client;
+}
+
+absl::Status GrpcPsClient::AttachSegment(int server, const wire::SegmentOffer& offer) {
+  const bool required = options_.local == LocalTransport::kShm;
+  if (offer.id() == 0) {
+    if (!required) return absl::OkStatus();
+    return absl::FailedPreconditionError(absl::StrCat(
+        "transport.local is shm but server ", server, " (", addresses_[server],
+        ") shares no memory with this process: it is on another host (or in another network or "
+        "PID namespace), or could not make a segment (see its log)"));
+  }
+  const size_t expected = SegmentLayout(plan_, server).bytes();
+  absl::StatusOr<std::unique_ptr<SharedSegment>> memory =
+      offer.bytes() == expected
+          ? SharedSegment::Attach(offer.pid(), offer.fd(), offer.bytes())
+          : absl::FailedPreconditionError(absl::StrCat("the server's segment is ", offer.bytes(),
+                                                       " bytes, not ", expected));
+  if (!memory.ok()) {
+    if (!required) return absl::OkStatus();
+    return Annotate(server, "shared segment", memory.status());
+  }
+  segments_[server] =
+      std::make_unique<SegmentSlots>(*std::move(memory), offer.id(), plan_, server);
+  return absl::OkStatus();
+}
+
+std::vector<int> GrpcPsClient::SharedMemoryServers() const {
+  std::vector<int> servers;
+  for (int j = 0; j < plan_.num_servers(); ++j) {
+    if (segments_[j] != nullptr) servers.push_back(j);
+  }
+  return servers;
 }
 
 absl::Status GrpcPsClient::Annotate(int server, const std::string& what,
@@ -220,11 +303,13 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
   }
   PullResult result = PullResult::BeforeChunks();
   if (versions != nullptr) versions->assign(plan_.num_chunks(), 0);
+  HeldSlots held(plan_.num_chunks());
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPull,
       [&](const Chunk& c) {
         wire::PullRequest request;
         request.set_chunk_id(c.id);
+        UseReplySlot(SlotsOf(c), c, SegmentArea::kPullReply, request.mutable_segment(), &held);
         const PullCondition condition = wait.ForChunk(c.id);
         request.set_min_version(condition.min_version);
         request.set_min_clock(condition.min_clock);
@@ -238,8 +323,13 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
         if (header.chunk_id() != c.id) {
           return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
         }
-        return TakePulledChunk(c, frame, header.version(), header.slowest_clock(), params, &result,
-                               versions);
+        const absl::Status taken = TakePulledChunk(
+            c,
+            ReplyPayload(SlotsOf(c), c, SegmentArea::kPullReply, header.payload_in_segment(),
+                         frame, held),
+            header.version(), header.slowest_clock(), params, &result, versions);
+        ReleaseSlots(SlotsOf(c), c, SegmentArea::kPullReply, &held);
+        return taken;
       }));
   bytes_received_ += params.size() * sizeof(float);
   return result;
@@ -293,14 +383,20 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
   if (pull != nullptr) {
     pull->result = PullResult::BeforeChunks();
   }
+  HeldSlots held(plan_.num_chunks());
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPush,
       [&](const Chunk& c) {
         wire::PushRequest request;
         FillUpdateHeader(c, identity_, base_versions[c.id], origin, request.mutable_update());
         request.set_pull_after(pull != nullptr);
-        grpc::Slice payload = EncodeGradient(c, gradient.subspan(c.offset, c.size), &request);
-        sent += payload.size();
+        if (pull != nullptr) {
+          UseReplySlot(SlotsOf(c), c, SegmentArea::kUpdateReply, request.mutable_segment(), &held);
+        }
+        grpc::Slice payload = EncodeGradient(
+            c, gradient.subspan(c.offset, c.size),
+            ClaimSlot(SlotsOf(c), c, SegmentArea::kRequest, &held.request[c.id]), &request);
+        sent += held.request[c.id] ? request.segment().request_bytes() : payload.size();
         return EncodeFrame(request, std::move(payload));
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
@@ -308,9 +404,16 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
         MONSOON_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceivedFrame::Parse(reply, &header));
         summary.AddChunk(header.staleness(), header.applied(), header.duplicate(),
                          plan_.num_chunks());
-        if (pull == nullptr) return absl::OkStatus();
-        return TakePulledChunk(c, frame, header.pulled_version(), header.slowest_clock(),
-                               pull->params, &pull->result, &pulled_versions);
+        absl::Status taken;
+        if (pull != nullptr) {
+          taken = TakePulledChunk(c,
+                                  ReplyPayload(SlotsOf(c), c, SegmentArea::kUpdateReply,
+                                               header.payload_in_segment(), frame, held),
+                                  header.pulled_version(), header.slowest_clock(), pull->params,
+                                  &pull->result, &pulled_versions);
+        }
+        ReleaseSlots(SlotsOf(c), c, SegmentArea::kUpdateReply, &held);
+        return taken;
       }));
   bytes_sent_ += sent.load();
   if (pull != nullptr) {
@@ -333,12 +436,19 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
   }
   MONSOON_RETURN_IF_ERROR(CheckFinite("the weights", weights));
   PushSummary summary;
+  HeldSlots held(plan_.num_chunks());
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kExchange,
       [&](const Chunk& c) {
         wire::ExchangeRequest request;
         FillUpdateHeader(c, identity_, (*versions)[c.id], origin, request.mutable_update());
-        return EncodeFrame(request, BorrowFloats(weights.subspan(c.offset, c.size)));
+        UseReplySlot(SlotsOf(c), c, SegmentArea::kUpdateReply, request.mutable_segment(), &held);
+        const absl::Span<const float> values = weights.subspan(c.offset, c.size);
+        uint8_t* slot = ClaimSlot(SlotsOf(c), c, SegmentArea::kRequest, &held.request[c.id]);
+        if (slot == nullptr) return EncodeFrame(request, BorrowFloats(values));
+        std::memcpy(slot, values.data(), values.size() * sizeof(float));
+        UseRequestSlot(*SlotsOf(c), values.size() * sizeof(float), request.mutable_segment());
+        return EncodeFrame(request);
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::ExchangeResponse header;
@@ -346,7 +456,11 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
         if (header.chunk_id() != c.id) {
           return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
         }
-        MONSOON_RETURN_IF_ERROR(frame.CopyPayloadTo(difference.subspan(c.offset, c.size)));
+        const absl::Status copied = ReplyPayload(SlotsOf(c), c, SegmentArea::kUpdateReply,
+                                                 header.payload_in_segment(), frame, held)
+                                        .CopyTo(difference.subspan(c.offset, c.size));
+        ReleaseSlots(SlotsOf(c), c, SegmentArea::kUpdateReply, &held);
+        MONSOON_RETURN_IF_ERROR(copied);
         summary.AddChunk(header.staleness(), true, header.duplicate(), plan_.num_chunks());
         (*versions)[c.id] = header.version();
         return absl::OkStatus();
@@ -357,31 +471,42 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
 }
 
 grpc::Slice GrpcPsClient::EncodeGradient(const Chunk& c, absl::Span<const float> chunk,
-                                         wire::PushRequest* request) const {
-  if (c.state) return BorrowFloats(chunk);  // model state travels exact
-  if (options_.compression == Compression::kFp16) {
-    request->set_encoding(wire::ENCODING_F16);
-    uint16_t* halves = nullptr;
-    grpc::Slice payload = AllocatePayload(chunk.size(), &halves);
-    FloatsToHalves(chunk, halves);
-    return payload;
+                                         uint8_t* slot, wire::PushRequest* request) const {
+  size_t nnz = 0;
+  wire::Encoding encoding = wire::ENCODING_F32;  // model state travels exact
+  if (!c.state && options_.compression == Compression::kFp16) {
+    encoding = wire::ENCODING_F16;
+  } else if (!c.state && options_.compression == Compression::kTopk) {
+    nnz = chunk.size() - std::count(chunk.begin(), chunk.end(), 0.0f);
+    if (nnz * 2 < chunk.size()) encoding = wire::ENCODING_SPARSE_F32;  // 8-byte pairs win
   }
-  if (options_.compression == Compression::kTopk) {
-    const size_t nnz = chunk.size() - std::count(chunk.begin(), chunk.end(), 0.0f);
-    if (nnz * 2 < chunk.size()) {  // pairs of 8 bytes beat 4 bytes a value
-      request->set_encoding(wire::ENCODING_SPARSE_F32);
-      request->set_nnz(nnz);
-      uint32_t* pairs = nullptr;
-      grpc::Slice payload = AllocatePayload(2 * nnz, &pairs);
-      for (uint32_t i = 0; i < chunk.size(); ++i) {
-        if (chunk[i] == 0.0f) continue;
-        *pairs++ = i;
-        std::memcpy(pairs++, &chunk[i], sizeof(float));
-      }
-      return payload;
+  request->set_encoding(encoding);
+  if (encoding == wire::ENCODING_SPARSE_F32) request->set_nnz(nnz);
+  const size_t bytes = encoding == wire::ENCODING_F32   ? chunk.size() * sizeof(float)
+                       : encoding == wire::ENCODING_F16 ? chunk.size() * sizeof(uint16_t)
+                                                        : nnz * 2 * sizeof(uint32_t);
+  grpc::Slice payload;
+  if (slot != nullptr) {
+    UseRequestSlot(*segments_[c.server], bytes, request->mutable_segment());
+  } else if (encoding == wire::ENCODING_F32) {
+    return BorrowFloats(chunk);  // without a copy
+  } else {
+    payload = grpc::Slice(bytes);
+    slot = const_cast<uint8_t*>(payload.begin());
+  }
+  if (encoding == wire::ENCODING_F32) {
+    std::memcpy(slot, chunk.data(), bytes);
+  } else if (encoding == wire::ENCODING_F16) {
+    FloatsToHalves(chunk, reinterpret_cast<uint16_t*>(slot));
+  } else {
+    uint32_t* pairs = reinterpret_cast<uint32_t*>(slot);
+    for (uint32_t i = 0; i < chunk.size(); ++i) {
+      if (chunk[i] == 0.0f) continue;
+      *pairs++ = i;
+      std::memcpy(pairs++, &chunk[i], sizeof(float));
     }
   }
-  return BorrowFloats(chunk);  // ENCODING_F32, without a copy
+  return payload;
 }
 
 absl::Status GrpcPsClient::Finish() {

@@ -18,10 +18,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/compression.h"
+#include "core/process/shared_segment.h"
 #include "core/run/job_secrets.h"
 #include "core/run/run_dir.h"
 #include "core/sharding_plan.h"
 #include "worker/chunk_call_window.h"
+#include "worker/segment_slots.h"
 #include "worker/ps_client.h"
 
 namespace grpc {
@@ -35,6 +37,7 @@ typedef TemplatedGenericStub<ByteBuffer, ByteBuffer> GenericStub;
 namespace monsoon {
 namespace wire {
 class PushRequest;
+class SegmentOffer;
 }  // namespace wire
 
 struct GrpcPsClientOptions {
@@ -51,6 +54,8 @@ struct GrpcPsClientOptions {
   // restarting) or RESOURCE_EXHAUSTED (a server shedding load at its memory quota); backoff
   // doubles from 100 ms, 1.5 s in all.
   int max_attempts = 5;
+  // Chunk payloads to and from servers on this host (transport.local).
+  LocalTransport local = LocalTransport::kAuto;
 };
 
 class GrpcPsClient : public PsClient {
@@ -78,6 +83,8 @@ class GrpcPsClient : public PsClient {
   absl::StatusOr<std::vector<ServerStats>> AllStats() override;
   TransferCounters counters() const override;
   const ShardingPlan& plan() const override { return plan_; }
+  // The servers whose chunk payloads go through a shared segment.
+  std::vector<int> SharedMemoryServers() const;
 
  private:
   GrpcPsClient(std::vector<std::string> addresses, const ShardingPlan& plan,
@@ -93,9 +100,15 @@ class GrpcPsClient : public PsClient {
                                          const ChunkVersions& base_versions,
                                          const PushOrigin& origin, PullAfterPush* pull);
   // The payload of chunk c's push, `chunk`, in the encoding options_.compression asks for (set
-  // in *request; a state chunk's is float32); float32 chunks borrow the caller's memory.
-  grpc::Slice EncodeGradient(const Chunk& c, absl::Span<const float> chunk,
+  // in *request; a state chunk's is float32): written to `slot` when it is not null (the
+  // request then says so), else returned (float32 chunks borrow the caller's memory).
+  grpc::Slice EncodeGradient(const Chunk& c, absl::Span<const float> chunk, uint8_t* slot,
                              wire::PushRequest* request) const;
+  // The segment chunk c's server shares with this client; null when none.
+  SegmentSlots* SlotsOf(const Chunk& c) const { return segments_[c.server].get(); }
+  // Maps server j's offered segment (Connect); a failure is an error only with
+  // transport.local shm.
+  absl::Status AttachSegment(int server, const wire::SegmentOffer& offer);
   // One blocking call to one server, with options_.rpc_timeout unless `timeout` is given.
   absl::Status Call(int server, const std::string& method, const grpc::ByteBuffer& request,
                     grpc::ByteBuffer* reply, absl::Duration timeout = absl::ZeroDuration());
@@ -111,6 +124,8 @@ class GrpcPsClient : public PsClient {
   const GrpcPsClientOptions options_;
   // stubs_[server][k]: one stub per channel of the server's pool.
   std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>> stubs_;
+  // segments_[server]: the segment it shares with this client; null when none (set by Connect).
+  std::vector<std::unique_ptr<SegmentSlots>> segments_;
 
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};

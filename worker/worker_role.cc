@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "core/compute/compute_backends.h"
 #include "core/config/derived_values.h"
 #include "core/data/data_shard.h"
@@ -59,7 +60,14 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> ConnectToServers(const JobConfig& 
   options.channels_per_server = config.transport.channels_per_server;
   options.rpc_timeout = absl::Seconds(config.transport.rpc_timeout_seconds);
   options.compression = config.transport.compression;
-  return GrpcPsClient::Connect(addresses, plan, identity, options);
+  options.local = config.transport.local;
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcPsClient> client,
+                           GrpcPsClient::Connect(addresses, plan, identity, options));
+  const std::vector<int> shared = client->SharedMemoryServers();
+  LOG(INFO) << "chunk payloads through shared memory with " << shared.size() << " of "
+            << client->plan().num_servers() << " servers (" << absl::StrJoin(shared, ", ")
+            << "), through gRPC with the rest";
+  return client;
 }
 
 absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu) {

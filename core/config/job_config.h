@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/compression.h"
+#include "core/process/shared_segment.h"
 #include "core/compute/compute_config.h"
 #include "core/data/data_config.h"
 #include "core/enum_names.h"
@@ -226,6 +227,7 @@ struct TransportConfig {
   bool pull_with_push = true;  // Downpour without overlap: each push's reply brings weights
   Compression compression = Compression::kNone;
   double topk_fraction = 0.01;
+  LocalTransport local = LocalTransport::kAuto;  // chunk payloads to servers on this host
 };
 
 // What servers do when a worker is lost: "auto" stops sync with every worker in the quorum

@@ -54,7 +54,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto frame = monsoon::ReceivedFrame::Parse(buffer, &push);
   if (frame.ok()) {
     std::vector<float> gradient;
-    monsoon::DecodeGradient(push, *frame, kMaxChunkFloats, &gradient).IgnoreError();
+    monsoon::DecodeGradient(push, monsoon::PayloadView(*frame), kMaxChunkFloats, &gradient)
+        .IgnoreError();
+    // The same header with the payload in a shared segment's slot: the whole input.
+    monsoon::DecodeGradient(push, monsoon::PayloadView(data, size), kMaxChunkFloats, &gradient)
+        .IgnoreError();
   }
   return 0;
 }

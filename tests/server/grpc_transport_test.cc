@@ -1,14 +1,19 @@
-// Real gRPC between a GrpcPsClient and GrpcParameterServers in this process, on port 0.
+// Real gRPC between a GrpcPsClient and GrpcParameterServers in this process, on port 0, with
+// the payloads through the shared segments (transport.local shm), or with
+// MONSOON_TEST_LOCAL=grpc (the BUILD's second target) through gRPC: every case runs on both.
 #include <grpcpp/generic/generic_stub.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -17,6 +22,7 @@
 #include "core/finite.h"
 #include "proto/frame.h"
 #include "proto/monsoon.pb.h"
+#include "proto/segment_layout.h"
 #include "server/grpc_parameter_server.h"
 #include "tests/manual_clock.h"
 #include "tests/test_util.h"
@@ -25,6 +31,13 @@
 
 namespace monsoon {
 namespace {
+
+// The payload path every client of this run takes (see the top).
+LocalTransport TestPath() {
+  const char* path = std::getenv("MONSOON_TEST_LOCAL");
+  return path != nullptr && std::string(path) == "grpc" ? LocalTransport::kGrpc
+                                                        : LocalTransport::kShm;
+}
 
 // S servers over a linear-regression "model" with `params` parameters, SGD at rate 1 so a
 // push of g moves the weights by exactly -g.
@@ -59,6 +72,7 @@ struct Cluster {
     options.secrets.token = token;
     options.max_in_flight = in_flight;
     options.rpc_timeout = absl::Seconds(20);
+    options.local = TestPath();
     return GrpcPsClient::Connect(addresses, plan, {RoleKind::kWorker, worker}, options);
   }
   ModelSpec spec;
@@ -76,9 +90,10 @@ PushOrigin Nth(uint64_t k, double epoch = 0) {
   return origin;
 }
 
-// One RPC of `method` with a hand-made body (with the job token), bypassing GrpcPsClient.
+// One RPC of `method` with a hand-made body (with the job token), bypassing GrpcPsClient;
+// the reply into *reply when given.
 grpc::Status RawCall(const std::string& address, const std::string& method,
-                     const grpc::ByteBuffer& request) {
+                     const grpc::ByteBuffer& request, grpc::ByteBuffer* reply_out = nullptr) {
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   grpc::GenericStub stub(channel);
   grpc::ClientContext ctx;
@@ -93,6 +108,7 @@ grpc::Status RawCall(const std::string& address, const std::string& method,
                    done.Notify();
                  });
   done.WaitForNotification();
+  if (reply_out != nullptr) *reply_out = reply;
   return status;
 }
 
@@ -116,6 +132,8 @@ TEST_CASE("gRPC: push then pull round-trips every chunk across servers", "[grpc]
   CHECK(std::all_of(versions.begin(), versions.end(), [](uint64_t v) { return v == 1; }));
   for (size_t i = 0; i < params.size(); ++i) REQUIRE(params[i] == -static_cast<float>(i));
   CHECK((*client)->counters().bytes_sent == 10001 * 4);
+  CHECK((*client)->SharedMemoryServers() ==
+        (TestPath() == LocalTransport::kShm ? std::vector<int>{0, 1, 2} : std::vector<int>{}));
   auto stats = (*client)->AllStats();
   REQUIRE(stats.ok());
   CHECK(stats->size() == 3);
@@ -190,6 +208,7 @@ TEST_CASE("gRPC: when gRPC's threads are all blocked, a connect fails saying so,
   GrpcPsClientOptions options;
   options.secrets.token = "secret";
   options.rpc_timeout = absl::Seconds(1);
+  options.local = TestPath();
   const absl::Time start = absl::Now();
   auto client =
       GrpcPsClient::Connect(cluster.addresses, cluster.plan, {RoleKind::kWorker, 0}, options);
@@ -518,6 +537,7 @@ TEST_CASE("gRPC: a sync pull waits on the server until the round is applied", "[
   GrpcPsClientOptions quick;
   quick.secrets.token = "secret";
   quick.rpc_timeout = absl::Milliseconds(300);
+  quick.local = TestPath();
   auto impatient =
       GrpcPsClient::Connect(cluster.addresses, cluster.plan, {RoleKind::kWorker, 0}, quick);
   REQUIRE(impatient.ok());
@@ -594,6 +614,67 @@ TEST_CASE("gRPC: a sparse push with an index outside its chunk is refused",
   CHECK(status.error_message().find("sparse push index 100 outside") != std::string::npos);
   std::vector<float> w(100);
   REQUIRE(cluster.logic[0]->Read(0, absl::MakeSpan(w)).ok());
+  CHECK(std::all_of(w.begin(), w.end(), [](float v) { return v == 0.0f; }));
+}
+
+// Hello as a client with `host_identity` (empty: one that wants no segment); the reply.
+wire::HelloResponse HelloFrom(const std::string& address, const ShardingPlan& plan,
+                              const std::string& host_identity) {
+  wire::HelloRequest hello;
+  hello.set_role(wire::ROLE_WORKER);
+  hello.set_index(0);
+  hello.set_plan_fingerprint(plan.fingerprint());
+  hello.set_incarnation(1);
+  hello.set_host_identity(host_identity);
+  grpc::ByteBuffer reply;
+  REQUIRE(RawCall(address, "Hello", EncodeFrame(hello), &reply).ok());
+  wire::HelloResponse response;
+  REQUIRE(ReceivedFrame::Parse(reply, &response).ok());
+  return response;
+}
+
+TEST_CASE("shared memory: a server offers a segment only to a client on its own host",
+          "[grpc][shm]") {
+  Cluster cluster(1000, 2, 250);
+  CHECK(HelloFrom(cluster.addresses[0], cluster.plan, "").segment().id() == 0);
+  CHECK(HelloFrom(cluster.addresses[0], cluster.plan, "another-boot/net:1/pid:1").segment().id() ==
+        0);
+  const wire::HelloResponse local = HelloFrom(cluster.addresses[0], cluster.plan,
+                                              LocalHostIdentity());
+  CHECK(local.segment().id() != 0);
+  CHECK(local.segment().pid() == getpid());
+  CHECK(local.segment().bytes() == SegmentLayout(cluster.plan, 0).bytes());
+}
+
+TEST_CASE("shared memory: a push naming a segment the server does not hold, or more bytes than "
+          "its slot, is refused and changes nothing",
+          "[grpc][shm][validation]") {
+  Cluster cluster(1000, 1, 250);  // 4 chunks of 250 floats (1000-byte slots)
+  const uint64_t id =
+      HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity()).segment().id();
+  REQUIRE(id != 0);
+  auto push = [&](uint64_t segment, uint64_t bytes, uint64_t floats) {
+    wire::PushRequest header;
+    header.mutable_update()->set_chunk_id(1);
+    header.mutable_update()->set_sequence(1);
+    header.mutable_update()->set_num_floats(floats);
+    header.mutable_segment()->set_id(segment);
+    header.mutable_segment()->set_request(true);
+    header.mutable_segment()->set_request_bytes(bytes);
+    return RawCall(cluster.addresses[0], "Push", EncodeFrame(header));
+  };
+  const grpc::Status stale = push(id + 1, 1000, 250);
+  CHECK(stale.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(stale.error_message().find("does not hold") != std::string::npos);
+  const grpc::Status oversize = push(id, 1004, 251);
+  CHECK(oversize.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(oversize.error_message().find("slot of 1000") != std::string::npos);
+  // A second Hello replaces the segment: the first one's id is stale now.
+  HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity());
+  CHECK(push(id, 1000, 250).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
+  CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
+  std::vector<float> w(250);
+  REQUIRE(cluster.logic[0]->Read(1, absl::MakeSpan(w)).ok());
   CHECK(std::all_of(w.begin(), w.end(), [](float v) { return v == 0.0f; }));
 }
 

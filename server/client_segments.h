@@ -1,0 +1,66 @@
+// The shared segments a server makes for the clients on its own host: one per client (role,
+// index), laid out by SegmentLayout. A client's new Hello replaces its segment (a restarted
+// worker gets a fresh one); calls still holding the old one keep it mapped until they end.
+// A segment lives while the server or its client maps it: nothing is left after a crash.
+#ifndef MONSOON_SERVER_CLIENT_SEGMENTS_H_
+#define MONSOON_SERVER_CLIENT_SEGMENTS_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
+#include "core/process/shared_segment.h"
+#include "core/role.h"
+#include "core/sharding_plan.h"
+#include "proto/frame.h"
+#include "proto/segment_layout.h"
+
+namespace monsoon {
+
+class ClientSegments {
+ public:
+  // What a Hello's reply offers: the segment's descriptor in this process, its size and id.
+  struct Offer {
+    uint64_t id = 0;  // 0: none
+    int fd = -1;
+    size_t bytes = 0;
+  };
+
+  ClientSegments(const ShardingPlan& plan, int server)
+      : layout_(plan, server), host_(LocalHostIdentity()) {}
+
+  // A fresh segment for the client when `client_host` is this host's identity; none (id 0)
+  // for another host, or when no segment can be made (the client then uses the frames).
+  Offer OfferTo(RoleKind role, int index, const std::string& client_host);
+  // The client's segment named `id`; FailedPrecondition when it has none by that id (never
+  // offered, or replaced by a later Hello).
+  absl::StatusOr<std::shared_ptr<SharedSegment>> Find(RoleKind role, int index, uint64_t id);
+
+  // A request's payload of `bytes` in the chunk's request slot; InvalidArgument for a chunk of
+  // another server or more bytes than the slot holds.
+  absl::StatusOr<PayloadView> RequestPayload(const SharedSegment& segment, int chunk_id,
+                                             uint64_t bytes) const;
+  // The chunk's slot in a reply area, as `floats` values (InvalidArgument as above).
+  absl::StatusOr<absl::Span<float>> ReplySlot(const SharedSegment& segment, SegmentArea area,
+                                              int chunk_id, size_t floats) const;
+
+ private:
+  absl::Status CheckSlot(int chunk_id, uint64_t bytes) const;
+
+  const SegmentLayout layout_;
+  const std::string host_;
+  absl::Mutex mu_;
+  std::map<std::pair<RoleKind, int>, std::pair<uint64_t, std::shared_ptr<SharedSegment>>>
+      segments_ ABSL_GUARDED_BY(mu_);
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+};
+
+}  // namespace monsoon
+
+#endif  // MONSOON_SERVER_CLIENT_SEGMENTS_H_
