@@ -1,9 +1,11 @@
 #!/usr/bin/python3
 """Push and pull of a 64 MiB tensor through the Python client (monsoon.Client) against Monsoon's
 C++ client (transport_bench), measured in one run against the same kind of server: a
-transport_bench parameter server process (SGD, 1 MiB chunks, 16 chunk calls in flight). Both
-clients are handed the gradient as raw memory, so both scan it for NaN and infinity before
-each push (transport_bench --gradient raw), as monsoon.Client must.
+transport_bench parameter server process (SGD, 1 MiB chunks, 16 chunk calls in flight) on this
+host, so both move the payloads through the shared segment it gives them (transport.local
+auto; transport_bench's shm figures). Both clients are handed the gradient as raw memory, so
+both scan it for NaN and infinity before each push (transport_bench --gradient raw), as
+monsoon.Client must.
 Repetitions come in rounds, each a block of Python's and then one of C++'s (transport_bench),
 so that the machine's drift reaches both alike; each rate is the median of all its
 repetitions. Prints one JSON object; ratio = Python / C++.
@@ -54,12 +56,12 @@ def python_rates(transport_bench, floats, reps):
 
 
 def cpp_rates(transport_bench, mib, reps):
-    """transport_bench's push and pull goodput (GB/s, medians) for `mib`."""
+    """transport_bench's shared-memory push and pull goodput (GB/s, medians) for `mib`."""
     out = subprocess.run([transport_bench, "--sizes", str(mib), "--reps", str(reps),
                           "--gradient", "raw"],
                          check=True, capture_output=True, text=True, timeout=600).stdout
     result = json.loads(out)["results"][0]
-    return result["push_gbps"], result["pull_gbps"]
+    return result["shm_push_gbps"], result["shm_pull_gbps"]
 
 
 def main():

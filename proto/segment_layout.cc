@@ -1,16 +1,19 @@
 #include "proto/segment_layout.h"
 
+#include <algorithm>
+
 namespace monsoon {
 
-SegmentLayout::SegmentLayout(const ShardingPlan& plan, int server)
-    : offsets_(plan.num_chunks(), -1), capacities_(plan.num_chunks(), 0) {
+SegmentLayout SegmentLayout::For(const ShardingPlan& plan, size_t slots) {
   constexpr size_t kAlign = 64;
-  for (const Chunk& c : plan.chunks()) {
-    if (c.server != server) continue;
-    offsets_[c.id] = static_cast<long long>(area_bytes_);
-    capacities_[c.id] = c.size * sizeof(float);
-    area_bytes_ += (capacities_[c.id] + kAlign - 1) / kAlign * kAlign;
-  }
+  const size_t chunk_bytes = plan.max_chunk_size() * sizeof(float);
+  return {slots, (chunk_bytes + kAlign - 1) / kAlign * kAlign};
+}
+
+size_t SegmentLayout::SlotsWanted(const ShardingPlan& plan, int server, int max_in_flight) {
+  const size_t calls =
+      std::min(plan.ChunksOf(server).size(), static_cast<size_t>(std::max(1, max_in_flight)));
+  return std::min(3 * calls, kMaxSegmentSlots);
 }
 
 }  // namespace monsoon

@@ -1,5 +1,7 @@
 #include "server/client_segments.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "core/status_macros.h"
 #include "glog/logging.h"
@@ -7,9 +9,11 @@
 namespace monsoon {
 
 ClientSegments::Offer ClientSegments::OfferTo(RoleKind role, int index,
-                                              const std::string& client_host) {
-  if (host_.empty() || client_host != host_) return {};
-  absl::StatusOr<std::unique_ptr<SharedSegment>> made = SharedSegment::Create(layout_.bytes());
+                                              const std::string& client_host, size_t slots) {
+  slots = std::min(slots, SegmentLayout::SlotsWanted(plan_, server_, kMaxSegmentSlots / 3));
+  if (host_.empty() || client_host != host_ || slots == 0) return {};
+  const SegmentLayout layout = SegmentLayout::For(plan_, slots);
+  absl::StatusOr<std::unique_ptr<SharedSegment>> made = SharedSegment::Create(layout.bytes());
   if (!made.ok()) {
     LOG(WARNING) << "no shared segment for " << RoleId{role, index}.Describe() << ": "
                  << made.status().message() << "; its payloads go through gRPC";
@@ -18,7 +22,7 @@ ClientSegments::Offer ClientSegments::OfferTo(RoleKind role, int index,
   absl::MutexLock lock(&mu_);
   const uint64_t id = next_id_++;
   std::shared_ptr<SharedSegment> segment = *std::move(made);
-  Offer offer{id, segment->fd(), segment->size()};
+  Offer offer{id, segment->fd(), layout};
   segments_[{role, index}] = {id, std::move(segment)};
   return offer;
 }
@@ -35,31 +39,37 @@ absl::StatusOr<std::shared_ptr<SharedSegment>> ClientSegments::Find(RoleKind rol
   return it->second.second;
 }
 
-absl::Status ClientSegments::CheckSlot(int chunk_id, uint64_t bytes) const {
-  if (!layout_.Holds(chunk_id)) {
+SegmentLayout ClientSegments::LayoutOf(const SharedSegment& segment) const {
+  SegmentLayout layout = SegmentLayout::For(plan_, 0);
+  layout.slots = segment.size() / layout.slot_bytes;
+  return layout;
+}
+
+absl::Status ClientSegments::CheckSlot(const SharedSegment& segment, uint32_t slot,
+                                       uint64_t bytes) const {
+  const SegmentLayout layout = LayoutOf(segment);
+  if (slot >= layout.slots) {
     return absl::InvalidArgumentError(
-        absl::StrCat("chunk ", chunk_id, " has no slot in this server's segments"));
+        absl::StrCat("slot ", slot, " of a shared segment of ", layout.slots));
   }
-  if (bytes > layout_.Capacity(chunk_id)) {
-    return absl::InvalidArgumentError(absl::StrCat("a payload of ", bytes, " bytes in chunk ",
-                                                   chunk_id, "'s slot of ",
-                                                   layout_.Capacity(chunk_id)));
+  if (bytes > layout.slot_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a payload of ", bytes, " bytes in a slot of ", layout.slot_bytes));
   }
   return absl::OkStatus();
 }
 
 absl::StatusOr<PayloadView> ClientSegments::RequestPayload(const SharedSegment& segment,
-                                                           int chunk_id, uint64_t bytes) const {
-  MONSOON_RETURN_IF_ERROR(CheckSlot(chunk_id, bytes));
-  return PayloadView(segment.data() + layout_.Offset(SegmentArea::kRequest, chunk_id), bytes);
+                                                           uint32_t slot, uint64_t bytes) const {
+  MONSOON_RETURN_IF_ERROR(CheckSlot(segment, slot, bytes));
+  return PayloadView(segment.data() + LayoutOf(segment).Offset(slot), bytes);
 }
 
 absl::StatusOr<absl::Span<float>> ClientSegments::ReplySlot(const SharedSegment& segment,
-                                                            SegmentArea area, int chunk_id,
-                                                            size_t floats) const {
-  MONSOON_RETURN_IF_ERROR(CheckSlot(chunk_id, floats * sizeof(float)));
-  return absl::MakeSpan(reinterpret_cast<float*>(segment.data() + layout_.Offset(area, chunk_id)),
-                        floats);
+                                                            uint32_t slot, size_t floats) const {
+  MONSOON_RETURN_IF_ERROR(CheckSlot(segment, slot, floats * sizeof(float)));
+  return absl::MakeSpan(
+      reinterpret_cast<float*>(segment.data() + LayoutOf(segment).Offset(slot)), floats);
 }
 
 }  // namespace monsoon

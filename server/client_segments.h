@@ -1,5 +1,5 @@
 // The shared segments a server makes for the clients on its own host: one per client (role,
-// index), laid out by SegmentLayout. A client's new Hello replaces its segment (a restarted
+// index), a pool of slots (proto/segment_layout.h). A client's new Hello replaces its segment (a restarted
 // worker gets a fresh one); calls still holding the old one keep it mapped until they end.
 // A segment lives while the server or its client maps it: nothing is left after a crash.
 #ifndef MONSOON_SERVER_CLIENT_SEGMENTS_H_
@@ -25,35 +25,39 @@ namespace monsoon {
 
 class ClientSegments {
  public:
-  // What a Hello's reply offers: the segment's descriptor in this process, its size and id.
+  // What a Hello's reply offers: the segment's descriptor in this process, its id and layout.
   struct Offer {
     uint64_t id = 0;  // 0: none
     int fd = -1;
-    size_t bytes = 0;
+    SegmentLayout layout;
   };
 
   ClientSegments(const ShardingPlan& plan, int server)
-      : layout_(plan, server), host_(LocalHostIdentity()) {}
+      : plan_(plan), server_(server), host_(LocalHostIdentity()) {}
 
-  // A fresh segment for the client when `client_host` is this host's identity; none (id 0)
-  // for another host, or when no segment can be made (the client then uses the frames).
-  Offer OfferTo(RoleKind role, int index, const std::string& client_host);
+  // A fresh segment of `slots` slots (at most what this server's chunks can use) for the
+  // client when `client_host` is this host's identity; none (id 0) for another host, for no
+  // slots, or when no segment can be made (the client then uses the frames).
+  Offer OfferTo(RoleKind role, int index, const std::string& client_host, size_t slots);
   // The client's segment named `id`; FailedPrecondition when it has none by that id (never
   // offered, or replaced by a later Hello).
   absl::StatusOr<std::shared_ptr<SharedSegment>> Find(RoleKind role, int index, uint64_t id);
 
-  // A request's payload of `bytes` in the chunk's request slot; InvalidArgument for a chunk of
-  // another server or more bytes than the slot holds.
-  absl::StatusOr<PayloadView> RequestPayload(const SharedSegment& segment, int chunk_id,
+  // A request's payload of `bytes` in slot `slot`; InvalidArgument for a slot the segment does
+  // not have or more bytes than a slot holds.
+  absl::StatusOr<PayloadView> RequestPayload(const SharedSegment& segment, uint32_t slot,
                                              uint64_t bytes) const;
-  // The chunk's slot in a reply area, as `floats` values (InvalidArgument as above).
-  absl::StatusOr<absl::Span<float>> ReplySlot(const SharedSegment& segment, SegmentArea area,
-                                              int chunk_id, size_t floats) const;
+  // Slot `slot` as `floats` values, for a reply (InvalidArgument as above).
+  absl::StatusOr<absl::Span<float>> ReplySlot(const SharedSegment& segment, uint32_t slot,
+                                              size_t floats) const;
 
  private:
-  absl::Status CheckSlot(int chunk_id, uint64_t bytes) const;
+  // The layout of a segment of this server's (its size says how many slots).
+  SegmentLayout LayoutOf(const SharedSegment& segment) const;
+  absl::Status CheckSlot(const SharedSegment& segment, uint32_t slot, uint64_t bytes) const;
 
-  const SegmentLayout layout_;
+  const ShardingPlan& plan_;  // the server's
+  const int server_;
   const std::string host_;
   absl::Mutex mu_;
   std::map<std::pair<RoleKind, int>, std::pair<uint64_t, std::shared_ptr<SharedSegment>>>

@@ -113,12 +113,15 @@ class ParameterServerService final : public RawService {
       response.set_server_index(logic_->index());
       response.set_plan_fingerprint(logic_->plan().fingerprint());
       if (!request.host_identity().empty()) {
-        const ClientSegments::Offer offer =
-            segments_.OfferTo(role, request.index(), request.host_identity());
-        response.mutable_segment()->set_id(offer.id);
-        response.mutable_segment()->set_pid(getpid());
-        response.mutable_segment()->set_fd(offer.fd);
-        response.mutable_segment()->set_bytes(offer.bytes);
+        const ClientSegments::Offer offer = segments_.OfferTo(
+            role, request.index(), request.host_identity(), request.segment_slots());
+        wire::SegmentOffer* segment = response.mutable_segment();
+        segment->set_id(offer.id);
+        segment->set_pid(getpid());
+        segment->set_fd(offer.fd);
+        segment->set_bytes(offer.layout.bytes());
+        segment->set_slots(offer.layout.slots);
+        segment->set_slot_bytes(offer.layout.slot_bytes);
       }
       *resp = EncodeFrame(response);
       return absl::OkStatus();
@@ -158,12 +161,14 @@ class ParameterServerService final : public RawService {
       reactor->Finish(ToGrpcStatus(segment.status()));
       return reactor;
     }
-    logic_->WhenReady(chunk_id, condition, deadline,
-                      [this, reactor, resp, chunk_id, worker,
-                       segment = *std::move(segment)](absl::Status ready) {
-                        reactor->Finish(ToGrpcStatus(
-                            ready.ok() ? ReadChunk(chunk_id, worker, segment.get(), resp) : ready));
-                      });
+    const uint32_t slot = request.segment().reply_slot();
+    logic_->WhenReady(
+        chunk_id, condition, deadline,
+        [this, reactor, resp, chunk_id, worker, slot,
+         segment = *std::move(segment)](absl::Status ready) {
+          reactor->Finish(ToGrpcStatus(
+              ready.ok() ? ReadChunk(chunk_id, worker, segment.get(), slot, resp) : ready));
+        });
     return reactor;
   }
 
@@ -202,8 +207,9 @@ class ParameterServerService final : public RawService {
       response.set_slowest_clock(snapshot.info.slowest_clock);
       MONSOON_ASSIGN_OR_RETURN(
           grpc::Slice values,
-          ReplyPayload(std::move(snapshot.values), SegmentArea::kUpdateReply, update.chunk_id(),
-                       request.segment().reply() ? segment.get() : nullptr));
+          ReplyPayload(std::move(snapshot.values),
+                       request.segment().reply() ? segment.get() : nullptr,
+                       request.segment().reply_slot()));
       response.set_payload_in_segment(request.segment().reply());
       *resp = EncodeFrame(response, std::move(values));
       return absl::OkStatus();
@@ -238,9 +244,8 @@ class ParameterServerService final : public RawService {
       grpc::Slice reply;
       absl::Span<float> difference;
       if (use.reply()) {
-        MONSOON_ASSIGN_OR_RETURN(difference,
-                                 segments_.ReplySlot(*segment, SegmentArea::kUpdateReply,
-                                                     update.chunk_id(), weights.size()));
+        MONSOON_ASSIGN_OR_RETURN(
+            difference, segments_.ReplySlot(*segment, use.reply_slot(), weights.size()));
       } else {
         float* fresh = nullptr;
         reply = AllocateFloats(weights.size(), &fresh);
@@ -294,9 +299,10 @@ class ParameterServerService final : public RawService {
     return reactor;
   }
 
-  // Encodes the chunk's current values as a Pull reply to `worker` (or kNotAWorker): into the
-  // client's segment when `segment` is given, else a frame holding a snapshot (no copy).
-  absl::Status ReadChunk(int chunk_id, int worker, const SharedSegment* segment,
+  // Encodes the chunk's current values as a Pull reply to `worker` (or kNotAWorker): into slot
+  // `slot` of the client's segment when `segment` is given, else a frame holding a snapshot
+  // (no copy).
+  absl::Status ReadChunk(int chunk_id, int worker, const SharedSegment* segment, uint32_t slot,
                          grpc::ByteBuffer* resp) {
     MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot, logic_->Snapshot(chunk_id, worker));
     wire::PullResponse response;
@@ -305,9 +311,8 @@ class ParameterServerService final : public RawService {
     response.set_version(snapshot.info.version);
     response.set_slowest_clock(snapshot.info.slowest_clock);
     response.set_payload_in_segment(segment != nullptr);
-    MONSOON_ASSIGN_OR_RETURN(
-        grpc::Slice values,
-        ReplyPayload(std::move(snapshot.values), SegmentArea::kPullReply, chunk_id, segment));
+    MONSOON_ASSIGN_OR_RETURN(grpc::Slice values,
+                             ReplyPayload(std::move(snapshot.values), segment, slot));
     *resp = EncodeFrame(response, std::move(values));
     return absl::OkStatus();
   }
@@ -332,18 +337,17 @@ class ParameterServerService final : public RawService {
                                              const SharedSegment* segment,
                                              const ReceivedFrame& frame) const {
     if (!use.request()) return PayloadView(frame);
-    return segments_.RequestPayload(*segment, update.chunk_id(), use.request_bytes());
+    return segments_.RequestPayload(*segment, use.request_slot(), use.request_bytes());
   }
 
-  // A reply's values: copied into the chunk's slot of `area` in `segment` (an empty frame
-  // payload), or shared into the frame when `segment` is null.
+  // A reply's values: copied into slot `slot` of `segment` (an empty frame payload), or
+  // shared into the frame when `segment` is null.
   absl::StatusOr<grpc::Slice> ReplyPayload(std::shared_ptr<const std::vector<float>> values,
-                                           SegmentArea area, int chunk_id,
-                                           const SharedSegment* segment) const {
+                                           const SharedSegment* segment, uint32_t slot) const {
     if (segment == nullptr) return ShareFloats(std::move(values));
-    MONSOON_ASSIGN_OR_RETURN(absl::Span<float> slot,
-                             segments_.ReplySlot(*segment, area, chunk_id, values->size()));
-    std::copy(values->begin(), values->end(), slot.begin());
+    MONSOON_ASSIGN_OR_RETURN(absl::Span<float> into,
+                             segments_.ReplySlot(*segment, slot, values->size()));
+    std::copy(values->begin(), values->end(), into.begin());
     return grpc::Slice();
   }
 

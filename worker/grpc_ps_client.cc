@@ -96,49 +96,52 @@ absl::Status TakePulledChunk(const Chunk& c, const PayloadView& payload, uint64_
   return absl::OkStatus();
 }
 
-// Which segment slots the calls of one operation hold, by chunk id: set by a chunk's request
-// (on any thread), read by its reply (the call window orders the two).
+// Which segment slots the calls of one operation hold, by chunk id (-1: none): set by a
+// chunk's request (on any thread), read by its reply (the call window orders the two). A retry
+// claims afresh: the slots of a call that got no answer are never released.
 struct HeldSlots {
-  explicit HeldSlots(int chunks) : request(chunks, 0), reply(chunks, 0) {}
-  std::vector<uint8_t> request, reply;
+  explicit HeldSlots(int chunks) : request(chunks, -1), reply(chunks, -1) {}
+  std::vector<int> request, reply;
 };
 
-// Claims chunk c's slot in `area` for one call: nullptr (and *held false) when there is no
-// segment (slots null) or the slot is in use.
-uint8_t* ClaimSlot(SegmentSlots* slots, const Chunk& c, SegmentArea area, uint8_t* held) {
-  uint8_t* slot = slots != nullptr ? slots->Claim(area, c.id) : nullptr;
-  *held = slot != nullptr;
-  return slot;
+// Claims a slot for chunk c's request from `slots` (null: the server shares none); -1 when
+// none is free.
+int ClaimRequestSlot(SegmentSlots* slots, const Chunk& c, HeldSlots* held) {
+  held->request[c.id] = slots != nullptr ? slots->Claim() : -1;
+  return held->request[c.id];
 }
 
-// Says in `use` that the request's `bytes` lie in the chunk's request slot.
-void UseRequestSlot(const SegmentSlots& slots, size_t bytes, wire::SegmentUse* use) {
+// Says in `use` that the request's `bytes` lie in slot `slot`.
+void UseRequestSlot(const SegmentSlots& slots, int slot, size_t bytes, wire::SegmentUse* use) {
   use->set_id(slots.id());
   use->set_request(true);
+  use->set_request_slot(static_cast<uint32_t>(slot));
   use->set_request_bytes(bytes);
 }
 
-// Asks for chunk c's reply in its slot of `area` when that slot can be claimed.
-void UseReplySlot(SegmentSlots* slots, const Chunk& c, SegmentArea area, wire::SegmentUse* use,
-                  HeldSlots* held) {
-  if (ClaimSlot(slots, c, area, &held->reply[c.id]) == nullptr) return;
+// Asks for chunk c's reply in a slot of `slots` when one can be claimed.
+void UseReplySlot(SegmentSlots* slots, const Chunk& c, wire::SegmentUse* use, HeldSlots* held) {
+  held->reply[c.id] = slots != nullptr ? slots->Claim() : -1;
+  if (held->reply[c.id] < 0) return;
   use->set_id(slots->id());
   use->set_reply(true);
+  use->set_reply_slot(static_cast<uint32_t>(held->reply[c.id]));
 }
 
-// Where chunk c's reply payload lies: the slot of `area` this call holds, when the reply says
-// it wrote there, else the frame.
-PayloadView ReplyPayload(const SegmentSlots* slots, const Chunk& c, SegmentArea area,
-                         bool in_segment, const ReceivedFrame& frame, const HeldSlots& held) {
-  if (!in_segment || !held.reply[c.id]) return PayloadView(frame);
-  return PayloadView(slots->At(area, c.id), c.size * sizeof(float));
+// Where chunk c's reply payload lies: the reply slot this call holds, when the reply says it
+// wrote there, else the frame.
+PayloadView ReplyPayload(const SegmentSlots* slots, const Chunk& c, bool in_segment,
+                         const ReceivedFrame& frame, const HeldSlots& held) {
+  if (!in_segment || held.reply[c.id] < 0) return PayloadView(frame);
+  return PayloadView(slots->At(held.reply[c.id]), c.size * sizeof(float));
 }
 
 // Frees the slots chunk c's call held, once its reply has been read.
-void ReleaseSlots(SegmentSlots* slots, const Chunk& c, SegmentArea reply_area, HeldSlots* held) {
-  if (held->request[c.id]) slots->Release(SegmentArea::kRequest, c.id);
-  if (held->reply[c.id]) slots->Release(reply_area, c.id);
-  held->request[c.id] = held->reply[c.id] = 0;
+void ReleaseSlots(SegmentSlots* slots, const Chunk& c, HeldSlots* held) {
+  for (int* slot : {&held->request[c.id], &held->reply[c.id]}) {
+    if (*slot >= 0) slots->Release(*slot);
+    *slot = -1;
+  }
 }
 
 }  // namespace
@@ -211,7 +214,10 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> GrpcPsClient::Connect(
     hello.set_index(identity.index);
     hello.set_plan_fingerprint(plan.fingerprint());
     hello.set_incarnation(identity.incarnation);
-    if (options.local != LocalTransport::kGrpc) hello.set_host_identity(LocalHostIdentity());
+    if (options.local != LocalTransport::kGrpc) {
+      hello.set_host_identity(LocalHostIdentity());
+      hello.set_segment_slots(SegmentLayout::SlotsWanted(plan, j, options.max_in_flight));
+    }
     grpc::ByteBuffer reply;
     MONSOON_RETURN_IF_ERROR(client->Call(j, kHello, EncodeFrame(hello), &reply));
     wire::HelloResponse response;
@@ -241,18 +247,18 @@ absl::Status GrpcPsClient::AttachSegment(int server, const wire::SegmentOffer& o
         ") shares no memory with this process: it is on another host (or in another network or "
         "PID namespace), or could not make a segment (see its log)"));
   }
-  const size_t expected = SegmentLayout(plan_, server).bytes();
+  const SegmentLayout layout = SegmentLayout::For(plan_, offer.slots());
   absl::StatusOr<std::unique_ptr<SharedSegment>> memory =
-      offer.bytes() == expected
+      offer.bytes() == layout.bytes() && offer.slot_bytes() == layout.slot_bytes
           ? SharedSegment::Attach(offer.pid(), offer.fd(), offer.bytes())
-          : absl::FailedPreconditionError(absl::StrCat("the server's segment is ", offer.bytes(),
-                                                       " bytes, not ", expected));
+          : absl::FailedPreconditionError(absl::StrCat(
+                "the server's segment is ", offer.slots(), " slots of ", offer.slot_bytes(),
+                " bytes, not of ", layout.slot_bytes));
   if (!memory.ok()) {
     if (!required) return absl::OkStatus();
     return Annotate(server, "shared segment", memory.status());
   }
-  segments_[server] =
-      std::make_unique<SegmentSlots>(*std::move(memory), offer.id(), plan_, server);
+  segments_[server] = std::make_unique<SegmentSlots>(*std::move(memory), offer.id(), layout);
   return absl::OkStatus();
 }
 
@@ -309,7 +315,7 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
       [&](const Chunk& c) {
         wire::PullRequest request;
         request.set_chunk_id(c.id);
-        UseReplySlot(SlotsOf(c), c, SegmentArea::kPullReply, request.mutable_segment(), &held);
+        UseReplySlot(SlotsOf(c), c, request.mutable_segment(), &held);
         const PullCondition condition = wait.ForChunk(c.id);
         request.set_min_version(condition.min_version);
         request.set_min_clock(condition.min_clock);
@@ -325,10 +331,9 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
         }
         const absl::Status taken = TakePulledChunk(
             c,
-            ReplyPayload(SlotsOf(c), c, SegmentArea::kPullReply, header.payload_in_segment(),
-                         frame, held),
+            ReplyPayload(SlotsOf(c), c, header.payload_in_segment(), frame, held),
             header.version(), header.slowest_clock(), params, &result, versions);
-        ReleaseSlots(SlotsOf(c), c, SegmentArea::kPullReply, &held);
+        ReleaseSlots(SlotsOf(c), c, &held);
         return taken;
       }));
   bytes_received_ += params.size() * sizeof(float);
@@ -390,13 +395,11 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
         wire::PushRequest request;
         FillUpdateHeader(c, identity_, base_versions[c.id], origin, request.mutable_update());
         request.set_pull_after(pull != nullptr);
-        if (pull != nullptr) {
-          UseReplySlot(SlotsOf(c), c, SegmentArea::kUpdateReply, request.mutable_segment(), &held);
-        }
-        grpc::Slice payload = EncodeGradient(
-            c, gradient.subspan(c.offset, c.size),
-            ClaimSlot(SlotsOf(c), c, SegmentArea::kRequest, &held.request[c.id]), &request);
-        sent += held.request[c.id] ? request.segment().request_bytes() : payload.size();
+        if (pull != nullptr) UseReplySlot(SlotsOf(c), c, request.mutable_segment(), &held);
+        grpc::Slice payload =
+            EncodeGradient(c, gradient.subspan(c.offset, c.size),
+                           ClaimRequestSlot(SlotsOf(c), c, &held), &request);
+        sent += request.segment().request() ? request.segment().request_bytes() : payload.size();
         return EncodeFrame(request, std::move(payload));
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
@@ -406,13 +409,12 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
                          plan_.num_chunks());
         absl::Status taken;
         if (pull != nullptr) {
-          taken = TakePulledChunk(c,
-                                  ReplyPayload(SlotsOf(c), c, SegmentArea::kUpdateReply,
-                                               header.payload_in_segment(), frame, held),
-                                  header.pulled_version(), header.slowest_clock(), pull->params,
-                                  &pull->result, &pulled_versions);
+          taken = TakePulledChunk(
+              c, ReplyPayload(SlotsOf(c), c, header.payload_in_segment(), frame, held),
+              header.pulled_version(), header.slowest_clock(), pull->params, &pull->result,
+              &pulled_versions);
         }
-        ReleaseSlots(SlotsOf(c), c, SegmentArea::kUpdateReply, &held);
+        ReleaseSlots(SlotsOf(c), c, &held);
         return taken;
       }));
   bytes_sent_ += sent.load();
@@ -442,12 +444,13 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
       [&](const Chunk& c) {
         wire::ExchangeRequest request;
         FillUpdateHeader(c, identity_, (*versions)[c.id], origin, request.mutable_update());
-        UseReplySlot(SlotsOf(c), c, SegmentArea::kUpdateReply, request.mutable_segment(), &held);
+        UseReplySlot(SlotsOf(c), c, request.mutable_segment(), &held);
         const absl::Span<const float> values = weights.subspan(c.offset, c.size);
-        uint8_t* slot = ClaimSlot(SlotsOf(c), c, SegmentArea::kRequest, &held.request[c.id]);
-        if (slot == nullptr) return EncodeFrame(request, BorrowFloats(values));
-        std::memcpy(slot, values.data(), values.size() * sizeof(float));
-        UseRequestSlot(*SlotsOf(c), values.size() * sizeof(float), request.mutable_segment());
+        const int slot = ClaimRequestSlot(SlotsOf(c), c, &held);
+        if (slot < 0) return EncodeFrame(request, BorrowFloats(values));
+        std::memcpy(SlotsOf(c)->At(slot), values.data(), values.size() * sizeof(float));
+        UseRequestSlot(*SlotsOf(c), slot, values.size() * sizeof(float),
+                       request.mutable_segment());
         return EncodeFrame(request);
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
@@ -456,10 +459,10 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
         if (header.chunk_id() != c.id) {
           return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
         }
-        const absl::Status copied = ReplyPayload(SlotsOf(c), c, SegmentArea::kUpdateReply,
-                                                 header.payload_in_segment(), frame, held)
+        const absl::Status copied = ReplyPayload(SlotsOf(c), c, header.payload_in_segment(),
+                                                 frame, held)
                                         .CopyTo(difference.subspan(c.offset, c.size));
-        ReleaseSlots(SlotsOf(c), c, SegmentArea::kUpdateReply, &held);
+        ReleaseSlots(SlotsOf(c), c, &held);
         MONSOON_RETURN_IF_ERROR(copied);
         summary.AddChunk(header.staleness(), true, header.duplicate(), plan_.num_chunks());
         (*versions)[c.id] = header.version();
@@ -470,8 +473,8 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
   return summary;
 }
 
-grpc::Slice GrpcPsClient::EncodeGradient(const Chunk& c, absl::Span<const float> chunk,
-                                         uint8_t* slot, wire::PushRequest* request) const {
+grpc::Slice GrpcPsClient::EncodeGradient(const Chunk& c, absl::Span<const float> chunk, int slot,
+                                         wire::PushRequest* request) const {
   size_t nnz = 0;
   wire::Encoding encoding = wire::ENCODING_F32;  // model state travels exact
   if (!c.state && options_.compression == Compression::kFp16) {
@@ -486,20 +489,22 @@ grpc::Slice GrpcPsClient::EncodeGradient(const Chunk& c, absl::Span<const float>
                        : encoding == wire::ENCODING_F16 ? chunk.size() * sizeof(uint16_t)
                                                         : nnz * 2 * sizeof(uint32_t);
   grpc::Slice payload;
-  if (slot != nullptr) {
-    UseRequestSlot(*segments_[c.server], bytes, request->mutable_segment());
+  uint8_t* out = nullptr;
+  if (slot >= 0) {
+    UseRequestSlot(*SlotsOf(c), slot, bytes, request->mutable_segment());
+    out = SlotsOf(c)->At(slot);
   } else if (encoding == wire::ENCODING_F32) {
     return BorrowFloats(chunk);  // without a copy
   } else {
     payload = grpc::Slice(bytes);
-    slot = const_cast<uint8_t*>(payload.begin());
+    out = const_cast<uint8_t*>(payload.begin());
   }
   if (encoding == wire::ENCODING_F32) {
-    std::memcpy(slot, chunk.data(), bytes);
+    std::memcpy(out, chunk.data(), bytes);
   } else if (encoding == wire::ENCODING_F16) {
-    FloatsToHalves(chunk, reinterpret_cast<uint16_t*>(slot));
+    FloatsToHalves(chunk, reinterpret_cast<uint16_t*>(out));
   } else {
-    uint32_t* pairs = reinterpret_cast<uint32_t*>(slot);
+    uint32_t* pairs = reinterpret_cast<uint32_t*>(out);
     for (uint32_t i = 0; i < chunk.size(); ++i) {
       if (chunk[i] == 0.0f) continue;
       *pairs++ = i;

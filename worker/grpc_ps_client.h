@@ -100,9 +100,10 @@ class GrpcPsClient : public PsClient {
                                          const ChunkVersions& base_versions,
                                          const PushOrigin& origin, PullAfterPush* pull);
   // The payload of chunk c's push, `chunk`, in the encoding options_.compression asks for (set
-  // in *request; a state chunk's is float32): written to `slot` when it is not null (the
-  // request then says so), else returned (float32 chunks borrow the caller's memory).
-  grpc::Slice EncodeGradient(const Chunk& c, absl::Span<const float> chunk, uint8_t* slot,
+  // in *request; a state chunk's is float32): written to slot `slot` of its server's segment
+  // when slot >= 0 (the request then says so), else returned (float32 chunks borrow the
+  // caller's memory).
+  grpc::Slice EncodeGradient(const Chunk& c, absl::Span<const float> chunk, int slot,
                              wire::PushRequest* request) const;
   // The segment chunk c's server shares with this client; null when none.
   SegmentSlots* SlotsOf(const Chunk& c) const { return segments_[c.server].get(); }

@@ -5,22 +5,22 @@
 namespace monsoon {
 
 SegmentSlots::SegmentSlots(std::unique_ptr<SharedSegment> memory, uint64_t id,
-                           const ShardingPlan& plan, int server)
-    : memory_(std::move(memory)),
-      id_(id),
-      layout_(plan, server),
-      num_chunks_(plan.num_chunks()),
-      busy_(new std::atomic<bool>[static_cast<size_t>(kSegmentAreas) * plan.num_chunks()]()) {}
-
-uint8_t* SegmentSlots::Claim(SegmentArea area, int chunk_id) {
-  if (!layout_.Holds(chunk_id)) return nullptr;
-  bool free = false;
-  if (!busy_[Index(area, chunk_id)].compare_exchange_strong(free, true)) return nullptr;
-  return memory_->data() + layout_.Offset(area, chunk_id);
+                           const SegmentLayout& layout)
+    : memory_(std::move(memory)), id_(id), layout_(layout) {
+  for (int slot = static_cast<int>(layout.slots) - 1; slot >= 0; --slot) free_.push_back(slot);
 }
 
-void SegmentSlots::Release(SegmentArea area, int chunk_id) {
-  busy_[Index(area, chunk_id)].store(false);
+int SegmentSlots::Claim() {
+  absl::MutexLock lock(&mu_);
+  if (free_.empty()) return -1;
+  const int slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void SegmentSlots::Release(int slot) {
+  absl::MutexLock lock(&mu_);
+  free_.push_back(slot);
 }
 
 }  // namespace monsoon

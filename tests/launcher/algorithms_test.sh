@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Every algorithm end to end with real processes over gRPC: each recovers y = 2.5 x - 1.25;
+# Every algorithm end to end with real processes, its payloads through shared memory
+# (transport.local shm) and again through gRPC: each recovers y = 2.5 x - 1.25;
 # a sync job whose workers have uneven shards exits 0; an SSP job never lets a worker start a
 # step more than `bound` pushes ahead of the slowest (from the metrics); `monsoon compare`
 # writes its table and plot.
@@ -15,14 +16,28 @@ run_linear() {
   fits_line "$WORK/$name" 0.02 && pass "$name: m and b within 0.02" || fail "$name: the fit"
 }
 
-run_linear sync --set training.algorithm=sync --set optimizer.learning_rate=0.04
-run_linear ssp --set training.algorithm=ssp --set ssp.bound=1
-run_linear easgd --set training.algorithm=easgd --set easgd.learning_rate=0.05
-run_linear eamsgd --set training.algorithm=eamsgd --set easgd.learning_rate=0.005 \
+# both_paths NAME --set ... : run_linear NAME through shared memory, NAME-grpc through gRPC.
+both_paths() {
+  local name="$1"
+  shift
+  run_linear "$name" --set transport.local=shm "$@"
+  run_linear "$name-grpc" --set transport.local=grpc "$@"
+}
+
+both_paths downpour
+both_paths overlap --set transport.overlap=push
+both_paths sync --set training.algorithm=sync --set optimizer.learning_rate=0.04
+both_paths ssp --set training.algorithm=ssp --set ssp.bound=1
+both_paths easgd --set training.algorithm=easgd --set easgd.learning_rate=0.05
+both_paths eamsgd --set training.algorithm=eamsgd --set easgd.learning_rate=0.005 \
   --set easgd.momentum=0.9
-run_linear dc_asgd --set staleness.dc_lambda=0.5 --set staleness.policy=scale
-run_linear fp16 --set transport.compression=fp16
-run_linear topk --set transport.compression=topk --set transport.topk_fraction=0.5
+both_paths dc_asgd --set staleness.dc_lambda=0.5 --set staleness.policy=scale
+both_paths fp16 --set transport.compression=fp16
+both_paths topk --set transport.compression=topk --set transport.topk_fraction=0.5
+grep -q "through shared memory with 1 of 1 servers" "$WORK/sync/logs/worker-0.log" \
+  && grep -q "through shared memory with 0 of 1 servers" "$WORK/sync-grpc/logs/worker-0.log" \
+  && pass "each worker's log names the servers it reaches through shared memory" \
+  || fail "no shared-memory line (or the wrong one) in the sync jobs' worker logs"
 python3 - "$WORK" <<'PY'
 import csv, sys
 sent = {c: sum(float(list(csv.DictReader(open(f"{sys.argv[1]}/{c}/metrics/worker-{i}.csv")))[-1]["bytes_sent"])

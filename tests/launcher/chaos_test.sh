@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Chaos: kill -9 a random worker, then a random server, at random moments of the default job
+# Chaos: kill -9 a random worker (its payloads through shared memory, then again through
+# gRPC), then a random server, at random moments of the default job
 # (configs/fmnist_downpour.yaml). Asserts, each round:
 #   - a killed worker is restarted, rejoins where the servers last heard from it, and the job
 #     finishes (exit 0);
@@ -93,15 +94,18 @@ ended_before_kill() {
 survived=0
 worst=0
 for round in $(seq 1 "$rounds"); do
-  # A worker, killed and restarted.
-  run="$WORK/worker-chaos-$round"
-  run_and_kill "$run" worker --set reliability.worker_restarts=1
-  expect_eq "round $round: job with worker $victim killed at ${delay}s exits 0" "$status" "0"
-  grep -q "worker-$victim was killed by signal 9" "$run.txt" \
-    && pass "round $round: the launcher reported the kill and restarted worker $victim" \
-    || echo "round $round: worker $victim had finished before the kill"
-  check_outcome "$round" "$run"
-  [ "$status" == 0 ] && survived=$((survived + 1))
+  # A worker, killed and restarted: its payloads through shared memory, then through gRPC.
+  for path in shm grpc; do
+    run="$WORK/worker-chaos-$round-$path"
+    run_and_kill "$run" worker --set reliability.worker_restarts=1 --set transport.local=$path
+    expect_eq "round $round ($path): job with worker $victim killed at ${delay}s exits 0" \
+      "$status" "0"
+    grep -q "worker-$victim was killed by signal 9" "$run.txt" \
+      && pass "round $round ($path): the launcher reported the kill and restarted worker $victim" \
+      || echo "round $round ($path): worker $victim had finished before the kill"
+    check_outcome "$round ($path)" "$run"
+    [ "$status" == 0 ] && survived=$((survived + 1))
+  done
 
   # A server, killed; the run resumed from its checkpoints.
   run="$WORK/server-chaos-$round"
@@ -217,5 +221,5 @@ rows_after=$(rows "$evk/metrics/evaluator.csv")
   || fail "evaluator.csv: $rows_before lines before the kill, $rows_after after"
 fits_line "$evk" && pass "the job with a restarted evaluator fits its line" || fail "its fit"
 
-echo "SCORECARD chaos: $((2 * rounds)) kill -9 (workers and servers), $survived survived; slowest stop after a server kill ${worst}s; fault-free accuracy $reference"
+echo "SCORECARD chaos: $((3 * rounds)) kill -9 (workers on both paths, servers), $survived survived; slowest stop after a server kill ${worst}s; fault-free accuracy $reference"
 finish

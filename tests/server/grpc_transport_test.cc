@@ -617,15 +617,17 @@ TEST_CASE("gRPC: a sparse push with an index outside its chunk is refused",
   CHECK(std::all_of(w.begin(), w.end(), [](float v) { return v == 0.0f; }));
 }
 
-// Hello as a client with `host_identity` (empty: one that wants no segment); the reply.
+// Hello as a client with `host_identity` (empty: one that wants no segment) that asks for
+// `slots` slots; the reply.
 wire::HelloResponse HelloFrom(const std::string& address, const ShardingPlan& plan,
-                              const std::string& host_identity) {
+                              const std::string& host_identity, uint32_t slots = 6) {
   wire::HelloRequest hello;
   hello.set_role(wire::ROLE_WORKER);
   hello.set_index(0);
   hello.set_plan_fingerprint(plan.fingerprint());
   hello.set_incarnation(1);
   hello.set_host_identity(host_identity);
+  hello.set_segment_slots(slots);
   grpc::ByteBuffer reply;
   REQUIRE(RawCall(address, "Hello", EncodeFrame(hello), &reply).ok());
   wire::HelloResponse response;
@@ -639,21 +641,24 @@ TEST_CASE("shared memory: a server offers a segment only to a client on its own 
   CHECK(HelloFrom(cluster.addresses[0], cluster.plan, "").segment().id() == 0);
   CHECK(HelloFrom(cluster.addresses[0], cluster.plan, "another-boot/net:1/pid:1").segment().id() ==
         0);
-  const wire::HelloResponse local = HelloFrom(cluster.addresses[0], cluster.plan,
-                                              LocalHostIdentity());
+  // 4 chunks of 250 floats, 2 on this server: slots of 1024 bytes, at most 3 per chunk.
+  const wire::HelloResponse local =
+      HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity(), 1000);
   CHECK(local.segment().id() != 0);
   CHECK(local.segment().pid() == getpid());
-  CHECK(local.segment().bytes() == SegmentLayout(cluster.plan, 0).bytes());
+  CHECK(local.segment().slots() == 6);
+  CHECK(local.segment().slot_bytes() == 1024);
+  CHECK(local.segment().bytes() == 6 * 1024);
 }
 
-TEST_CASE("shared memory: a push naming a segment the server does not hold, or more bytes than "
-          "its slot, is refused and changes nothing",
+TEST_CASE("shared memory: a push naming a segment the server does not hold, a slot it does not "
+          "have or more bytes than a slot, is refused and changes nothing",
           "[grpc][shm][validation]") {
-  Cluster cluster(1000, 1, 250);  // 4 chunks of 250 floats (1000-byte slots)
+  Cluster cluster(1000, 1, 250);  // 4 chunks of 250 floats: 1024-byte slots
   const uint64_t id =
       HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity()).segment().id();
   REQUIRE(id != 0);
-  auto push = [&](uint64_t segment, uint64_t bytes, uint64_t floats) {
+  auto push = [&](uint64_t segment, uint64_t bytes, uint64_t floats, uint32_t slot = 0) {
     wire::PushRequest header;
     header.mutable_update()->set_chunk_id(1);
     header.mutable_update()->set_sequence(1);
@@ -661,14 +666,18 @@ TEST_CASE("shared memory: a push naming a segment the server does not hold, or m
     header.mutable_segment()->set_id(segment);
     header.mutable_segment()->set_request(true);
     header.mutable_segment()->set_request_bytes(bytes);
+    header.mutable_segment()->set_request_slot(slot);
     return RawCall(cluster.addresses[0], "Push", EncodeFrame(header));
   };
   const grpc::Status stale = push(id + 1, 1000, 250);
   CHECK(stale.error_code() == grpc::StatusCode::FAILED_PRECONDITION);
   CHECK(stale.error_message().find("does not hold") != std::string::npos);
-  const grpc::Status oversize = push(id, 1004, 251);
+  const grpc::Status oversize = push(id, 1028, 257);
   CHECK(oversize.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
-  CHECK(oversize.error_message().find("slot of 1000") != std::string::npos);
+  CHECK(oversize.error_message().find("in a slot of 1024") != std::string::npos);
+  const grpc::Status outside = push(id, 1000, 250, 6);
+  CHECK(outside.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(outside.error_message().find("slot 6 of a shared segment of 6") != std::string::npos);
   // A second Hello replaces the segment: the first one's id is stale now.
   HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity());
   CHECK(push(id, 1000, 250).error_code() == grpc::StatusCode::FAILED_PRECONDITION);
