@@ -64,7 +64,7 @@ class ReceivedFrame {
 };
 
 // A call's payload wherever it lies: in a received frame's slices, or in one piece of memory
-// (a slot of a shared segment, proto/segment_layout.h).
+// (a slot of a shared segment, core/process/segment_layout.h).
 class PayloadView {
  public:
   explicit PayloadView(const ReceivedFrame& frame) : frame_(&frame) {}

@@ -1,5 +1,5 @@
 // The client's side of the segment a server on its host shares with it: a pool of slots
-// (proto/segment_layout.h). A call claims the slots it uses before it starts and releases
+// (core/process/segment_layout.h). A call claims the slots it uses before it starts and releases
 // them once the server has answered it. A slot whose call ended without an answer is never
 // released, since the server may still read or write it; when no slot is free, a call's
 // payloads go in its frames.
@@ -13,7 +13,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "core/process/shared_segment.h"
-#include "proto/segment_layout.h"
+#include "core/process/segment_layout.h"
 
 namespace monsoon {
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "core/config/derived_values.h"
 #include "core/model/model.h"
+#include "core/process/segment_layout.h"
 
 namespace monsoon {
 namespace {
@@ -13,8 +14,8 @@ namespace {
 // The copies of the flat vector each role keeps: a worker its weights, gradients, the weights
 // it fetched and the gradients it sums and pushes (with transport.overlap also the push in
 // flight and the weights its reply brings: PushPipeline); a server its shard's weights, a
-// gradient being applied and its checkpoint snapshot, plus the optimizer's slots; the
-// evaluator its weights and the pull.
+// gradient being applied and its checkpoint snapshot, plus the optimizer's slots and the
+// shared segments of its clients (SegmentBytes); the evaluator its weights and the pull.
 uint64_t WorkerCopies(const JobConfig& config) {
   return config.transport.overlap == Overlap::kNone ? 4 : 6;
 }
@@ -55,6 +56,18 @@ uint64_t LargestServerShare(const JobConfig& config, uint64_t params) {
   for (int s = 0; s < config.cluster.servers; ++s)
     largest = std::max<uint64_t>(largest, plan->FloatsOf(s));
   return largest;
+}
+
+// The shared segments (core/process/segment_layout.h) server 0 makes for its clients when they share
+// its host, counted on the server (its clients map the same pages): none with transport.local
+// grpc.
+uint64_t SegmentBytes(const JobConfig& config) {
+  const absl::StatusOr<ShardingPlan> plan = JobShardingPlan(config);
+  if (!plan.ok() || config.transport.local == LocalTransport::kGrpc) return 0;
+  const SegmentLayout layout = SegmentLayout::For(
+      *plan, SegmentLayout::SlotsWanted(*plan, 0, config.transport.max_in_flight));
+  const int clients = config.cluster.workers + (config.cluster.evaluator ? 1 : 0);
+  return layout.bytes() * static_cast<uint64_t>(clients);
 }
 
 // "812.3 MB", "27.08 GB".
@@ -164,7 +177,8 @@ MemoryEstimate EstimateMemory(const JobConfig& config, const DataSizes& data) {
   const uint64_t server_floats = LargestServerShare(config, params);
   estimate.roles.push_back(
       {"server", config.cluster.servers,
-       server_floats * sizeof(float) * (kServerCopies + OptimizerSlots(config.optimizer.type))});
+       server_floats * sizeof(float) * (kServerCopies + OptimizerSlots(config.optimizer.type)) +
+           SegmentBytes(config)});
   const int workers = config.cluster.workers;
   const uint64_t shard = (data.train_rows + workers - 1) / workers;
   RoleMemory worker{"worker", workers, params * sizeof(float) * WorkerCopies(config),

@@ -109,8 +109,14 @@ absl::StatusOr<std::string> MonsoonPythonPath() {
     return std::string(set);
   }
   const fs::path exe = SelfExePath();
-  for (const fs::path& dir :
-       {fs::path(exe.string() + ".runfiles/monsoon/python"), exe.parent_path() / "python"}) {
+  std::vector<fs::path> candidates = {fs::path(exe.string() + ".runfiles/monsoon/python"),
+                                      exe.parent_path() / "python"};
+  // A `bazel test` or `bazel run` whose target carries the package: Bazel builds the binary's
+  // own runfiles tree only at the end of the build, after tests may have started.
+  if (const char* runfiles = std::getenv("RUNFILES_DIR"); runfiles != nullptr && *runfiles) {
+    candidates.push_back(fs::path(runfiles) / "monsoon" / "python");
+  }
+  for (const fs::path& dir : candidates) {
     std::error_code ec;
     if (fs::exists(dir / "monsoon" / "_monsoon.so", ec)) return dir.string();
   }

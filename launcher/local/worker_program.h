@@ -16,8 +16,8 @@
 namespace monsoon {
 
 // The directory holding the `monsoon` Python package: $MONSOON_PYTHONPATH when set, else the
-// one beside this executable (its Bazel runfiles, or `python/` in a bundle). NotFound when
-// there is none.
+// one beside this executable (its Bazel runfiles, or `python/` in a bundle), else the one in
+// $RUNFILES_DIR (a Bazel test or run whose runfiles hold it). NotFound when there is none.
 absl::StatusOr<std::string> MonsoonPythonPath();
 
 // Replaces this process with the worker program for `role` (a worker or the evaluator). Returns

@@ -22,7 +22,7 @@
 #include "core/finite.h"
 #include "proto/frame.h"
 #include "proto/monsoon.pb.h"
-#include "proto/segment_layout.h"
+#include "core/process/segment_layout.h"
 #include "server/grpc_parameter_server.h"
 #include "tests/manual_clock.h"
 #include "tests/test_util.h"

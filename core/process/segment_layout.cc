@@ -1,4 +1,4 @@
-#include "proto/segment_layout.h"
+#include "core/process/segment_layout.h"
 
 #include <algorithm>
 

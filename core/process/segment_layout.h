@@ -2,8 +2,8 @@
 // is a pool of equal slots, each big enough for any chunk's payload (its float32 values, or
 // fewer bytes for an encoded gradient). A call names the slots it uses: any free slot serves
 // any chunk, so a segment's size follows the calls in flight, not the model.
-#ifndef MONSOON_PROTO_SEGMENT_LAYOUT_H_
-#define MONSOON_PROTO_SEGMENT_LAYOUT_H_
+#ifndef MONSOON_CORE_PROCESS_SEGMENT_LAYOUT_H_
+#define MONSOON_CORE_PROCESS_SEGMENT_LAYOUT_H_
 
 #include <cstddef>
 
@@ -32,4 +32,4 @@ struct SegmentLayout {
 
 }  // namespace monsoon
 
-#endif  // MONSOON_PROTO_SEGMENT_LAYOUT_H_
+#endif  // MONSOON_CORE_PROCESS_SEGMENT_LAYOUT_H_
