@@ -104,11 +104,15 @@ absl::Status ReceivedFrame::CopyPayloadTo(absl::Span<uint32_t> dest) const {
   return CopyPayloadBytes(dest.data(), dest.size() * sizeof(uint32_t));
 }
 
-const float* PayloadView::FloatsInPlace() const {
-  if (frame_ != nullptr || reinterpret_cast<uintptr_t>(data_) % alignof(float) != 0) {
-    return nullptr;
+absl::StatusOr<absl::Span<const float>> PayloadView::Floats(size_t n,
+                                                           std::vector<float>* scratch) const {
+  if (frame_ == nullptr && n * sizeof(float) == bytes_ &&
+      reinterpret_cast<uintptr_t>(data_) % alignof(float) == 0) {
+    return absl::MakeConstSpan(reinterpret_cast<const float*>(data_), n);
   }
-  return reinterpret_cast<const float*>(data_);
+  scratch->resize(n);
+  if (absl::Status copied = CopyTo(absl::MakeSpan(*scratch)); !copied.ok()) return copied;
+  return absl::MakeConstSpan(*scratch);
 }
 
 absl::Status PayloadView::CopyMemory(void* dest, size_t bytes) const {

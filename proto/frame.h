@@ -77,8 +77,9 @@ class PayloadView {
     if (frame_ != nullptr) return frame_->CopyPayloadTo(dest);
     return CopyMemory(dest.data(), dest.size() * sizeof(T));
   }
-  // The payload as floats where it lies (no copy): non-null only for memory aligned for them.
-  const float* FloatsInPlace() const;
+  // The payload as n floats (bytes() must be 4 n): where it lies when that is memory aligned for
+  // them (no copy), else copied into *scratch. The span lives as long as both.
+  absl::StatusOr<absl::Span<const float>> Floats(size_t n, std::vector<float>* scratch) const;
 
  private:
   absl::Status CopyMemory(void* dest, size_t bytes) const;

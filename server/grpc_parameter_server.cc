@@ -233,14 +233,8 @@ class ParameterServerService final : public RawService {
       }
       MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
       thread_local std::vector<float> scratch;
-      absl::Span<const float> weights;
-      if (const float* in_place = payload.FloatsInPlace()) {
-        weights = absl::MakeConstSpan(in_place, update.num_floats());
-      } else {
-        scratch.resize(update.num_floats());
-        MONSOON_RETURN_IF_ERROR(payload.CopyTo(absl::MakeSpan(scratch)));
-        weights = scratch;
-      }
+      MONSOON_ASSIGN_OR_RETURN(const absl::Span<const float> weights,
+                               payload.Floats(update.num_floats(), &scratch));
       grpc::Slice reply;
       absl::Span<float> difference;
       if (use.reply()) {

@@ -25,9 +25,7 @@ absl::StatusOr<absl::Span<const float>> DecodeGradient(const wire::PushRequest& 
         absl::StrCat("push header says ", n, " floats (", nnz, " sparse) in encoding ",
                      request.encoding(), " but carries ", payload.bytes(), " bytes"));
   }
-  if (request.encoding() == wire::ENCODING_F32) {
-    if (const float* in_place = payload.FloatsInPlace()) return absl::MakeConstSpan(in_place, n);
-  }
+  if (request.encoding() == wire::ENCODING_F32) return payload.Floats(n, gradient);
   gradient->resize(n);
   switch (request.encoding()) {
     case wire::ENCODING_F16: {
@@ -53,7 +51,7 @@ absl::StatusOr<absl::Span<const float>> DecodeGradient(const wire::PushRequest& 
       break;
     }
     default:
-      MONSOON_RETURN_IF_ERROR(payload.CopyTo(absl::MakeSpan(*gradient)));
+      break;
   }
   return absl::MakeConstSpan(*gradient);
 }
