@@ -140,8 +140,9 @@ check_outcome auto-resume "$run"
 # A worker lost for good (no restarts): the others finish, the servers report the loss by
 # index and address within the peer timeout, and summary.json counts it.
 lost="$WORK/worker-lost"
-timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$lost" \
-  --set training.epochs=600 --set reliability.peer_timeout_seconds=2 >"$lost.txt" 2>&1 &
+pace 4
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$lost" "${paced[@]}" \
+  --set reliability.peer_timeout_seconds=2 >"$lost.txt" 2>&1 &
 job=$!
 wait_for_file "$lost/metrics/worker-1.csv"
 pkill -9 -f "monsoon worker --run-dir $lost --index 1"
@@ -202,8 +203,9 @@ grep -q "server 0 last saw 0 of 2 workers finished and 2 lost" "$none-summarize.
 # The evaluator killed, with reliability.evaluator_restarts: the launcher restarts it, the new
 # process appends to evaluator.csv, writes params.bin at the end, and the job exits 0.
 evk="$WORK/evaluator-killed"
-timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$evk" \
-  --set training.epochs=600 --set reliability.evaluator_restarts=1 >"$evk.txt" 2>&1 &
+pace 8  # training outlasts the evaluator's second and third scores, its kill and restart
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$evk" "${paced[@]}" \
+  --set reliability.evaluator_restarts=1 >"$evk.txt" 2>&1 &
 job=$!
 for _ in $(seq 100); do
   [ "$(rows "$evk/metrics/evaluator.csv")" -ge 2 ] && break

@@ -88,8 +88,9 @@ grep -q "is not empty (summary.json) and holds no Monsoon run" "$WORK/err.txt" \
 expect_eq "its file untouched" "$(cat "$WORK/foreign/summary.json")" "mine"
 
 # Two runs of one run directory at once: one runs, the other is refused while it does.
-timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/twice" \
-  --set training.epochs=200 >/dev/null 2>&1 &
+pace 2
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/twice" "${paced[@]}" \
+  >/dev/null 2>&1 &
 first=$!
 for _ in $(seq 100); do [ -s "$WORK/twice/config.yaml" ] && break; sleep 0.1; done
 timeout 20 "$MONSOON" run --resume "$WORK/twice" 2>"$WORK/err.txt"
@@ -137,8 +138,9 @@ expect_eq "status of the unfinished run exits" "$?" "1"
 grep -q "^training did not finish: server 0 last saw 0 of 2 workers finished" "$WORK/status.txt" \
   && grep -q "^no summary yet$" "$WORK/status.txt" && pass "status: not finished, no summary" \
   || fail "$(cat "$WORK/status.txt")"
-timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/running" \
-  --set training.epochs=5000 >/dev/null 2>&1 &
+pace 20
+timeout 120 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/running" "${paced[@]}" \
+  >/dev/null 2>&1 &
 job=$!
 for _ in $(seq 100); do
   [ "$(rows "$WORK/running/metrics/server-0.csv")" -ge 2 ] && break

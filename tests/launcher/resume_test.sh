@@ -10,7 +10,8 @@
 source tests/launcher/test_lib.sh
 
 config=configs/linear_regression.yaml
-job_args=(--set cluster.servers=2 --set training.epochs=1500 --set checkpoint.interval_seconds=1)
+pace 8  # at least 13 s of training: the kill comes after two checkpoints of each server
+job_args=(--set cluster.servers=2 "${paced[@]}" --set checkpoint.interval_seconds=1)
 
 # A run whose server 0 is killed mid-training: the launcher stops the job.
 run="$WORK/killed"
@@ -78,7 +79,8 @@ expect_eq "each step counted once, wall_seconds over both invocations" "$?" "0"
 
 # A worker stopped until training ended without it.
 run="$WORK/sleeper"
-"$MONSOON" run "$config" --run-dir "$run" --set training.epochs=600 \
+pace 4
+"$MONSOON" run "$config" --run-dir "$run" "${paced[@]}" \
   --set reliability.peer_timeout_seconds=2 >"$run.txt" 2>&1 &
 job=$!
 wait_for_file "$run/metrics/worker-1.csv"

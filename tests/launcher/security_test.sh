@@ -21,10 +21,11 @@ foreign_worker() {
 # --- two jobs at once ---------------------------------------------------------------------
 A="$WORK/job-a"
 B="$WORK/job-b"
-timeout 120 "$MONSOON" run "$cfg" --run-dir "$B" --set training.epochs=1000 >"$WORK/b.txt" 2>&1 &
+pace 8  # job B outlives job A (40 epochs at full speed) and the foreign worker
+timeout 120 "$MONSOON" run "$cfg" --run-dir "$B" "${paced[@]}" >"$WORK/b.txt" 2>&1 &
 job_b=$!
 wait_for_file "$B/rendezvous/server-0"
-timeout 60 "$MONSOON" run "$cfg" --run-dir "$A" --set training.epochs=100 >"$WORK/a.txt" 2>&1
+timeout 60 "$MONSOON" run "$cfg" --run-dir "$A" --set training.epochs=40 >"$WORK/a.txt" 2>&1
 expect_eq "job A, beside job B, exit status" "$?" "0"
 fits_line "$A" && pass "job A fits the line" || fail "job A's fit"
 # A worker carrying job A's token, pointed at job B's server.
@@ -84,8 +85,8 @@ timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/not-a-cert" \
   --set security.tls_cert=linear_train.csv >"$WORK/not_cert.txt" 2>&1
 grep -q "security.tls_cert: $T/linear_train.csv holds no PEM certificate" "$WORK/not_cert.txt" \
   && pass "a file that is no certificate is named" || fail "$(tail -3 "$WORK/not_cert.txt")"
-timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/run" --set training.epochs=400 \
-  >"$WORK/tls.txt" 2>&1 &
+pace 8  # training outlasts the status call and the plaintext worker
+timeout 60 "$MONSOON" run "$T/job.yaml" --run-dir "$T/run" "${paced[@]}" >"$WORK/tls.txt" 2>&1 &
 job_tls=$!
 wait_for_file "$T/run/rendezvous/server-0"
 grep -q "(TLS)" "$T/run/logs/server-0.log" && pass "the server serves TLS" || fail "no TLS"
@@ -108,7 +109,8 @@ fits_line "$T/run" && pass "the TLS job fits the line" || fail "TLS job's fit"
 # A push is refused for its missing token from the call's metadata, before its message is
 # read, so the server buffers at most a flow-control window of each.
 O="$WORK/oversize"
-timeout 120 "$MONSOON" run "$cfg" --run-dir "$O" --set training.epochs=2000 >"$O.txt" 2>&1 &
+pace 20  # training outlasts the attack (5 s alone) several times over
+timeout 120 "$MONSOON" run "$cfg" --run-dir "$O" "${paced[@]}" >"$O.txt" 2>&1 &
 job_o=$!
 wait_for_file "$O/rendezvous/server-0"
 server_pid=$(pgrep -f "monsoon server --run-dir $O --index 0")
@@ -131,8 +133,9 @@ fits_line "$O" && pass "the attacked job fits the line" || fail "the attacked jo
 # holds at most its cap (4 per client + 16: 28 here) and closes the rest on arrival, so its
 # descriptors and checkpoints (every second) are untouched, and the job finishes.
 F="$WORK/flood"
+pace 15  # training outlasts the flood's 15 s
 (ulimit -n 1024 && exec timeout 120 "$MONSOON" run "$cfg" --run-dir "$F" \
-  --set training.epochs=2000 --set checkpoint.interval_seconds=1 >"$F.txt" 2>&1) &
+  "${paced[@]}" --set checkpoint.interval_seconds=1 >"$F.txt" 2>&1) &
 job_f=$!
 wait_for_file "$F/rendezvous/server-0"
 server_pid=$(pgrep -f "monsoon server --run-dir $F --index 0")

@@ -12,8 +12,9 @@
 source tests/launcher/test_lib.sh
 
 config=configs/linear_regression.yaml
-# About 15 s of training on 2 cores; only the final checkpoint is written.
-long=(--set training.epochs=600 --set checkpoint.interval_seconds=0)
+# At least 8 s of training on little CPU; only the final checkpoint is written.
+pace 5
+long=("${paced[@]}" --set checkpoint.interval_seconds=0)
 
 # start_job RUN [ARGS...]: the job in the background, $job its launcher's pid, once worker 1
 # has reported a few steps.
@@ -105,7 +106,7 @@ expect_eq "summary.json workers_lost after the stall" "$(json_get "$run/summary.
 
 # A closed output pipe: the launcher's writes fail, the training does not.
 run="$WORK/pipe"
-"$MONSOON" run "$config" --run-dir "$run" --set training.epochs=600 2>&1 | head -2 >"$run.head.txt"
+"$MONSOON" run "$config" --run-dir "$run" "${paced[@]}" 2>&1 | head -2 >"$run.head.txt"
 expect_eq "monsoon run | head -2: the launcher's exit status" "${PIPESTATUS[0]}" "0"
 [ -f "$run/summary.json" ] && pass "the job behind a closed pipe finished (summary.json)" \
   || fail "no summary.json behind a closed pipe"

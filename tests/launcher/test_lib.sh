@@ -45,6 +45,15 @@ kill_program_worker() {
   done
 }
 
+# pace MS: sets $paced to the settings of a configs/linear_regression.yaml job that trains for a
+# while on little CPU, for tests that act on a job while it runs: 40 epochs (1,600 steps of
+# each of 2 workers, enough to fit the line) with every step of every worker sleeping MS
+# milliseconds (stragglers, fixed), so at least 1.6 * MS seconds of training.
+pace() {
+  paced=(--set training.epochs=40 --set stragglers.probability=1
+    --set stragglers.distribution=fixed --set "stragglers.delay_ms=$1")
+}
+
 # fits_line RUN_DIR [TOLERANCE]: the linear jobs' data (configs/data/linear_*.csv) come from
 # y = 2.5 x - 1.25 plus noise; the fit in RUN_DIR/summary.json is within TOLERANCE (0.01) of
 # both. (The training set's own least-squares line is m = 2.4978, b = -1.2512, so rounding m
