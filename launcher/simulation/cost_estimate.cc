@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -57,13 +58,23 @@ double SimulatedStepPeriod(const JobConfig& config, double compute) {
 }
 
 // The upper median of `timed` values of `measure(i)`, i counting from 0, after `warm_up`
-// calls whose values are dropped; the first error stops it.
+// calls whose values are dropped; the first error stops it. A slow measure is cut short: once
+// a warm-up call takes `slow_seconds` or more, the other warm-ups are skipped and only
+// kSlowTimed values are taken (the estimate of a model with second-long steps takes a few
+// steps, not 13).
+constexpr int kSlowTimed = 3;
 template <typename Measure>
-absl::StatusOr<double> MedianOf(int warm_up, int timed, Measure measure) {
+absl::StatusOr<double> MedianOf(int warm_up, int timed, Measure measure,
+                                double slow_seconds = std::numeric_limits<double>::infinity()) {
   std::vector<double> values;
   for (int i = 0; i < warm_up + timed; ++i) {
     MONSOON_ASSIGN_OR_RETURN(const double value, measure(i));
-    if (i >= warm_up) values.push_back(value);
+    if (i >= warm_up) {
+      values.push_back(value);
+    } else if (value >= slow_seconds) {
+      warm_up = i + 1;
+      timed = std::min(timed, kSlowTimed);
+    }
   }
   std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
   return values[values.size() / 2];
@@ -84,12 +95,13 @@ absl::StatusOr<double> MeasureStepSeconds(const JobConfig& config) {
     const std::vector<float> x(static_cast<size_t>(batch) * config.model.input_dim, 0.0f);
     const std::vector<float> y(
         static_cast<size_t>(batch) * (classify ? 1 : config.model.output_dim), 0.0f);
-    MONSOON_ASSIGN_OR_RETURN(median, MedianOf(3, 10, [&](int) -> absl::StatusOr<double> {
-                               const absl::Time start = absl::Now();
-                               model->ComputeGradients(x.data(), y.data(), batch);
-                               MONSOON_RETURN_IF_ERROR(model->Synchronize());
-                               return absl::ToDoubleSeconds(absl::Now() - start);
-                             }));
+    const auto step = [&](int) -> absl::StatusOr<double> {
+      const absl::Time start = absl::Now();
+      model->ComputeGradients(x.data(), y.data(), batch);
+      MONSOON_RETURN_IF_ERROR(model->Synchronize());
+      return absl::ToDoubleSeconds(absl::Now() - start);
+    };
+    MONSOON_ASSIGN_OR_RETURN(median, MedianOf(3, 10, step, /*slow_seconds=*/0.1));
     return absl::OkStatus();
   }));
   return median;
