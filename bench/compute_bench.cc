@@ -90,7 +90,8 @@ int Main(int argc, char** argv) {
   app.add_option("--model", model_name,
                  "the default job's MLP, or fmnist_cnn's or fmnist_resnet's network")
       ->check(CLI::IsMember({"mlp", "cnn", "resnet"}));
-  app.add_option("--steps", steps, "steps at batch 64 (fewer at larger batches)");
+  app.add_option("--steps", steps,
+                 "steps at batch 64 (fewer at larger batches, at least 10 or STEPS)");
   app.add_option("--threads", threads, "BLAS and oneDNN threads");
   app.add_flag("--breakdown", breakdown,
                "also where the step's time goes, in microseconds per example by kind of call");
@@ -119,7 +120,7 @@ int Main(int argc, char** argv) {
       cnn ? std::vector<int>{64, 256} : std::vector<int>{64, 256, 1024};
   for (size_t bi = 0; bi < batches.size(); ++bi) {
     const int batch = batches[bi];
-    const int reps = std::max(10, steps * 64 / batch);
+    const int reps = std::max(std::min(10, steps), steps * 64 / batch);
     std::vector<float> x(static_cast<size_t>(batch) * 784), y(batch);
     for (float& v : x) v = u(rng);
     for (int r = 0; r < batch; ++r) y[r] = static_cast<float>(r % 10);

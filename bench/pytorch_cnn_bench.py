@@ -70,7 +70,7 @@ def samples_per_second(net, batch, reps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200,
-                        help="steps at batch 64 (fewer at larger batches), as compute_bench")
+                        help="steps at batch 64 (fewer at larger batches, at least 10 or STEPS), as compute_bench")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--model", choices=("cnn", "resnet"), default="cnn")
     args = parser.parse_args()
@@ -79,7 +79,7 @@ def main():
     net = resnet() if args.model == "resnet" else network()
     results = [{"batch": batch,
                 "step_samples_per_second": round(
-                    samples_per_second(net, batch, max(10, args.steps * 64 // batch)))}
+                    samples_per_second(net, batch, max(min(10, args.steps), args.steps * 64 // batch)))}
                for batch in (64, 256)]
     print(json.dumps({"benchmark": f"pytorch_{args.model}", "torch": torch.__version__,
                       "mkldnn": torch.backends.mkldnn.is_available(), "threads": args.threads,
