@@ -52,10 +52,10 @@ int Fail(const absl::Status& status, int code) {
   return code;
 }
 
-void RunDirArg::AddTo(CLI::App* command, const char* help) {
-  command->add_option("--run-dir", dir, help);
-  // Arguments given without --run-dir, so that Check can say how to give them.
-  command->add_option("stray", stray)->group("");
+void RunDirArg::AddTo(Command& command, const char* help) {
+  command.Option("--run-dir", &dir, help);
+  // Arguments given without --run-dir, so that Open can say how to give them.
+  command.Option("stray", &stray, "").Hidden();
 }
 
 absl::StatusOr<PreparedRun> RunDirArg::Open(const std::string& command) const {
@@ -69,13 +69,13 @@ absl::StatusOr<PreparedRun> RunDirArg::Open(const std::string& command) const {
   return run;
 }
 
-CLI::Option* AddSetOption(CLI::App* command, std::vector<std::string>* sets, CLI::Option* config) {
+CommandOption AddSetOption(Command& command, std::vector<std::string>* sets,
+                           const CommandOption& config) {
   return command
-      ->add_option("--set", *sets,
-                   "override a config field, e.g. training.epochs=3 (YAML value; repeats)")
-      ->take_all()
-      ->allow_extra_args(false)
-      ->needs(config);
+      .Option("--set", sets,
+              "override a config field, e.g. training.epochs=3 (YAML value; repeats)")
+      .TakeAll()
+      .Needs(config);
 }
 
 absl::Status ConfirmLongRun(double seconds, bool yes, absl::string_view what,

@@ -1,11 +1,10 @@
-// What the `monsoon` commands share: the CLI11 subcommands each file adds, the stop flag the
-// signal handlers set, exit statuses (README "Commands": 0 success, 1 the job failed, 2 a bad
-// command line, config or launch environment, 3 a server did not answer a client role, 130
-// interrupted) and the helpers several commands use.
+// What the `monsoon` commands share: the subcommands each file adds (command_line.h), the stop
+// flag the signal handlers set, exit statuses (README "Commands": 0 success, 1 the job failed, 2
+// a bad command line, config or launch environment, 3 a server did not answer a client role,
+// 130 interrupted) and the helpers several commands use.
 #ifndef MONSOON_LAUNCHER_COMMANDS_COMMAND_H_
 #define MONSOON_LAUNCHER_COMMANDS_COMMAND_H_
 
-#include <CLI/CLI.hpp>
 #include <atomic>
 #include <string>
 #include <vector>
@@ -14,26 +13,27 @@
 #include "core/config/job_config.h"
 #include "core/run/run_dir.h"
 #include "launcher/cluster/role_assignment.h"
+#include "launcher/commands/command_line.h"
 #include "launcher/local/local_job.h"
 #include "launcher/local/process_group.h"
 
 namespace monsoon {
 
-// Each adds its subcommand to `app`; when that subcommand runs, its exit status goes to
+// Each adds its subcommand to `program`; when that subcommand runs, its exit status goes to
 // *exit_code.
-void AddRunCommand(CLI::App& app, int* exit_code);
-void AddCompareCommand(CLI::App& app, int* exit_code);
-void AddValidateCommand(CLI::App& app, int* exit_code);
-void AddSbatchCommand(CLI::App& app, int* exit_code);
-void AddLaunchCommand(CLI::App& app, int* exit_code);
-void AddPrepareCommand(CLI::App& app, int* exit_code);
-void AddSummarizeCommand(CLI::App& app, int* exit_code);
-void AddExportCommand(CLI::App& app, int* exit_code);
-void AddStatusCommand(CLI::App& app, int* exit_code);
-void AddDevicesCommand(CLI::App& app, int* exit_code);
-void AddHostsCommand(CLI::App& app, int* exit_code);
-void AddGenLinearCommand(CLI::App& app, int* exit_code);
-void AddRoleCommands(CLI::App& app, int* exit_code);
+void AddRunCommand(Command& program, int* exit_code);
+void AddCompareCommand(Command& program, int* exit_code);
+void AddValidateCommand(Command& program, int* exit_code);
+void AddSbatchCommand(Command& program, int* exit_code);
+void AddLaunchCommand(Command& program, int* exit_code);
+void AddPrepareCommand(Command& program, int* exit_code);
+void AddSummarizeCommand(Command& program, int* exit_code);
+void AddExportCommand(Command& program, int* exit_code);
+void AddStatusCommand(Command& program, int* exit_code);
+void AddDevicesCommand(Command& program, int* exit_code);
+void AddHostsCommand(Command& program, int* exit_code);
+void AddGenLinearCommand(Command& program, int* exit_code);
+void AddRoleCommands(Command& program, int* exit_code);
 
 // Set by a stop signal (kStopSignals, core/stop_signals.h; InstallStopSignals);
 // polled by the job and role loops. A role still running kStopDeadline (a server) or
@@ -55,7 +55,7 @@ struct PreparedRun {
 struct RunDirArg {
   std::string dir;
   std::vector<std::string> stray;
-  void AddTo(CLI::App* command, const char* help = "the run directory");
+  void AddTo(Command& command, const char* help = "the run directory");
   // The run and its config. InvalidArgument for an argument given without the option ("status
   // takes no argument 'runs/x' (give a run directory as --run-dir DIR)") or a missing
   // --run-dir; the config's own errors.
@@ -63,7 +63,8 @@ struct RunDirArg {
 };
 
 // --set key.path=value (repeats; needs `config`).
-CLI::Option* AddSetOption(CLI::App* command, std::vector<std::string>* sets, CLI::Option* config);
+CommandOption AddSetOption(Command& command, std::vector<std::string>* sets,
+                           const CommandOption& config);
 
 // A run or study estimated to take longer than this on this machine needs --yes.
 inline constexpr double kConfirmSeconds = 3600;

@@ -199,7 +199,7 @@ int Compare(const std::string& study_path, const std::vector<std::string>& sets,
 
 }  // namespace
 
-void AddCompareCommand(CLI::App& app, int* exit_code) {
+void AddCompareCommand(Command& program, int* exit_code) {
   struct Options {
     std::string study, out;
     std::vector<std::string> sets;
@@ -207,24 +207,24 @@ void AddCompareCommand(CLI::App& app, int* exit_code) {
     bool yes = false;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "compare",
       "run each variant of a study (one base job, several algorithms or knobs) in turn, then "
       "write DIR/compare.csv, compare.md and compare.svg");
-  CLI::Option* study = cmd->add_option("STUDY.yaml", o->study, "the study")->required();
+  CommandOption study = cmd.Option("STUDY.yaml", &o->study, "the study").Required();
   AddSetOption(cmd, &o->sets, study)
-      ->description(
+      .Help(
           "override a config field in every variant, after the study's own settings, e.g. "
           "training.max_steps=20 for a quick trial (YAML value; repeats)");
-  cmd->add_option("--out", o->out, "the study's directory (default runs/STUDY/TIMESTAMP)");
-  cmd->add_option("--seeds", o->seeds,
-                  "run each variant N times, with the job's seed, seed + 1, ...; compare.md "
-                  "adds each figure's median and range over them")
-      ->check(CLI::Range(1, 100));
-  cmd->add_flag("--yes", o->yes,
-                "run a study estimated to take more than an hour (without it, such a study "
-                "stops after printing its plan)");
-  cmd->callback([o, exit_code] { *exit_code = Compare(o->study, o->sets, o->out, o->seeds, o->yes); });
+  cmd.Option("--out", &o->out, "the study's directory (default runs/STUDY/TIMESTAMP)");
+  cmd.Option("--seeds", &o->seeds,
+             "run each variant N times, with the job's seed, seed + 1, ...; compare.md "
+             "adds each figure's median and range over them")
+      .InRange(1, 100);
+  cmd.Flag("--yes", &o->yes,
+           "run a study estimated to take more than an hour (without it, such a study "
+           "stops after printing its plan)");
+  cmd.OnRun([o, exit_code] { *exit_code = Compare(o->study, o->sets, o->out, o->seeds, o->yes); });
 }
 
 }  // namespace monsoon

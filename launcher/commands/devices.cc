@@ -6,10 +6,10 @@
 
 namespace monsoon {
 
-void AddDevicesCommand(CLI::App& app, int* exit_code) {
-  CLI::App* cmd = app.add_subcommand(
+void AddDevicesCommand(Command& program, int* exit_code) {
+  Command cmd = program.Subcommand(
       "devices", "list the CUDA devices this machine can use (exit 1 and the reason when none)");
-  cmd->callback([exit_code] {
+  cmd.OnRun([exit_code] {
     auto devices = ListCudaDevices();
     if (!devices.ok()) {
       std::cout << "cuda: none (" << devices.status().message() << ")" << std::endl;

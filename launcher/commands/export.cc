@@ -53,16 +53,16 @@ int Export(const ExportOptions& o) {
 
 }  // namespace
 
-void AddExportCommand(CLI::App& app, int* exit_code) {
+void AddExportCommand(Command& program, int* exit_code) {
   auto o = std::make_shared<ExportOptions>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "export",
       "write a finished run's final weights as named arrays in the model's shapes: an .npz "
       "archive for NumPy (numpy.load) and PyTorch");
   o->run_dir.AddTo(cmd);
-  cmd->add_option("--format", o->format, "the file format")->check(CLI::IsMember({"npz"}));
-  cmd->add_option("--output", o->output, "where to write it (default RUN_DIR/params.npz)");
-  cmd->callback([o, exit_code] { *exit_code = Export(*o); });
+  cmd.Option("--format", &o->format, "the file format").OneOf({"npz"});
+  cmd.Option("--output", &o->output, "where to write it (default RUN_DIR/params.npz)");
+  cmd.OnRun([o, exit_code] { *exit_code = Export(*o); });
 }
 
 }  // namespace monsoon

@@ -33,29 +33,29 @@ int Up(const HostsOptions& o) {
 
 }  // namespace
 
-void AddHostsCommand(CLI::App& app, int* exit_code) {
-  CLI::App* cmd = app.add_subcommand(
+void AddHostsCommand(Command& program, int* exit_code) {
+  Command cmd = program.Subcommand(
       "hosts", "emulated hosts in network namespaces, linked through a switch (root only)");
-  cmd->require_subcommand(1);
+  cmd.RequireSubcommand();
   auto o = std::make_shared<HostsOptions>();
-  CLI::App* up = cmd->add_subcommand("up", "create hosts; prints NAME NAMESPACE ADDRESS each");
-  up->add_option("names", o->hosts.names, "the hosts' names")->required();
-  up->add_option("--owner", o->owner, "the PID whose end makes them removable")
-      ->required()
-      ->check(CLI::Range(1, 1 << 30));
-  up->add_option("--interface", o->hosts.interface, "each host's link")->capture_default_str();
-  up->add_option("--link-mbit", o->hosts.link_mbit, "each link's rate each way; 0: no limit")
-      ->capture_default_str();
-  up->callback([o, exit_code] { *exit_code = Up(*o); });
-  CLI::App* down = cmd->add_subcommand("down", "kill what runs on an owner's hosts; remove them");
-  down->add_option("--owner", o->owner, "their owner's PID")->required();
-  down->callback([o, exit_code] {
+  Command up = cmd.Subcommand("up", "create hosts; prints NAME NAMESPACE ADDRESS each");
+  up.Option("names", &o->hosts.names, "the hosts' names").Required();
+  up.Option("--owner", &o->owner, "the PID whose end makes them removable")
+      .Required()
+      .InRange(1, 1 << 30);
+  up.Option("--interface", &o->hosts.interface, "each host's link").ShowDefault();
+  up.Option("--link-mbit", &o->hosts.link_mbit, "each link's rate each way; 0: no limit")
+      .ShowDefault();
+  up.OnRun([o, exit_code] { *exit_code = Up(*o); });
+  Command down = cmd.Subcommand("down", "kill what runs on an owner's hosts; remove them");
+  down.Option("--owner", &o->owner, "their owner's PID").Required();
+  down.OnRun([o, exit_code] {
     const absl::Status removed = RemoveEmulatedHosts(o->owner);
     *exit_code = removed.ok() ? 0 : Fail(removed, 1);
   });
-  CLI::App* list = cmd->add_subcommand("list", "the hosts' namespaces (of one owner)");
-  list->add_option("--owner", o->owner, "their owner's PID");
-  list->callback([o, exit_code] {
+  Command list = cmd.Subcommand("list", "the hosts' namespaces (of one owner)");
+  list.Option("--owner", &o->owner, "their owner's PID");
+  list.OnRun([o, exit_code] {
     for (const std::string& name : EmulatedHostNamespaces(o->owner)) std::cout << name << "\n";
     *exit_code = 0;
   });

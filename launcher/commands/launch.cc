@@ -105,21 +105,20 @@ int Launch(const LaunchOptions& o) {
 
 }  // namespace
 
-void AddLaunchCommand(CLI::App& app, int* exit_code) {
+void AddLaunchCommand(Command& program, int* exit_code) {
   auto o = std::make_shared<LaunchOptions>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "launch",
       "inside an srun task (or under mpirun): run this task's role, chosen from the launcher's "
       "environment; with CONFIG, task 0 prepares DIR. Outside any parallel launcher: the whole "
       "job on this machine, as `run`");
-  CLI::Option* config = cmd->add_option("CONFIG.yaml", o->config, "the job");
-  cmd->add_option("--run-dir", o->run_dir, "the run directory (shared by every task)");
-  CLI::Option* sets = AddSetOption(cmd, &o->sets, config);
-  CLI::Option* resume =
-      cmd->add_flag("--resume", o->resume, "servers start from their checkpoints");
-  config->excludes(resume);
-  sets->excludes(resume);
-  cmd->callback([o, exit_code] { *exit_code = Launch(*o); });
+  CommandOption config = cmd.Option("CONFIG.yaml", &o->config, "the job");
+  cmd.Option("--run-dir", &o->run_dir, "the run directory (shared by every task)");
+  CommandOption sets = AddSetOption(cmd, &o->sets, config);
+  CommandOption resume = cmd.Flag("--resume", &o->resume, "servers start from their checkpoints");
+  config.Excludes(resume);
+  sets.Excludes(resume);
+  cmd.OnRun([o, exit_code] { *exit_code = Launch(*o); });
 }
 
 }  // namespace monsoon

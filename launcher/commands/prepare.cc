@@ -38,19 +38,19 @@ int Prepare(const PrepareOptions& o) {
 
 }  // namespace
 
-void AddPrepareCommand(CLI::App& app, int* exit_code) {
+void AddPrepareCommand(Command& program, int* exit_code) {
   auto o = std::make_shared<PrepareOptions>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "prepare",
       "create a run directory (resolved config, job token) for `launch`; with --resume, ready "
       "one for `launch --resume` (a requeued SLURM job)");
-  CLI::Option* config = cmd->add_option("CONFIG.yaml", o->config, "the job");
-  cmd->add_option("--run-dir", o->run_dir, "the run directory");
-  CLI::Option* sets = AddSetOption(cmd, &o->sets, config);
-  CLI::Option* resume = cmd->add_flag("--resume", o->resume, "ready the run to resume");
-  config->excludes(resume);
-  sets->excludes(resume);
-  cmd->callback([o, exit_code] { *exit_code = Prepare(*o); });
+  CommandOption config = cmd.Option("CONFIG.yaml", &o->config, "the job");
+  cmd.Option("--run-dir", &o->run_dir, "the run directory");
+  CommandOption sets = AddSetOption(cmd, &o->sets, config);
+  CommandOption resume = cmd.Flag("--resume", &o->resume, "ready the run to resume");
+  config.Excludes(resume);
+  sets.Excludes(resume);
+  cmd.OnRun([o, exit_code] { *exit_code = Prepare(*o); });
 }
 
 }  // namespace monsoon

@@ -43,33 +43,33 @@ int Role(RoleKind kind, const RoleOptions& o) {
                  bind.empty() ? "127.0.0.1" : bind, o.gpu, o.resume);
 }
 
-CLI::App* AddRole(CLI::App& app, int* exit_code, RoleKind kind, const char* name, const char* help,
-                  const std::shared_ptr<RoleOptions>& o) {
-  CLI::App* cmd = app.add_subcommand(name, help)->group("Role commands (started by monsoon run)");
+Command AddRole(Command& program, int* exit_code, RoleKind kind, const char* name, const char* help,
+                const std::shared_ptr<RoleOptions>& o) {
+  Command cmd = program.Subcommand(name, help).InGroup("Role commands (started by monsoon run)");
   o->run_dir.AddTo(cmd, "the run directory (config.yaml and token)");
   if (kind != RoleKind::kEvaluator) {
-    cmd->add_option("--index", o->index, "which one")->required()->check(CLI::Range(0, INT_MAX));
+    cmd.Option("--index", &o->index, "which one").Required().InRange(0, INT_MAX);
   }
   if (kind != RoleKind::kServer) {
-    cmd->add_option("--gpu", o->gpu, "the CUDA device (compute.device)")
-        ->check(CLI::Range(0, INT_MAX));
+    cmd.Option("--gpu", &o->gpu, "the CUDA device (compute.device)").InRange(0, INT_MAX);
   }
-  cmd->callback([kind, o, exit_code] { *exit_code = Role(kind, *o); });
+  cmd.OnRun([kind, o, exit_code] { *exit_code = Role(kind, *o); });
   return cmd;
 }
 
 }  // namespace
 
-void AddRoleCommands(CLI::App& app, int* exit_code) {
+void AddRoleCommands(Command& program, int* exit_code) {
   auto server = std::make_shared<RoleOptions>();
-  CLI::App* cmd =
-      AddRole(app, exit_code, RoleKind::kServer, "server", "a parameter server", server);
-  cmd->add_option("--bind", server->bind,
-                  "the address to listen on (default: 127.0.0.1, or on emulated hosts "
-                  "network.interface's)");
-  cmd->add_flag("--resume", server->resume, "start from the newest checkpoint");
-  AddRole(app, exit_code, RoleKind::kWorker, "worker", "a worker", std::make_shared<RoleOptions>());
-  AddRole(app, exit_code, RoleKind::kEvaluator, "evaluator", "the evaluator",
+  Command cmd =
+      AddRole(program, exit_code, RoleKind::kServer, "server", "a parameter server", server);
+  cmd.Option("--bind", &server->bind,
+             "the address to listen on (default: 127.0.0.1, or on emulated hosts "
+             "network.interface's)");
+  cmd.Flag("--resume", &server->resume, "start from the newest checkpoint");
+  AddRole(program, exit_code, RoleKind::kWorker, "worker", "a worker",
+          std::make_shared<RoleOptions>());
+  AddRole(program, exit_code, RoleKind::kEvaluator, "evaluator", "the evaluator",
           std::make_shared<RoleOptions>());
 }
 

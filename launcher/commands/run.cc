@@ -48,26 +48,26 @@ int Run(const RunOptions& o) {
 
 }  // namespace
 
-void AddRunCommand(CLI::App& app, int* exit_code) {
+void AddRunCommand(Command& program, int* exit_code) {
   auto o = std::make_shared<RunOptions>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "run",
       "run a whole job on this machine: servers, workers and evaluator as child processes on "
       "loopback; or continue a stopped run (--resume)");
-  CLI::Option* config = cmd->add_option("CONFIG.yaml", o->config, "the job");
-  CLI::Option* resume = cmd->add_option(
-      "--resume", o->resume,
-      "continue this stopped or failed run: servers load their newest good checkpoints, "
-      "workers continue where the servers last heard from them");
-  cmd->add_option("--run-dir", o->run_dir, "the run directory (default runs/JOB/TIMESTAMP)")
-      ->excludes(resume);
-  AddSetOption(cmd, &o->sets, config)->excludes(resume);
-  cmd->add_flag("--yes", o->yes,
-                "run a job estimated to take more than an hour on this machine (without it, "
-                "such a job stops before it starts, printing the estimate)")
-      ->excludes(resume);
-  config->excludes(resume);
-  cmd->callback([o, exit_code] { *exit_code = Run(*o); });
+  CommandOption config = cmd.Option("CONFIG.yaml", &o->config, "the job");
+  CommandOption resume =
+      cmd.Option("--resume", &o->resume,
+                 "continue this stopped or failed run: servers load their newest good checkpoints, "
+                 "workers continue where the servers last heard from them");
+  cmd.Option("--run-dir", &o->run_dir, "the run directory (default runs/JOB/TIMESTAMP)")
+      .Excludes(resume);
+  AddSetOption(cmd, &o->sets, config).Excludes(resume);
+  cmd.Flag("--yes", &o->yes,
+           "run a job estimated to take more than an hour on this machine (without it, "
+           "such a job stops before it starts, printing the estimate)")
+      .Excludes(resume);
+  config.Excludes(resume);
+  cmd.OnRun([o, exit_code] { *exit_code = Run(*o); });
 }
 
 }  // namespace monsoon

@@ -160,19 +160,19 @@ int Sbatch(const SbatchOptions& o) {
 
 }  // namespace
 
-void AddSbatchCommand(CLI::App& app, int* exit_code) {
+void AddSbatchCommand(Command& program, int* exit_code) {
   auto o = std::make_shared<SbatchOptions>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "sbatch",
       "write a SLURM batch script for the job (from its slurm: section) and print it; "
       "--submit submits it");
-  CLI::Option* config = cmd->add_option("CONFIG.yaml", o->config, "the job")->required();
+  CommandOption config = cmd.Option("CONFIG.yaml", &o->config, "the job").Required();
   AddSetOption(cmd, &o->sets, config);
-  cmd->add_option("--script", o->script,
-                  "where to write the script (default runs/JOB/JOB-TIMESTAMP.sbatch)");
-  CLI::Option* submit = cmd->add_flag("--submit", o->submit, "submit the script with sbatch");
-  cmd->add_flag("--wait", o->wait, "wait for the job and return its exit status")->needs(submit);
-  cmd->callback([o, exit_code] { *exit_code = Sbatch(*o); });
+  cmd.Option("--script", &o->script,
+             "where to write the script (default runs/JOB/JOB-TIMESTAMP.sbatch)");
+  CommandOption submit = cmd.Flag("--submit", &o->submit, "submit the script with sbatch");
+  cmd.Flag("--wait", &o->wait, "wait for the job and return its exit status").Needs(submit);
+  cmd.OnRun([o, exit_code] { *exit_code = Sbatch(*o); });
 }
 
 }  // namespace monsoon

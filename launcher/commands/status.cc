@@ -104,18 +104,18 @@ int Follow(const RunDirArg& arg, int every) {
 
 }  // namespace
 
-void AddStatusCommand(CLI::App& app, int* exit_code) {
+void AddStatusCommand(Command& program, int* exit_code) {
   auto arg = std::make_shared<RunDirArg>();
   auto follow = std::make_shared<int>(0);
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "status",
       "where a run stands: progress, whether training has finished, is running or stopped, and "
       "its summary; exit 0 once training has finished, else 1");
   arg->AddTo(cmd);
-  cmd->add_option("--follow", *follow,
-                  "instead, print the progress line every SECONDS until training has finished")
-      ->check(CLI::Range(1, 3600));
-  cmd->callback([arg, follow, exit_code] {
+  cmd.Option("--follow", follow.get(),
+             "instead, print the progress line every SECONDS until training has finished")
+      .InRange(1, 3600);
+  cmd.OnRun([arg, follow, exit_code] {
     *exit_code = *follow > 0 ? Follow(*arg, *follow) : Status(*arg);
   });
 }

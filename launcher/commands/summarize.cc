@@ -7,14 +7,14 @@
 
 namespace monsoon {
 
-void AddSummarizeCommand(CLI::App& app, int* exit_code) {
+void AddSummarizeCommand(Command& program, int* exit_code) {
   auto run_dir_arg = std::make_shared<RunDirArg>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "summarize",
       "write DIR/summary.json and DIR/trace.json once training has finished (and DIR/params.bin "
       "from the servers' final checkpoints when no evaluator wrote it)");
   run_dir_arg->AddTo(cmd);
-  cmd->callback([run_dir_arg, exit_code] {
+  cmd.OnRun([run_dir_arg, exit_code] {
     *exit_code = [&] {
       auto run = run_dir_arg->Open("summarize");
       if (!run.ok()) return Fail(run.status(), 2);

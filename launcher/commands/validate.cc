@@ -27,19 +27,19 @@ void PrintCommented(const std::string& text) {
 
 }  // namespace
 
-void AddValidateCommand(CLI::App& app, int* exit_code) {
+void AddValidateCommand(Command& program, int* exit_code) {
   struct Options {
     std::string config;
     std::vector<std::string> sets;
   };
   auto o = std::make_shared<Options>();
-  CLI::App* cmd = app.add_subcommand(
+  Command cmd = program.Subcommand(
       "validate",
       "check a config, and its data against its model, and print it fully resolved (every "
       "default filled in)");
-  CLI::Option* config = cmd->add_option("CONFIG.yaml", o->config, "the job")->required();
+  CommandOption config = cmd.Option("CONFIG.yaml", &o->config, "the job").Required();
   AddSetOption(cmd, &o->sets, config);
-  cmd->callback([o, exit_code] {
+  cmd.OnRun([o, exit_code] {
     auto loaded = LoadUserConfig(o->config, o->sets);
     if (!loaded.ok()) {
       *exit_code = Fail(loaded.status(), 2);
