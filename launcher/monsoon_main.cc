@@ -20,20 +20,19 @@ int Main(int argc, char** argv) {
   // the launcher speaks to the user on plain stderr ("monsoon: ...").
   FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
-  int exit_code = 0;
-  const auto declare = [&exit_code](Command& program) {
+  const auto declare = [](Command& program, int* exit_code) {
     for (auto add :
          {AddRunCommand, AddValidateCommand, AddCompareCommand, AddSbatchCommand, AddLaunchCommand,
           AddPrepareCommand, AddSummarizeCommand, AddExportCommand, AddStatusCommand,
           AddDevicesCommand, AddHostsCommand, AddGenLinearCommand, AddRoleCommands}) {
-      add(program, &exit_code);
+      add(program, exit_code);
     }
   };
   const auto ready = [] {
     InstallStopSignals();
     ApplyProcessSettings();
   };
-  return RunCommandLine(argc, argv, {"monsoon", kAbout, kVersion}, declare, ready, &exit_code);
+  return RunCommandLine(argc, argv, {"monsoon", kAbout, kVersion}, declare, ready);
 }
 
 }  // namespace

@@ -123,13 +123,14 @@ int ExitForParseError(CLI::App& app, const CLI::ParseError& e) {
 }  // namespace
 
 int RunCommandLine(int argc, char** argv, const ProgramText& text,
-                   const std::function<void(Command&)>& declare, const std::function<void()>& ready,
-                   const int* exit_code) {
+                   const std::function<void(Command&, int* exit_code)>& declare,
+                   const std::function<void()>& ready) {
   CLI::App app{text.about, text.name};
   app.set_version_flag("--version", text.version);
   Command program(&app);
   program.RequireSubcommand();
-  declare(program);
+  int exit_code = 0;
+  declare(program, &exit_code);
   if (argc < 2) {
     std::cout << app.help();
     return 2;
@@ -147,7 +148,7 @@ int RunCommandLine(int argc, char** argv, const ProgramText& text,
   } catch (const CLI::ParseError& e) {
     return ExitForParseError(app, e);
   }
-  return *exit_code;
+  return exit_code;
 }
 
 }  // namespace monsoon

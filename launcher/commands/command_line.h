@@ -71,17 +71,19 @@ class Command {
   CLI::App* app_;
 };
 
-// The program's whole command line: `declare` adds the commands to the program; `ready` runs
-// once argv names one of them (or asks for help), before it is parsed; then the command named
-// runs. Returns 2 with one line "monsoon: WHAT (see monsoon [COMMAND] --help)" for a bad
-// command line, the help and 2 for none at all, 0 after --help or --version; otherwise what
-// the command's action left in *exit_code.
+// The program's name, its help's first line and its --version line.
 struct ProgramText {
   std::string name, about, version;
 };
+
+// The program's whole command line: `declare` adds the commands to the program, each action
+// leaving its exit status in the int it is given; `ready` runs once argv names one of them (or
+// asks for help), before it is parsed; then the command named runs. Returns 2 with one line
+// "NAME: WHAT (see NAME [COMMAND] --help)" for a bad command line, the help and 2 for none at
+// all, 0 after --help or --version; otherwise the command's exit status.
 int RunCommandLine(int argc, char** argv, const ProgramText& text,
-                   const std::function<void(Command&)>& declare, const std::function<void()>& ready,
-                   const int* exit_code);
+                   const std::function<void(Command&, int* exit_code)>& declare,
+                   const std::function<void()>& ready);
 
 }  // namespace monsoon
 
