@@ -70,17 +70,18 @@ def samples_per_second(net, batch, reps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200,
-                        help="steps at batch 64 (fewer at larger batches, at least 10 or STEPS), as compute_bench")
+                        help="steps at batch 64 (fewer at larger batches, at least 10 or "
+                             "STEPS), as compute_bench")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--model", choices=("cnn", "resnet"), default="cnn")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(1)
     net = resnet() if args.model == "resnet" else network()
+    reps = {batch: max(min(10, args.steps), args.steps * 64 // batch) for batch in (64, 256)}
     results = [{"batch": batch,
-                "step_samples_per_second": round(
-                    samples_per_second(net, batch, max(min(10, args.steps), args.steps * 64 // batch)))}
-               for batch in (64, 256)]
+                "step_samples_per_second": round(samples_per_second(net, batch, n))}
+               for batch, n in reps.items()]
     print(json.dumps({"benchmark": f"pytorch_{args.model}", "torch": torch.__version__,
                       "mkldnn": torch.backends.mkldnn.is_available(), "threads": args.threads,
                       "results": results}, indent=1))

@@ -1,7 +1,8 @@
 // The shared segments a server makes for the clients on its own host: one per client (role,
-// index), a pool of slots (core/process/segment_layout.h). A client's new Hello replaces its segment (a restarted
-// worker gets a fresh one); calls still holding the old one keep it mapped until they end.
-// A segment lives while the server or its client maps it: nothing is left after a crash.
+// index), a pool of slots (core/process/segment_layout.h). A client's new Hello replaces its
+// segment (a restarted worker gets a fresh one); calls still holding the old one keep it mapped
+// until they end. A segment lives while the server or its client maps it: nothing is left
+// after a crash.
 #ifndef MONSOON_SERVER_CLIENT_SEGMENTS_H_
 #define MONSOON_SERVER_CLIENT_SEGMENTS_H_
 
@@ -15,11 +16,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "core/process/segment_layout.h"
 #include "core/process/shared_segment.h"
 #include "core/role.h"
 #include "core/sharding_plan.h"
 #include "proto/frame.h"
-#include "core/process/segment_layout.h"
 
 namespace monsoon {
 

@@ -12,8 +12,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "core/process/shared_segment.h"
 #include "core/process/segment_layout.h"
+#include "core/process/shared_segment.h"
 
 namespace monsoon {
 

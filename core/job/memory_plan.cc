@@ -58,9 +58,9 @@ uint64_t LargestServerShare(const JobConfig& config, uint64_t params) {
   return largest;
 }
 
-// The shared segments (core/process/segment_layout.h) server 0 makes for its clients when they share
-// its host, counted on the server (its clients map the same pages): none with transport.local
-// grpc.
+// The shared segments (core/process/segment_layout.h) server 0 makes for its clients when they
+// share its host, counted on the server (its clients map the same pages): none with
+// transport.local grpc.
 uint64_t SegmentBytes(const JobConfig& config) {
   const absl::StatusOr<ShardingPlan> plan = JobShardingPlan(config);
   if (!plan.ok() || config.transport.local == LocalTransport::kGrpc) return 0;
