@@ -6,7 +6,6 @@
 # worker starts (a child, setsid, nohup, an emptied environment) are ended with their role and
 # their job: afterwards no process of the job is left.
 source tests/launcher/test_lib.sh
-export PATH="/usr/bin:$PATH"  # Debian's python3, which has numpy
 
 program="$PWD/tests/launcher/tree_worker.py"
 cat >"$WORK/plain.sh" <<'SH'

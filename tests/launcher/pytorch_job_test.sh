@@ -10,7 +10,6 @@
 # refused by name and num_batches_tracked counts batches; monsoon.Client pushes and pulls by
 # hand.
 source tests/launcher/test_lib.sh
-export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
 export PYTHONPATH="$PWD/python"
 
 at_least() {  # at_least WHAT VALUE MIN

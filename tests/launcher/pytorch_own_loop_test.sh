@@ -14,7 +14,6 @@
 #     steps the optimizer it wraps, a DataLoader that shuffles the whole set instead of the
 #     worker's shard, and a layer added after init are clear errors.
 source tests/launcher/test_lib.sh
-export PATH="/usr/bin:$PATH"  # Debian's python3, which has python3-torch
 
 at_least() {  # at_least WHAT VALUE MIN
   python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) >= float(sys.argv[2]) else 1)" "$2" "$3" \

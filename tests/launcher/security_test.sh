@@ -206,7 +206,7 @@ sed -e "s|  evaluator: true|  evaluator: false\n  worker_program: [python3, $WOR
   -e "s|  type: linear_regression|  type: program\n  loss: mean_squared_error|" \
   -e "s|data/|$PWD/configs/data/|" "$cfg" >"$WORK/forger.yaml"
 for forged in finished stalled; do
-  FORGE=$forged PATH="/usr/bin:$PATH" timeout 120 "$MONSOON" run "$WORK/forger.yaml" \
+  FORGE=$forged timeout 120 "$MONSOON" run "$WORK/forger.yaml" \
     --run-dir "$WORK/forged-$forged" >"$WORK/forged-$forged.txt" 2>&1
   expect_eq "a forged '$forged' exit record: the job's exit status" "$?" "1"
 done

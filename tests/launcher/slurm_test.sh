@@ -145,9 +145,9 @@ case "$exe" in
 esac
 grep -q "^srun .* --cpus-per-task=1 " sbatch2.txt && pass "srun gets --cpus-per-task" \
   || fail "srun without --cpus-per-task: $(grep '^srun' sbatch2.txt)"
-# 2b. A PyTorch worker program (examples/pytorch_mlp.py, Debian's python3 first on PATH): the
+# 2b. A PyTorch worker program (examples/pytorch_mlp.py, on Debian's python3: .bazelrc): the
 # batch script exports a stable copy of the monsoon Python package.
-PATH="/usr/bin:$PATH" timeout 180 "$MONSOON" sbatch "$ROOT/examples/pytorch_mlp.yaml" $ON_ETH0 \
+timeout 180 "$MONSOON" sbatch "$ROOT/examples/pytorch_mlp.yaml" $ON_ETH0 \
   --set training.epochs=1 --submit --wait >sbatch_py.txt 2>&1
 expect_eq "PyTorch job exit status" "$?" "0"
 run=$(ls -d runs/pytorch_mlp/slurm-* | grep -v '\.out$' | head -1)
