@@ -31,6 +31,7 @@ int Main(int argc, char** argv) {
   const auto ready = [] {
     InstallStopSignals();
     ApplyProcessSettings();
+    RequestHugePagesForChildren();
   };
   return RunCommandLine(argc, argv, {"monsoon", kAbout, kVersion}, declare, ready);
 }

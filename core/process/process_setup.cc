@@ -26,6 +26,15 @@ void ApplyProcessSettings() {
   RaiseDescriptorLimit();
 }
 
+void RequestHugePagesForChildren() {
+  constexpr char kTunable[] = "glibc.malloc.hugetlb";
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  const std::string current = tunables == nullptr ? "" : tunables;
+  if (current.find(kTunable) != std::string::npos) return;
+  const std::string wanted = std::string(kTunable) + "=1";
+  setenv("GLIBC_TUNABLES", current.empty() ? wanted.c_str() : (current + ":" + wanted).c_str(), 1);
+}
+
 void RaiseDescriptorLimit() {
   struct rlimit limit {};
   if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == limit.rlim_max) return;

@@ -16,6 +16,13 @@ namespace monsoon {
 // - Raises the descriptor limit (RaiseDescriptorLimit).
 void ApplyProcessSettings();
 
+// Asks for transparent huge pages in every process this one starts (roles, worker programs):
+// adds glibc.malloc.hugetlb=1 to GLIBC_TUNABLES, which glibc reads when a process starts, so
+// that malloc advises the kernel to back its heap and its mmap()s with 2 MiB pages. Weights,
+// gradients and data otherwise fault in 4 KiB at a time. Leaves a caller's own choice of
+// glibc.malloc.hugetlb as it is. Call before any thread starts (it sets the environment).
+void RequestHugePagesForChildren();
+
 // Raises this process's open-file limit (RLIMIT_NOFILE) to its hard limit: a server holds a
 // descriptor per connection.
 void RaiseDescriptorLimit();
