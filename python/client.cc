@@ -20,7 +20,7 @@ namespace py = pybind11;
 
 namespace monsoon {
 
-Client::Client(std::unique_ptr<GrpcPsClient> client)
+Client::Client(std::unique_ptr<PsClient> client)
     : client_(std::move(client)), num_params_(client_->plan().num_params()) {
   const absl::StatusOr<ResumePoint> resume = client_->Resume();
   absl::MutexLock lock(&mu_);
@@ -50,7 +50,7 @@ std::unique_ptr<Client> Client::FromJob(const std::atomic<bool>* stop) {
   const ProgramEnvironment env = ValueOrRaise(ProgramEnvironment::FromEnv());
   const RunDir run_dir{env.run_dir};
   const JobConfig config = ValueOrRaise(LoadJobConfig(run_dir.config_path()));
-  absl::StatusOr<std::unique_ptr<GrpcPsClient>> client;
+  absl::StatusOr<std::unique_ptr<PsClient>> client;
   {
     py::gil_scoped_release release;
     client = ConnectToServers(config, run_dir, {RoleKind::kWorker, env.index, NewIncarnation()},

@@ -1,5 +1,5 @@
-// monsoon.Client: Monsoon's gRPC client (GrpcPsClient) for push and pull by hand, speaking for
-// one worker.
+// monsoon.Client: Monsoon's client (GrpcPsClient, or a node's NodePusher or NodeMember in a
+// job) for push and pull by hand, speaking for one worker.
 #ifndef MONSOON_PYTHON_CLIENT_H_
 #define MONSOON_PYTHON_CLIENT_H_
 
@@ -27,7 +27,7 @@ namespace monsoon {
 // it returns.
 class Client {
  public:
-  explicit Client(std::unique_ptr<GrpcPsClient> client);
+  explicit Client(std::unique_ptr<PsClient> client);
 
   // To the servers at `servers` ("host:port", server j holding the plan's chunks of j), for a
   // model whose last num_state values are state.
@@ -67,7 +67,7 @@ class Client {
   template <class Send>
   absl::StatusOr<PushSummary> Numbered(Send send) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const std::unique_ptr<GrpcPsClient> client_;
+  const std::unique_ptr<PsClient> client_;
   const size_t num_params_;
   std::unique_ptr<WorkerMetricsRecorder> metrics_;  // from_job's
   double base_learning_rate_ = 0;                   // from_job's: the job's, for report's rows

@@ -99,9 +99,9 @@ absl::Status Restore(const RunDir& run_dir, int index, ParameterServer* logic) {
   return absl::OkStatus();
 }
 
-// The job's clients of each server: its workers and evaluator.
+// The job's clients of each server: its workers (or their nodes) and evaluator.
 int Clients(const JobConfig& config) {
-  return config.cluster.workers + (config.cluster.evaluator ? 1 : 0);
+  return config.cluster.pushing_clients() + (config.cluster.evaluator ? 1 : 0);
 }
 
 // Descriptors a server keeps for itself beyond its connections: logs, checkpoints, metrics.
@@ -118,10 +118,13 @@ absl::Status CheckConnectionsFit(const JobConfig& config) {
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "each server may hold ", cap, " connections (cluster.workers ", config.cluster.workers,
-      config.cluster.evaluator ? " and the evaluator" : "", ", each with twice "
-      "transport.channels_per_server ", config.transport.channels_per_server,
-      ", and 16 for tools), more than this host's ", files.rlim_max,
+      "each server may hold ", cap, " connections (", config.cluster.pushing_clients(),
+      config.cluster.aggregate_per_node ? " nodes of workers" : " workers",
+      config.cluster.evaluator ? " and the evaluator" : "",
+      ", each with twice "
+      "transport.channels_per_server ",
+      config.transport.channels_per_server, ", and 16 for tools), more than this host's ",
+      files.rlim_max,
       " open files a process (ulimit -Hn) leave room for: fewer channels_per_server, or a "
       "higher hard limit"));
 }
@@ -219,7 +222,7 @@ namespace {
 absl::Status Record(const ServerRun& run, const ServerStats& s, bool final_row) {
   LogEvents(run);
   const size_t workers_done = static_cast<size_t>(s.workers_finished) + s.workers_lost.size();
-  if (!final_row && workers_done >= static_cast<size_t>(run.config.cluster.workers)) {
+  if (!final_row && workers_done >= static_cast<size_t>(run.config.cluster.pushing_clients())) {
     return absl::OkStatus();
   }
   return run.metrics->Append(
@@ -307,8 +310,8 @@ absl::Status RunServerRole(const JobConfig& config, const RunDir& run_dir,
   const Allocating allocating(absl::StrCat("server ", options.index, "'s ",
                                            plan.FloatsOf(options.index),
                                            " parameters and their optimizer state"));
-  ParameterServer logic(options.index, plan, initial_values, rules, config.cluster.workers,
-                        config.cluster.evaluator);
+  ParameterServer logic(options.index, plan, initial_values, rules,
+                        config.cluster.pushing_clients(), config.cluster.evaluator);
   if (options.resume) {
     MONSOON_RETURN_IF_ERROR(Traced(trace.get(), 0, "restore checkpoint",
                                    [&] { return Restore(run_dir, options.index, &logic); }));
@@ -351,7 +354,7 @@ absl::StatusOr<CheckpointedWeights> WeightsFromCheckpoints(const JobConfig& conf
                                     j,
                                     plan.fingerprint(),
                                     static_cast<int64_t>(config.training.algorithm),
-                                    config.cluster.workers,
+                                    config.cluster.pushing_clients(),
                                     static_cast<int64_t>(plan.ChunksOf(j).size())};
     const absl::StatusOr<uint64_t> version =
         ReadServerWeights(run_dir, expected, plan, absl::MakeSpan(result.weights));

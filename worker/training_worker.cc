@@ -82,14 +82,18 @@ absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport*
   report->comm_seconds = earlier_.comm_seconds;
   report->emulated_delay_seconds = earlier_.emulated_delay_seconds;
   if (resume.sequence == 0) return absl::OkStatus();
-  MONSOON_RETURN_IF_ERROR(shard_->Seek(resume.position));
+  // A node's members resume at their pusher's position, within their own shards (which hold
+  // as many examples as its, or one fewer).
+  DataPosition position = resume.position;
+  position.cursor = std::min<uint64_t>(position.cursor, shard_->size());
+  MONSOON_RETURN_IF_ERROR(shard_->Seek(position));
   report->steps = resume.position.step;
   report->pushes = static_cast<int64_t>(resume.sequence);
   resumed_after_ = resume.sequence;
   first_step_ = report->steps;
   LOG(INFO) << "worker " << index_ << " resumes after push " << resume.sequence << ": step "
-            << resume.position.step << ", epoch " << resume.position.epoch << ", example "
-            << resume.position.cursor << " of its shard";
+            << position.step << ", epoch " << position.epoch << ", example " << position.cursor
+            << " of its shard";
   return absl::OkStatus();
 }
 

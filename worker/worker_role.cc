@@ -24,6 +24,7 @@
 #include "core/status_macros.h"
 #include "worker/evaluator.h"
 #include "worker/grpc_ps_client.h"
+#include "worker/node_aggregation.h"
 #include "worker/training_worker.h"
 
 namespace monsoon {
@@ -42,12 +43,11 @@ absl::StatusOr<std::unique_ptr<TrainableModel>> MakeModel(const ModelFactory& ma
   return model;
 }
 
-}  // namespace
-
-absl::StatusOr<std::unique_ptr<GrpcPsClient>> ConnectToServers(const JobConfig& config,
-                                                               const RunDir& run_dir,
-                                                               ClientIdentity identity,
-                                                               const std::atomic<bool>* stop) {
+// The gRPC client of `identity` itself (a worker of a node connects as its node).
+absl::StatusOr<std::unique_ptr<GrpcPsClient>> ConnectDirectly(const JobConfig& config,
+                                                              const RunDir& run_dir,
+                                                              ClientIdentity identity,
+                                                              const std::atomic<bool>* stop) {
   MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
   MONSOON_ASSIGN_OR_RETURN(
       std::vector<std::string> addresses,
@@ -70,6 +70,53 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> ConnectToServers(const JobConfig& 
   return client;
 }
 
+// How worker `worker` meets the other workers of its node.
+NodeOptions NodeOptionsOf(const JobConfig& config, int worker) {
+  const ClusterConfig& cluster = config.cluster;
+  NodeOptions options;
+  options.node = cluster.node_of(worker);
+  options.first_worker = options.node * cluster.workers_per_node;
+  options.workers = std::min(cluster.workers_per_node, cluster.workers - options.first_worker);
+  options.mean = config.training.algorithm == Algorithm::kSync;
+  options.stop_on_loss = StopsOnWorkerLoss(config);
+  options.heartbeat = absl::Seconds(config.reliability.heartbeat_seconds);
+  options.peer_timeout = absl::Seconds(config.reliability.peer_timeout_seconds);
+  options.join_timeout = absl::Seconds(config.reliability.join_timeout_seconds);
+  return options;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PsClient>> ConnectToServers(const JobConfig& config,
+                                                           const RunDir& run_dir,
+                                                           ClientIdentity identity,
+                                                           const std::atomic<bool>* stop) {
+  if (identity.role != RoleKind::kWorker || !config.cluster.aggregate_per_node) {
+    return ConnectDirectly(config, run_dir, identity, stop);
+  }
+  const NodeOptions node = NodeOptionsOf(config, identity.index);
+  if (identity.index != node.first_worker) {
+    MONSOON_ASSIGN_OR_RETURN(ShardingPlan plan, JobShardingPlan(config));
+    MONSOON_ASSIGN_OR_RETURN(
+        std::unique_ptr<NodeMember> member,
+        NodeMember::Join(plan, node, identity.index, run_dir.node_path(node.node),
+                         absl::Seconds(config.transport.rendezvous_timeout_seconds), stop));
+    LOG(INFO) << "worker " << identity.index << " pushes through worker " << node.first_worker
+              << " with the " << node.workers << " workers of node " << node.node;
+    return member;
+  }
+  identity.index = node.node;  // the servers' client
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcPsClient> servers,
+                           ConnectDirectly(config, run_dir, identity, stop));
+  if (node.workers == 1) return servers;
+  LOG(INFO) << "worker " << node.first_worker << " pushes for the " << node.workers
+            << " workers of node " << node.node;
+  MONSOON_ASSIGN_OR_RETURN(
+      std::unique_ptr<NodePusher> pusher,
+      NodePusher::Start(std::move(servers), node, run_dir.node_path(node.node)));
+  return pusher;
+}
+
 absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu) {
   MONSOON_ASSIGN_OR_RETURN(BackendSelection selection, MakeComputeBackend(config.compute, gpu));
   if (!selection.note.empty()) LOG(INFO) << selection.note;
@@ -90,7 +137,7 @@ absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int i
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
                            MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<GrpcPsClient> client, Traced(trace.get(), kTraceLoop, "connect", [&] {
+      std::unique_ptr<PsClient> client, Traced(trace.get(), kTraceLoop, "connect", [&] {
         return ConnectToServers(config, run_dir, {RoleKind::kWorker, index, NewIncarnation()},
                                 stop);
       }));
@@ -139,7 +186,7 @@ absl::Status RunEvaluatorRole(const JobConfig& config, const RunDir& run_dir, in
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<TrainableModel> model,
                            MakeModel(make_model, config, gpu));
   MONSOON_ASSIGN_OR_RETURN(
-      std::unique_ptr<GrpcPsClient> client, Traced(trace.get(), 0, "connect", [&] {
+      std::unique_ptr<PsClient> client, Traced(trace.get(), 0, "connect", [&] {
         return ConnectToServers(config, run_dir, {RoleKind::kEvaluator, 0}, stop);
       }));
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CsvMetricsWriter> metrics,

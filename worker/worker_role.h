@@ -29,13 +29,15 @@ using ModelFactory =
 // compute_backends.h; an `auto` fallback is logged).
 absl::StatusOr<std::unique_ptr<TrainableModel>> NativeModel(const JobConfig& config, int gpu);
 
-// The job's gRPC client for `identity`: waits for the servers' addresses in the run directory
+// The job's client for `identity`: waits for the servers' addresses in the run directory
 // (within transport.rendezvous_timeout_seconds; Cancelled when *stop becomes true) and connects
-// with the job's secrets and transport settings.
-absl::StatusOr<std::unique_ptr<GrpcPsClient>> ConnectToServers(const JobConfig& config,
-                                                               const RunDir& run_dir,
-                                                               ClientIdentity identity,
-                                                               const std::atomic<bool>* stop);
+// with the job's secrets and transport settings. With cluster.aggregate_per_node a worker
+// pushes through its node (worker/node_aggregation.h): the node's first worker connects as
+// the node's client and serves the others, which reach only it.
+absl::StatusOr<std::unique_ptr<PsClient>> ConnectToServers(const JobConfig& config,
+                                                           const RunDir& run_dir,
+                                                           ClientIdentity identity,
+                                                           const std::atomic<bool>* stop);
 
 // Trains worker `index`'s shard; writes RUN_DIR/metrics/worker-INDEX.csv.
 absl::Status RunWorkerRole(const JobConfig& config, const RunDir& run_dir, int index, int gpu,

@@ -121,6 +121,14 @@ void VisitJobAndModel(JobConfig& c, V& v) {
     v.Field("servers", &c.cluster.servers, IntRange{1, 1024}, "parameter servers");
     v.Field("workers", &c.cluster.workers, IntRange{1, 4096},
             "workers; each trains on `1/workers` of the data");
+    v.Field("workers_per_node", &c.cluster.workers_per_node, IntRange{1, c.cluster.workers},
+            Doc("workers `i` with the same `i / workers_per_node` form a node, which shares a "
+                "host: an emulated one with `network.hosts: namespaces`; on a cluster the launch "
+                "must place them so (see [Concepts](#concepts))")
+                .Type("integer (1–workers)"));
+    v.Field("aggregate_per_node", &c.cluster.aggregate_per_node, Flag{},
+            "a node's workers sum their gradients through shared memory and push once per "
+            "step, the servers counting each node as one client (see [Concepts](#concepts))");
     v.Field("evaluator", &c.cluster.evaluator, Flag{}, "run an evaluator (needs test data)");
     v.Field("assignment", &c.cluster.assignment, kAssignmentNames,
             "how tasks of a parallel launch get roles (see "
@@ -283,10 +291,10 @@ void VisitTraining(JobConfig& c, V& v) {
             "warm start: worker 0 trains alone for this many steps before the others start");
   });
   v.Section("sync", "(`algorithm: sync`)", [&] {
-    v.Field("quorum", &c.sync.quorum, IntRange{0, c.cluster.workers},
-            Doc("K: a round is applied with the first K fresh gradients (N − K backup workers); "
-                "0 means all workers")
-                .Type("integer (0–workers)"));
+    v.Field("quorum", &c.sync.quorum, IntRange{0, c.cluster.pushing_clients()},
+            Doc("K: a round is applied with the first K fresh gradients (N − K backup workers, "
+                "or nodes with `cluster.aggregate_per_node`); 0 means all of them")
+                .Type("integer (0–workers, or nodes)"));
     v.Field("backup_fraction", &c.sync.backup_fraction, RealRange{0, false, 0.5},
             "with `quorum: 0`, that fraction of the workers (rounded up) are backups: K = N − "
             "⌈fraction · N⌉, so a study over worker counts keeps the same share (0.05: 1 of "
@@ -500,8 +508,8 @@ void VisitDeployment(JobConfig& c, V& v) {
             "namespaces`)");
     v.Field("hosts", &c.network.hosts, kHostsKindNames,
             "`monsoon run`: `loopback` (every role on this host), or `namespaces`: each role on "
-            "an emulated host of its own, linked to the others through a switch (root only; see "
-            "[Emulated network](#emulated-network))");
+            "an emulated host of its own (a node's workers on their node's), linked to the "
+            "others through a switch (root only; see [Emulated network](#emulated-network))");
     v.Field("link_mbit", &c.network.link_mbit, RealRange{0, false, 1e6},
             "with `hosts: namespaces`, each host's link carries at most this many Mbit/s each "
             "way (the kernel's token bucket filter); 0: no limit");

@@ -33,6 +33,30 @@ absl::Status ValidateCluster(const ClusterConfig& c) {
                    c.workers, " and ", c.evaluator ? 1 : 0));
 }
 
+// Nodes that push summed gradients: the rules that need each worker's own push, or a process
+// of its own, cannot hold.
+absl::Status ValidateNodes(const JobConfig& c) {
+  if (!c.cluster.aggregate_per_node) return absl::OkStatus();
+  const auto refused = [](absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("cluster.aggregate_per_node: ", why));
+  };
+  if (c.cluster.workers_per_node == 1) {
+    return refused("needs nodes of several workers (cluster.workers_per_node > 1)");
+  }
+  if (!PushesGradients(c.training.algorithm)) {
+    return refused(absl::StrCat("the workers of ", kAlgorithmNames.Name(c.training.algorithm),
+                                " each train a copy of their own and exchange weights, not "
+                                "gradients: there is nothing to sum (use 1)"));
+  }
+  if (c.simulation.enabled) return refused("a simulated cluster pushes each worker's gradients");
+  if (c.reliability.worker_restarts > 0) {
+    return refused(
+        "a restarted worker cannot rejoin its node's summed pushes: set "
+        "reliability.worker_restarts to 0");
+  }
+  return absl::OkStatus();
+}
+
 // A program's model: only its input, output and size are Monsoon's to check.
 absl::Status ValidateProgramModel(const ModelSpec& m) {
   if (!m.layers.empty() || !m.hidden.empty()) {
@@ -216,6 +240,7 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
         "network.link_mbit: a link rate needs emulated hosts (network.hosts: namespaces)");
   }
   MONSOON_RETURN_IF_ERROR(ValidateReliability(c.reliability, c.transport));
+  MONSOON_RETURN_IF_ERROR(ValidateNodes(c));
   return ValidateSecurityAndSlurm(c.security, c.slurm);
 }
 

@@ -18,12 +18,12 @@ bool StopsOnWorkerLoss(const JobConfig& config) {
   const WorkerLoss loss = config.reliability.worker_loss;
   if (loss != WorkerLoss::kAuto) return loss == WorkerLoss::kStop;
   return config.training.algorithm == Algorithm::kSync &&
-         EffectiveQuorum(config) == config.cluster.workers;
+         EffectiveQuorum(config) == config.cluster.pushing_clients();
 }
 
 int EffectiveQuorum(const JobConfig& config) {
   if (config.sync.quorum > 0) return config.sync.quorum;
-  const int workers = config.cluster.workers;
+  const int workers = config.cluster.pushing_clients();
   const int backups = static_cast<int>(std::ceil(config.sync.backup_fraction * workers - 1e-9));
   return std::max(1, workers - backups);
 }
@@ -35,7 +35,7 @@ float EffectiveMomentum(const JobConfig& config) {
       (a != Algorithm::kDownpour && a != Algorithm::kSsp)) {
     return momentum;
   }
-  return std::max(0.0f, momentum - (1.0f - 1.0f / config.cluster.workers));
+  return std::max(0.0f, momentum - (1.0f - 1.0f / config.cluster.pushing_clients()));
 }
 
 absl::StatusOr<ShardingPlan> JobShardingPlan(const JobConfig& config) {

@@ -33,12 +33,31 @@ inline constexpr EnumNames<Assignment> kAssignmentNames{"assignment", kAssignmen
 struct ClusterConfig {
   int servers = 1;
   int workers = 1;
+  // Consecutive groups of this many workers share a host (a node)...
+  int workers_per_node = 1;
+  // ... and push once per step, their gradients summed (worker/node_aggregation.h).
+  bool aggregate_per_node = false;
   bool evaluator = true;
   Assignment assignment = Assignment::kAuto;
   std::vector<RoleKind> ranks;  // explicit rank -> role map, one entry per rank
   // The program the worker and evaluator roles run instead of Monsoon's model (model.type:
   // program), and its arguments; relative paths of files beside the job file made absolute.
   std::vector<std::string> worker_program;
+
+  // Worker `worker`'s node.
+  int node_of(int worker) const { return worker / workers_per_node; }
+  // The clients that push to the servers: the workers, or with aggregate_per_node one per
+  // node (the last node may have fewer workers).
+  int pushing_clients() const {
+    return aggregate_per_node ? (workers + workers_per_node - 1) / workers_per_node : workers;
+  }
+  // Worker `worker`'s index among the servers' clients: its own, or its node's.
+  int client_of(int worker) const { return aggregate_per_node ? node_of(worker) : worker; }
+  // Whether worker `worker` pushes to the servers: every worker, or with aggregate_per_node
+  // each node's first (its pusher).
+  bool pushes_to_servers(int worker) const {
+    return !aggregate_per_node || worker % workers_per_node == 0;
+  }
 };
 
 // Where servers listen when started by `monsoon launch` (`monsoon run` always uses loopback).

@@ -66,8 +66,16 @@ uint64_t SegmentBytes(const JobConfig& config) {
   if (!plan.ok() || config.transport.local == LocalTransport::kGrpc) return 0;
   const SegmentLayout layout = SegmentLayout::For(
       *plan, SegmentLayout::SlotsWanted(*plan, 0, config.transport.max_in_flight));
-  const int clients = config.cluster.workers + (config.cluster.evaluator ? 1 : 0);
+  const int clients = config.cluster.pushing_clients() + (config.cluster.evaluator ? 1 : 0);
   return layout.bytes() * static_cast<uint64_t>(clients);
+}
+
+// A worker's share of its node's segment and its pusher's sum (worker/node_aggregation.h):
+// per node, a gradient slot for each worker, the published weights and the sum.
+uint64_t NodeBytesPerWorker(const JobConfig& config, uint64_t params) {
+  const int per_node = config.cluster.workers_per_node;
+  if (!config.cluster.aggregate_per_node) return 0;
+  return (params * sizeof(float) * (per_node + 2) + per_node - 1) / per_node;
 }
 
 // "812.3 MB", "27.08 GB".
@@ -181,8 +189,10 @@ MemoryEstimate EstimateMemory(const JobConfig& config, const DataSizes& data) {
            SegmentBytes(config)});
   const int workers = config.cluster.workers;
   const uint64_t shard = (data.train_rows + workers - 1) / workers;
-  RoleMemory worker{"worker", workers, params * sizeof(float) * WorkerCopies(config),
-                    ActivationBytes(spec, layers, batch, /*backward=*/true)};
+  RoleMemory worker{
+      "worker", workers,
+      params * sizeof(float) * WorkerCopies(config) + NodeBytesPerWorker(config, params),
+      ActivationBytes(spec, layers, batch, /*backward=*/true)};
   worker.streamed = StreamsShard(config, shard, data.feature_dim, data.target_dim);
   worker.data = RowBytes(worker.streamed ? 2 * batch : shard, data.feature_dim, data.target_dim);
   estimate.roles.push_back(worker);

@@ -46,6 +46,10 @@ struct RunDir {
   std::string finished_path(int server) const {
     return rendezvous_dir() + "/finished-server-" + std::to_string(server);
   }
+  // Where node `node`'s pusher says where its shared segment is (worker/node_aggregation.h).
+  std::string node_path(int node) const {
+    return rendezvous_dir() + "/node-" + std::to_string(node);
+  }
   std::string metrics_dir() const { return root + "/metrics"; }
   std::string worker_metrics_path(int worker) const { return MetricsFile("worker-", worker); }
   std::string server_metrics_path(int server) const { return MetricsFile("server-", server); }

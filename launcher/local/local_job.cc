@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -42,19 +43,30 @@ std::vector<RoleId> Roles(const ClusterConfig& cluster) {
   return roles;
 }
 
-// With network.hosts: namespaces, an emulated host for each role, named by its Name;
-// otherwise null.
+// The emulated host of `role`: its own, named by its Name, or with cluster.workers_per_node > 1
+// a worker's node's ("node-K"), which the node's workers share.
+std::string HostOf(const ClusterConfig& cluster, const RoleId& role) {
+  if (role.kind == RoleKind::kWorker && cluster.workers_per_node > 1) {
+    return absl::StrCat("node-", cluster.node_of(role.index));
+  }
+  return role.Name();
+}
+
+// With network.hosts: namespaces, the emulated hosts of the roles (HostOf); otherwise null.
 absl::StatusOr<std::unique_ptr<EmulatedHosts>> HostsFor(const JobConfig& config) {
   if (config.network.hosts != HostsKind::kNamespaces) return nullptr;
   EmulatedHostsOptions options;
-  for (const RoleId& role : Roles(config.cluster)) options.names.push_back(role.Name());
+  for (const RoleId& role : Roles(config.cluster)) {
+    const std::string host = HostOf(config.cluster, role);
+    if (options.names.empty() || options.names.back() != host) options.names.push_back(host);
+  }
   options.interface = EmulatedHostLink(config.network);
   options.link_mbit = config.network.link_mbit;
   return EmulatedHosts::Create(options);
 }
 
-// The roles of a local job as child processes of the launcher, each on its own emulated host
-// where `hosts` is not null.
+// The roles of a local job as child processes of the launcher, each on its emulated host
+// (HostOf) where `hosts` is not null.
 class LocalJob {
  public:
   LocalJob(const JobConfig& config, const RunDir& run_dir, const LocalJobOptions& options,
@@ -85,24 +97,33 @@ class LocalJob {
     if (role.kind == RoleKind::kWorker)
       argv.insert(argv.end(), {"--gpu", std::to_string(role.index)});
     if (role.kind == RoleKind::kServer && resume) argv.push_back("--resume");
-    if (hosts_ != nullptr) argv = hosts_->On(name, argv);
+    if (hosts_ != nullptr) argv = hosts_->On(HostOf(config_.cluster, role), argv);
     return children_.Start(name, argv, absl::StrCat(run_dir_.logs_dir(), "/", name, ".log"));
   }
 
   // Carries out what Decide says for each child that exited; an error ends the job.
   absl::Status Supervise(RestartBudget* budget, bool tty) {
     std::vector<ChildExit> exits = children_.Reap();
-    // Servers first: a server's death makes its workers fail moments later.
-    std::stable_partition(exits.begin(), exits.end(), [&](const ChildExit& e) {
-      return roles_[e.name].kind == RoleKind::kServer;
+    // Servers first: a server's death makes its workers fail moments later; so does a node's
+    // pusher's the node's other workers.
+    std::stable_sort(exits.begin(), exits.end(), [&](const ChildExit& a, const ChildExit& b) {
+      return Precedence(roles_[a.name]) < Precedence(roles_[b.name]);
     });
     const char* newline = tty ? "\n" : "";
     for (const ChildExit& e : exits) {
       const RoleId role = roles_[e.name];
+      if (EndedWithNode(role, e)) {
+        const int pusher = config_.cluster.node_of(role.index) * config_.cluster.workers_per_node;
+        MONSOON_RETURN_IF_ERROR(LoseWorker(role,
+                                           absl::StrCat(e.name, " ended with its node (worker-",
+                                                        pusher, ", which pushed for it, was lost)"),
+                                           newline));
+        continue;
+      }
       switch (Decide(role, e, config_, budget)) {
         case Action::kNone:
-          if (role.kind == RoleKind::kWorker) {
-            const absl::Status heard = ServersHeardFinish(role.index);
+          if (role.kind == RoleKind::kWorker && config_.cluster.pushes_to_servers(role.index)) {
+            const absl::Status heard = ServersHeardFinish(config_.cluster.client_of(role.index));
             if (!heard.ok()) {
               std::fprintf(stderr, "%s", newline);
               StopAll();
@@ -131,19 +152,7 @@ class LocalJob {
           MONSOON_RETURN_IF_ERROR(Start(role, /*resume=*/false));
           break;
         case Action::kContinueWithout:
-          workers_lost_.push_back(e.Describe());
-          if (workers_finished_ == 0 &&
-              static_cast<int>(workers_lost_.size()) == config_.cluster.workers) {
-            std::fprintf(stderr, "%s", newline);
-            StopAll();
-            return absl::AbortedError(absl::StrCat("every worker was lost: ",
-                                                   absl::StrJoin(workers_lost_, "; "),
-                                                   "; the job was stopped"));
-          }
-          std::fprintf(stderr,
-                       "%smonsoon: %s; the job carries on without it (its shard is not "
-                       "trained further; reliability.worker_loss)\n",
-                       newline, e.Describe().c_str());
+          MONSOON_RETURN_IF_ERROR(LoseWorker(role, e.Describe(), newline));
           break;
         case Action::kAbort:
           std::fprintf(stderr, "%s", newline);
@@ -181,8 +190,45 @@ class LocalJob {
   void StopAll() { children_.StopAll(kStopDeadline + absl::Seconds(5)); }
 
  private:
-  // OK when every server still running has heard worker `index` finish (its Finish call), or
-  // cannot be asked; else FailedPrecondition "server 1 has not heard it finish".
+  // The order in which Supervise takes exits reaped together: servers, the workers that push
+  // to them, the other workers (of a node that aggregates), the evaluator.
+  int Precedence(const RoleId& role) const {
+    if (role.kind != RoleKind::kWorker) return role.kind == RoleKind::kServer ? 0 : 3;
+    return config_.cluster.pushes_to_servers(role.index) ? 1 : 2;
+  }
+
+  // True for a worker of a node whose pusher was lost earlier, ending for that reason (or any
+  // other but finishing): it is lost with its node.
+  bool EndedWithNode(const RoleId& role, const ChildExit& e) const {
+    return role.kind == RoleKind::kWorker && e.kind() != ObservedExitKind::kFinished &&
+           config_.cluster.aggregate_per_node &&
+           nodes_lost_.count(config_.cluster.node_of(role.index)) > 0;
+  }
+
+  // Carries on without worker `role`, which ended as `how` says; Aborted once every worker is
+  // lost.
+  absl::Status LoseWorker(const RoleId& role, const std::string& how, const char* newline) {
+    workers_lost_.push_back(how);
+    if (config_.cluster.aggregate_per_node && config_.cluster.pushes_to_servers(role.index)) {
+      nodes_lost_.insert(config_.cluster.node_of(role.index));
+    }
+    if (workers_finished_ == 0 &&
+        static_cast<int>(workers_lost_.size()) == config_.cluster.workers) {
+      std::fprintf(stderr, "%s", newline);
+      StopAll();
+      return absl::AbortedError(absl::StrCat(
+          "every worker was lost: ", absl::StrJoin(workers_lost_, "; "), "; the job was stopped"));
+    }
+    std::fprintf(stderr,
+                 "%smonsoon: %s; the job carries on without it (its shard is not trained "
+                 "further; reliability.worker_loss)\n",
+                 newline, how.c_str());
+    return absl::OkStatus();
+  }
+
+  // OK when every server still running has heard client `index` (a worker, or a node that
+  // pushes for its workers) finish (its Finish call), or cannot be asked; else
+  // FailedPrecondition "server 1 has not heard it finish".
   absl::Status ServersHeardFinish(int index) const {
     const absl::StatusOr<JobSecrets> secrets = ReadJobSecrets(run_dir_, config_.security);
     if (!secrets.ok()) return absl::OkStatus();
@@ -225,6 +271,7 @@ class LocalJob {
   int servers_finished_ = 0;             // since the last StartAll
   int workers_finished_ = 0;
   std::vector<std::string> workers_lost_;  // how each worker left behind ended
+  std::set<int> nodes_lost_;               // aggregating nodes whose pusher was left behind
 };
 
 // How long clients may outlive the servers' finish (the evaluator writing params.bin).

@@ -31,12 +31,14 @@ absl::Status TrainingFinished(const JobConfig& config, const RunDir& run_dir) {
                              ReadLastRow<ServerMetricsRow>(path));
     const int finished = row.has_value() ? static_cast<int>(row->workers_finished) : 0;
     const int lost = row.has_value() ? static_cast<int>(row->workers_lost) : 0;
-    if (!row.has_value() || finished == 0 || finished + lost < config.cluster.workers) {
+    const int clients = config.cluster.pushing_clients();
+    if (!row.has_value() || finished == 0 || finished + lost < clients) {
       return absl::FailedPreconditionError(absl::StrCat(
           "training did not finish: server ", j,
           !row.has_value() ? absl::StrCat(" wrote no metrics (", path, ")")
-                           : absl::StrCat(" last saw ", finished, " of ", config.cluster.workers,
-                                          " workers finished and ", lost, " lost (", path, " at ",
+                           : absl::StrCat(" last saw ", finished, " of ", clients,
+                                          config.cluster.aggregate_per_node ? " nodes" : " workers",
+                                          " finished and ", lost, " lost (", path, " at ",
                                           row->wall_seconds, " s)"),
           "; its weights are not the job's result. Continue the run: monsoon run --resume ",
           run_dir.root, ", or requeue the SLURM job"));

@@ -557,6 +557,38 @@ TEST_CASE("JobConfig: cross-field rules", "[core][config]") {
         "data.test: required when cluster.evaluator is true");
 }
 
+TEST_CASE("JobConfig: nodes that push once count as the servers' clients", "[core][config]") {
+  const std::vector<std::string> nodes = {"cluster.workers=5", "cluster.workers_per_node=2",
+                                          "cluster.aggregate_per_node=true"};
+  auto loaded = LoadJobConfig("configs/fmnist_downpour.yaml", nodes);
+  REQUIRE(loaded.ok());
+  const ClusterConfig& c = loaded->cluster;
+  CHECK(c.pushing_clients() == 3);  // 2 + 2 + a lone last worker
+  CHECK((c.client_of(3) == 1 && c.client_of(4) == 2));
+  CHECK((c.pushes_to_servers(2) && !c.pushes_to_servers(3) && c.pushes_to_servers(4)));
+  loaded->training.algorithm = Algorithm::kSync;
+  loaded->sync.backup_fraction = 0.3;
+  CHECK(EffectiveQuorum(*loaded) == 2);  // of 3 nodes, not of 5 workers
+  loaded->cluster.aggregate_per_node = false;
+  CHECK((loaded->cluster.pushing_clients() == 5 && loaded->cluster.client_of(3) == 3));
+
+  const auto refusal = [&](std::vector<std::string> more) {
+    more.insert(more.begin(), nodes.begin(), nodes.end());
+    auto config = LoadJobConfig("configs/fmnist_downpour.yaml", more);
+    return config.ok() ? std::string("accepted") : std::string(config.status().message());
+  };
+  CHECK_THAT(refusal({"training.algorithm=eamsgd"}),
+             Catch::Contains("cluster.aggregate_per_node: the workers of eamsgd"));
+  CHECK_THAT(refusal({"simulation.enabled=true"}),
+             Catch::Contains("cluster.aggregate_per_node: a simulated cluster"));
+  CHECK_THAT(refusal({"reliability.worker_restarts=1"}),
+             Catch::Contains("reliability.worker_restarts to 0"));
+  CHECK_THAT(refusal({"cluster.workers_per_node=1"}),
+             Catch::Contains("needs nodes of several workers"));
+  CHECK_THAT(refusal({"training.algorithm=sync", "sync.quorum=4"}), Catch::Contains("sync.quorum"));
+  CHECK_THAT(refusal({"cluster.workers_per_node=6"}), Catch::Contains("cluster.workers_per_node"));
+}
+
 TEST_CASE("EffectiveMomentum: lowered by 1 - 1/W for asynchronous algorithms when asked",
           "[core][config]") {
   JobConfig config;

@@ -6,16 +6,6 @@
 # writes its table and plot.
 source tests/launcher/test_lib.sh
 
-# run_linear NAME --set ... : runs the linear job; checks exit 0 and m, b within 0.02.
-run_linear() {
-  local name="$1"
-  shift
-  timeout 240 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/$name" "$@" \
-    >"$WORK/$name.txt" 2>&1
-  expect_eq "$name: exit status" "$?" "0"
-  fits_line "$WORK/$name" 0.02 && pass "$name: m and b within 0.02" || fail "$name: the fit"
-}
-
 # both_paths NAME --set ... : run_linear NAME through shared memory, NAME-grpc through gRPC.
 both_paths() {
   local name="$1"

@@ -145,6 +145,23 @@ case "$exe" in
 esac
 grep -q "^srun .* --cpus-per-task=1 " sbatch2.txt && pass "srun gets --cpus-per-task" \
   || fail "srun without --cpus-per-task: $(grep '^srun' sbatch2.txt)"
+# 2a. Nodes of two workers that push once (cluster.aggregate_per_node), two tasks a node: 1 server and the
+# evaluator on mn1, workers 0 and 1 (node 0) on mn2, workers 2 and 3 (node 1) on mn3.
+timeout 120 "$MONSOON" sbatch "$ROOT/configs/slurm/linear_3nodes.yaml" $ON_ETH0 \
+  --set job=linear_pernode --set cluster.servers=1 --set cluster.workers=4 \
+  --set cluster.workers_per_node=2 --set cluster.aggregate_per_node=true \
+  --set 'slurm.extra=["--ntasks-per-node=2"]' \
+  --set 'cluster.ranks=[server, evaluator, worker, worker, worker, worker]' \
+  --submit --wait >sbatch_nodes.txt 2>&1
+expect_eq "per-node job exit status" "$?" "0"
+run=$(ls -d runs/linear_pernode/slurm-* | grep -v '\.out$' | head -1)
+fits_line "$run" 0.02 && pass "per-node job: m and b within 0.02" || fail "per-node job: the fit"
+grep -h -- '-> worker' "$run"/logs/task-*.log
+for w in 1 3; do
+  grep -q "worker $w pushes through worker $((w - 1)) with the 2 workers of node $((w / 2))" \
+    "$run"/logs/task-*.log && pass "per-node job: worker $w pushes through its node's first" \
+    || fail "per-node job: no node line for worker $w"
+done
 # 2b. A PyTorch worker program (examples/pytorch_mlp.py, on Debian's python3: .bazelrc): the
 # batch script exports a stable copy of the monsoon Python package.
 timeout 180 "$MONSOON" sbatch "$ROOT/examples/pytorch_mlp.yaml" $ON_ETH0 \

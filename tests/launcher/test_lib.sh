@@ -70,6 +70,17 @@ sys.exit(0 if abs(m - 2.5) <= tolerance and abs(b + 1.25) <= tolerance else 1)
 PY
 }
 
+# run_linear NAME --set ... : runs configs/linear_regression.yaml in $WORK/NAME; checks exit 0
+# and m, b within 0.02.
+run_linear() {
+  local name="$1"
+  shift
+  timeout 240 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/$name" "$@" \
+    >"$WORK/$name.txt" 2>&1
+  expect_eq "$name: exit status" "$?" "0"
+  fits_line "$WORK/$name" 0.02 && pass "$name: m and b within 0.02" || fail "$name: the fit"
+}
+
 # check_ledger RUN_DIR: every server's ledger against every worker's final push count.
 check_ledger() {
   python3 - "$1" <<'PY'
