@@ -295,7 +295,7 @@ std::string VariantKnobs(const JobConfig& c) {
       break;
     case Algorithm::kSync:
       knobs = absl::StrCat(
-          "quorum=", EffectiveQuorum(c), "/", c.cluster.workers,
+          "quorum=", EffectiveQuorum(c), "/", c.cluster.pushing_clients(),
           " late=", kLateGradientsNames.Name(c.sync.late_gradients), " ", optimizer);
       break;
     case Algorithm::kSsp:

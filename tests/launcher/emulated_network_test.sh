@@ -3,8 +3,9 @@
 # a network namespace of its own, its link rate-limited by tc tbf; servers bind their host's
 # eth0. The job trains; the namespaces, their qdiscs and the roles are gone after it, after an
 # interrupt and after the launcher is killed. Then the network study, shortened: EAMSGD on the
-# CNN over 1 Gbit/s links, tau = 16 reaching the target accuracy sooner than tau = 1. Needs
-# root.
+# CNN over 1 Gbit/s links, tau = 16 reaching the target accuracy sooner than tau = 1; and the
+# nodes study, shortened: nodes of 2 workers pushing once send half the bytes and train
+# faster. Needs root.
 source tests/launcher/test_lib.sh
 
 [ "$(id -u)" -eq 0 ] || skip "emulated hosts are network namespaces, which needs root"
@@ -109,4 +110,26 @@ sys.exit(0 if s16 >= 1.5 * s1 and w16 < w1 else 1)
 PY
 expect_eq "at 1 Gbit/s, tau 16 trains >= 1.5x as fast as tau 1 and ends sooner" "$?" "0"
 expect_eq "nothing left after the study" "$(left_by "$launcher" "$WORK/study")" ""
+
+# 5. configs/compare_nodes.yaml shortened: Downpour only, one epoch. 8 workers as 4 nodes of 2
+# on 1 Gbit/s links: a node that pushes once sends half the bytes and trains faster.
+sed -e "s|^base: .*|base: $PWD/configs/fmnist_downpour.yaml|" \
+  -e "s|training.epochs: 10,|training.epochs: 1,|" \
+  -e "s|^  training.algorithm: .*|  training.algorithm: [downpour]|" \
+  configs/compare_nodes.yaml >"$WORK/nodes.yaml"
+launched "$MONSOON" compare "$WORK/nodes.yaml" --out "$WORK/nodes" >"$WORK/nodes.txt" 2>&1
+wait "$watch"
+expect_eq "nodes study exit status" "$?" "0"
+cat "$WORK/nodes/compare.md"
+python3 - "$WORK/nodes/compare.csv" <<'PY'
+import csv, sys
+rows = {r["variant"]: r for r in csv.DictReader(open(sys.argv[1]))}
+worker, node = rows["per-worker-algorithmdownpour"], rows["per-node-algorithmdownpour"]
+sent = float(node["bytes_sent"]) / float(worker["bytes_sent"])
+speed = float(node["samples_per_second"]) / float(worker["samples_per_second"])
+print(f"per node against per worker: bytes sent {sent:.3f}x, samples/s {speed:.2f}x")
+sys.exit(0 if sent <= 0.55 and speed >= 1.3 else 1)
+PY
+expect_eq "nodes of 2 on 1 Gbit/s: <= 0.55x the bytes, >= 1.3x the samples/s" "$?" "0"
+expect_eq "nothing left after the nodes study" "$(left_by "$launcher" "$WORK/nodes")" ""
 finish

@@ -6,7 +6,8 @@
 # cross on the plot, exit 0. A simulated run prints its progress and stops at training.timeout_seconds of real time;
 # `monsoon run` asks for --yes before a job estimated at more than an hour.
 # configs/compare_fmnist.yaml runs whole in fmnist_compare_test, configs/compare_network.yaml
-# shortened in emulated_network_test (it needs network namespaces).
+# and configs/compare_nodes.yaml shortened in emulated_network_test (they need network
+# namespaces).
 source tests/launcher/test_lib.sh
 FMNIST=/usr/share/datasets/fashion-mnist
 
