@@ -4,8 +4,8 @@
 # node, whose pushes carry half the bytes of per-worker pushes; a member with more steps than
 # its pusher is served to its end; a lone last node, and the payloads through gRPC, work too;
 # a killed member leaves its node pushing without it, a killed pusher takes its node with it,
-# and the job carries on (reliability.worker_loss); the combinations that make no sense are
-# refused by name.
+# and the job carries on (reliability.worker_loss); a stopped job resumes; the combinations
+# that make no sense are refused by name.
 source tests/launcher/test_lib.sh
 
 nodes=(--set cluster.workers=4 --set cluster.workers_per_node=2 --set cluster.aggregate_per_node=true)
@@ -69,6 +69,24 @@ grep -q "worker-3 ended with its node (worker-2, which pushed for it, was lost)"
   grep -q "worker 1 of node 0 was lost" "$run/logs/worker-0.log" &&
   pass "killed: node 0 pushed without its member; node 1 ended with its pusher" ||
   { fail "killed: the losses were not reported"; tail -5 "$run.txt"; }
+
+# Resumed: a job stopped mid-run continues from the servers' checkpoints, each member at its
+# pusher's position, and every worker ends at the job's last step.
+run="$WORK/resumed"
+timeout 240 "$MONSOON" run configs/linear_regression.yaml --run-dir "$run" "${nodes[@]}" \
+  "${paced[@]}" >"$run.txt" 2>&1 &
+launcher=$!
+wait_for_file "$run/metrics/worker-3.csv" && sleep 1
+kill -TERM "$launcher"
+wait "$launcher"
+expect_eq "resumed: the stopped job exits 130" "$?" "130"
+timeout 240 "$MONSOON" run --resume "$run" >>"$run.txt" 2>&1
+expect_eq "resumed: exit status" "$?" "0"
+fits_line "$run" 0.02 && pass "resumed: m and b within 0.02" || fail "resumed: the fit"
+grep -q "worker 1 resumes after push" "$run/logs/worker-1.log" &&
+  [ "$(tail -qn1 "$run"/metrics/worker-[0-3].csv | cut -d, -f1 | sort -u)" = 800 ] &&
+  pass "resumed: members resume with their pushers; every worker ends at step 800" ||
+  fail "resumed: $(tail -qn1 "$run"/metrics/worker-[0-3].csv | cut -d, -f1 | xargs)"
 
 # Refused: the elastic algorithms, a quorum of more nodes than there are.
 "$MONSOON" validate configs/linear_regression.yaml "${nodes[@]}" \
