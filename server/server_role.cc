@@ -118,8 +118,10 @@ absl::Status CheckConnectionsFit(const JobConfig& config) {
     return absl::OkStatus();
   }
   return absl::FailedPreconditionError(absl::StrCat(
-      "each server may hold ", cap, " connections (", config.cluster.pushing_clients(),
-      config.cluster.aggregate_per_node ? " nodes of workers" : " workers",
+      "each server may hold ", cap, " connections (",
+      config.cluster.aggregate_per_node
+          ? absl::StrCat(config.cluster.pushing_clients(), " nodes of workers")
+          : absl::StrCat("cluster.workers ", config.cluster.workers),
       config.cluster.evaluator ? " and the evaluator" : "",
       ", each with twice "
       "transport.channels_per_server ",
