@@ -63,8 +63,9 @@ sinfo
 ON_ETH0="--set network.interface=eth0"
 cd "$WORK"
 
-# start_fmnist JOB_NAME: submits configs/slurm/fmnist.yaml as JOB_NAME and returns once every
-# role runs (worker 0 past 20 steps, worker 1 past its first, the evaluator has scored once);
+# start_fmnist JOB_NAME [--set ...]: submits configs/slurm/fmnist.yaml as JOB_NAME, with the
+# settings given, and returns once every role runs (worker 0 past 20 steps, worker 1 past its
+# first, the evaluator has scored once);
 # sets $job and $run. A role writes its CSV only once connected to every server. In one CI
 # run worker 1 was still connecting when step 7 killed server 0: never heard by server 1, it
 # was not given up (not before reliability.join_timeout_seconds), and the job outlived the
@@ -72,7 +73,8 @@ cd "$WORK"
 # the stop too: RunRole, interrupt_test).
 start_fmnist() {
   local out
-  out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job="$1" $ON_ETH0 --submit 2>&1)
+  out=$("$MONSOON" sbatch "$ROOT/configs/slurm/fmnist.yaml" --set job="$1" $ON_ETH0 "${@:2}" \
+    --submit 2>&1)
   job=$(echo "$out" | grep -o 'Submitted batch job [0-9]*' | grep -o '[0-9]*$')
   run="runs/$1/slurm-$job"
   for _ in $(seq 1 600); do
@@ -265,8 +267,10 @@ grep -q "evaluator (.*) lost" "$run/logs/task-1.log" \
 
 # 8. The evaluator's task killed (kill -9): the servers give it up, training finishes, and the
 #    batch script still writes summary.json, params.bin from the servers' final checkpoints
-#    (scored on the test set) and trace.json; the job ends FAILED, as a task failed.
-start_fmnist fmnist_evaluator_killed
+#    (scored on the test set) and trace.json; the job ends FAILED, as a task failed. Its steps
+#    sleep 3 ms (5,600 of them): in one CI run the unpaced job had ended before the kill.
+start_fmnist fmnist_evaluator_killed --set stragglers.probability=1 \
+  --set stragglers.distribution=fixed --set stragglers.delay_ms=3
 task_process 4
 grep -q -- "-> evaluator$" "$run/logs/task-4.log" && [ "${#victims[@]}" -eq 1 ] \
   && pass "the evaluator is task 4, process $victim" || fail "not one process for the evaluator (task 4): '$victim'"
