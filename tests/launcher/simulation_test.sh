@@ -138,7 +138,9 @@ simulate() {
   expect_eq "$name: the simulated job (sigma $sigma) exits" "$?" "0"
 }
 
-case_ downpour-2 2 1 measured 0.015
+# One real 2-worker run's accuracy after epoch 1 moved by 0.02 between CI runs (0.8371, 0.8418
+# against simulated 0.8181, 0.8264); by the last epoch within 0.015.
+case_ downpour-2 2 1 measured 0.025
 # After the first epoch the 8-worker jobs read 0.75-0.78 (Downpour) and 0.79-0.82 (sync) from
 # run to run; by the last within 0.015 (README: Simulated clusters).
 case_ downpour-8 8 3 fitted 0.04 --set optimizer.learning_rate=0.005
