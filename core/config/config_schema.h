@@ -93,6 +93,8 @@ void VisitData(JobConfig& c, V& v);
 template <class V>
 void VisitTraining(JobConfig& c, V& v);
 template <class V>
+void VisitCluster(JobConfig& c, V& v);
+template <class V>
 void VisitUpdates(JobConfig& c, V& v);
 template <class V>
 void VisitRuntime(JobConfig& c, V& v);
@@ -112,11 +114,7 @@ void VisitJobConfig(JobConfig& c, V& v) {
 }
 
 template <class V>
-void VisitJobAndModel(JobConfig& c, V& v) {
-  v.Field("job", &c.job, RunName{},
-          "the job's name; the default run directory is `runs/JOB/TIMESTAMP`, and the SLURM "
-          "job's name");
-  v.Field("seed", &c.seed, AnyUint64{}, "seeds weight initialisation and data shuffling");
+void VisitCluster(JobConfig& c, V& v) {
   v.Section("cluster", "", [&] {
     v.Field("servers", &c.cluster.servers, IntRange{1, 1024}, "parameter servers");
     v.Field("workers", &c.cluster.workers, IntRange{1, 4096},
@@ -141,6 +139,15 @@ void VisitJobAndModel(JobConfig& c, V& v) {
                 "[Bring a PyTorch model](#bring-a-pytorch-model))")
                 .Default("—"));
   });
+}
+
+template <class V>
+void VisitJobAndModel(JobConfig& c, V& v) {
+  v.Field("job", &c.job, RunName{},
+          "the job's name; the default run directory is `runs/JOB/TIMESTAMP`, and the SLURM "
+          "job's name");
+  v.Field("seed", &c.seed, AnyUint64{}, "seeds weight initialisation and data shuffling");
+  VisitCluster(c, v);
   VisitData(c, v);
   v.Section("model", "", [&] {
     v.Field("input_shape", &c.model.input_shape,
