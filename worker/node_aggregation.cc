@@ -210,8 +210,7 @@ NodePusher::NodePusher(std::unique_ptr<PsClient> servers, const NodeOptions& opt
       options_(options),
       segment_(std::move(segment)),
       started_(absl::Now()),
-      sum_(servers_->plan().num_params()),
-      published_versions_(servers_->plan().num_chunks(), 0) {
+      sum_(servers_->plan().num_params()) {
   layout_ =
       std::make_unique<NodeSegment>(segment_->data(), options_.workers,
                                     servers_->plan().num_params(), servers_->plan().num_chunks());
@@ -312,7 +311,6 @@ void NodePusher::Publish(absl::Span<const float> params, const ChunkVersions& ve
   if (result.ok()) {
     std::copy(params.begin(), params.end(), layout_->weights());
     std::copy(versions.begin(), versions.end(), layout_->versions());
-    published_versions_ = versions;
     header.min_version = result->min_version;
     header.slowest_clock = result->slowest_clock;
   }
@@ -385,8 +383,10 @@ absl::Status NodePusher::Finish() {
     if (round_ready) {
       PushOrigin origin = last_origin_;
       ++origin.sequence;
+      // Its base: the weights the members last copied out.
+      const ChunkVersions base(layout_->versions(), layout_->versions() + layout_->num_chunks());
       MONSOON_RETURN_IF_ERROR(Round({}, origin, [&](FiniteGradient sum) {
-                                return servers_->PushAll(sum, published_versions_, origin);
+                                return servers_->PushAll(sum, base, origin);
                               }).status());
     } else if (wants_pull > 0) {
       PullWait wait;
@@ -552,14 +552,18 @@ absl::StatusOr<PullResult> NodeMember::CopyPublished(uint32_t want, absl::Span<f
   }
 }
 
-absl::StatusOr<PullResult> NodeMember::PullAll(absl::Span<float> params, const PullWait& wait,
-                                               ChunkVersions* versions) {
+void NodeMember::AskForPull(const PullWait& wait) {
   NodeSegment::Slot& own = layout_->slot(slot_);
   uint64_t* min_versions = layout_->wait_versions(slot_);
   std::fill(min_versions, min_versions + layout_->num_chunks(), 0);
   std::copy(wait.min_versions.begin(), wait.min_versions.end(), min_versions);
   own.pull_min_clock = wait.min_clock;
   own.pull_wanted.store(++pulls_, std::memory_order_release);
+}
+
+absl::StatusOr<PullResult> NodeMember::PullAll(absl::Span<float> params, const PullWait& wait,
+                                               ChunkVersions* versions) {
+  AskForPull(wait);
   layout_->RingDoorbell();
   return CopyPublished(pulls_, params, versions);
 }
@@ -571,11 +575,7 @@ absl::StatusOr<PushSummary> NodeMember::PushAll(FiniteGradient gradient, const C
 
 absl::StatusOr<PushSummary> NodeMember::PushPullAll(FiniteGradient gradient, const ChunkVersions&,
                                                     const PushOrigin&, PullAfterPush* pull) {
-  NodeSegment::Slot& own = layout_->slot(slot_);
-  std::fill(layout_->wait_versions(slot_), layout_->wait_versions(slot_) + layout_->num_chunks(),
-            0);
-  own.pull_min_clock = 0;
-  own.pull_wanted.store(++pulls_, std::memory_order_release);
+  AskForPull({});  // SendRound rings the doorbell
   MONSOON_ASSIGN_OR_RETURN(const PushSummary summary, SendRound(gradient));
   MONSOON_ASSIGN_OR_RETURN(pull->result, CopyPublished(pulls_, pull->params, pull->versions));
   return summary;

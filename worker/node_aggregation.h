@@ -113,7 +113,6 @@ class NodePusher : public PsClient {
   ResumePoint resume_;
   uint32_t rounds_ = 0;               // rounds completed
   std::vector<float> sum_;            // the round's node gradient
-  ChunkVersions published_versions_;  // of the last publication: a served round's base
   PushOrigin last_origin_;  // the pusher's last push: a served round continues its numbering
 };
 
@@ -158,6 +157,9 @@ class NodeMember : public PsClient {
 
   // Writes the gradient as this member's next round and waits for the round to complete.
   absl::StatusOr<PushSummary> SendRound(FiniteGradient gradient);
+  // Asks for this member's next pull, with `wait`: served by the pusher only once its own loop
+  // has ended (its Finish); the caller rings the doorbell.
+  void AskForPull(const PullWait& wait);
   // Waits for publication `want`, then copies the newest one out.
   absl::StatusOr<PullResult> CopyPublished(uint32_t want, absl::Span<float> params,
                                            ChunkVersions* versions);
