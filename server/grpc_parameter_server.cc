@@ -68,7 +68,16 @@ constexpr absl::Duration kMaxPullWait = absl::Minutes(10);
 class ParameterServerService final : public RawService {
  public:
   ParameterServerService(ParameterServer* logic, std::string token)
-      : logic_(logic), token_(std::move(token)), segments_(logic->plan(), logic->index()) {}
+      : logic_(logic),
+        token_(std::move(token)),
+        segments_(logic->plan(), logic->index(),
+                  [this](SegmentRequest request, const std::shared_ptr<SharedSegment>& segment,
+                         SegmentAnswer answer) {
+                    ServeSegmentCall(std::move(request), segment, answer);
+                  }) {}
+
+  // Stops taking calls through the clients' segments.
+  void CloseSegments() { segments_.Close(); }
 
   // OK when the call carries this job's token.
   absl::Status Authorize(const grpc::CallbackServerContext& ctx) const {
@@ -136,127 +145,159 @@ class ParameterServerService final : public RawService {
       reactor->Finish(ToGrpcStatus(authorized));
       return reactor;
     }
+    StartPull(*req, std::min(absl::FromChrono(ctx->deadline()), absl::Now() + kMaxPullWait),
+              nullptr, [reactor, resp](const absl::StatusOr<grpc::ByteBuffer>& reply) {
+                if (reply.ok()) *resp = *reply;
+                reactor->Finish(ToGrpcStatus(reply.status()));
+              });
+    return reactor;
+  }
+
+  // Serves a pull: `answer` gets its reply once the chunk meets the request's condition, or an
+  // error (at `deadline` at the latest), on whichever thread that happens. `via`: the segment
+  // the call came through (null: gRPC).
+  void StartPull(const grpc::ByteBuffer& req, absl::Time deadline, const SharedSegment* via,
+                 SegmentAnswer answer) {
     wire::PullRequest request;
-    auto frame = ReceivedFrame::Parse(*req, &request);
+    auto frame = ReceivedFrame::Parse(req, &request);
     if (!frame.ok()) {
-      reactor->Finish(ToGrpcStatus(frame.status()));
-      return reactor;
+      answer(frame.status());
+      return;
     }
-    PullCondition condition;
-    condition.min_version = request.min_version();
-    condition.min_clock = request.min_clock();
-    const absl::Time deadline =
-        std::min(absl::FromChrono(ctx->deadline()), absl::Now() + kMaxPullWait);
-    const int chunk_id = request.chunk_id();
     const int worker = request.role() == wire::ROLE_WORKER ? request.index() : kNotAWorker;
     if (request.role() == wire::ROLE_WORKER) {
       const absl::Status known = logic_->CheckWorker("pull", worker);
       if (!known.ok()) {
-        reactor->Finish(ToGrpcStatus(known));
-        return reactor;
+        answer(known);
+        return;
       }
     }
-    absl::StatusOr<std::shared_ptr<SharedSegment>> segment = ReplySegment(request);
+    absl::StatusOr<std::shared_ptr<SharedSegment>> segment = ReplySegment(request, via);
     if (!segment.ok()) {
-      reactor->Finish(ToGrpcStatus(segment.status()));
-      return reactor;
+      answer(segment.status());
+      return;
     }
+    PullCondition condition;
+    condition.min_version = request.min_version();
+    condition.min_clock = request.min_clock();
+    const int chunk_id = request.chunk_id();
     const uint32_t slot = request.segment().reply_slot();
-    logic_->WhenReady(
-        chunk_id, condition, deadline,
-        [this, reactor, resp, chunk_id, worker, slot,
-         segment = *std::move(segment)](absl::Status ready) {
-          reactor->Finish(ToGrpcStatus(
-              ready.ok() ? ReadChunk(chunk_id, worker, segment.get(), slot, resp) : ready));
-        });
-    return reactor;
+    logic_->WhenReady(chunk_id, condition, deadline,
+                      [this, answer = std::move(answer), chunk_id, worker, slot,
+                       segment = *std::move(segment)](absl::Status ready) {
+                        if (!ready.ok()) {
+                          answer(ready);
+                        } else {
+                          answer(ReadChunk(chunk_id, worker, segment.get(), slot));
+                        }
+                      });
   }
 
-  absl::Status Push(const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-      wire::PushRequest request;
-      auto frame = ReceivedFrame::Parse(*req, &request);
-      if (!frame.ok()) return frame.status();
-      const wire::ChunkUpdateHeader& update = request.update();
-      MONSOON_ASSIGN_OR_RETURN(const std::shared_ptr<SharedSegment> segment,
-                               UpdateSegment(update, request.segment()));
-      MONSOON_ASSIGN_OR_RETURN(const PayloadView payload,
-                               RequestPayload(update, request.segment(), segment.get(), *frame));
-      // Reused per gRPC thread: an encoded gradient is decoded straight into it.
-      thread_local std::vector<float> scratch;
-      MONSOON_ASSIGN_OR_RETURN(
-          const absl::Span<const float> gradient,
-          DecodeGradient(request, payload, logic_->plan().max_chunk_size(), &scratch));
-      MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
-      if (request.pull_after()) MONSOON_RETURN_IF_ERROR(logic_->PullAfterPushAllowed());
-      auto result = logic_->Push(update.chunk_id(), update.worker_index(), update.base_version(),
-                                 gradient, origin);
-      if (!result.ok()) return result.status();
-      wire::PushResponse response;
-      response.set_version(result->version);
-      response.set_staleness(result->staleness);
-      response.set_applied(result->applied);
-      response.set_duplicate(result->duplicate);
-      if (!request.pull_after()) {
-        *resp = EncodeFrame(response);
-        return absl::OkStatus();
-      }
-      MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot,
-                               logic_->Snapshot(update.chunk_id(), update.worker_index()));
-      response.set_num_floats(snapshot.values->size());
-      response.set_pulled_version(snapshot.info.version);
-      response.set_slowest_clock(snapshot.info.slowest_clock);
-      MONSOON_ASSIGN_OR_RETURN(
-          grpc::Slice values,
-          ReplyPayload(std::move(snapshot.values),
-                       request.segment().reply() ? segment.get() : nullptr,
-                       request.segment().reply_slot()));
-      response.set_payload_in_segment(request.segment().reply());
-      *resp = EncodeFrame(response, std::move(values));
-      return absl::OkStatus();
+  // A call that came through `segment`, its client's.
+  void ServeSegmentCall(SegmentRequest request, const std::shared_ptr<SharedSegment>& segment,
+                        const SegmentAnswer& answer) {
+    if (request.method == SegmentMethod::kPull) {
+      StartPull(request.frame, std::min(request.deadline, absl::Now() + kMaxPullWait),
+                segment.get(), answer);
+      return;
+    }
+    grpc::ByteBuffer reply;
+    const absl::Status served = request.method == SegmentMethod::kPush
+                                    ? Push(&request.frame, &reply, segment.get())
+                                    : Exchange(&request.frame, &reply, segment.get());
+    if (served.ok()) {
+      answer(std::move(reply));
+    } else {
+      answer(served);
+    }
   }
 
-  absl::Status Exchange(const grpc::ByteBuffer* req, grpc::ByteBuffer* resp) {
-      wire::ExchangeRequest request;
-      auto frame = ReceivedFrame::Parse(*req, &request);
-      if (!frame.ok()) return frame.status();
-      const wire::ChunkUpdateHeader& update = request.update();
-      const wire::SegmentUse& use = request.segment();
-      MONSOON_ASSIGN_OR_RETURN(const std::shared_ptr<SharedSegment> segment,
-                               UpdateSegment(update, use));
-      MONSOON_ASSIGN_OR_RETURN(const PayloadView payload,
-                               RequestPayload(update, use, segment.get(), *frame));
-      if (payload.bytes() != update.num_floats() * sizeof(float) ||
-          update.num_floats() > logic_->plan().max_chunk_size()) {
-        return absl::InvalidArgumentError(absl::StrCat("exchange header says ",
-                                                       update.num_floats(), " floats but carries ",
-                                                       payload.bytes(), " bytes"));
-      }
-      MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
-      thread_local std::vector<float> scratch;
-      MONSOON_ASSIGN_OR_RETURN(const absl::Span<const float> weights,
-                               payload.Floats(update.num_floats(), &scratch));
-      grpc::Slice reply;
-      absl::Span<float> difference;
-      if (use.reply()) {
-        MONSOON_ASSIGN_OR_RETURN(
-            difference, segments_.ReplySlot(*segment, use.reply_slot(), weights.size()));
-      } else {
-        float* fresh = nullptr;
-        reply = AllocateFloats(weights.size(), &fresh);
-        difference = absl::MakeSpan(fresh, weights.size());
-      }
-      auto result = logic_->Exchange(update.chunk_id(), update.worker_index(),
-                                     update.base_version(), weights, difference, origin);
-      if (!result.ok()) return result.status();
-      wire::ExchangeResponse response;
-      response.set_chunk_id(update.chunk_id());
-      response.set_version(result->version);
-      response.set_num_floats(weights.size());
-      response.set_staleness(result->staleness);
-      response.set_duplicate(result->duplicate);
-      response.set_payload_in_segment(use.reply());
-      *resp = EncodeFrame(response, std::move(reply));
+  // Push and Exchange: `via` is the segment the call came through (null: gRPC).
+  absl::Status Push(const grpc::ByteBuffer* req, grpc::ByteBuffer* resp, const SharedSegment* via) {
+    wire::PushRequest request;
+    auto frame = ReceivedFrame::Parse(*req, &request);
+    if (!frame.ok()) return frame.status();
+    const wire::ChunkUpdateHeader& update = request.update();
+    MONSOON_ASSIGN_OR_RETURN(const std::shared_ptr<SharedSegment> segment,
+                             UpdateSegment(update, request.segment(), via));
+    MONSOON_ASSIGN_OR_RETURN(const PayloadView payload,
+                             RequestPayload(update, request.segment(), segment.get(), *frame));
+    // Reused per gRPC thread: an encoded gradient is decoded straight into it.
+    thread_local std::vector<float> scratch;
+    MONSOON_ASSIGN_OR_RETURN(
+        const absl::Span<const float> gradient,
+        DecodeGradient(request, payload, logic_->plan().max_chunk_size(), &scratch));
+    MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
+    if (request.pull_after()) MONSOON_RETURN_IF_ERROR(logic_->PullAfterPushAllowed());
+    auto result = logic_->Push(update.chunk_id(), update.worker_index(), update.base_version(),
+                               gradient, origin);
+    if (!result.ok()) return result.status();
+    wire::PushResponse response;
+    response.set_version(result->version);
+    response.set_staleness(result->staleness);
+    response.set_applied(result->applied);
+    response.set_duplicate(result->duplicate);
+    if (!request.pull_after()) {
+      *resp = EncodeFrame(response);
       return absl::OkStatus();
+    }
+    MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot,
+                             logic_->Snapshot(update.chunk_id(), update.worker_index()));
+    response.set_num_floats(snapshot.values->size());
+    response.set_pulled_version(snapshot.info.version);
+    response.set_slowest_clock(snapshot.info.slowest_clock);
+    MONSOON_ASSIGN_OR_RETURN(grpc::Slice values,
+                             ReplyPayload(std::move(snapshot.values),
+                                          request.segment().reply() ? segment.get() : nullptr,
+                                          request.segment().reply_slot()));
+    response.set_payload_in_segment(request.segment().reply());
+    *resp = EncodeFrame(response, std::move(values));
+    return absl::OkStatus();
+  }
+
+  absl::Status Exchange(const grpc::ByteBuffer* req, grpc::ByteBuffer* resp,
+                        const SharedSegment* via) {
+    wire::ExchangeRequest request;
+    auto frame = ReceivedFrame::Parse(*req, &request);
+    if (!frame.ok()) return frame.status();
+    const wire::ChunkUpdateHeader& update = request.update();
+    const wire::SegmentUse& use = request.segment();
+    MONSOON_ASSIGN_OR_RETURN(const std::shared_ptr<SharedSegment> segment,
+                             UpdateSegment(update, use, via));
+    MONSOON_ASSIGN_OR_RETURN(const PayloadView payload,
+                             RequestPayload(update, use, segment.get(), *frame));
+    if (payload.bytes() != update.num_floats() * sizeof(float) ||
+        update.num_floats() > logic_->plan().max_chunk_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("exchange header says ", update.num_floats(),
+                                                     " floats but carries ", payload.bytes(),
+                                                     " bytes"));
+    }
+    MONSOON_ASSIGN_OR_RETURN(PushOrigin origin, OriginOf(update));
+    thread_local std::vector<float> scratch;
+    MONSOON_ASSIGN_OR_RETURN(const absl::Span<const float> weights,
+                             payload.Floats(update.num_floats(), &scratch));
+    grpc::Slice reply;
+    absl::Span<float> difference;
+    if (use.reply()) {
+      MONSOON_ASSIGN_OR_RETURN(difference,
+                               segments_.ReplySlot(*segment, use.reply_slot(), weights.size()));
+    } else {
+      float* fresh = nullptr;
+      reply = AllocateFloats(weights.size(), &fresh);
+      difference = absl::MakeSpan(fresh, weights.size());
+    }
+    auto result = logic_->Exchange(update.chunk_id(), update.worker_index(), update.base_version(),
+                                   weights, difference, origin);
+    if (!result.ok()) return result.status();
+    wire::ExchangeResponse response;
+    response.set_chunk_id(update.chunk_id());
+    response.set_version(result->version);
+    response.set_num_floats(weights.size());
+    response.set_staleness(result->staleness);
+    response.set_duplicate(result->duplicate);
+    response.set_payload_in_segment(use.reply());
+    *resp = EncodeFrame(response, std::move(reply));
+    return absl::OkStatus();
   }
 
   grpc::ServerUnaryReactor* Stats(grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* req,
@@ -293,11 +334,10 @@ class ParameterServerService final : public RawService {
     return reactor;
   }
 
-  // Encodes the chunk's current values as a Pull reply to `worker` (or kNotAWorker): into slot
-  // `slot` of the client's segment when `segment` is given, else a frame holding a snapshot
-  // (no copy).
-  absl::Status ReadChunk(int chunk_id, int worker, const SharedSegment* segment, uint32_t slot,
-                         grpc::ByteBuffer* resp) {
+  // The chunk's current values as a Pull reply to `worker` (or kNotAWorker): into slot `slot`
+  // of the client's segment when `segment` is given, else a frame holding a snapshot (no copy).
+  absl::StatusOr<grpc::ByteBuffer> ReadChunk(int chunk_id, int worker, const SharedSegment* segment,
+                                             uint32_t slot) {
     MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot, logic_->Snapshot(chunk_id, worker));
     wire::PullResponse response;
     response.set_chunk_id(chunk_id);
@@ -307,22 +347,40 @@ class ParameterServerService final : public RawService {
     response.set_payload_in_segment(segment != nullptr);
     MONSOON_ASSIGN_OR_RETURN(grpc::Slice values,
                              ReplyPayload(std::move(snapshot.values), segment, slot));
-    *resp = EncodeFrame(response, std::move(values));
-    return absl::OkStatus();
+    return EncodeFrame(response, std::move(values));
+  }
+
+  // The segment `role` `index`'s call uses when `uses` it (else null), the one named `id`. A
+  // call that came through segment `via` (null: through gRPC) must use that one: its client's.
+  absl::StatusOr<std::shared_ptr<SharedSegment>> SegmentOf(RoleKind role, int index, bool uses,
+                                                           uint64_t id, const SharedSegment* via) {
+    if (!uses) {
+      if (via == nullptr) return nullptr;
+      return absl::InvalidArgumentError(
+          "a call through a shared segment must keep its payloads in it");
+    }
+    MONSOON_ASSIGN_OR_RETURN(std::shared_ptr<SharedSegment> segment,
+                             segments_.Find(role, index, id));
+    if (via != nullptr && segment.get() != via) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "a call through another client's shared segment names ", RoleId{role, index}.Describe()));
+    }
+    return segment;
   }
 
   // The segment a pull's reply goes to (null when it goes in the frame).
-  absl::StatusOr<std::shared_ptr<SharedSegment>> ReplySegment(const wire::PullRequest& request) {
-    if (!request.segment().reply()) return nullptr;
+  absl::StatusOr<std::shared_ptr<SharedSegment>> ReplySegment(const wire::PullRequest& request,
+                                                              const SharedSegment* via) {
     MONSOON_ASSIGN_OR_RETURN(const RoleKind role, RoleFromWire(request.role(), "pull"));
-    return segments_.Find(role, request.index(), request.segment().id());
+    return SegmentOf(role, request.index(), request.segment().reply(), request.segment().id(), via);
   }
 
   // The segment a push's or exchange's payloads use (null when they use none).
-  absl::StatusOr<std::shared_ptr<SharedSegment>> UpdateSegment(const wire::ChunkUpdateHeader& update,
-                                                               const wire::SegmentUse& use) {
-    if (!use.request() && !use.reply()) return nullptr;
-    return segments_.Find(RoleKind::kWorker, update.worker_index(), use.id());
+  absl::StatusOr<std::shared_ptr<SharedSegment>> UpdateSegment(
+      const wire::ChunkUpdateHeader& update, const wire::SegmentUse& use,
+      const SharedSegment* via) {
+    return SegmentOf(RoleKind::kWorker, update.worker_index(), use.request() || use.reply(),
+                     use.id(), via);
   }
 
   // Where an update's payload lies: its request slot in `segment`, or the frame.
@@ -357,7 +415,7 @@ class ParameterServerService final : public RawService {
 class UpdateCallReactor final : public grpc::ServerGenericBidiReactor {
  public:
   using Handler = absl::Status (ParameterServerService::*)(const grpc::ByteBuffer*,
-                                                           grpc::ByteBuffer*);
+                                                           grpc::ByteBuffer*, const SharedSegment*);
   UpdateCallReactor(ParameterServerService* service, Handler handler)
       : service_(service), handler_(handler) {
     StartRead(&request_);
@@ -367,7 +425,7 @@ class UpdateCallReactor final : public grpc::ServerGenericBidiReactor {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "the call carried no message"));
       return;
     }
-    const absl::Status handled = (service_->*handler_)(&request_, &response_);
+    const absl::Status handled = (service_->*handler_)(&request_, &response_, nullptr);
     if (!handled.ok()) {
       Finish(ToGrpcStatus(handled));
       return;
@@ -477,6 +535,7 @@ GrpcParameterServer::~GrpcParameterServer() { Shutdown(); }
 void GrpcParameterServer::Shutdown() {
   if (server_ == nullptr) return;
   listener_.reset();         // accepts no more connections
+  service_->CloseSegments();  // nor calls through shared segments
   logic_->CancelWaiters();  // finishes every pull still waiting for a version or clock
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(3));
   server_->Wait();

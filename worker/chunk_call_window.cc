@@ -6,19 +6,29 @@
 #include "absl/time/clock.h"
 #include "proto/frame.h"
 #include "proto/grpc_status.h"
+#include "proto/segment_call.h"
 
 namespace monsoon {
+namespace {
+
+// "Pull" for "/monsoon.wire.ParameterServer/Pull".
+std::string ShortName(absl::string_view method) {
+  return std::string(method.substr(method.rfind('/') + 1));
+}
+
+}  // namespace
 
 ChunkCallWindow::ChunkCallWindow(
     const ShardingPlan& plan,
     const std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>>& stubs,
-    const Options& options, std::string method, MakeRequest make_request, OnReply on_reply,
-    Annotate annotate)
+    const std::vector<std::unique_ptr<SegmentSlots>>& segments, const Options& options,
+    ChunkMethod method, MakeRequest make_request, OnReply on_reply, Annotate annotate)
     : plan_(plan),
       stubs_(stubs),
+      segments_(segments),
       options_(options),
-      method_(std::move(method)),
-      what_(method_.substr(method_.rfind('/') + 1)),
+      method_(method),
+      what_(ShortName(method.grpc)),
       make_request_(std::move(make_request)),
       on_reply_(std::move(on_reply)),
       annotate_(std::move(annotate)) {}
@@ -41,13 +51,29 @@ ChunkCallWindow::InFlight* ChunkCallWindow::ClaimNext(int server) {
 }
 
 void ChunkCallWindow::Launch(InFlight* call) {
-  call->request = make_request_(*call->chunk);
+  ChunkRequest request = make_request_(*call->chunk);
+  SegmentSlots* segment = segments_[call->server].get();
+  if (request.segment_slot >= 0 && segment != nullptr) {
+    LaunchThroughSegment(call, segment, request.segment_slot, std::move(request.frame));
+    return;
+  }
+  call->request = std::move(request.frame);
   call->ctx.AddMetadata(kTokenMetadataKey, options_.token);
   call->ctx.set_deadline(absl::ToChronoTime(absl::Now() + options_.rpc_timeout));
   const auto& pool = stubs_[call->server];
   const size_t channel = (call->chunk->id / plan_.num_servers()) % pool.size();
-  pool[channel]->UnaryCall(&call->ctx, method_, grpc::StubOptions(), &call->request, &call->reply,
+  pool[channel]->UnaryCall(&call->ctx, method_.grpc, grpc::StubOptions(), &call->request,
+                           &call->reply,
                            [this, call](grpc::Status s) { Done(call, std::move(s)); });
+}
+
+void ChunkCallWindow::LaunchThroughSegment(InFlight* call, SegmentSlots* segment, int slot,
+                                           grpc::ByteBuffer frame) {
+  SegmentRequest request{method_.segment, std::move(frame), absl::Now() + options_.rpc_timeout};
+  segment->Call(slot, request, [this, call](absl::StatusOr<grpc::ByteBuffer> answer) {
+    if (answer.ok()) call->reply = *std::move(answer);
+    Done(call, ToGrpcStatus(answer.status()));
+  });
 }
 
 void ChunkCallWindow::Done(InFlight* call, grpc::Status status) {

@@ -1,12 +1,13 @@
-// One RPC per chunk of a sharding plan, with a window of calls in flight per server: the
-// client's engine for pulls, pushes and exchanges. Replies are handled on the calling thread,
-// one at a time, while later calls are still in flight; a call that fails with UNAVAILABLE is
-// retried on a fresh call with exponential backoff.
+// One call per chunk of a sharding plan, with a window of calls in flight per server: the
+// client's engine for pulls, pushes and exchanges. A call goes through the server's shared
+// segment when its payloads lie there, else through gRPC. Replies are handled on the calling
+// thread, one at a time, while later calls are still in flight; a call that fails with
+// UNAVAILABLE is retried on a fresh call with exponential backoff.
 //
-// Lifetime: Run() returns only once gRPC owns no call of the window any more. A call's
-// completion callback touches the window only while it holds the lock, or when it has just
-// claimed the server's next chunk (which keeps a call outstanding, so Run cannot return), so
-// no callback outlives the window.
+// Lifetime: Run() returns only once neither gRPC nor a segment owns a call of the window any
+// more. A call's completion callback touches the window only while it holds the lock, or when
+// it has just claimed the server's next chunk (which keeps a call outstanding, so Run cannot
+// return), so no callback outlives the window.
 #ifndef MONSOON_WORKER_CHUNK_CALL_WINDOW_H_
 #define MONSOON_WORKER_CHUNK_CALL_WINDOW_H_
 
@@ -23,9 +24,25 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "core/process/segment_layout.h"
 #include "core/sharding_plan.h"
+#include "worker/segment_slots.h"
 
 namespace monsoon {
+
+// A chunk call's method: its full gRPC name, and its name in a shared segment.
+struct ChunkMethod {
+  const char* grpc;
+  SegmentMethod segment;
+};
+
+// One chunk's request: its frame, and where it may travel.
+struct ChunkRequest {
+  grpc::ByteBuffer frame;
+  // >= 0: every payload of the call lies in its server's segment, and the call may travel
+  // through the call block of this slot (one the call holds).
+  int segment_slot = -1;
+};
 
 // One-shot: construct, Run once. Not thread-safe; gRPC's threads call it back internally.
 class ChunkCallWindow {
@@ -36,17 +53,18 @@ class ChunkCallWindow {
     int max_attempts = 5;  // per chunk, for UNAVAILABLE and RESOURCE_EXHAUSTED
     absl::Duration rpc_timeout = absl::Seconds(30);
   };
-  using MakeRequest = std::function<grpc::ByteBuffer(const Chunk&)>;
+  using MakeRequest = std::function<ChunkRequest(const Chunk&)>;
   using OnReply = std::function<absl::Status(const Chunk&, const grpc::ByteBuffer&)>;
   // Names a failed call's status after its server (index and address) and `what`.
   using Annotate =
       std::function<absl::Status(int server, const std::string& what, const absl::Status&)>;
 
-  // stubs[server][k] is channel k of the server's pool (borrowed). `method` is the full gRPC
-  // method name.
+  // stubs[server][k] is channel k of the server's pool; segments[server] the segment it shares
+  // with this client, or null (both borrowed).
   ChunkCallWindow(const ShardingPlan& plan,
                   const std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>>& stubs,
-                  const Options& options, std::string method, MakeRequest make_request,
+                  const std::vector<std::unique_ptr<SegmentSlots>>& segments,
+                  const Options& options, ChunkMethod method, MakeRequest make_request,
                   OnReply on_reply, Annotate annotate);
   ChunkCallWindow(const ChunkCallWindow&) = delete;
   ChunkCallWindow& operator=(const ChunkCallWindow&) = delete;
@@ -71,7 +89,10 @@ class ChunkCallWindow {
   // has failed.
   InFlight* ClaimNext(int server) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Launch(InFlight* call);
-  // gRPC's callback: queues the reply and starts the server's next call.
+  // The call through `segment`, posted in `slot`.
+  void LaunchThroughSegment(InFlight* call, SegmentSlots* segment, int slot,
+                            grpc::ByteBuffer frame);
+  // gRPC's (or the segment's) callback: queues the reply and starts the server's next call.
   void Done(InFlight* call, grpc::Status status);
   bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return !completed_.empty() || outstanding_ == 0;
@@ -81,8 +102,9 @@ class ChunkCallWindow {
 
   const ShardingPlan& plan_;
   const std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>>& stubs_;
+  const std::vector<std::unique_ptr<SegmentSlots>>& segments_;
   const Options options_;
-  const std::string method_;
+  const ChunkMethod method_;
   const std::string what_;  // the method's short name, for errors
   const MakeRequest make_request_;
   const OnReply on_reply_;

@@ -29,9 +29,9 @@ namespace monsoon {
 namespace {
 
 constexpr char kHello[] = "/monsoon.wire.ParameterServer/Hello";
-constexpr char kPull[] = "/monsoon.wire.ParameterServer/Pull";
-constexpr char kPush[] = "/monsoon.wire.ParameterServer/Push";
-constexpr char kExchange[] = "/monsoon.wire.ParameterServer/Exchange";
+constexpr ChunkMethod kPull{"/monsoon.wire.ParameterServer/Pull", SegmentMethod::kPull};
+constexpr ChunkMethod kPush{"/monsoon.wire.ParameterServer/Push", SegmentMethod::kPush};
+constexpr ChunkMethod kExchange{"/monsoon.wire.ParameterServer/Exchange", SegmentMethod::kExchange};
 constexpr char kStats[] = "/monsoon.wire.ParameterServer/Stats";
 constexpr char kFinish[] = "/monsoon.wire.ParameterServer/Finish";
 constexpr char kHeartbeat[] = "/monsoon.wire.ParameterServer/Heartbeat";
@@ -134,6 +134,15 @@ PayloadView ReplyPayload(const SegmentSlots* slots, const Chunk& c, bool in_segm
                          const ReceivedFrame& frame, const HeldSlots& held) {
   if (!in_segment || held.reply[c.id] < 0) return PayloadView(frame);
   return PayloadView(slots->At(held.reply[c.id]), c.size * sizeof(float));
+}
+
+// The slot chunk c's call may travel through (ChunkRequest::segment_slot): the first it holds,
+// when it holds one for each payload it has (a request's when `request`, a reply's when
+// `reply`); else -1.
+int CallSlot(const Chunk& c, bool request, bool reply, const HeldSlots& held) {
+  const int request_slot = held.request[c.id], reply_slot = held.reply[c.id];
+  if ((request && request_slot < 0) || (reply && reply_slot < 0)) return -1;
+  return request ? request_slot : reply_slot;
 }
 
 // Frees the slots chunk c's call held, once its reply has been read.
@@ -258,7 +267,8 @@ absl::Status GrpcPsClient::AttachSegment(int server, const wire::SegmentOffer& o
     if (!required) return absl::OkStatus();
     return Annotate(server, "shared segment", memory.status());
   }
-  segments_[server] = std::make_unique<SegmentSlots>(*std::move(memory), offer.id(), layout);
+  segments_[server] =
+      std::make_unique<SegmentSlots>(*std::move(memory), offer.id(), layout, offer.pid());
   return absl::OkStatus();
 }
 
@@ -286,7 +296,7 @@ absl::Status GrpcPsClient::Call(int server, const std::string& method,
   return Annotate(server, method.substr(method.rfind('/') + 1), status);
 }
 
-absl::Status GrpcPsClient::ForEachChunk(const std::string& method,
+absl::Status GrpcPsClient::ForEachChunk(const ChunkMethod& method,
                                         const ChunkCallWindow::MakeRequest& request,
                                         const ChunkCallWindow::OnReply& on_reply) {
   ChunkCallWindow::Options window;
@@ -294,7 +304,7 @@ absl::Status GrpcPsClient::ForEachChunk(const std::string& method,
   window.max_in_flight = options_.max_in_flight;
   window.max_attempts = options_.max_attempts;
   window.rpc_timeout = options_.rpc_timeout;
-  return ChunkCallWindow(plan_, stubs_, window, method, request, on_reply,
+  return ChunkCallWindow(plan_, stubs_, segments_, window, method, request, on_reply,
                          [this](int server, const std::string& what, const absl::Status& status) {
                            return Annotate(server, what, status);
                          })
@@ -321,7 +331,7 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
         request.set_min_clock(condition.min_clock);
         request.set_role(RoleToWire(identity_.role));
         request.set_index(identity_.index);
-        return EncodeFrame(request);
+        return ChunkRequest{EncodeFrame(request), CallSlot(c, false, true, held)};
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::PullResponse header;
@@ -399,8 +409,10 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
         grpc::Slice payload =
             EncodeGradient(c, gradient.subspan(c.offset, c.size),
                            ClaimRequestSlot(SlotsOf(c), c, &held), &request);
-        sent += request.segment().request() ? request.segment().request_bytes() : payload.size();
-        return EncodeFrame(request, std::move(payload));
+        const bool in_segment = request.segment().request();
+        sent += in_segment ? request.segment().request_bytes() : payload.size();
+        return ChunkRequest{EncodeFrame(request, std::move(payload)),
+                            in_segment ? CallSlot(c, true, pull != nullptr, held) : -1};
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::PushResponse header;
@@ -447,11 +459,11 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
         UseReplySlot(SlotsOf(c), c, request.mutable_segment(), &held);
         const absl::Span<const float> values = weights.subspan(c.offset, c.size);
         const int slot = ClaimRequestSlot(SlotsOf(c), c, &held);
-        if (slot < 0) return EncodeFrame(request, BorrowFloats(values));
+        if (slot < 0) return ChunkRequest{EncodeFrame(request, BorrowFloats(values))};
         std::memcpy(SlotsOf(c)->At(slot), values.data(), values.size() * sizeof(float));
         UseRequestSlot(*SlotsOf(c), slot, values.size() * sizeof(float),
                        request.mutable_segment());
-        return EncodeFrame(request);
+        return ChunkRequest{EncodeFrame(request), CallSlot(c, true, true, held)};
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::ExchangeResponse header;

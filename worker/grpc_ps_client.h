@@ -1,9 +1,10 @@
 // PsClient over gRPC: a small pool of channels per server, chunk RPCs with a window of
 // max_in_flight per server, payloads as raw slices (pushes and exchanges borrow the caller's
-// buffer; replies decode straight into the caller's vector). Every RPC carries the job token
-// and a deadline; a pull that waits for a version or clock waits within that deadline. A chunk
-// call that fails with UNAVAILABLE or RESOURCE_EXHAUSTED is retried (pushes are numbered, so a
-// retry is applied at most once); a thread sends heartbeats to every server.
+// buffer; replies decode straight into the caller's vector). With a server on this host, chunk
+// calls travel through the segment it shares with this client instead (transport.local). Every RPC
+// carries the job token and a deadline; a pull that waits for a version or clock waits within that
+// deadline. A chunk call that fails with UNAVAILABLE or RESOURCE_EXHAUSTED is retried (pushes are
+// numbered, so a retry is applied at most once); a thread sends heartbeats to every server.
 #ifndef MONSOON_WORKER_GRPC_PS_CLIENT_H_
 #define MONSOON_WORKER_GRPC_PS_CLIENT_H_
 
@@ -93,7 +94,7 @@ class GrpcPsClient : public PsClient {
   // Builds one request per chunk and runs them, at most max_in_flight per server at a time;
   // on_reply runs on the calling thread, one reply at a time, while later calls are still in
   // flight. After an error no new call starts; returns the first error.
-  absl::Status ForEachChunk(const std::string& method, const ChunkCallWindow::MakeRequest& request,
+  absl::Status ForEachChunk(const ChunkMethod& method, const ChunkCallWindow::MakeRequest& request,
                             const ChunkCallWindow::OnReply& on_reply);
   // PushAll, and PushPullAll when `pull` is not null.
   absl::StatusOr<PushSummary> PushChunks(absl::Span<const float> gradient,

@@ -23,11 +23,13 @@
 #include "core/process/segment_layout.h"
 #include "proto/frame.h"
 #include "proto/monsoon.pb.h"
+#include "proto/segment_call.h"
 #include "server/grpc_parameter_server.h"
 #include "tests/manual_clock.h"
 #include "tests/test_util.h"
 #include "worker/grpc_ps_client.h"
 #include "worker/push_pipeline.h"
+#include "worker/segment_slots.h"
 
 namespace monsoon {
 namespace {
@@ -617,13 +619,14 @@ TEST_CASE("gRPC: a sparse push with an index outside its chunk is refused",
   CHECK(std::all_of(w.begin(), w.end(), [](float v) { return v == 0.0f; }));
 }
 
-// Hello as a client with `host_identity` (empty: one that wants no segment) that asks for
-// `slots` slots; the reply.
+// Hello as worker `worker` with `host_identity` (empty: one that wants no segment) that asks
+// for `slots` slots; the reply.
 wire::HelloResponse HelloFrom(const std::string& address, const ShardingPlan& plan,
-                              const std::string& host_identity, uint32_t slots = 6) {
+                              const std::string& host_identity, uint32_t slots = 6,
+                              int worker = 0) {
   wire::HelloRequest hello;
   hello.set_role(wire::ROLE_WORKER);
-  hello.set_index(0);
+  hello.set_index(worker);
   hello.set_plan_fingerprint(plan.fingerprint());
   hello.set_incarnation(1);
   hello.set_host_identity(host_identity);
@@ -648,7 +651,7 @@ TEST_CASE("shared memory: a server offers a segment only to a client on its own 
   CHECK(local.segment().pid() == getpid());
   CHECK(local.segment().slots() == 6);
   CHECK(local.segment().slot_bytes() == 1024);
-  CHECK(local.segment().bytes() == 6 * 1024);
+  CHECK(local.segment().bytes() == 7 * kSegmentPage + 6 * 1024);
 }
 
 TEST_CASE("shared memory: a push naming a segment the server does not hold, a slot it does not "
@@ -685,6 +688,90 @@ TEST_CASE("shared memory: a push naming a segment the server does not hold, a sl
   std::vector<float> w(250);
   REQUIRE(cluster.logic[0]->Read(1, absl::MakeSpan(w)).ok());
   CHECK(std::all_of(w.begin(), w.end(), [](float v) { return v == 0.0f; }));
+}
+
+// A client's side of the segment `offer` (from a Hello as worker 0), mapped in this process.
+std::unique_ptr<SegmentSlots> MapSegment(const wire::SegmentOffer& offer,
+                                         const ShardingPlan& plan) {
+  auto memory = SharedSegment::Attach(offer.pid(), offer.fd(), offer.bytes());
+  REQUIRE(memory.ok());
+  return std::make_unique<SegmentSlots>(*std::move(memory), offer.id(),
+                                        SegmentLayout::For(plan, offer.slots()), offer.pid());
+}
+
+// A push of chunk 1 (250 ones in slot 0 of `slots`) through the segment, as worker `worker`
+// naming segment `id`; its answer.
+absl::StatusOr<grpc::ByteBuffer> PushThroughSegment(SegmentSlots& slots, int worker, uint64_t id) {
+  const int slot = slots.Claim();
+  REQUIRE(slot == 0);
+  std::vector<float> ones(250, 1.0f);
+  std::memcpy(slots.At(slot), ones.data(), 1000);
+  wire::PushRequest header;
+  header.mutable_update()->set_chunk_id(1);
+  header.mutable_update()->set_worker_index(worker);
+  header.mutable_update()->set_incarnation(1);  // HelloFrom's
+  header.mutable_update()->set_sequence(1);
+  header.mutable_update()->set_num_floats(250);
+  header.mutable_segment()->set_id(id);
+  header.mutable_segment()->set_request(true);
+  header.mutable_segment()->set_request_bytes(1000);
+  header.mutable_segment()->set_request_slot(slot);
+  absl::StatusOr<grpc::ByteBuffer> answer;
+  absl::Notification answered;
+  slots.Call(slot, {SegmentMethod::kPush, EncodeFrame(header), absl::Now() + absl::Seconds(10)},
+             [&](absl::StatusOr<grpc::ByteBuffer> a) {
+               answer = std::move(a);
+               answered.Notify();
+             });
+  answered.WaitForNotification();
+  return answer;
+}
+
+TEST_CASE(
+    "shared memory: calls through a segment are its client's, published whole, and end "
+    "when the server shuts down",
+    "[grpc][shm][security]") {
+  Cluster cluster(1000, 1, 250);  // 4 chunks of 250 floats: 1024-byte slots
+  const wire::SegmentOffer offer =
+      HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity()).segment();
+  REQUIRE(offer.id() != 0);
+  std::unique_ptr<SegmentSlots> slots = MapSegment(offer, cluster.plan);
+  std::vector<float> w(250);
+  SECTION("a push naming another worker's segment is refused and changes nothing") {
+    const uint64_t other =
+        HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity(), 6, 1).segment().id();
+    const absl::StatusOr<grpc::ByteBuffer> answer = PushThroughSegment(*slots, 1, other);
+    CHECK(absl::IsPermissionDenied(answer.status()));
+    CHECK(std::string(answer.status().message()).find("another client's shared segment") !=
+          std::string::npos);
+    CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
+  }
+  SECTION("a request left unpublished is never served; a published one is, once") {
+    auto raw = SharedSegment::Attach(offer.pid(), offer.fd(), offer.bytes());
+    REQUIRE(raw.ok());
+    SlotCall* call = SegmentLayout::Call((*raw)->data(), 0);
+    call->frame_bytes = 3;  // half-written: never published
+    Ring(SegmentLayout::Bells((*raw)->data())->to_server);
+    absl::SleepFor(absl::Milliseconds(100));
+    CHECK(call->state.load() == SlotCall::kIdle);
+    CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
+    const absl::StatusOr<grpc::ByteBuffer> answer = PushThroughSegment(*slots, 0, offer.id());
+    REQUIRE(answer.ok());
+    wire::PushResponse response;
+    REQUIRE(ReceivedFrame::Parse(*answer, &response).ok());
+    CHECK(response.applied());
+    CHECK(cluster.logic[0]->Stats().pushes_applied == 1);
+    REQUIRE(cluster.logic[0]->Read(1, absl::MakeSpan(w)).ok());
+    CHECK(std::all_of(w.begin(), w.end(), [](float v) { return v == -1.0f; }));
+  }
+  SECTION("after the server shuts down, a call ends at once, unavailable") {
+    cluster.grpc_servers[0]->Shutdown();
+    const absl::Time start = absl::Now();
+    const absl::StatusOr<grpc::ByteBuffer> answer = PushThroughSegment(*slots, 0, offer.id());
+    CHECK(absl::IsUnavailable(answer.status()));
+    CHECK(absl::Now() - start < absl::Seconds(1));
+    CHECK(cluster.logic[0]->Stats().pushes_applied == 0);
+  }
 }
 
 }  // namespace
