@@ -31,13 +31,13 @@ if [ "$quick" = 1 ]; then
   compute_cnn=(--model cnn --steps 2); pytorch_cnn=(--steps 3); python_client=(--mib 4 --reps 3 --rounds 1)
   compute_resnet=(--model resnet --steps 2); pytorch_resnet=(--model resnet --steps 2)
   worker=(--steps 200 --rounds 2); workers=(1 2); servers=(1 2); scale_steps=20; sim_epochs=1
-  hdf5_steps=20
+  hdf5_steps=20; head_to_head=(--steps 100 --reps 1)
 else
   transport=(--sizes 1,4,16,64,256 --reps 20); apply=(--mib 64 --reps 10); compute=(--steps 200)
   compute_cnn=(--model cnn --steps 80); pytorch_cnn=(--steps 40); python_client=(--mib 64 --reps 20 --rounds 5)
   compute_resnet=(--model resnet --steps 40); pytorch_resnet=(--model resnet --steps 20)
   worker=(--steps 10000); workers=(1 2 4 8); servers=(1 2 4); scale_steps=200; sim_epochs=3
-  hdf5_steps=400
+  hdf5_steps=400; head_to_head=(--steps 1500 --reps 3)
 fi
 
 run() {  # NAME COMMAND...: runs a benchmark, its stdout to OUT/NAME.out
@@ -60,6 +60,9 @@ package="$bin/python"
 [ -e "$package/monsoon/__init__.py" ] || package="$bin/launcher/monsoon.runfiles/monsoon/python"
 run python_client env PYTHONPATH="$package" /usr/bin/python3 "$root/bench/python_client_bench.py" \
   "$bin/bench/transport_bench" "${python_client[@]}"
+# The default MLP job against a bare PyTorch process and a PyTorch RPC parameter server.
+run head_to_head /usr/bin/python3 "$root/bench/head_to_head.py" --monsoon "$bin/launcher/monsoon" \
+  "${head_to_head[@]}"
 
 # Scaling: the default Fashion-MNIST job (Downpour, every step) with W workers and S servers,
 # `scale_steps` steps per worker, no evaluator. On 2 cores this shows overheads, not speed-up.
@@ -116,6 +119,7 @@ transport, apply, compute, worker = whole("transport"), last_line("apply"), whol
 compute_cnn, pytorch_cnn = whole("compute_cnn"), whole("pytorch_cnn")
 compute_resnet, pytorch_resnet = whole("compute_resnet"), whole("pytorch_resnet")
 python_client = whole("python_client")
+head_to_head = whole("head_to_head")
 real_1 = json.load(open(f"{out}/simulator/real-1/summary.json"))
 simulated = json.load(open(f"{out}/simulator/simulated-64/summary.json"))
 simulated_samples = simulated["samples_per_second"] * simulated["training_seconds"]
@@ -277,6 +281,19 @@ client_check = ("Python client push and pull >= 0.95 of C++'s",
 print(f"\nissue 24 target in this run{' (--quick: not for quoting)' if quick else ''}:")
 print(f"  {client_check[0]:<50} {verdict(client_check[1]):<8} {client_check[2]}")
 checks.append(client_check)
+h2h = head_to_head
+print(f"\nthe default MLP job, samples/s (medians): Monsoon 1 server + 1 worker {h2h['median']['monsoon_1x1']:.0f}, "
+      f"bare PyTorch {h2h['median']['pytorch']:.0f}; Downpour, 2 workers {h2h['median']['monsoon_k2']:.0f}, "
+      f"PyTorch RPC parameter server {h2h['median']['rpc_k2']:.0f}")
+h2h_checks = [
+    ("MLP job, 1 server + 1 worker >= 0.9x bare PyTorch", h2h["monsoon_1x1_vs_pytorch"] >= 0.9,
+     f"{h2h['monsoon_1x1_vs_pytorch']:.2f}"),
+    ("Downpour K=2 >= 3x a PyTorch RPC server", h2h["monsoon_k2_vs_rpc_k2"] >= 3,
+     f"{h2h['monsoon_k2_vs_rpc_k2']:.2f}")]
+print(f"\nissue 48 targets in this run{' (--quick: not for quoting)' if quick else ''}:")
+for what, ok, figures in h2h_checks:
+    print(f"  {what:<50} {verdict(ok):<8} {figures}")
+checks += h2h_checks
 sim_check = ("simulator >= 0.8 of one real worker's samples/s", simulator["ratio"] >= 0.8,
              f"{simulator['ratio']:.3f} ({simulator['simulated_samples_per_real_second']:.0f} "
              f"with {simulator['simulated_workers']} simulated workers, "
@@ -287,7 +304,7 @@ checks.append(sim_check)
 json.dump({"quick": quick, "transport": transport, "apply": apply, "compute": compute,
            "compute_cnn": compute_cnn, "pytorch_cnn": pytorch_cnn, "python_client": python_client,
            "compute_resnet": compute_resnet, "pytorch_resnet": pytorch_resnet,
-           "worker": worker, "scaling": scaling, "simulator": simulator, "hdf5": hdf5,
+           "head_to_head": head_to_head, "worker": worker, "scaling": scaling, "simulator": simulator, "hdf5": hdf5,
            "targets": [{"target": what, "met": ok, "figures": figures}
                        for what, ok, figures in checks]},
           open(f"{out}/bench.json", "w"), indent=1)

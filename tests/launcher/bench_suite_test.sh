@@ -30,7 +30,10 @@ assert len(b["scaling"]) == 4 and all(r["samples_per_second"] > 0 for r in b["sc
 assert [t["target"].split(" >=")[0] for t in b["targets"]] == [
     "server apply (SGD)", "Downpour every step", "EASGD tau 8", "data streamed from .npy",
     "gradient copy checked for NaN", "CNN step", "CNN step",
-    "ResNet step", "ResNet step", "Python client push and pull", "simulator"], b["targets"]
+    "ResNet step", "ResNet step", "Python client push and pull", "MLP job, 1 server + 1 worker",
+    "Downpour K=2", "simulator"], b["targets"]
+h2h = b["head_to_head"]
+assert all(len(v) == 1 and v[0] > 0 for v in h2h["samples_per_second"].values()), h2h
 sim = b["simulator"]
 assert sim["simulated_workers"] == 64 and sim["ratio"] > 0, sim
 pc = b["python_client"]
