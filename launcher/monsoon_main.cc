@@ -16,6 +16,7 @@ constexpr char kAbout[] =
 constexpr char kVersion[] = "monsoon 0.17";
 
 int Main(int argc, char** argv) {
+  RestartWithHugePages(argv);
   // The role processes log through glog (a timestamp and a level on every line of their logs);
   // the launcher speaks to the user on plain stderr ("monsoon: ...").
   FLAGS_logtostderr = true;
@@ -31,7 +32,6 @@ int Main(int argc, char** argv) {
   const auto ready = [] {
     InstallStopSignals();
     ApplyProcessSettings();
-    RequestHugePagesForChildren();
   };
   return RunCommandLine(argc, argv, {"monsoon", kAbout, kVersion}, declare, ready);
 }

@@ -26,13 +26,14 @@ void ApplyProcessSettings() {
   RaiseDescriptorLimit();
 }
 
-void RequestHugePagesForChildren() {
+void RestartWithHugePages(char** argv) {
   constexpr char kTunable[] = "glibc.malloc.hugetlb";
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   const std::string current = tunables == nullptr ? "" : tunables;
   if (current.find(kTunable) != std::string::npos) return;
   const std::string wanted = std::string(kTunable) + "=1";
   setenv("GLIBC_TUNABLES", current.empty() ? wanted.c_str() : (current + ":" + wanted).c_str(), 1);
+  execv("/proc/self/exe", argv);
 }
 
 void RaiseDescriptorLimit() {

@@ -16,12 +16,14 @@ namespace monsoon {
 // - Raises the descriptor limit (RaiseDescriptorLimit).
 void ApplyProcessSettings();
 
-// Asks for transparent huge pages in every process this one starts (roles, worker programs):
-// adds glibc.malloc.hugetlb=1 to GLIBC_TUNABLES, which glibc reads when a process starts, so
-// that malloc advises the kernel to back its heap and its mmap()s with 2 MiB pages. Weights,
-// gradients and data otherwise fault in 4 KiB at a time. Leaves a caller's own choice of
-// glibc.malloc.hugetlb as it is. Call before any thread starts (it sets the environment).
-void RequestHugePagesForChildren();
+// Asks for transparent huge pages in this process and every process it starts (roles, worker
+// programs, a simulated cluster's in-process workers): adds glibc.malloc.hugetlb=1 to
+// GLIBC_TUNABLES, so that malloc advises the kernel to back its heap and its mmap()s with 2 MiB
+// pages (weights, gradients and data otherwise fault in 4 KiB at a time), and re-executes this
+// program with the same arguments, since glibc reads the tunable only when a process starts.
+// Returns when a caller had already chosen glibc.malloc.hugetlb (left as it is), or when the
+// re-execution fails (the processes it starts still inherit the setting). Call first in main().
+void RestartWithHugePages(char** argv);
 
 // Raises this process's open-file limit (RLIMIT_NOFILE) to its hard limit: a server holds a
 // descriptor per connection.
