@@ -61,10 +61,12 @@ size_t LargestMessageBytes(const ShardingPlan& plan) {
 // The longest a pull may wait for its condition when the client sent no deadline.
 constexpr absl::Duration kMaxPullWait = absl::Minutes(10);
 
-// Each handler runs on a gRPC callback thread. All but Pull finish their reactor before
-// returning; a Pull that must wait for a version or clock is finished later, by the thread
-// whose push (or finish, or the deadline) satisfies it, so no gRPC thread ever blocks.
-// Push and Exchange, the calls that carry chunks, are served by UpdateCalls below.
+// Each handler runs on a gRPC callback thread, or on the thread of the client's shared segment
+// for the chunk calls that came through it (ServeSegmentCall; the segment, which only a caller
+// with the token got, stands for the token). All but Pull finish their call before returning;
+// a Pull that must wait for a version or clock is answered later, by the thread whose push (or
+// finish, or the deadline) satisfies it, so no such thread ever blocks. Push and Exchange
+// through gRPC are served by UpdateCalls below.
 class ParameterServerService final : public RawService {
  public:
   ParameterServerService(ParameterServer* logic, std::string token)

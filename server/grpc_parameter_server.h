@@ -1,5 +1,6 @@
 // The gRPC adapter in front of a ParameterServer: decodes frames, checks the job token,
-// calls the logic, encodes replies. No training logic lives here.
+// calls the logic, encodes replies; the same for chunk calls that come through the shared
+// segments of clients on this host (server/client_segments.h). No training logic lives here.
 #ifndef MONSOON_SERVER_GRPC_PARAMETER_SERVER_H_
 #define MONSOON_SERVER_GRPC_PARAMETER_SERVER_H_
 
