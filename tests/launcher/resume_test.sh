@@ -11,7 +11,9 @@ source tests/launcher/test_lib.sh
 
 config=configs/linear_regression.yaml
 pace 8  # at least 13 s of training: the kill comes after two checkpoints of each server
-job_args=(--set cluster.servers=2 "${paced[@]}" --set checkpoint.interval_seconds=1)
+# Through gRPC (the sleeper below and monsoon_run_test's resumes take the shared segments).
+job_args=(--set cluster.servers=2 "${paced[@]}" --set checkpoint.interval_seconds=1
+  --set transport.local=grpc)
 
 # A run whose server 0 is killed mid-training: the launcher stops the job.
 run="$WORK/killed"

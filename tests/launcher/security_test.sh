@@ -22,7 +22,9 @@ foreign_worker() {
 A="$WORK/job-a"
 B="$WORK/job-b"
 pace 8  # job B outlives job A (40 epochs at full speed) and the foreign worker
-timeout 120 "$MONSOON" run "$cfg" --run-dir "$B" "${paced[@]}" >"$WORK/b.txt" 2>&1 &
+# Job B's chunk calls go through gRPC, job A's through the shared segments.
+timeout 120 "$MONSOON" run "$cfg" --run-dir "$B" "${paced[@]}" --set transport.local=grpc \
+  >"$WORK/b.txt" 2>&1 &
 job_b=$!
 wait_for_file "$B/rendezvous/server-0"
 timeout 60 "$MONSOON" run "$cfg" --run-dir "$A" --set training.epochs=40 >"$WORK/a.txt" 2>&1
