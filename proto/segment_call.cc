@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "core/process/futex.h"
 
 namespace monsoon {
 namespace {
@@ -81,11 +80,6 @@ absl::StatusOr<grpc::ByteBuffer> TakeAnswer(SlotCall* call) {
   }
   call->state.store(SlotCall::kIdle, std::memory_order_release);
   return answer;
-}
-
-void Ring(std::atomic<uint32_t>& bell) {
-  bell.fetch_add(1, std::memory_order_release);
-  FutexWakeAll(bell);
 }
 
 }  // namespace monsoon

@@ -8,7 +8,6 @@
 
 #include <grpcpp/support/byte_buffer.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "absl/status/statusor.h"
@@ -37,9 +36,6 @@ absl::StatusOr<SegmentRequest> ReadRequest(const SlotCall& call);
 void PostAnswer(const absl::StatusOr<grpc::ByteBuffer>& answer, SlotCall* call);
 // A published answer's copy, read by the client; its block is kIdle again afterwards.
 absl::StatusOr<grpc::ByteBuffer> TakeAnswer(SlotCall* call);
-
-// Increments `bell` and wakes every process waiting on it.
-void Ring(std::atomic<uint32_t>& bell);
 
 }  // namespace monsoon
 

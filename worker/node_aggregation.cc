@@ -145,8 +145,7 @@ class NodeSegment {
 
   // Wakes the pusher after a member changed its slot.
   void RingDoorbell() const {
-    header().doorbell.fetch_add(1, std::memory_order_release);
-    FutexWakeAll(header().doorbell);
+    Ring(header().doorbell);
   }
   // Whether the process of slot m is gone, or silent for `timeout`.
   bool Lost(int m, absl::Duration timeout) const {
@@ -315,8 +314,7 @@ void NodePusher::Publish(absl::Span<const float> params, const ChunkVersions& ve
     header.slowest_clock = result->slowest_clock;
   }
   header.pull.Set(result.status());
-  header.published.fetch_add(1, std::memory_order_release);
-  FutexWakeAll(header.published);
+  Ring(header.published);
 }
 
 absl::StatusOr<PullResult> NodePusher::PullAll(absl::Span<float> params, const PullWait& wait,

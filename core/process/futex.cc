@@ -26,4 +26,9 @@ void FutexWakeAll(std::atomic<uint32_t>& word) {
   syscall(SYS_futex, Address(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
+void Ring(std::atomic<uint32_t>& bell) {
+  bell.fetch_add(1, std::memory_order_release);
+  FutexWakeAll(bell);
+}
+
 }  // namespace monsoon

@@ -20,6 +20,8 @@ static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t) &&
 void FutexWait(const std::atomic<uint32_t>& word, uint32_t expected, absl::Duration timeout);
 // Wakes every waiter on `word` (after the caller changed it).
 void FutexWakeAll(std::atomic<uint32_t>& word);
+// Rings a doorbell: increments `bell` (release) and wakes every waiter on it.
+void Ring(std::atomic<uint32_t>& bell);
 
 }  // namespace monsoon
 

@@ -20,6 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/compression.h"
 #include "core/finite.h"
+#include "core/process/futex.h"
 #include "core/process/segment_layout.h"
 #include "proto/frame.h"
 #include "proto/monsoon.pb.h"
