@@ -11,10 +11,21 @@ PushPipeline::PushPipeline(PsClient* client, size_t num_params, bool overlap,
       overlap_(overlap),
       accumulated_(num_params),
       sending_(overlap ? num_params : 0),
-      call_(overlap) {}
+      call_(overlap) {
+  incoming_.params.resize(overlap ? num_params : 0);
+}
 
 PushPipeline::~PushPipeline() {
   if (call_.in_flight()) call_.Wait().IgnoreError();  // it borrows the buffers below
+}
+
+std::vector<absl::Span<float>> PushPipeline::HostBuffers() {
+  std::vector<absl::Span<float>> buffers = {absl::MakeSpan(accumulated_)};
+  if (overlap_) {
+    buffers.push_back(absl::MakeSpan(sending_));
+    buffers.push_back(absl::MakeSpan(incoming_.params));
+  }
+  return buffers;
 }
 
 absl::StatusOr<PushSummary> PushPipeline::Send(FiniteGradient gradient, const ChunkVersions& base,
@@ -57,10 +68,7 @@ void PushPipeline::Start(const ChunkVersions& base, const PushOrigin& origin,
   }
   std::swap(accumulated_, sending_);  // the gradient's values move with the vector
   FetchedWeights* incoming = nullptr;
-  if (bring_into != nullptr) {
-    incoming_.params.resize(bring_into->params.size());
-    incoming = &incoming_;
-  }
+  if (bring_into != nullptr) incoming = &incoming_;
   call_.Start([this, gradient = *gradient, base, origin, incoming, trace] {
     return Send(gradient, base, origin, incoming, trace);
   });

@@ -46,6 +46,9 @@ class PushPipeline {
   // infinity (its size when none). Without it, Start scans the accumulator itself.
   void Written(size_t first_non_finite) { written_first_non_finite_ = first_non_finite; }
   bool in_flight() const { return call_.in_flight(); }
+  // Every buffer of the pipeline's that a gradient or the weights a reply brings pass through
+  // (for TrainableModel::PinHostMemory): fixed for the pipeline's life.
+  std::vector<absl::Span<float>> HostBuffers();
 
   // Starts pushing the accumulator, computed on chunk versions `base` and numbered by `origin`.
   // With `bring_into` (borrowed until Wait returns; its params sized num_params) the reply

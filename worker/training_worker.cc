@@ -28,6 +28,15 @@ absl::Status WithDivergenceCauses(const absl::Status& refused) {
                                      kDivergenceRemedies, "), or the data holds a NaN or an infinity")));
 }
 
+// The model's pins of the non-empty `buffers`: host memory its copies reach directly.
+std::vector<HostPin> PinAll(TrainableModel* model, const std::vector<absl::Span<float>>& buffers) {
+  std::vector<HostPin> pins;
+  for (const absl::Span<float> buffer : buffers) {
+    if (!buffer.empty()) pins.push_back(model->PinHostMemory(buffer));
+  }
+  return pins;
+}
+
 }  // namespace
 
 const std::vector<std::string>& WorkerTraceThreads() {
@@ -155,6 +164,10 @@ bool TrainingWorker::Done(const WorkerReport& report) const {
 
 absl::Status TrainingWorker::ComputeStep(WorkerReport* report) {
   MONSOON_ASSIGN_OR_RETURN(const int rows, shard_->NextBatch(rules_.batch_size, &x_, &y_));
+  if (batch_pins_.empty() && rows == rules_.batch_size) {
+    // Full: x_ and y_ never move again (no batch is larger).
+    batch_pins_ = PinAll(model_, {absl::MakeSpan(x_), absl::MakeSpan(y_)});
+  }
   // Dropout masks from (seed, worker, step): a replayed step draws the same ones.
   model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
   model_->set_steps_done(report->steps);
@@ -201,9 +214,6 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   MONSOON_RETURN_IF_ERROR(ResumeFrom(resume, &report));
   const PullSchedule schedule(rules_, index_, client_->plan().num_chunks(), resumed_after_);
   const size_t n = model_->num_params();
-  // Every step fetches its gradient: on a GPU each layer's starts for the host while backward
-  // computes the layers below it.
-  model_->set_stream_gradients(true);
   std::unique_ptr<TopKSparsifier> topk;
   if (rules_.compression == Compression::kTopk) {
     topk = std::make_unique<TopKSparsifier>(client_->plan(), rules_.topk_fraction);
@@ -212,6 +222,10 @@ absl::StatusOr<WorkerReport> TrainingWorker::TrainPushingGradients(const std::at
   PushingState state;
   state.fetched.params.resize(n);
   std::vector<float> scratch(rules_.n_push > 1 ? n : 0);
+  std::vector<absl::Span<float>> buffers = pipeline.HostBuffers();
+  buffers.push_back(absl::MakeSpan(state.fetched.params));
+  buffers.push_back(absl::MakeSpan(scratch));
+  const std::vector<HostPin> pins = PinAll(model_, buffers);
   int since_push = 0;
   while (!Done(report)) {
     if (stop != nullptr && stop->load()) return absl::CancelledError("worker stopped by signal");
@@ -261,9 +275,13 @@ absl::Status TrainingWorker::ComputeGradients(PushPipeline* pipeline, bool add,
   {
     const TraceScope compute = ComputeSpan(*report);
     const StallWatch::Computing computing(&stall_watch_, report->steps);
+    // Every step fetches its gradient: on a GPU each layer's starts for the host while
+    // backward computes the layers below it.
+    float* const grads = add ? scratch->data() : sum.data();
+    model_->StreamGradientsTo(grads);
     MONSOON_RETURN_IF_ERROR(ComputeStep(report));
     if (model_->loop_ended()) return absl::OkStatus();  // nothing computed
-    first_non_finite = model_->GetGrads(add ? scratch->data() : sum.data());
+    first_non_finite = model_->GetGrads(grads);
     MONSOON_RETURN_IF_ERROR(model_->Synchronize());
   }
   if (add) {

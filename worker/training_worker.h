@@ -151,6 +151,7 @@ class TrainingWorker {
   TraceWriter* step_trace_ = nullptr;  // trace_ while the current step is traced
   uint64_t resumed_after_ = 0;         // pushes already processed when this process started
   std::vector<float> x_, y_;           // the current batch
+  std::vector<HostPin> batch_pins_;    // x_ and y_, once a batch has filled them
   std::vector<float> velocity_;        // EAMSGD: the model's velocity at an exchange
   StallWatch stall_watch_;             // over each step's compute
 };

@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "core/compute/activation.h"
@@ -29,6 +30,33 @@ class DeviceBuffer {
  private:
   std::unique_ptr<float, std::function<void(float*)>> data_;
   size_t size_ = 0;
+};
+
+// Host memory a backend's copies reach without staging (page-locked on a GPU, so that its copy
+// engine reads and writes it directly), until the pin is destroyed, which must happen before
+// the memory is freed. Move-only. An empty pin (the CPU backend's, or memory that could not be
+// locked) changes nothing: copies of that memory stage as before.
+class HostPin {
+ public:
+  HostPin() = default;
+  explicit HostPin(std::function<void()> unpin) : unpin_(std::move(unpin)) {}
+  HostPin(HostPin&& other) noexcept : unpin_(std::exchange(other.unpin_, nullptr)) {}
+  HostPin& operator=(HostPin&& other) noexcept {
+    Unpin();
+    unpin_ = std::exchange(other.unpin_, nullptr);
+    return *this;
+  }
+  HostPin(const HostPin&) = delete;
+  HostPin& operator=(const HostPin&) = delete;
+  ~HostPin() { Unpin(); }
+
+  bool pinned() const { return unpin_ != nullptr; }
+
+ private:
+  void Unpin() {
+    if (unpin_ != nullptr) std::exchange(unpin_, nullptr)();
+  }
+  std::function<void()> unpin_;
 };
 
 // Loss value and (for classification) the number of correct argmax predictions.
@@ -111,16 +139,22 @@ class ComputeBackend {
 
   // Zero-initialised buffer of n floats.
   virtual DeviceBuffer Allocate(size_t n) = 0;
+  // Makes [host, host + n) memory the copies below reach directly (see HostPin); an empty pin
+  // where the backend has no use for it or the memory cannot be locked.
+  virtual HostPin PinHostMemory(float* /*host*/, size_t /*n*/) { return HostPin(); }
+  // `host` may be written again as soon as these return.
   virtual void CopyToDevice(const float* host, float* device, size_t n) = 0;
   virtual void CopyToHost(const float* device, float* host, size_t n) = 0;
   // CopyToHost, returning the index of the first NaN or infinity copied (n when none), found by
-  // the pass that writes `host` (FirstNonFinite in core/finite.h).
+  // the pass that writes `host` (FirstNonFinite in core/finite.h) or, where the copy engine
+  // wrote pinned `host` itself, by one pass over it.
   virtual size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) = 0;
-  // Starts copying [device, device + n) towards the host as soon as the work queued so far has
-  // written it, while later work runs (a GPU's copy stream). A later CopyToHost of a range
-  // that such started copies tile exactly then only waits for them and unpacks them. Nothing
-  // to start where backend memory is host memory.
-  virtual void StartCopyToHost(const float* /*device*/, size_t /*n*/) {}
+  // Starts copying [device, device + n) to [host, host + n) as soon as the work queued so far
+  // has written it, while later work runs (a GPU's copy stream). A later CopyToHost* of a
+  // range that such started copies tile exactly, with the same host addresses, then only waits
+  // for them (and unpacks them, where `host` is not pinned). Until then `host` must not be
+  // read or written. Nothing to start where backend memory is host memory.
+  virtual void StartCopyToHost(const float* /*device*/, float* /*host*/, size_t /*n*/) {}
 
   // C[m x n] = alpha * op(A) * op(B) + beta * C, with op(A) of shape m x k and op(B) k x n.
   virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

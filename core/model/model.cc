@@ -459,14 +459,16 @@ BatchResult Model::Forward(const float* x_host, const float* targets_host, int r
   for (size_t i = 0; i < layers_.size(); ++i) {
     layers_[i]->SetMode(training, SplitMix64(batch_seed_, layer_spec_index_[i]));
   }
+  // Both uploads before the forward pass: a copy from pinned memory waits for the compute
+  // queued before it.
   backend_->CopyToDevice(x_host, activations_[0].data(),
                          static_cast<size_t>(rows) * spec_.input_dim);
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->Forward(*backend_, activations_[i].data(), rows, activations_[i + 1].data());
-  }
   const bool classify = spec_.loss == LossType::kSoftmaxCrossEntropy;
   const size_t target_floats = static_cast<size_t>(rows) * (classify ? 1 : spec_.output_dim);
   backend_->CopyToDevice(targets_host, targets_.data(), target_floats);
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->Forward(*backend_, activations_[i].data(), rows, activations_[i + 1].data());
+  }
   const float* out = activations_.back().data();
   const LossResult loss = classify
                               ? backend_->SoftmaxCrossEntropy(out, targets_.data(), rows,
@@ -484,8 +486,10 @@ BatchResult Model::ComputeGradients(const float* x_host, const float* targets_ho
     float* dx = i == 0 ? nullptr : scratch_[i % 2].data();
     layers_[i]->Backward(*backend_, activations_[i].data(), activations_[i + 1].data(), dy, rows,
                          dx);
-    if (stream_gradients_ && layer_params_[i].size > 0) {
-      backend_->StartCopyToHost(grads_.data() + layer_params_[i].offset, layer_params_[i].size);
+    if (stream_gradients_to_ != nullptr && layer_params_[i].size > 0) {
+      const size_t offset = layer_params_[i].offset;
+      backend_->StartCopyToHost(grads_.data() + offset, stream_gradients_to_ + offset,
+                                layer_params_[i].size);
     }
     dy = dx;
   }

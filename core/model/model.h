@@ -110,10 +110,13 @@ class Model : public TrainableModel {
   void SetParams(const float* host) override;
   void GetParams(float* host) override;
   size_t GetGrads(float* host) override;
-  // When on, backward starts each layer's gradient on its way to the host as soon as that
-  // layer is done, overlapping the layers still to go (StartCopyToHost); GetGrads then waits
+  // With `host`, backward starts each layer's gradient on its way there as soon as that layer
+  // is done, overlapping the layers still to go (StartCopyToHost); GetGrads(host) then waits
   // for those copies.
-  void set_stream_gradients(bool on) override { stream_gradients_ = on; }
+  void StreamGradientsTo(float* host) override { stream_gradients_to_ = host; }
+  HostPin PinHostMemory(absl::Span<float> host) override {
+    return backend_->PinHostMemory(host.data(), host.size());
+  }
   void AddWeightDecay(float weight_decay) override;
   void ApplyLocalSgd(float learning_rate) override;
   void ApplyLocalNesterov(float learning_rate, float momentum) override;
@@ -143,7 +146,7 @@ class Model : public TrainableModel {
     size_t size = 0;
   };
   std::vector<Range> layer_params_;
-  bool stream_gradients_ = false;
+  float* stream_gradients_to_ = nullptr;
   uint64_t batch_seed_ = 0;
   size_t num_params_ = 0;
   size_t num_state_ = 0;

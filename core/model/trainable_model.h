@@ -13,6 +13,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "core/compute/compute_backend.h"
 
 namespace monsoon {
 
@@ -48,9 +50,13 @@ class TrainableModel {
   // pushes. Returns the index of the first NaN or infinity written (num_params() when none),
   // found by the pass that writes `host`.
   virtual size_t GetGrads(float* host) = 0;
-  // A hint that the worker fetches its gradients after every step (a GPU model may start
-  // copying them while backward still runs).
-  virtual void set_stream_gradients(bool /*on*/) {}
+  // A hint that the next GetGrads writes `host` (nullptr: no hint): a GPU model may start
+  // copying each layer's gradient there while backward still runs. `host` must then not be
+  // read or written until that GetGrads.
+  virtual void StreamGradientsTo(float* /*host*/) {}
+  // Page-locks `host` for this model's copies while the pin lives (see HostPin in
+  // core/compute/compute_backend.h); an empty pin where that buys nothing.
+  virtual HostPin PinHostMemory(absl::Span<float> /*host*/) { return HostPin(); }
   // The local steps change only the trained values, never the state.
   // grads += weight_decay * params: L2 weight decay before a local step.
   virtual void AddWeightDecay(float weight_decay) = 0;

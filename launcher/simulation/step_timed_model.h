@@ -40,7 +40,8 @@ class StepTimedModel final : public TrainableModel {
   void SetParams(const float* host) override { model_->SetParams(host); }
   void GetParams(float* host) override { model_->GetParams(host); }
   size_t GetGrads(float* host) override { return model_->GetGrads(host); }
-  void set_stream_gradients(bool on) override { model_->set_stream_gradients(on); }
+  void StreamGradientsTo(float* host) override { model_->StreamGradientsTo(host); }
+  HostPin PinHostMemory(absl::Span<float> host) override { return model_->PinHostMemory(host); }
   void AddWeightDecay(float weight_decay) override { model_->AddWeightDecay(weight_decay); }
   void ApplyLocalSgd(float rate) override { model_->ApplyLocalSgd(rate); }
   void ApplyLocalNesterov(float rate, float momentum) override {

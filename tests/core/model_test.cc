@@ -352,8 +352,12 @@ TEST_CASE("Model: bad dimensions are rejected", "[core][model]") {
 // A CPU backend that records which gradient ranges backward starts towards the host.
 class RecordingBackend : public CpuBackend {
  public:
-  void StartCopyToHost(const float* device, size_t n) override { started.push_back({device, n}); }
+  void StartCopyToHost(const float* device, float* host, size_t n) override {
+    started.push_back({device, n});
+    hosts.push_back(host);
+  }
   std::vector<std::pair<const float*, size_t>> started;
+  std::vector<float*> hosts;
 };
 
 TEST_CASE("Model: streamed gradients start layer by layer, last layer first, tiling the vector",
@@ -368,10 +372,15 @@ TEST_CASE("Model: streamed gradients start layer by layer, last layer first, til
   std::vector<float> copied(n), streamed(n);
   CHECK(model->GetGrads(copied.data()) == n);  // every value finite
 
-  model->set_stream_gradients(true);
+  model->StreamGradientsTo(streamed.data());
   model->ComputeGradients(x.data(), y.data(), 2);
   model->GetGrads(streamed.data());
   CHECK(streamed == copied);
+  // Each range to its place in the destination.
+  for (size_t i = 0; i < backend.started.size(); ++i) {
+    CHECK(backend.hosts[i] - streamed.data() ==
+          backend.started[i].first - backend.started[2].first);
+  }
   // [W1 b1][W2 b2][W3 b3] = 35 + 24 + 15 floats, started from the last layer.
   REQUIRE(backend.started.size() == 3);
   CHECK(backend.started[0].second == 4 * 3 + 3);

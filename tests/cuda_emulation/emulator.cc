@@ -48,7 +48,9 @@ struct Blas {
 
 namespace {
 
-enum class Kind { kDevice, kPinned };
+// kPinned: page-locked host memory of cudaMallocHost's; kRegistered: the program's own host
+// memory page-locked by cudaHostRegister. Copies take either as their host side.
+enum class Kind { kDevice, kPinned, kRegistered };
 struct Allocation {
   size_t bytes;
   Kind kind;
@@ -119,7 +121,9 @@ const Allocation* Find(const void* p, size_t bytes, uintptr_t* base) {
 void CheckRange(const void* p, size_t bytes, Kind kind, const char* what) {
   uintptr_t base = 0;
   const Allocation* found = Find(p, bytes, &base);
-  if (found == nullptr || found->kind != kind) {
+  const bool host_side =
+      kind == Kind::kPinned && found != nullptr && found->kind == Kind::kRegistered;
+  if (found == nullptr || (found->kind != kind && !host_side)) {
     Violation(std::string(what) + ": " + std::to_string(bytes) + " bytes at " +
               std::to_string(reinterpret_cast<uintptr_t>(p)) + " are not inside one live " +
               (kind == Kind::kDevice ? "device" : "pinned host") + " allocation");
@@ -474,6 +478,46 @@ cudaError_t cudaMallocHost(void** p, size_t bytes) {
   return cuda_emulation::Allocate(p, bytes, Kind::kPinned);
 }
 cudaError_t cudaFreeHost(void* p) { return cuda_emulation::Release(p, Kind::kPinned); }
+
+cudaError_t cudaHostRegister(void* p, size_t bytes, unsigned /*flags*/) {
+  std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  if (p == nullptr || bytes == 0) return cudaErrorInvalidValue;
+  auto& allocations = Dev().allocations;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
+  auto next = allocations.lower_bound(begin);
+  const bool overlaps_next = next != allocations.end() && next->first < begin + bytes;
+  const bool overlaps_previous =
+      next != allocations.begin() && std::prev(next)->first + std::prev(next)->second.bytes > begin;
+  if (overlaps_next || overlaps_previous) return cudaErrorHostMemoryAlreadyRegistered;
+  allocations[begin] = {bytes, Kind::kRegistered};
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostUnregister(void* p) {
+  cuda_emulation::Device& d = Dev();
+  std::lock_guard<std::recursive_mutex> lock(d.mu);
+  auto it = d.allocations.find(reinterpret_cast<uintptr_t>(p));
+  if (it == d.allocations.end() || it->second.kind != Kind::kRegistered) {
+    return cudaErrorHostMemoryNotRegistered;
+  }
+  cuda_emulation::DrainAll();  // no queued copy may reach the memory once it is pageable again
+  d.allocations.erase(it);
+  return cudaSuccess;
+}
+
+cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const void* p) {
+  std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  if (attributes == nullptr) return cudaErrorInvalidValue;
+  uintptr_t base = 0;
+  const cuda_emulation::Allocation* a = cuda_emulation::Find(p, 1, &base);
+  *attributes = {cudaMemoryTypeUnregistered, 0, nullptr, nullptr};
+  if (a != nullptr) {
+    attributes->type = a->kind == Kind::kDevice ? cudaMemoryTypeDevice : cudaMemoryTypeHost;
+    (a->kind == Kind::kDevice ? attributes->devicePointer : attributes->hostPointer) =
+        const_cast<void*>(p);
+  }
+  return cudaSuccess;
+}
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {

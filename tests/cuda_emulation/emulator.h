@@ -3,7 +3,10 @@
 // - Device and pinned memory are exact-size host allocations filled with NaN, so that
 //   AddressSanitizer sees every out-of-bounds access and a read of never-written memory shows.
 //   Every kernel pointer argument, memcpy and memset range and cuBLAS operand extent is checked
-//   against the live allocations of the right kind; a violation aborts with a message.
+//   against the live allocations of the right kind; a violation aborts with a message. A
+//   copy's host side must be cudaMallocHost memory or memory the program registered
+//   (cudaHostRegister) and has not unregistered; cudaHostUnregister first runs all queued
+//   work, and cudaPointerGetAttributes tells the three kinds apart.
 // - Streams are queues of work. Events record a stream's position; a wait makes a stream hold
 //   until the recorded work is done. Work runs when the schedule says: lazy (only when a
 //   synchronisation needs it), eager (at once, a grid's blocks in reverse order) or random

@@ -234,11 +234,15 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   (*on_cpu)->GetGrads(gc.data());
   CHECK((*on_gpu)->GetGrads(gg.data()) == gg.size());  // every value finite
   for (size_t i = 0; i < gc.size(); ++i) REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
-  // Streamed layer by layer during backward (twice: the pinned buffers are reused), the same.
-  (*on_gpu)->set_stream_gradients(true);
-  for (int round = 0; round < 2; ++round) {
+  // Streamed layer by layer during backward, through staging and then straight into pinned
+  // memory (twice each: the buffers are reused), the same.
+  std::vector<float> streamed(params.size());
+  for (int round = 0; round < 4; ++round) {
+    std::fill(streamed.begin(), streamed.end(), -1.0f);
+    const HostPin pin = round < 2 ? HostPin() : (*on_gpu)->PinHostMemory(absl::MakeSpan(streamed));
+    CHECK(pin.pinned() == (round >= 2));
+    (*on_gpu)->StreamGradientsTo(streamed.data());
     (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
-    std::vector<float> streamed(params.size(), -1.0f);
     (*on_gpu)->GetGrads(streamed.data());
     REQUIRE((*on_gpu)->Synchronize().ok());
     CHECK(streamed == gg);
@@ -255,10 +259,11 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   // copied whole or streamed in parts.
   std::vector<float> bad_x = x;
   bad_x[3 * spec.input_dim + 4] = std::nanf("");
-  for (const bool stream : {false, true}) {
-    (*on_gpu)->set_stream_gradients(stream);
-    (*on_gpu)->ComputeGradients(bad_x.data(), y.data(), rows);
+  for (const int way : {0, 1, 2}) {  // copied whole, streamed, streamed into pinned memory
     std::vector<float> got(params.size());
+    const HostPin pin = way == 2 ? (*on_gpu)->PinHostMemory(absl::MakeSpan(got)) : HostPin();
+    (*on_gpu)->StreamGradientsTo(way == 0 ? nullptr : got.data());
+    (*on_gpu)->ComputeGradients(bad_x.data(), y.data(), rows);
     const size_t first = (*on_gpu)->GetGrads(got.data());
     REQUIRE((*on_gpu)->Synchronize().ok());
     CHECK(first < got.size());
@@ -508,7 +513,6 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
     auto on_gpu = Model::Create(spec, gpu.get());
     REQUIRE(on_cpu.ok());
     REQUIRE(on_gpu.ok());
-    (*on_gpu)->set_stream_gradients(stack % 2 == 0);
     std::vector<float> params((*on_cpu)->num_params());
     Model::InitialValues(spec, stack, 0, absl::MakeSpan(params));
     (*on_cpu)->SetParams(params.data());
@@ -519,9 +523,10 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
       for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r % 3);
       (*on_cpu)->set_batch_seed(rows);
       (*on_gpu)->set_batch_seed(rows);
+      std::vector<float> gc(params.size()), gg(params.size());
+      (*on_gpu)->StreamGradientsTo(stack % 2 == 0 ? gg.data() : nullptr);
       const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), rows);
       const BatchResult bg = (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
-      std::vector<float> gc(params.size()), gg(params.size());
       (*on_cpu)->GetGrads(gc.data());
       (*on_gpu)->GetGrads(gg.data());
       REQUIRE((*on_gpu)->Synchronize().ok());
@@ -565,12 +570,47 @@ TEST_CASE("CublasBackend: a copy to the host finds the first non-finite value, p
   CHECK(gpu->CopyToHostFindingNonFinite(device.data(), out.data(), n) == 700);
   CHECK(std::memcmp(out.data(), host.data(), n * sizeof(float)) == 0);
   // Started as a model streams its layers, the last part first.
-  gpu->StartCopyToHost(device.data() + 600, n - 600);
-  gpu->StartCopyToHost(device.data(), 600);
+  std::fill(out.begin(), out.end(), 0.0f);
+  gpu->StartCopyToHost(device.data() + 600, out.data() + 600, n - 600);
+  gpu->StartCopyToHost(device.data(), out.data(), 600);
+  CHECK(gpu->CopyToHostFindingNonFinite(device.data(), out.data(), n) == 700);
+  CHECK(std::memcmp(out.data(), host.data(), n * sizeof(float)) == 0);
+  // The same into pinned memory, which the copy engine writes itself (then scanned).
+  const HostPin pin = gpu->PinHostMemory(out.data(), n);
+  CHECK(pin.pinned());
   std::fill(out.begin(), out.end(), 0.0f);
   CHECK(gpu->CopyToHostFindingNonFinite(device.data(), out.data(), n) == 700);
   CHECK(std::memcmp(out.data(), host.data(), n * sizeof(float)) == 0);
+  std::fill(out.begin(), out.end(), 0.0f);
+  gpu->StartCopyToHost(device.data() + 600, out.data() + 600, n - 600);
+  gpu->StartCopyToHost(device.data(), out.data(), 600);
+  CHECK(gpu->CopyToHostFindingNonFinite(device.data(), out.data(), n) == 700);
+  CHECK(std::memcmp(out.data(), host.data(), n * sizeof(float)) == 0);
   REQUIRE(gpu->Synchronize().ok());
+}
+
+// An upload straight from pinned memory has read it by the time CopyToDevice returns: the
+// caller may write its next batch there at once.
+TEST_CASE("CublasBackend: an upload from pinned memory is done when it returns", "[gpu][parity]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  const size_t n = 1000;
+  std::vector<float> host = Random(n, 9);
+  const std::vector<float> sent = host;
+  HostPin pin = gpu->PinHostMemory(host.data(), n);
+  CHECK(pin.pinned());
+  DeviceBuffer device = gpu->Allocate(n);
+  std::vector<float> back(n);
+  for (const bool pinned : {true, false}) {
+    INFO("pinned " << pinned);
+    if (!pinned) pin = HostPin();  // unpinned: the upload stages again
+    host = sent;
+    gpu->CopyToDevice(host.data(), device.data(), n);
+    std::fill(host.begin(), host.end(), 0.0f);
+    gpu->CopyToHost(device.data(), back.data(), n);
+    REQUIRE(gpu->Synchronize().ok());
+    CHECK(back == sent);
+  }
 }
 
 // A CNN's life on the device: create, weights in, three steps (one streamed), gradients and
@@ -593,13 +633,13 @@ TEST_CASE("CublasBackend: a failed allocation is the model's error", "[gpu][allo
   std::vector<float> params((*model)->num_params());
   Model::InitialValues(spec, 1, 0, absl::MakeSpan(params));
   (*model)->SetParams(params.data());
-  for (const int rows : {5, 9, 2}) {
-    (*model)->set_stream_gradients(rows == 9);
+  std::vector<float> grads(params.size()), after(params.size());
+  for (const int rows : {5, 2, 9}) {
+    (*model)->StreamGradientsTo(rows == 9 ? grads.data() : nullptr);
     const auto x = Random(static_cast<size_t>(rows) * 36, rows);
     const std::vector<float> y(rows, 1.0f);
     (*model)->ComputeGradients(x.data(), y.data(), rows);
   }
-  std::vector<float> grads(params.size()), after(params.size());
   (*model)->GetGrads(grads.data());
   (*model)->ApplyLocalSgd(0.1f);
   (*model)->GetParams(after.data());

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <filesystem>
+#include <map>
 #include <thread>
 #include <vector>
 
@@ -448,6 +449,75 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
       for (const auto& row : table.rows) {
         REQUIRE(row[table.Column("step")] - 1 - row[table.Column("slowest_clock")] <= 1);
       }
+    }
+  }
+}
+
+// A CPU backend that pins nothing but keeps the books of a GPU's: which host ranges are pinned,
+// and whether every copy during training touches pinned memory only.
+class PinCountingBackend : public CpuBackend {
+ public:
+  HostPin PinHostMemory(float* host, size_t n) override {
+    pinned_.emplace(host, n);
+    return HostPin([this, host] { pinned_.erase(host); });
+  }
+  void CopyToDevice(const float* host, float* device, size_t n) override {
+    Touch(host, n);
+    CpuBackend::CopyToDevice(host, device, n);
+  }
+  size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) override {
+    Touch(host, n);
+    return CpuBackend::CopyToHostFindingNonFinite(device, host, n);
+  }
+  void StartCopyToHost(const float* device, float* host, size_t n) override {
+    Touch(host, n);
+    ++started;
+  }
+  bool training = false;  // count copies from now on
+  int copies = 0, unpinned_copies = 0, started = 0;
+  size_t pins() const { return pinned_.size(); }
+
+ private:
+  void Touch(const float* host, size_t n) {
+    if (!training) return;
+    ++copies;
+    auto it = pinned_.upper_bound(host);
+    const bool inside =
+        it != pinned_.begin() && host + n <= std::prev(it)->first + std::prev(it)->second;
+    if (!inside) ++unpinned_copies;
+  }
+  std::map<const float*, size_t> pinned_;
+};
+
+TEST_CASE("TrainingWorker: every copy of a training step goes through pinned buffers",
+          "[worker][pinned]") {
+  for (const Overlap overlap : {Overlap::kNone, Overlap::kPushPull}) {
+    for (const int n_push : {1, 2}) {
+      INFO("overlap " << kOverlapNames.Name(overlap) << ", n_push " << n_push);
+      LinearSetup setup(2, 0.1f, 1);
+      setup.config.training.epochs = 2;
+      setup.config.training.batch_size = 30;  // 400 rows: a last batch of 10 in each epoch
+      setup.config.downpour.n_push = n_push;
+      setup.config.transport.overlap = overlap;
+      setup.Start();
+      PinCountingBackend backend;
+      auto model = Model::Create(setup.config.model, &backend);
+      REQUIRE(model.ok());
+      DataShard shard(setup.data, 0, 3);
+      InProcessPsClient client(setup.raw, {RoleKind::kWorker, 0});
+      {
+        TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
+        backend.training = true;
+        const auto report = worker.Run(nullptr);
+        REQUIRE(report.ok());
+        CHECK(report->steps == 28);
+        // Weights in and the batch each step, the gradient out, started layer by layer.
+        CHECK(backend.copies >= 3 * 28);
+        CHECK(backend.started == 28);
+        CHECK(backend.unpinned_copies == 0);
+        CHECK(backend.pins() == 2);  // the batch's, which live with the worker
+      }
+      CHECK(backend.pins() == 0);
     }
   }
 }

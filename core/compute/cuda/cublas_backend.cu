@@ -321,72 +321,80 @@ class CublasBackend : public ComputeBackend {
     return DeviceBuffer(p, n, [](float* q) { cudaFree(q); });
   }
 
-  // host -> pinned (CPU, while the GPU works) -> device (copy stream). The upload waits for
-  // compute queued before it (which may still read `device`), and compute queued after it
-  // waits for the upload.
+  // Page-locks [host, host + n) for the copy engine. A failure leaves the memory pageable (an
+  // empty pin) and is not the backend's error.
+  HostPin PinHostMemory(float* host, size_t n) override {
+    if (!status_.ok() || n == 0) return HostPin();
+    if (cudaHostRegister(host, n * sizeof(float), cudaHostRegisterDefault) != cudaSuccess) {
+      cudaGetLastError();  // not this backend's error: Synchronize reports the last one
+      return HostPin();
+    }
+    return HostPin([host] { cudaHostUnregister(host); });
+  }
+
+  // Pinned `host`: one copy on the copy stream, waited for. Otherwise host -> staging (CPU,
+  // while the GPU works) -> device (copy stream). Either upload waits for compute queued
+  // before it (which may still read `device`), and compute queued after it waits for the
+  // upload.
   void CopyToDevice(const float* host, float* device, size_t n) override {
     if (!status_.ok() || n == 0) return;
+    if (Pinned(host, n)) {
+      if (QueueUpload(host, device, n)) {
+        Check(cudaEventSynchronize(copy_done_), "cudaEventSynchronize");
+      }
+      return;
+    }
     cudaError_t error = cudaSuccess;
     // The previous upload must have left the staging buffer before it is refilled.
     if (!Check(cudaEventSynchronize(copy_done_), "cudaEventSynchronize")) return;
     float* staging = upload_.Reserve(n, &error);
     if (!Check(error, "cudaMallocHost")) return;
     std::memcpy(staging, host, n * sizeof(float));
-    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
-        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
-        !Check(cudaMemcpyAsync(device, staging, n * sizeof(float), cudaMemcpyHostToDevice, copy_),
-               "cudaMemcpyAsync (host to device)")) {
-      return;
-    }
-    Check(cudaEventRecord(copy_done_, copy_), "cudaEventRecord");
-    Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");
+    QueueUpload(staging, device, n);
   }
 
   void CopyToHost(const float* device, float* host, size_t n) override {
     CopyToHostFindingNonFinite(device, host, n);
   }
 
-  // Waits for queued compute, then device -> pinned (copy stream) -> host, the last copy
-  // finding the first non-finite value; or, where StartCopyToHost copies tile the range, waits
-  // for those and unpacks them. After an error: n (Synchronize reports the error).
+  // Waits for queued compute, then device -> host on the copy stream, straight into pinned
+  // `host` (then scanned for the first non-finite value) or through staging (the copy out of
+  // it finding that value); or, where StartCopyToHost copies tile the range, waits for those
+  // and unpacks them. After an error: n (Synchronize reports the error).
   size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) override {
     if (!status_.ok() || n == 0) return n;
     if (const std::optional<size_t> first = FinishStartedCopies(device, host, n)) return *first;
+    const bool direct = Pinned(host, n);
     cudaError_t error = cudaSuccess;
-    float* staging = download_.Reserve(n, &error);
-    if (!Check(error, "cudaMallocHost")) return n;
-    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
-        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
-        !Check(cudaMemcpyAsync(staging, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
-               "cudaMemcpyAsync (device to host)") ||
+    float* to = direct ? host : download_.Reserve(n, &error);
+    if (!Check(error, "cudaMallocHost") || !QueueDownload(device, to, n) ||
         !Check(cudaStreamSynchronize(copy_), "cudaStreamSynchronize")) {
       return n;
     }
-    return CopyFindingNonFinite(staging, host, n);
+    return direct ? FirstNonFinite(absl::MakeConstSpan(host, n))
+                  : CopyFindingNonFinite(to, host, n);
   }
 
-  // device -> pinned on the copy stream once the compute queued so far is done; compute
-  // queued later runs meanwhile. Each started range keeps its pinned buffer and event for the
-  // next step (a model streams the same ranges every step).
-  void StartCopyToHost(const float* device, size_t n) override {
+  // device -> host (pinned) or its staging buffer, on the copy stream once the compute queued
+  // so far is done; compute queued later runs meanwhile. Each started range keeps its staging
+  // buffer and event for the next step (a model streams the same ranges every step).
+  void StartCopyToHost(const float* device, float* host, size_t n) override {
     if (!status_.ok() || n == 0) return;
     StartedCopy& copy = started_[device];
     if (copy.done == nullptr &&
         !Check(cudaEventCreateWithFlags(&copy.done, cudaEventDisableTiming), "cudaEventCreate")) {
       return;
     }
-    // A copy never collected by CopyToHost must leave its buffer before it is refilled.
+    // A copy never collected by CopyToHost must be done before its buffer is written again.
     if (copy.pending && !Check(cudaEventSynchronize(copy.done), "cudaEventSynchronize")) return;
+    copy.direct = Pinned(host, n);
     cudaError_t error = cudaSuccess;
-    float* staging = copy.pinned.Reserve(n, &error);
-    if (!Check(error, "cudaMallocHost")) return;
-    if (!Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") ||
-        !Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") ||
-        !Check(cudaMemcpyAsync(staging, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
-               "cudaMemcpyAsync (device to host)") ||
+    float* to = copy.direct ? host : copy.staging.Reserve(n, &error);
+    if (!Check(error, "cudaMallocHost") || !QueueDownload(device, to, n) ||
         !Check(cudaEventRecord(copy.done, copy_), "cudaEventRecord")) {
       return;
     }
+    copy.host = host;
     copy.n = n;
     copy.pending = true;
   }
@@ -636,6 +644,39 @@ class CublasBackend : public ComputeBackend {
     return g.layout == Layout::kPlain && g.relu == FusedRelu::kNone;
   }
 
+  // Whether [host, host + n) is page-locked host memory (cudaHostRegister or cudaMallocHost):
+  // both ends are, and a range passed in lies in one allocation.
+  bool Pinned(const float* host, size_t n) {
+    for (const float* p : {host, host + n - 1}) {
+      cudaPointerAttributes attributes;
+      if (cudaPointerGetAttributes(&attributes, p) != cudaSuccess) {
+        cudaGetLastError();  // a pointer CUDA does not know: pageable, not an error
+        return false;
+      }
+      if (attributes.type != cudaMemoryTypeHost) return false;
+    }
+    return true;
+  }
+
+  // Queues from (pinned) -> device on the copy stream after the compute queued so far, and
+  // makes later compute wait for it (copy_done_).
+  bool QueueUpload(const float* from, float* device, size_t n) {
+    return Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") &&
+           Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") &&
+           Check(cudaMemcpyAsync(device, from, n * sizeof(float), cudaMemcpyHostToDevice, copy_),
+                 "cudaMemcpyAsync (host to device)") &&
+           Check(cudaEventRecord(copy_done_, copy_), "cudaEventRecord") &&
+           Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent");
+  }
+
+  // Queues device -> to (pinned) on the copy stream after the compute queued so far.
+  bool QueueDownload(const float* device, float* to, size_t n) {
+    return Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") &&
+           Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") &&
+           Check(cudaMemcpyAsync(to, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
+                 "cudaMemcpyAsync (device to host)");
+  }
+
   // Records the first failure; true when `error` is success.
   bool Check(cudaError_t error, const std::string& what) {
     if (error == cudaSuccess) return true;
@@ -715,22 +756,26 @@ class CublasBackend : public ComputeBackend {
     return status_.ok() ? conv_workspace_.data() : nullptr;
   }
 
-  // A copy StartCopyToHost queued: into `pinned`, finished when `done` has fired; pending
-  // until CopyToHost has unpacked it.
+  // A copy StartCopyToHost queued: into `host` (direct) or `staging`, finished when `done` has
+  // fired; pending until CopyToHost has collected it.
   struct StartedCopy {
-    PinnedBuffer pinned;
+    PinnedBuffer staging;
+    float* host = nullptr;
     size_t n = 0;
+    bool direct = false;
     cudaEvent_t done = nullptr;
     bool pending = false;
   };
 
-  // When pending started copies tile [device, device + n) exactly: fills host from them and
-  // returns the index of its first non-finite value (n when none, or after an error).
+  // When pending started copies tile [device, device + n) into [host, host + n) exactly: waits
+  // for them, fills host from the staged ones, and returns the index of its first non-finite
+  // value (n when none, or after an error).
   std::optional<size_t> FinishStartedCopies(const float* device, float* host, size_t n) {
     std::vector<StartedCopy*> parts;
     size_t covered = 0;
     for (auto it = started_.find(device);
-         it != started_.end() && it->first == device + covered && it->second.pending && covered < n;
+         it != started_.end() && it->first == device + covered && it->second.pending &&
+         it->second.host == host + covered && covered < n;
          ++it) {
       parts.push_back(&it->second);
       covered += it->second.n;
@@ -740,7 +785,9 @@ class CublasBackend : public ComputeBackend {
     size_t offset = 0;
     for (StartedCopy* part : parts) {
       if (!Check(cudaEventSynchronize(part->done), "cudaEventSynchronize")) return n;
-      const size_t bad = CopyFindingNonFinite(part->pinned.data(), host + offset, part->n);
+      const size_t bad = part->direct
+                             ? FirstNonFinite(absl::MakeConstSpan(part->host, part->n))
+                             : CopyFindingNonFinite(part->staging.data(), part->host, part->n);
       if (first == n && bad < part->n) first = offset + bad;
       offset += part->n;
       part->pending = false;

@@ -1,7 +1,8 @@
 // ComputeBackend on an NVIDIA GPU: cuBLAS for matrix products, CUDA kernels for the rest.
 // Weights, activations and gradients stay in device memory between steps; host<->device copies
-// go through pinned staging buffers owned by the backend, on a copy stream separate from the
-// compute stream. Plain C++: CUDA types stay inside cublas_backend.cu (compiled by nvcc).
+// run on a copy stream separate from the compute stream, straight from and into host memory
+// pinned by PinHostMemory, through pinned staging buffers owned by the backend otherwise. Plain
+// C++: CUDA types stay inside cublas_backend.cu (compiled by nvcc).
 #ifndef MONSOON_CORE_COMPUTE_CUDA_CUBLAS_BACKEND_H_
 #define MONSOON_CORE_COMPUTE_CUDA_CUBLAS_BACKEND_H_
 
