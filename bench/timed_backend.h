@@ -36,6 +36,9 @@ class TimedBackend : public ComputeBackend {
             float beta, float* c) override {
     Timed("gemm", [&] { inner_->Gemm(ta, tb, m, n, k, alpha, a, b, beta, c); });
   }
+  void GatherRows(const float* table, int cols, const float* index, int rows, float* out) override {
+    Timed("copies", [&] { inner_->GatherRows(table, cols, index, rows, out); });
+  }
   void AddBias(const float* bias, int rows, int cols, float* x) override {
     Timed("bias", [&] { inner_->AddBias(bias, rows, cols, x); });
   }

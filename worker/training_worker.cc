@@ -65,6 +65,10 @@ TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableMode
 
 absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
   start_ = clock_.Now() - absl::Seconds(earlier_.wall_seconds);
+  if (!shard_->streamed()) {
+    const Dataset& rows = shard_->held();
+    held_by_model_ = model_->HoldRows(rows.features, rows.targets, rules_.model_data_bytes);
+  }
   absl::StatusOr<WorkerReport> report =
       PushesGradients(rules_.algorithm) ? TrainPushingGradients(stop) : TrainElastic(stop);
   if (report.ok() && model_->trained_by_own_loop()) {
@@ -161,18 +165,27 @@ bool TrainingWorker::Done(const WorkerReport& report) const {
   return epochs_done || (rules_.max_steps > 0 && report.steps >= rules_.max_steps);
 }
 
-
-absl::Status TrainingWorker::ComputeStep(WorkerReport* report) {
+absl::StatusOr<int> TrainingWorker::NextBatch() {
+  if (held_by_model_) {
+    shard_->NextBatchRows(rules_.batch_size, &batch_rows_);
+    return static_cast<int>(batch_rows_.size());
+  }
   MONSOON_ASSIGN_OR_RETURN(const int rows, shard_->NextBatch(rules_.batch_size, &x_, &y_));
   if (batch_pins_.empty() && rows == rules_.batch_size) {
     // Full: x_ and y_ never move again (no batch is larger).
     batch_pins_ = PinAll(model_, {absl::MakeSpan(x_), absl::MakeSpan(y_)});
   }
+  return rows;
+}
+
+absl::Status TrainingWorker::ComputeStep(WorkerReport* report) {
+  MONSOON_ASSIGN_OR_RETURN(const int rows, NextBatch());
   // Dropout masks from (seed, worker, step): a replayed step draws the same ones.
   model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
   model_->set_steps_done(report->steps);
   const absl::Time start = clock_.Now();
-  const BatchResult batch = model_->ComputeGradients(x_.data(), y_.data(), rows);
+  const BatchResult batch = held_by_model_ ? model_->ComputeGradientsOnHeld(batch_rows_)
+                                           : model_->ComputeGradients(x_.data(), y_.data(), rows);
   if (model_->loop_ended()) return absl::OkStatus();
   const bool slow = rules_.stragglers.slow_factor > 1;
   // A slow worker's factor applies to the compute itself, not to its launch on a GPU.

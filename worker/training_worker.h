@@ -121,6 +121,9 @@ class TrainingWorker {
   absl::Status CheckOwnLoopSteps(const WorkerReport& report) const;
   // The learning-rate schedule's factor for a local step at the shard's current progress.
   float RateScale() const;
+  // The next batch's row count: their numbers in batch_rows_ where the model holds the shard,
+  // else their values in x_ and y_ (pinned once a batch has filled them).
+  absl::StatusOr<int> NextBatch();
   // Computes one batch's gradient into the model, then sleeps what the stragglers emulation
   // adds to the step (StragglerDelaySeconds); updates the report.
   absl::Status ComputeStep(WorkerReport* report);
@@ -150,7 +153,9 @@ class TrainingWorker {
   int64_t first_step_ = 0;             // the step this process started at
   TraceWriter* step_trace_ = nullptr;  // trace_ while the current step is traced
   uint64_t resumed_after_ = 0;         // pushes already processed when this process started
-  std::vector<float> x_, y_;           // the current batch
+  bool held_by_model_ = false;         // the model holds the shard's rows (HoldRows)
+  std::vector<uint32_t> batch_rows_;   // then: the current batch's row numbers
+  std::vector<float> x_, y_;           // else: the current batch
   std::vector<HostPin> batch_pins_;    // x_ and y_, once a batch has filled them
   std::vector<float> velocity_;        // EAMSGD: the model's velocity at an exchange
   StallWatch stall_watch_;             // over each step's compute

@@ -36,6 +36,7 @@ WorkerRules WorkerRules::FromConfig(const JobConfig& config) {
   rules.stragglers = config.stragglers;
   rules.stall_seconds = config.reliability.stall_seconds;
   rules.first_step_seconds = config.reliability.first_step_seconds;
+  rules.model_data_bytes = static_cast<size_t>(config.compute.gpu_data_mib) << 20;
   return rules;
 }
 

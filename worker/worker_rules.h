@@ -33,6 +33,7 @@ struct WorkerRules {
   StragglersConfig stragglers;  // emulated slowness
   double stall_seconds = 0;      // reliability.stall_seconds
   double first_step_seconds = 600;  // reliability.first_step_seconds
+  size_t model_data_bytes = 0;      // compute.gpu_data_mib: for TrainableModel::HoldRows
 
   static WorkerRules FromConfig(const JobConfig& config);
 };

@@ -59,6 +59,9 @@ class HostPin {
   std::function<void()> unpin_;
 };
 
+// The most rows GatherRows' float index can name exactly.
+inline constexpr size_t kMaxGatherRows = size_t{1} << 24;
+
 // Loss value and (for classification) the number of correct argmax predictions.
 struct LossResult {
   double loss_sum = 0;  // summed over the batch (divide by rows for the mean)
@@ -137,6 +140,9 @@ class ComputeBackend {
   // Waits for all queued work; returns the backend's first error, if any.
   virtual absl::Status Synchronize() { return absl::OkStatus(); }
 
+  // Whether Allocate's memory is apart from the host's (a GPU's): data a model reads every
+  // step is then worth keeping there.
+  virtual bool separate_memory() const { return false; }
   // Zero-initialised buffer of n floats.
   virtual DeviceBuffer Allocate(size_t n) = 0;
   // Makes [host, host + n) memory the copies below reach directly (see HostPin); an empty pin
@@ -159,6 +165,10 @@ class ComputeBackend {
   // C[m x n] = alpha * op(A) * op(B) + beta * C, with op(A) of shape m x k and op(B) k x n.
   virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                     const float* b, float beta, float* c) = 0;
+  // Row r of out [rows x cols] = row index[r] of table [? x cols], where index holds row
+  // numbers as floats (below kMaxGatherRows).
+  virtual void GatherRows(const float* table, int cols, const float* index, int rows,
+                          float* out) = 0;
   // x[r][c] += bias[c] for a rows x cols matrix x.
   virtual void AddBias(const float* bias, int rows, int cols, float* x) = 0;
   // out[c] = sum_r x[r][c].

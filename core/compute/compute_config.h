@@ -25,6 +25,7 @@ struct ComputeConfig {
   int threads = 1;                          // BLAS threads per worker (CPU backend)
   Precision precision = Precision::kFp32;   // matrix products (CUDA backend)
   int gpu_workspace_mib = 256;              // the CUDA backend's convolution workspace bound
+  int gpu_data_mib = 4096;  // the most GPU memory a worker's shard may take (Model::HoldRows)
 };
 
 }  // namespace monsoon

@@ -24,6 +24,13 @@ MONSOON_HOST_DEVICE inline uint64_t SplitMix64(uint64_t seed, uint64_t i) {
   return z ^ (z >> 31);
 }
 
+// Element i of GatherRows' output: row index[i / cols] of table, column i % cols.
+MONSOON_HOST_DEVICE inline float GatherElement(const float* table, int cols, const float* index,
+                                               size_t i) {
+  const size_t row = static_cast<size_t>(index[i / cols]);
+  return table[row * cols + i % cols];
+}
+
 // Uniform in [0, 1) from SplitMix64(seed, i).
 MONSOON_HOST_DEVICE inline double UniformHash(uint64_t seed, uint64_t i) {
   return static_cast<double>(SplitMix64(seed, i) >> 11) * 0x1.0p-53;

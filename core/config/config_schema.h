@@ -445,6 +445,11 @@ void VisitRuntime(JobConfig& c, V& v) {
     v.Field("gpu_workspace_mib", &c.compute.gpu_workspace_mib, IntRange{1, 1 << 20},
             "the most GPU memory, in MiB, a convolution's im2col workspace takes (CUDA "
             "backend): larger batches and images go through it in chunks of examples");
+    v.Field("gpu_data_mib", &c.compute.gpu_data_mib, IntRange{0, 1 << 20},
+            "the most GPU memory, in MiB, a worker's shard of the training data may take on "
+            "its GPU: a shard that fits is uploaded once and each batch gathered there; a "
+            "larger one (or data streamed from its files) goes up batch by batch. 0: always "
+            "batch by batch");
   });
 }
 

@@ -51,13 +51,17 @@ absl::Status DataShard::Seek(const DataPosition& position) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> DataShard::NextBatch(int batch, std::vector<float>* x, std::vector<float>* y) {
+int DataShard::BatchRows(int batch) {
   if (order_.empty()) return 0;
   if (cursor_ == order_.size()) {
     ++epoch_;
     Shuffle();
   }
-  const int rows = static_cast<int>(std::min<size_t>(batch, order_.size() - cursor_));
+  return static_cast<int>(std::min<size_t>(batch, order_.size() - cursor_));
+}
+
+absl::StatusOr<int> DataShard::NextBatch(int batch, std::vector<float>* x, std::vector<float>* y) {
+  const int rows = BatchRows(batch);
   if (streamed()) {
     MONSOON_RETURN_IF_ERROR(ReadStreamed(rows, x, y));
   } else {
@@ -73,6 +77,12 @@ absl::StatusOr<int> DataShard::NextBatch(int batch, std::vector<float>* x, std::
   }
   cursor_ += rows;
   return rows;
+}
+
+void DataShard::NextBatchRows(int batch, std::vector<uint32_t>* rows) {
+  const int n = BatchRows(batch);
+  rows->assign(order_.begin() + cursor_, order_.begin() + cursor_ + n);
+  cursor_ += n;
 }
 
 absl::Status DataShard::ReadStreamed(int rows, std::vector<float>* x, std::vector<float>* y) {

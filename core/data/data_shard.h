@@ -47,6 +47,11 @@ class DataShard {
   // to the next epoch (and reshuffling) when the current one is used up. Returns the row
   // count, or a streamed shard's read error (naming the file).
   absl::StatusOr<int> NextBatch(int batch, std::vector<float>* x, std::vector<float>* y);
+  // A held shard's rows (streamed: empty).
+  const Dataset& held() const { return data_; }
+  // The same batch as NextBatch, as the numbers of its rows in held(), advancing the same way.
+  // REQUIRES: !streamed().
+  void NextBatchRows(int batch, std::vector<uint32_t>* rows);
 
   // The position after `step` batches (the shard itself does not count batches).
   DataPosition Position(int64_t step) const;
@@ -56,6 +61,9 @@ class DataShard {
 
  private:
   void Shuffle();
+  // The next batch's row count (at most `batch`), starting the next epoch where this one is
+  // used up.
+  int BatchRows(int batch);
   // Reads the shard's examples order_[cursor_, cursor_ + rows) from source_ into x / y.
   absl::Status ReadStreamed(int rows, std::vector<float>* x, std::vector<float>* y);
 

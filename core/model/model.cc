@@ -436,6 +436,10 @@ void Model::AddToParams(const float* delta_host, float scale) {
   backend_->Axpy(scale, delta_.data(), params_.data(), num_params_);
 }
 
+int Model::target_cols() const {
+  return spec_.loss == LossType::kSoftmaxCrossEntropy ? 1 : spec_.output_dim;
+}
+
 void Model::EnsureWorkspace(int rows) {
   if (rows <= workspace_rows_) return;
   const Allocating allocating(absl::StrCat("the model's activations for a batch of ", rows));
@@ -446,31 +450,60 @@ void Model::EnsureWorkspace(int rows) {
     activations_.push_back(backend_->Allocate(static_cast<size_t>(rows) * layer->output_dim()));
     widest = std::max(widest, layer->output_dim());
   }
-  const int target_cols = spec_.loss == LossType::kSoftmaxCrossEntropy ? 1 : spec_.output_dim;
-  targets_ = backend_->Allocate(static_cast<size_t>(rows) * target_cols);
+  targets_ = backend_->Allocate(static_cast<size_t>(rows) * target_cols());
   loss_grad_ = backend_->Allocate(static_cast<size_t>(rows) * spec_.output_dim);
   for (DeviceBuffer& s : scratch_) s = backend_->Allocate(static_cast<size_t>(rows) * widest);
   workspace_rows_ = rows;
 }
 
-BatchResult Model::Forward(const float* x_host, const float* targets_host, int rows,
-                           bool training) {
+// Both uploads before the forward pass is queued: a copy from pinned memory waits for the
+// compute queued before it.
+void Model::UploadBatch(const float* x_host, const float* targets_host, int rows) {
   EnsureWorkspace(rows);
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    layers_[i]->SetMode(training, SplitMix64(batch_seed_, layer_spec_index_[i]));
-  }
-  // Both uploads before the forward pass: a copy from pinned memory waits for the compute
-  // queued before it.
   backend_->CopyToDevice(x_host, activations_[0].data(),
                          static_cast<size_t>(rows) * spec_.input_dim);
-  const bool classify = spec_.loss == LossType::kSoftmaxCrossEntropy;
-  const size_t target_floats = static_cast<size_t>(rows) * (classify ? 1 : spec_.output_dim);
-  backend_->CopyToDevice(targets_host, targets_.data(), target_floats);
+  backend_->CopyToDevice(targets_host, targets_.data(), static_cast<size_t>(rows) * target_cols());
+}
+
+void Model::GatherBatch(absl::Span<const uint32_t> rows) {
+  const int n = static_cast<int>(rows.size());
+  EnsureWorkspace(n);
+  if (batch_rows_.size() < rows.size()) batch_rows_ = backend_->Allocate(rows.size());
+  batch_rows_host_.assign(rows.begin(), rows.end());  // exact: fewer than kMaxGatherRows
+  backend_->CopyToDevice(batch_rows_host_.data(), batch_rows_.data(), rows.size());
+  backend_->GatherRows(held_features_.data(), spec_.input_dim, batch_rows_.data(), n,
+                       activations_[0].data());
+  backend_->GatherRows(held_targets_.data(), target_cols(), batch_rows_.data(), n, targets_.data());
+}
+
+bool Model::HoldRows(absl::Span<const float> features, absl::Span<const float> targets,
+                     size_t budget_bytes) {
+  const size_t n = features.size() / spec_.input_dim;
+  const size_t bytes = (features.size() + targets.size()) * sizeof(float);
+  if (!backend_->separate_memory() || n == 0 || n >= kMaxGatherRows || bytes > budget_bytes ||
+      targets.size() != n * target_cols()) {
+    return false;
+  }
+  held_features_ = backend_->Allocate(features.size());
+  held_targets_ = backend_->Allocate(targets.size());
+  // In pieces: an upload from pageable memory stages through a pinned buffer as large as it.
+  constexpr size_t kPiece = size_t{1} << 22;
+  for (const auto& [from, to] :
+       {std::pair(features, held_features_.data()), std::pair(targets, held_targets_.data())}) {
+    for (size_t at = 0; at < from.size(); at += kPiece) {
+      backend_->CopyToDevice(from.data() + at, to + at, std::min(kPiece, from.size() - at));
+    }
+  }
+  return true;
+}
+
+BatchResult Model::Forward(int rows, bool training) {
   for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i]->SetMode(training, SplitMix64(batch_seed_, layer_spec_index_[i]));
     layers_[i]->Forward(*backend_, activations_[i].data(), rows, activations_[i + 1].data());
   }
   const float* out = activations_.back().data();
-  const LossResult loss = classify
+  const LossResult loss = spec_.loss == LossType::kSoftmaxCrossEntropy
                               ? backend_->SoftmaxCrossEntropy(out, targets_.data(), rows,
                                                               spec_.output_dim, loss_grad_.data())
                               : backend_->MeanSquaredError(out, targets_.data(), rows,
@@ -478,8 +511,7 @@ BatchResult Model::Forward(const float* x_host, const float* targets_host, int r
   return {loss.loss_sum, loss.correct, rows};
 }
 
-BatchResult Model::ComputeGradients(const float* x_host, const float* targets_host, int rows) {
-  const BatchResult result = Forward(x_host, targets_host, rows, /*training=*/true);
+void Model::Backward(int rows) {
   const float* dy = loss_grad_.data();
   for (size_t i = layers_.size(); i-- > 0;) {
     // The first layer's input gradient is never needed.
@@ -493,11 +525,26 @@ BatchResult Model::ComputeGradients(const float* x_host, const float* targets_ho
     }
     dy = dx;
   }
+}
+
+BatchResult Model::ComputeGradients(const float* x_host, const float* targets_host, int rows) {
+  UploadBatch(x_host, targets_host, rows);
+  const BatchResult result = Forward(rows, /*training=*/true);
+  Backward(rows);
+  return result;
+}
+
+BatchResult Model::ComputeGradientsOnHeld(absl::Span<const uint32_t> rows) {
+  GatherBatch(rows);
+  const int n = static_cast<int>(rows.size());
+  const BatchResult result = Forward(n, /*training=*/true);
+  Backward(n);
   return result;
 }
 
 BatchResult Model::Evaluate(const float* x_host, const float* targets_host, int rows) {
-  return Forward(x_host, targets_host, rows, /*training=*/false);
+  UploadBatch(x_host, targets_host, rows);
+  return Forward(rows, /*training=*/false);
 }
 
 }  // namespace monsoon

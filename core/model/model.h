@@ -124,13 +124,25 @@ class Model : public TrainableModel {
   void AddToParams(const float* delta_host, float scale) override;
   absl::Status Synchronize() override { return backend_->Synchronize(); }
   BatchResult ComputeGradients(const float* x_host, const float* targets_host, int rows) override;
+  // Holds the rows on a backend with separate memory (there is room for fewer than
+  // kMaxGatherRows rows); gathers each batch there.
+  bool HoldRows(absl::Span<const float> features, absl::Span<const float> targets,
+                size_t budget_bytes) override;
+  BatchResult ComputeGradientsOnHeld(absl::Span<const uint32_t> rows) override;
   BatchResult Evaluate(const float* x_host, const float* targets_host, int rows) override;
   void set_batch_seed(uint64_t seed) override { batch_seed_ = seed; }
 
  private:
   Model(const ModelSpec& spec, ComputeBackend* backend);
   void EnsureWorkspace(int rows);
-  BatchResult Forward(const float* x_host, const float* targets_host, int rows, bool training);
+  // The batch into activations_[0] and targets_: uploaded, or gathered from the held rows.
+  void UploadBatch(const float* x_host, const float* targets_host, int rows);
+  void GatherBatch(absl::Span<const uint32_t> rows);
+  // The forward pass and the loss over the batch in activations_[0] and targets_.
+  BatchResult Forward(int rows, bool training);
+  // Backward after Forward, streaming each layer's gradient where StreamGradientsTo said.
+  void Backward(int rows);
+  int target_cols() const;
 
   std::unique_ptr<ComputeBackend> owned_backend_;  // first: it outlives the buffers
   const ModelSpec spec_;
@@ -158,6 +170,10 @@ class Model : public TrainableModel {
   std::vector<DeviceBuffer> activations_;
   DeviceBuffer targets_;
   DeviceBuffer loss_grad_;
+  // HoldRows': the shard's features and targets; a batch's row numbers (as floats) and their
+  // host copy.
+  DeviceBuffer held_features_, held_targets_, batch_rows_;
+  std::vector<float> batch_rows_host_;
   DeviceBuffer scratch_[2];  // ping-pong dL/d(activation) buffers for Backward
   int workspace_rows_ = 0;
 };

@@ -76,6 +76,17 @@ class TrainableModel {
   // [rows x targets] (regression). Overwrites grads with the batch-mean loss gradient.
   virtual BatchResult ComputeGradients(const float* x_host, const float* targets_host,
                                        int rows) = 0;
+  // Keeps a copy of a shard's rows (features [n x input dim], targets) in the model's own
+  // memory where that is apart from the host's (a GPU's) and the copy takes at most
+  // `budget_bytes`, so that ComputeGradientsOnHeld takes its batches from there instead of
+  // uploading them; returns whether it does (false: nothing held).
+  virtual bool HoldRows(absl::Span<const float> /*features*/, absl::Span<const float> /*targets*/,
+                        size_t /*budget_bytes*/) {
+    return false;
+  }
+  // ComputeGradients on the held rows numbered `rows`, in that order. REQUIRES: HoldRows
+  // returned true.
+  virtual BatchResult ComputeGradientsOnHeld(absl::Span<const uint32_t> /*rows*/) { return {}; }
   // Forward only; loss and accuracy of the batch (no dropout).
   virtual BatchResult Evaluate(const float* x_host, const float* targets_host, int rows) = 0;
   // The score of the current parameters by the model's own evaluation function, on data of

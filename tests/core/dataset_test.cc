@@ -221,5 +221,32 @@ TEST_CASE("DataShard: shards are disjoint, cover the data and reshuffle every ep
   for (int v : seen) REQUIRE(v == 1);
 }
 
+TEST_CASE("DataShard: NextBatchRows numbers the rows NextBatch copies, epoch after epoch",
+          "[core][data]") {
+  Dataset data;
+  data.feature_dim = 2;
+  data.target_dim = 1;
+  for (int i = 0; i < 47; ++i) {
+    data.features.insert(data.features.end(), {static_cast<float>(i), -1.0f * i});
+    data.targets.push_back(static_cast<float>(i % 3));
+  }
+  DataShard copied(data, 1, 5), numbered(data, 1, 5);
+  std::vector<float> x, y;
+  std::vector<uint32_t> rows;
+  for (int batch = 0; batch < 15; ++batch) {  // 47 rows, 10 a batch: three epochs
+    INFO("batch " << batch);
+    const int n = copied.NextBatch(10, &x, &y).value();
+    numbered.NextBatchRows(10, &rows);
+    REQUIRE(rows.size() == static_cast<size_t>(n));
+    CHECK(n == (batch % 5 == 4 ? 7 : 10));
+    for (int r = 0; r < n; ++r) {
+      CHECK(x[2 * r] == numbered.held().features[2 * rows[r]]);
+      CHECK(y[r] == numbered.held().targets[rows[r]]);
+    }
+    CHECK(numbered.progress() == copied.progress());
+  }
+  CHECK(numbered.epoch() == 2);
+}
+
 }  // namespace
 }  // namespace monsoon

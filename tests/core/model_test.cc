@@ -349,6 +349,47 @@ TEST_CASE("Model: bad dimensions are rejected", "[core][model]") {
   CHECK(absl::IsInvalidArgument(Model::Create(spec, &backend).status()));
 }
 
+// A CPU backend that says its memory is apart from the host's, as a GPU's is.
+class SeparateMemoryBackend : public CpuBackend {
+ public:
+  bool separate_memory() const override { return true; }
+};
+
+TEST_CASE("Model: batches gathered from held rows train as the same batches uploaded",
+          "[core][model]") {
+  const ModelSpec spec = Mlp(6, {5}, 3);
+  std::vector<float> features(20 * 6), targets(20);
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (float& v : features) v = u(rng);
+  for (int r = 0; r < 20; ++r) targets[r] = static_cast<float>(r % 3);
+  const size_t bytes = (features.size() + targets.size()) * sizeof(float);
+
+  CpuBackend cpu;
+  CHECK_FALSE(WithInitialWeights(spec, &cpu)->HoldRows(features, targets, bytes));
+  SeparateMemoryBackend separate;
+  const std::unique_ptr<Model> held = WithInitialWeights(spec, &separate);
+  const std::unique_ptr<Model> uploaded = WithInitialWeights(spec, &separate);
+  CHECK_FALSE(held->HoldRows(features, targets, bytes - 1));  // over the budget
+  REQUIRE(held->HoldRows(features, targets, bytes));
+
+  const std::vector<uint32_t> rows = {17, 3, 3, 0, 19, 8};
+  std::vector<float> x, y;
+  for (const uint32_t r : rows) {
+    x.insert(x.end(), features.begin() + 6 * r, features.begin() + 6 * (r + 1));
+    y.push_back(targets[r]);
+  }
+  const BatchResult a = held->ComputeGradientsOnHeld(rows);
+  const BatchResult b = uploaded->ComputeGradients(x.data(), y.data(), 6);
+  CHECK(a.loss_sum == b.loss_sum);
+  CHECK(a.correct == b.correct);
+  CHECK(a.rows == 6);
+  std::vector<float> ga(held->num_params()), gb(ga.size());
+  held->GetGrads(ga.data());
+  uploaded->GetGrads(gb.data());
+  CHECK(ga == gb);
+}
+
 // A CPU backend that records which gradient ranges backward starts towards the host.
 class RecordingBackend : public CpuBackend {
  public:

@@ -522,6 +522,48 @@ TEST_CASE("TrainingWorker: every copy of a training step goes through pinned buf
   }
 }
 
+// A CPU backend whose memory counts as apart from the host's, as a GPU's does, counting the
+// batches gathered there.
+class SeparateMemoryBackend : public CpuBackend {
+ public:
+  bool separate_memory() const override { return true; }
+  void GatherRows(const float* table, int cols, const float* index, int rows, float* out) override {
+    ++gathers;
+    CpuBackend::GatherRows(table, cols, index, rows, out);
+  }
+  int gathers = 0;
+};
+
+TEST_CASE("TrainingWorker: a model holding the shard trains exactly as one uploading batches",
+          "[worker][held]") {
+  std::map<std::string, std::vector<float>> weights;
+  for (const std::string way : {"uploaded", "held", "over budget"}) {
+    LinearSetup setup(1, 0.1f, 1);
+    setup.config.training.epochs = 10;
+    setup.config.training.batch_size = 30;
+    setup.config.compute.gpu_data_mib = way == "over budget" ? 0 : 1;
+    setup.Start();
+    std::unique_ptr<CpuBackend> backend = way == "uploaded"
+                                              ? std::make_unique<CpuBackend>()
+                                              : std::make_unique<SeparateMemoryBackend>();
+    auto model = Model::Create(setup.config.model, backend.get());
+    REQUIRE(model.ok());
+    DataShard shard(setup.data, 0, 3);
+    InProcessPsClient client(setup.raw, {RoleKind::kWorker, 0});
+    TrainingWorker worker(setup.config, 0, model->get(), &shard, &client, nullptr, nullptr);
+    REQUIRE(worker.Run(nullptr).ok());
+    weights[way] = setup.Weights();
+    if (way != "uploaded") {
+      // Features and targets of each of 10 x 14 batches, where the shard fits the budget.
+      CHECK(static_cast<SeparateMemoryBackend*>(backend.get())->gathers ==
+            (way == "held" ? 2 * 140 : 0));
+    }
+  }
+  CHECK(weights["held"] == weights["uploaded"]);
+  CHECK(weights["over budget"] == weights["uploaded"]);
+  CHECK(weights["held"][0] == Approx(2.5).margin(0.05));
+}
+
 TEST_CASE("TrainingWorker (easgd, eamsgd): elastic averaging fits the line at the centre",
           "[worker][easgd]") {
   // With overlap the exchange runs during the next steps and its force lands after the first

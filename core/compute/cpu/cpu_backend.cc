@@ -53,6 +53,14 @@ void CpuBackend::Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alp
               trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
 }
 
+void CpuBackend::GatherRows(const float* table, int cols, const float* index, int rows,
+                            float* out) {
+  for (int r = 0; r < rows; ++r) {
+    std::memcpy(out + static_cast<size_t>(r) * cols, table + static_cast<size_t>(index[r]) * cols,
+                cols * sizeof(float));
+  }
+}
+
 void CpuBackend::AddBias(const float* bias, int rows, int cols, float* x) {
   for (int r = 0; r < rows; ++r) {
     float* row = x + static_cast<size_t>(r) * cols;

@@ -25,6 +25,7 @@ class CpuBackend : public ComputeBackend {
   size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) override;
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
             const float* b, float beta, float* c) override;
+  void GatherRows(const float* table, int cols, const float* index, int rows, float* out) override;
   void AddBias(const float* bias, int rows, int cols, float* x) override;
   void ColumnSum(const float* x, int rows, int cols, float* out) override;
   void ActivationForward(ActivationFn f, const float* x, float* y, size_t n) override;

@@ -28,6 +28,13 @@ int Blocks(size_t n) {
 
 // ---- kernels (grid-stride loops; all matrices row-major) ----
 
+__global__ void GatherRowsKernel(const float* table, int cols, const float* index, float* out,
+                                 size_t n) {
+  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
+    out[i] = GatherElement(table, cols, index, i);
+  }
+}
+
 __global__ void AddBiasKernel(const float* bias, int rows, int cols, float* x) {
   const size_t n = static_cast<size_t>(rows) * cols;
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
@@ -303,6 +310,7 @@ class CublasBackend : public ComputeBackend {
   std::string name() const override {
     return absl::StrCat("cuda:", device_, " (", device_name_, ")");
   }
+  bool separate_memory() const override { return true; }
 
   absl::Status Synchronize() override {
     if (status_.ok()) Check(cudaStreamSynchronize(compute_), "cudaStreamSynchronize");
@@ -410,6 +418,12 @@ class CublasBackend : public ComputeBackend {
                            ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F, n, ComputeType(),
                            CUBLAS_GEMM_DEFAULT),
               "cublasGemmEx");
+  }
+
+  void GatherRows(const float* table, int cols, const float* index, int rows, float* out) override {
+    const size_t n = static_cast<size_t>(rows) * cols;
+    if (!status_.ok() || n == 0) return;
+    MONSOON_LAUNCH(GatherRowsKernel, Blocks(n), kThreads, compute_, table, cols, index, out, n);
   }
 
   void AddBias(const float* bias, int rows, int cols, float* x) override {
