@@ -52,17 +52,14 @@ class TimedBackend : public ComputeBackend {
                           float* dx, size_t n) override {
     Timed("activation backward", [&] { inner_->ActivationBackward(f, x, y, dy, dx, n); });
   }
-  LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
-                                 float* dlogits) override {
-    LossResult r;
-    Timed("loss", [&] { r = inner_->SoftmaxCrossEntropy(logits, labels, rows, classes, dlogits); });
-    return r;
+  void SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
+                           float* dlogits, float* loss) override {
+    Timed("loss",
+          [&] { inner_->SoftmaxCrossEntropy(logits, labels, rows, classes, dlogits, loss); });
   }
-  LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
-                              float* dpred) override {
-    LossResult r;
-    Timed("loss", [&] { r = inner_->MeanSquaredError(pred, target, rows, cols, dpred); });
-    return r;
+  void MeanSquaredError(const float* pred, const float* target, int rows, int cols, float* dpred,
+                        float* loss) override {
+    Timed("loss", [&] { inner_->MeanSquaredError(pred, target, rows, cols, dpred, loss); });
   }
   void Axpy(float alpha, const float* x, float* y, size_t n) override {
     Timed("optimizer", [&] { inner_->Axpy(alpha, x, y, n); });

@@ -66,6 +66,11 @@ inline constexpr size_t kMaxGatherRows = size_t{1} << 24;
 struct LossResult {
   double loss_sum = 0;  // summed over the batch (divide by rows for the mean)
   int correct = 0;
+
+  // The kLossFloats floats a loss method wrote (WriteLoss in kernel_math.h), on the host.
+  static LossResult Read(const float* host) {
+    return {static_cast<double>(host[0]) + host[1], static_cast<int>(host[2])};
+  }
 };
 
 // Where a batch of [C, H, W] activations lies in memory: [batch x C x H x W] (kPlain), or the
@@ -179,14 +184,18 @@ class ComputeBackend {
   // null where !GradientUsesInput(f.kind) (dx == dy allowed).
   virtual void ActivationBackward(ActivationFn f, const float* x, const float* y, const float* dy,
                                   float* dx, size_t n) = 0;
+  // The losses write the batch's summed loss and correct count into `loss` (kLossFloats
+  // floats of backend memory, read by LossResult::Read after a CopyToHost), queued like any
+  // other work: nothing waits for them.
+  //
   // Softmax cross-entropy of logits [rows x classes] against integer labels stored as floats.
   // Writes dlogits = (softmax - onehot) / rows, the gradient of the batch-mean loss.
-  virtual LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,
-                                         int classes, float* dlogits) = 0;
+  virtual void SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
+                                   float* dlogits, float* loss) = 0;
   // The loss named mean_squared_error: 0.5 * ||pred - target||^2 per row (half the usual MSE),
-  // summed over rows; dpred = (pred - target) / rows.
-  virtual LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
-                                      float* dpred) = 0;
+  // summed over rows (correct: 0); dpred = (pred - target) / rows.
+  virtual void MeanSquaredError(const float* pred, const float* target, int rows, int cols,
+                                float* dpred, float* loss) = 0;
   // y += alpha * x.
   virtual void Axpy(float alpha, const float* x, float* y, size_t n) = 0;
   // y = a + b, elementwise over n values (y may be a or b).

@@ -31,6 +31,15 @@ MONSOON_HOST_DEVICE inline float GatherElement(const float* table, int cols, con
   return table[row * cols + i % cols];
 }
 
+// A loss method's result in its kLossFloats floats: the summed loss as a float and the
+// remainder of that rounding (together a double's precision), then the correct count.
+inline constexpr int kLossFloats = 3;
+MONSOON_HOST_DEVICE inline void WriteLoss(double loss_sum, double correct, float* out) {
+  out[0] = static_cast<float>(loss_sum);
+  out[1] = static_cast<float>(loss_sum - static_cast<double>(out[0]));
+  out[2] = static_cast<float>(correct);
+}
+
 // Uniform in [0, 1) from SplitMix64(seed, i).
 MONSOON_HOST_DEVICE inline double UniformHash(uint64_t seed, uint64_t i) {
   return static_cast<double>(SplitMix64(seed, i) >> 11) * 0x1.0p-53;

@@ -365,6 +365,7 @@ Model::Model(const ModelSpec& spec, ComputeBackend* backend)
   }
   params_ = backend_->Allocate(num_params_);
   grads_ = backend_->Allocate(num_params_);
+  loss_ = backend_->Allocate(kLossFloats);
   size_t offset = 0, state_offset = num_params_ - num_state_;
   for (auto& layer : layers_) {
     size_t layer_size = 0, layer_state = 0;
@@ -497,17 +498,25 @@ bool Model::HoldRows(absl::Span<const float> features, absl::Span<const float> t
   return true;
 }
 
-BatchResult Model::Forward(int rows, bool training) {
+void Model::Forward(int rows, bool training) {
   for (size_t i = 0; i < layers_.size(); ++i) {
     layers_[i]->SetMode(training, SplitMix64(batch_seed_, layer_spec_index_[i]));
     layers_[i]->Forward(*backend_, activations_[i].data(), rows, activations_[i + 1].data());
   }
   const float* out = activations_.back().data();
-  const LossResult loss = spec_.loss == LossType::kSoftmaxCrossEntropy
-                              ? backend_->SoftmaxCrossEntropy(out, targets_.data(), rows,
-                                                              spec_.output_dim, loss_grad_.data())
-                              : backend_->MeanSquaredError(out, targets_.data(), rows,
-                                                           spec_.output_dim, loss_grad_.data());
+  if (spec_.loss == LossType::kSoftmaxCrossEntropy) {
+    backend_->SoftmaxCrossEntropy(out, targets_.data(), rows, spec_.output_dim, loss_grad_.data(),
+                                  loss_.data());
+  } else {
+    backend_->MeanSquaredError(out, targets_.data(), rows, spec_.output_dim, loss_grad_.data(),
+                               loss_.data());
+  }
+}
+
+BatchResult Model::ReadLoss(int rows) {
+  float host[kLossFloats] = {};
+  backend_->CopyToHost(loss_.data(), host, kLossFloats);
+  const LossResult loss = LossResult::Read(host);
   return {loss.loss_sum, loss.correct, rows};
 }
 
@@ -529,22 +538,23 @@ void Model::Backward(int rows) {
 
 BatchResult Model::ComputeGradients(const float* x_host, const float* targets_host, int rows) {
   UploadBatch(x_host, targets_host, rows);
-  const BatchResult result = Forward(rows, /*training=*/true);
+  Forward(rows, /*training=*/true);
   Backward(rows);
-  return result;
+  return ReadLoss(rows);
 }
 
 BatchResult Model::ComputeGradientsOnHeld(absl::Span<const uint32_t> rows) {
   GatherBatch(rows);
   const int n = static_cast<int>(rows.size());
-  const BatchResult result = Forward(n, /*training=*/true);
+  Forward(n, /*training=*/true);
   Backward(n);
-  return result;
+  return ReadLoss(n);
 }
 
 BatchResult Model::Evaluate(const float* x_host, const float* targets_host, int rows) {
   UploadBatch(x_host, targets_host, rows);
-  return Forward(rows, /*training=*/false);
+  Forward(rows, /*training=*/false);
+  return ReadLoss(rows);
 }
 
 }  // namespace monsoon

@@ -138,8 +138,11 @@ class Model : public TrainableModel {
   // The batch into activations_[0] and targets_: uploaded, or gathered from the held rows.
   void UploadBatch(const float* x_host, const float* targets_host, int rows);
   void GatherBatch(absl::Span<const uint32_t> rows);
-  // The forward pass and the loss over the batch in activations_[0] and targets_.
-  BatchResult Forward(int rows, bool training);
+  // Queues the forward pass and the loss over the batch in activations_[0] and targets_.
+  void Forward(int rows, bool training);
+  // The loss Forward queued, once the work queued before has run (after backward, so that
+  // nothing waits mid-step).
+  BatchResult ReadLoss(int rows);
   // Backward after Forward, streaming each layer's gradient where StreamGradientsTo said.
   void Backward(int rows);
   int target_cols() const;
@@ -170,6 +173,7 @@ class Model : public TrainableModel {
   std::vector<DeviceBuffer> activations_;
   DeviceBuffer targets_;
   DeviceBuffer loss_grad_;
+  DeviceBuffer loss_;  // kLossFloats: what the loss method writes
   // HoldRows': the shard's features and targets; a batch's row numbers (as floats) and their
   // host copy.
   DeviceBuffer held_features_, held_targets_, batch_rows_;

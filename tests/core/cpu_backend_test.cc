@@ -36,12 +36,23 @@ TEST_CASE("CpuBackend: Gemm matches a naive product for every transpose combinat
   }
 }
 
+TEST_CASE("LossResult: the floats a loss method writes keep a double's sum", "[core][backend]") {
+  for (const double sum : {0.0, 1234.5678901234567, 3e-9, 7.25e6}) {
+    float written[kLossFloats];
+    WriteLoss(sum, 17, written);
+    const LossResult r = LossResult::Read(written);
+    CHECK(std::abs(r.loss_sum - sum) <= 1e-12 * std::max(1.0, sum));
+    CHECK(r.correct == 17);
+  }
+}
+
 TEST_CASE("CpuBackend: softmax cross-entropy loss, accuracy and gradient", "[core][backend]") {
   CpuBackend backend;
   const std::vector<float> logits = {1.0f, 2.0f, 3.0f, 0.0f, 0.0f, 0.0f};
   const std::vector<float> labels = {2.0f, 1.0f};
-  std::vector<float> grad(6);
-  const LossResult r = backend.SoftmaxCrossEntropy(logits.data(), labels.data(), 2, 3, grad.data());
+  std::vector<float> grad(6), loss(kLossFloats);
+  backend.SoftmaxCrossEntropy(logits.data(), labels.data(), 2, 3, grad.data(), loss.data());
+  const LossResult r = LossResult::Read(loss.data());
   const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
   const double expected = -std::log(std::exp(3.0) / z) - std::log(1.0 / 3.0);
   CHECK(r.loss_sum == Approx(expected));
@@ -142,8 +153,9 @@ TEST_CASE("CpuBackend: bias add, column sum, MSE and axpy", "[core][backend]") {
   backend.ColumnSum(x.data(), 2, 3, sums.data());
   CHECK(sums == std::vector<float>{25, 47, 69});
   const std::vector<float> pred = {1, 3}, target = {2, 1};
-  std::vector<float> grad(2);
-  const LossResult r = backend.MeanSquaredError(pred.data(), target.data(), 2, 1, grad.data());
+  std::vector<float> grad(2), loss(kLossFloats);
+  backend.MeanSquaredError(pred.data(), target.data(), 2, 1, grad.data(), loss.data());
+  const LossResult r = LossResult::Read(loss.data());
   CHECK(r.loss_sum == Approx(0.5 * (1 + 4)));
   CHECK(grad == std::vector<float>{-0.5f, 1.0f});
   std::vector<float> y = {1, 1};

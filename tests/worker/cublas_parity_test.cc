@@ -61,6 +61,14 @@ struct Pair {
     return {c, g};
   }
   std::pair<float*, float*> Zeros(size_t n) { return Upload(std::vector<float>(n, 0.0f)); }
+  // The losses a loss method wrote into `at` on each backend.
+  std::pair<LossResult, LossResult> Losses(std::pair<float*, float*> at) {
+    float c[kLossFloats], g[kLossFloats];
+    cpu.CopyToHost(at.first, c, kLossFloats);
+    gpu->CopyToHost(at.second, g, kLossFloats);
+    REQUIRE(gpu->Synchronize().ok());
+    return {LossResult::Read(c), LossResult::Read(g)};
+  }
   void ExpectSame(std::pair<float*, float*> p, size_t n, double tolerance = 1e-4) {
     std::vector<float> c(n), g(n);
     cpu.CopyToHost(p.first, c.data(), n);
@@ -179,16 +187,21 @@ TEST_CASE("CublasBackend: elementwise kernels, losses, axpy and Nesterov match t
   for (int r = 0; r < rows; ++r) labels[r] = static_cast<float>((r * 7) % cols);
   auto l = p.Upload(labels);
   auto dlogits = p.Zeros(n);
-  const LossResult lc = p.cpu.SoftmaxCrossEntropy(x.first, l.first, rows, cols, dlogits.first);
-  const LossResult lg = gpu->SoftmaxCrossEntropy(x.second, l.second, rows, cols, dlogits.second);
+  auto loss = p.Zeros(kLossFloats);
+  p.cpu.SoftmaxCrossEntropy(x.first, l.first, rows, cols, dlogits.first, loss.first);
+  gpu->SoftmaxCrossEntropy(x.second, l.second, rows, cols, dlogits.second, loss.second);
+  const auto [lc, lg] = p.Losses(loss);
   CHECK(lg.loss_sum == Approx(lc.loss_sum).epsilon(1e-4));
   CHECK(lg.correct == lc.correct);
+  CHECK(lc.correct > 0);
   p.ExpectSame(dlogits, n);
   auto target = p.Upload(Random(n, 4));
   auto dpred = p.Zeros(n);
-  const LossResult mc = p.cpu.MeanSquaredError(x.first, target.first, rows, cols, dpred.first);
-  const LossResult mg = gpu->MeanSquaredError(x.second, target.second, rows, cols, dpred.second);
+  p.cpu.MeanSquaredError(x.first, target.first, rows, cols, dpred.first, loss.first);
+  gpu->MeanSquaredError(x.second, target.second, rows, cols, dpred.second, loss.second);
+  const auto [mc, mg] = p.Losses(loss);
   CHECK(mg.loss_sum == Approx(mc.loss_sum).epsilon(1e-4));
+  CHECK(mg.correct == 0);
   p.ExpectSame(dpred, n);
   p.cpu.Axpy(-0.25f, dpred.first, x.first, n);
   gpu->Axpy(-0.25f, dpred.second, x.second, n);

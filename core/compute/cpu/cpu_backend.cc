@@ -94,31 +94,32 @@ void CpuBackend::ActivationBackward(ActivationFn f, const float* x, const float*
   });
 }
 
-LossResult CpuBackend::SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,
-                                           int classes, float* dlogits) {
-  LossResult result;
+void CpuBackend::SoftmaxCrossEntropy(const float* logits, const float* labels, int rows,
+                                     int classes, float* dlogits, float* loss) {
+  double loss_sum = 0;
+  int correct_count = 0;
   const float inv_rows = 1.0f / static_cast<float>(rows);
   for (int r = 0; r < rows; ++r) {
     bool correct = false;
-    result.loss_sum += SoftmaxCrossEntropyRow(logits + static_cast<size_t>(r) * classes,
-                                              static_cast<int>(labels[r]), classes, inv_rows,
-                                              dlogits + static_cast<size_t>(r) * classes, &correct);
-    result.correct += correct ? 1 : 0;
+    loss_sum += SoftmaxCrossEntropyRow(logits + static_cast<size_t>(r) * classes,
+                                       static_cast<int>(labels[r]), classes, inv_rows,
+                                       dlogits + static_cast<size_t>(r) * classes, &correct);
+    correct_count += correct ? 1 : 0;
   }
-  return result;
+  WriteLoss(loss_sum, correct_count, loss);
 }
 
-LossResult CpuBackend::MeanSquaredError(const float* pred, const float* target, int rows, int cols,
-                                        float* dpred) {
-  LossResult result;
+void CpuBackend::MeanSquaredError(const float* pred, const float* target, int rows, int cols,
+                                  float* dpred, float* loss) {
+  double loss_sum = 0;
   const float inv_rows = 1.0f / static_cast<float>(rows);
   const size_t n = static_cast<size_t>(rows) * cols;
   for (size_t i = 0; i < n; ++i) {
     const float diff = pred[i] - target[i];
-    result.loss_sum += 0.5 * static_cast<double>(diff) * diff;
+    loss_sum += 0.5 * static_cast<double>(diff) * diff;
     dpred[i] = diff * inv_rows;
   }
-  return result;
+  WriteLoss(loss_sum, 0, loss);
 }
 
 void CpuBackend::Axpy(float alpha, const float* x, float* y, size_t n) {

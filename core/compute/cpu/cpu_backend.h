@@ -31,10 +31,10 @@ class CpuBackend : public ComputeBackend {
   void ActivationForward(ActivationFn f, const float* x, float* y, size_t n) override;
   void ActivationBackward(ActivationFn f, const float* x, const float* y, const float* dy,
                           float* dx, size_t n) override;
-  LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
-                                 float* dlogits) override;
-  LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
-                              float* dpred) override;
+  void SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
+                           float* dlogits, float* loss) override;
+  void MeanSquaredError(const float* pred, const float* target, int rows, int cols, float* dpred,
+                        float* loss) override;
   void Axpy(float alpha, const float* x, float* y, size_t n) override;
   void Add(const float* a, const float* b, float* y, size_t n) override;
   void NesterovStep(float learning_rate, float momentum, const float* g, float* v, float* w,

@@ -71,6 +71,31 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, const float* labe
   row_correct[r] = correct ? 1.0f : 0.0f;
 }
 
+// Sums of a[0..n) and b[0..n) (b null: zeros) in two launches: kSumSlices partial sums (each
+// over every kSumSlices-th value, in double), then one thread adding them up into WriteLoss.
+constexpr int kSumSlices = 256;
+
+__global__ void PairPartialSumsKernel(const float* a, const float* b, size_t n, float* partial) {
+  for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < kSumSlices; t += blockDim.x * gridDim.x) {
+    double sum_a = 0, sum_b = 0;
+    for (size_t i = t; i < n; i += kSumSlices) {
+      sum_a += a[i];
+      if (b != nullptr) sum_b += b[i];
+    }
+    partial[t] = static_cast<float>(sum_a);
+    partial[kSumSlices + t] = static_cast<float>(sum_b);
+  }
+}
+
+__global__ void PairTotalKernel(const float* partial, float* loss) {
+  double sum_a = 0, sum_b = 0;
+  for (int t = 0; t < kSumSlices; ++t) {
+    sum_a += partial[t];
+    sum_b += partial[kSumSlices + t];
+  }
+  WriteLoss(sum_a, sum_b, loss);
+}
+
 __global__ void MeanSquaredErrorKernel(const float* pred, const float* target, size_t n,
                                        float inv_rows, float* dpred, float* elem_loss) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += blockDim.x * gridDim.x) {
@@ -459,34 +484,29 @@ class CublasBackend : public ComputeBackend {
     });
   }
 
-  LossResult SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
-                                 float* dlogits) override {
-    LossResult result;
-    float* scratch = Scratch(2 * static_cast<size_t>(rows));
-    if (scratch == nullptr) return result;
-    MONSOON_LAUNCH(SoftmaxCrossEntropyKernel, (rows + kThreads - 1) / kThreads, kThreads, compute_,
-                   logits, labels, rows, classes, dlogits, scratch, scratch + rows);
-    std::vector<float> host(2 * static_cast<size_t>(rows));
-    CopyToHost(scratch, host.data(), host.size());
-    for (int r = 0; r < rows; ++r) {
-      result.loss_sum += host[r];
-      result.correct += host[rows + r] > 0.5f ? 1 : 0;
+  // Per-row losses and hits into scratch, then their sums into `loss` (SumPairInto).
+  void SoftmaxCrossEntropy(const float* logits, const float* labels, int rows, int classes,
+                           float* dlogits, float* loss) override {
+    const size_t n = static_cast<size_t>(rows);
+    float* scratch = Scratch(2 * n + 2 * kSumSlices);
+    if (scratch == nullptr) return;
+    if (n > 0) {
+      MONSOON_LAUNCH(SoftmaxCrossEntropyKernel, (rows + kThreads - 1) / kThreads, kThreads,
+                     compute_, logits, labels, rows, classes, dlogits, scratch, scratch + n);
     }
-    return result;
+    SumPairInto(scratch, scratch + n, n, scratch + 2 * n, loss);
   }
 
-  LossResult MeanSquaredError(const float* pred, const float* target, int rows, int cols,
-                              float* dpred) override {
-    LossResult result;
+  void MeanSquaredError(const float* pred, const float* target, int rows, int cols, float* dpred,
+                        float* loss) override {
     const size_t n = static_cast<size_t>(rows) * cols;
-    float* scratch = Scratch(n);
-    if (scratch == nullptr) return result;
-    MONSOON_LAUNCH(MeanSquaredErrorKernel, Blocks(n), kThreads, compute_, pred, target, n,
-                   1.0f / rows, dpred, scratch);
-    std::vector<float> host(n);
-    CopyToHost(scratch, host.data(), n);
-    for (float v : host) result.loss_sum += v;
-    return result;
+    float* scratch = Scratch(n + 2 * kSumSlices);
+    if (scratch == nullptr) return;
+    if (n > 0) {
+      MONSOON_LAUNCH(MeanSquaredErrorKernel, Blocks(n), kThreads, compute_, pred, target, n,
+                     1.0f / rows, dpred, scratch);
+    }
+    SumPairInto(scratch, nullptr, n, scratch + n, loss);
   }
 
   void Axpy(float alpha, const float* x, float* y, size_t n) override {
@@ -721,6 +741,13 @@ class CublasBackend : public ComputeBackend {
         break;
     }
     return CUBLAS_COMPUTE_32F;
+  }
+
+  // WriteLoss(sum of a, sum of b) into `loss` (b null: 0), through 2 * kSumSlices floats of
+  // device memory at `partial`.
+  void SumPairInto(const float* a, const float* b, size_t n, float* partial, float* loss) {
+    MONSOON_LAUNCH(PairPartialSumsKernel, Blocks(kSumSlices), kThreads, compute_, a, b, n, partial);
+    MONSOON_LAUNCH(PairTotalKernel, 1, 1, compute_, partial, loss);
   }
 
   // A device vector of at least n ones (for column sums).
