@@ -170,6 +170,20 @@ class ComputeBackend {
   // C[m x n] = alpha * op(A) * op(B) + beta * C, with op(A) of shape m x k and op(B) k x n.
   virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
                     const float* b, float beta, float* c) = 0;
+  // Graphs: the calls made between BeginGraph and EndGraph are recorded, not run, and RunGraph
+  // queues them again, with the same arguments, as one launch (a CUDA Graph): for a model whose
+  // step makes the same calls on the same buffers every time. The calls recorded may not copy
+  // to or from the host. A backend without graphs (the CPU's) returns false from BeginGraph
+  // and runs every call as it comes.
+  virtual bool BeginGraph() { return false; }
+  // The recorded graph's number, or -1 when recording failed: then nothing recorded has run
+  // (the caller makes the calls again) and the backend records no error of it.
+  virtual int EndGraph() { return -1; }
+  // Queues graph `graph`; false (nothing queued) when the backend has dropped it, as it does
+  // when a buffer of its own that a graph may use has grown.
+  virtual bool RunGraph(int /*graph*/) { return false; }
+  // Frees graph `graph`, for a caller whose buffers it used have changed.
+  virtual void DropGraph(int /*graph*/) {}
   // Row r of out [rows x cols] = row index[r] of table [? x cols], where index holds row
   // numbers as floats (below kMaxGatherRows).
   virtual void GatherRows(const float* table, int cols, const float* index, int rows,

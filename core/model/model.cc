@@ -14,6 +14,14 @@
 namespace monsoon {
 namespace {
 
+// Whether any of `layers` (or of a block's inner layers) draws random numbers per batch from
+// the batch seed (dropout), so that a step's kernels differ from batch to batch.
+bool DrawsPerBatch(const std::vector<LayerSpec>& layers) {
+  return std::any_of(layers.begin(), layers.end(), [](const LayerSpec& layer) {
+    return (layer.kind == LayerKind::kDropout && layer.rate > 0) || DrawsPerBatch(layer.layers);
+  });
+}
+
 // The layer kind of an MLP's hidden activation.
 LayerKind ActivationKind(Activation f) {
   switch (f) {
@@ -366,6 +374,7 @@ Model::Model(const ModelSpec& spec, ComputeBackend* backend)
   params_ = backend_->Allocate(num_params_);
   grads_ = backend_->Allocate(num_params_);
   loss_ = backend_->Allocate(kLossFloats);
+  set_graphs(true);
   size_t offset = 0, state_offset = num_params_ - num_state_;
   for (auto& layer : layers_) {
     size_t layer_size = 0, layer_state = 0;
@@ -443,6 +452,7 @@ int Model::target_cols() const {
 
 void Model::EnsureWorkspace(int rows) {
   if (rows <= workspace_rows_) return;
+  DropGraphs();
   const Allocating allocating(absl::StrCat("the model's activations for a batch of ", rows));
   activations_.clear();
   activations_.push_back(backend_->Allocate(static_cast<size_t>(rows) * spec_.input_dim));
@@ -520,14 +530,14 @@ BatchResult Model::ReadLoss(int rows) {
   return {loss.loss_sum, loss.correct, rows};
 }
 
-void Model::Backward(int rows) {
+void Model::Backward(int rows, bool stream) {
   const float* dy = loss_grad_.data();
   for (size_t i = layers_.size(); i-- > 0;) {
     // The first layer's input gradient is never needed.
     float* dx = i == 0 ? nullptr : scratch_[i % 2].data();
     layers_[i]->Backward(*backend_, activations_[i].data(), activations_[i + 1].data(), dy, rows,
                          dx);
-    if (stream_gradients_to_ != nullptr && layer_params_[i].size > 0) {
+    if (stream && stream_gradients_to_ != nullptr && layer_params_[i].size > 0) {
       const size_t offset = layer_params_[i].offset;
       backend_->StartCopyToHost(grads_.data() + offset, stream_gradients_to_ + offset,
                                 layer_params_[i].size);
@@ -536,18 +546,59 @@ void Model::Backward(int rows) {
   }
 }
 
+void Model::TrainStep(int rows) {
+  if (RunAsGraph(rows)) {
+    ++graphed_steps_;
+    return;
+  }
+  Forward(rows, /*training=*/true);
+  Backward(rows, /*stream=*/true);
+}
+
+bool Model::RunAsGraph(int rows) {
+  if (!graphs_possible_) return false;
+  if (const auto it = graphs_.find(rows); it != graphs_.end()) {
+    if (backend_->RunGraph(it->second)) return true;
+    graphs_.erase(it);  // the backend dropped it: record it again at the next step
+    return false;
+  }
+  if (stepped_rows_.insert(rows).second) return false;
+  if (!backend_->BeginGraph()) {
+    graphs_possible_ = false;
+    return false;
+  }
+  Forward(rows, /*training=*/true);
+  Backward(rows, /*stream=*/false);
+  const int graph = backend_->EndGraph();
+  if (graph < 0) {
+    graphs_possible_ = false;
+    return false;
+  }
+  graphs_[rows] = graph;
+  return backend_->RunGraph(graph);
+}
+
+void Model::set_graphs(bool on) {
+  DropGraphs();
+  graphs_possible_ = on && !DrawsPerBatch(ModelLayers(spec_));
+}
+
+void Model::DropGraphs() {
+  for (const auto& [rows, graph] : graphs_) backend_->DropGraph(graph);
+  graphs_.clear();
+  stepped_rows_.clear();
+}
+
 BatchResult Model::ComputeGradients(const float* x_host, const float* targets_host, int rows) {
   UploadBatch(x_host, targets_host, rows);
-  Forward(rows, /*training=*/true);
-  Backward(rows);
+  TrainStep(rows);
   return ReadLoss(rows);
 }
 
 BatchResult Model::ComputeGradientsOnHeld(absl::Span<const uint32_t> rows) {
   GatherBatch(rows);
   const int n = static_cast<int>(rows.size());
-  Forward(n, /*training=*/true);
-  Backward(n);
+  TrainStep(n);
   return ReadLoss(n);
 }
 

@@ -5,7 +5,9 @@
 #define MONSOON_CORE_MODEL_MODEL_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +76,7 @@ class Model : public TrainableModel {
   // The same on a backend the model owns.
   static absl::StatusOr<std::unique_ptr<Model>> Create(const ModelSpec& spec,
                                                        std::unique_ptr<ComputeBackend> backend);
+  ~Model() override { DropGraphs(); }
 
   // The flat layout, computed from the spec alone (same on every role): every layer's trained
   // tensors in layer order, then every layer's state. A program's model is "params", then
@@ -96,6 +99,10 @@ class Model : public TrainableModel {
   static std::string Summary(const ModelSpec& spec);
 
   const ModelSpec& spec() const { return spec_; }
+  // Training steps replayed as a graph so far (see TrainStep), and whether to try (on by
+  // default; off: every step call by call, for comparison).
+  int64_t graphed_steps() const { return graphed_steps_; }
+  void set_graphs(bool on);
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   size_t num_params() const override { return num_params_; }
   size_t num_state() const override { return num_state_; }
@@ -143,8 +150,18 @@ class Model : public TrainableModel {
   // The loss Forward queued, once the work queued before has run (after backward, so that
   // nothing waits mid-step).
   BatchResult ReadLoss(int rows);
-  // Backward after Forward, streaming each layer's gradient where StreamGradientsTo said.
-  void Backward(int rows);
+  // Backward after Forward; with `stream`, each layer's gradient starts for where
+  // StreamGradientsTo said.
+  void Backward(int rows, bool stream);
+  // A training step's forward and backward over the batch already in place: replayed as the
+  // graph the backend recorded for this batch size (ComputeBackend::BeginGraph) at the second
+  // step of that size (the first allocates what the step needs), without streaming the
+  // gradient; or, where the backend has no graphs or the model draws random numbers per batch
+  // (dropout), run call by call.
+  void TrainStep(int rows);
+  bool RunAsGraph(int rows);
+  // Forgets every graph (the buffers they use are about to change).
+  void DropGraphs();
   int target_cols() const;
 
   std::unique_ptr<ComputeBackend> owned_backend_;  // first: it outlives the buffers
@@ -162,6 +179,10 @@ class Model : public TrainableModel {
   };
   std::vector<Range> layer_params_;
   float* stream_gradients_to_ = nullptr;
+  bool graphs_possible_ = false;  // no dropout, and the backend has not refused a graph
+  std::set<int> stepped_rows_;    // batch sizes trained once since the last DropGraphs
+  std::map<int, int> graphs_;     // batch size -> the backend's graph
+  int64_t graphed_steps_ = 0;
   uint64_t batch_seed_ = 0;
   size_t num_params_ = 0;
   size_t num_state_ = 0;

@@ -74,6 +74,8 @@ mutants=(
   shortcut-dropped "$cuda" "y[i] = a[i] + b[i];" "y[i] = a[i];"
   non-finite-offset "$cuda" "first = offset + bad;" "first = bad;"
   bf16-as-fp32 "$cuda" "return CUBLAS_COMPUTE_32F_FAST_16BF;" "break;"
+  graph-not-launched "$cuda" 'return Check(cudaGraphLaunch(graphs_[graph], compute_), "cudaGraphLaunch");'
+  "return true;"
   loss-sums-crossed "$cuda" "sum_b += partial[kSumSlices + t];" "sum_b += partial[t];"
   gather-row-stride core/compute/kernel_math.h "return table[row * cols + i % cols];"
   "return table[row + i % cols];"

@@ -36,6 +36,14 @@ struct Stream {
   uint64_t done = 0;      // items run
 };
 
+// What a stream capture recorded: its work, in order.
+struct Graph {
+  std::vector<std::function<void()>> work;
+};
+struct GraphExec {
+  std::vector<std::function<void()>> work;
+};
+
 // A record's position: complete once `stream` has done `ticket` items.
 struct Event {
   Stream* stream = nullptr;
@@ -73,6 +81,11 @@ struct Device {
   size_t device_bytes = 0, peak_bytes = 0;
   int launch_error = 0;
   bool dry = false;  // check calls, run no work; device memory is address space only
+  // The stream being captured (one at a time), what it has recorded, and whether a call that
+  // cannot be captured has invalidated the capture.
+  Stream* capturing = nullptr;
+  std::vector<std::function<void()>> captured;
+  bool capture_invalidated = false;
 };
 
 Device& Dev();
@@ -183,10 +196,25 @@ void Progress() {
   }
 }
 
+// A call that cannot be captured, made while a capture is on (CUDA's thread-local capture
+// mode: the backend captures from its one thread): it invalidates the capture and fails.
+bool RefusedInCapture() {
+  Device& d = Dev();
+  if (d.capturing == nullptr) return false;
+  d.capture_invalidated = true;
+  return true;
+}
+
 void Enqueue(Stream* stream, Work work) {
   Stream* s = Resolve(stream);
   if (Dev().dry) work.run = nullptr;
   if (!Live(s)) Violation("work queued on a destroyed stream");
+  if (s == Dev().capturing) {
+    // Recorded, not run; a wait on another stream's event is beyond this emulation's graphs.
+    if (work.waits_on != nullptr) Dev().capture_invalidated = true;
+    Dev().captured.push_back(std::move(work.run));
+    return;
+  }
   s->queue.push_back(std::move(work));
   ++s->enqueued;
   Progress();
@@ -195,6 +223,7 @@ void Enqueue(Stream* stream, Work work) {
 cudaError_t Allocate(void** p, size_t bytes, Kind kind) {
   Device& d = Dev();
   std::lock_guard<std::recursive_mutex> lock(d.mu);
+  if (RefusedInCapture()) return cudaErrorStreamCaptureUnsupported;
   if (kind == Kind::kDevice && ++d.malloc_calls == d.fail_malloc_at) {
     return cudaErrorMemoryAllocation;
   }
@@ -219,6 +248,7 @@ cudaError_t Allocate(void** p, size_t bytes, Kind kind) {
 cudaError_t Release(void* p, Kind kind) {
   Device& d = Dev();
   std::lock_guard<std::recursive_mutex> lock(d.mu);
+  if (RefusedInCapture()) return cudaErrorStreamCaptureUnsupported;
   if (p == nullptr) return cudaSuccess;
   auto it = d.allocations.find(reinterpret_cast<uintptr_t>(p));
   if (it == d.allocations.end() || it->second.kind != kind) {
@@ -481,6 +511,7 @@ cudaError_t cudaFreeHost(void* p) { return cuda_emulation::Release(p, Kind::kPin
 
 cudaError_t cudaHostRegister(void* p, size_t bytes, unsigned /*flags*/) {
   std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  if (cuda_emulation::RefusedInCapture()) return cudaErrorStreamCaptureUnsupported;
   if (p == nullptr || bytes == 0) return cudaErrorInvalidValue;
   auto& allocations = Dev().allocations;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(p);
@@ -496,6 +527,7 @@ cudaError_t cudaHostRegister(void* p, size_t bytes, unsigned /*flags*/) {
 cudaError_t cudaHostUnregister(void* p) {
   cuda_emulation::Device& d = Dev();
   std::lock_guard<std::recursive_mutex> lock(d.mu);
+  if (cuda_emulation::RefusedInCapture()) return cudaErrorStreamCaptureUnsupported;
   auto it = d.allocations.find(reinterpret_cast<uintptr_t>(p));
   if (it == d.allocations.end() || it->second.kind != Kind::kRegistered) {
     return cudaErrorHostMemoryNotRegistered;
@@ -558,6 +590,7 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  if (cuda_emulation::RefusedInCapture()) return cudaErrorStreamCaptureUnsupported;
   cuda_emulation::Drain(cuda_emulation::Resolve(stream));
   return cudaSuccess;
 }
@@ -582,12 +615,68 @@ cudaError_t cudaEventDestroy(cudaEvent_t event) {
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   std::lock_guard<std::recursive_mutex> lock(Dev().mu);
   cuda_emulation::Stream* s = cuda_emulation::Resolve(stream);
+  if (s == Dev().capturing && cuda_emulation::RefusedInCapture()) {
+    return cudaErrorStreamCaptureUnsupported;  // an event inside a graph: not emulated
+  }
   event->stream = s;
   event->ticket = s->enqueued;
   return cudaSuccess;
 }
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  if (cuda_emulation::RefusedInCapture()) return cudaErrorStreamCaptureUnsupported;
   if (event->stream != nullptr) cuda_emulation::RunUntil(event->stream, event->ticket, 0);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode /*mode*/) {
+  std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  cuda_emulation::Device& d = Dev();
+  if (d.capturing != nullptr) return cudaErrorIllegalState;
+  d.capturing = cuda_emulation::Resolve(stream);
+  d.captured.clear();
+  d.capture_invalidated = false;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  cuda_emulation::Device& d = Dev();
+  if (d.capturing != cuda_emulation::Resolve(stream)) return cudaErrorIllegalState;
+  d.capturing = nullptr;
+  *graph = nullptr;
+  if (d.capture_invalidated) return cudaErrorStreamCaptureInvalidated;
+  *graph = new cuda_emulation::Graph{std::move(d.captured)};
+  d.captured.clear();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long /*flags*/) {
+  if (graph == nullptr) return cudaErrorInvalidValue;
+  *exec = new cuda_emulation::GraphExec{graph->work};
+  return cudaSuccess;
+}
+
+// The graph's work as one item on `stream`, run in the order it was recorded.
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  if (exec == nullptr) return cudaErrorInvalidValue;
+  if (cuda_emulation::RefusedInCapture()) return cudaErrorStreamCaptureUnsupported;
+  cuda_emulation::Enqueue(stream, {[work = exec->work] {
+                            for (const auto& run : work) {
+                              if (run) run();
+                            }
+                          }});
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  delete exec;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  delete graph;
   return cudaSuccess;
 }

@@ -12,6 +12,10 @@
 //   synchronisation needs it), eager (at once, a grid's blocks in reverse order) or random
 //   (seeded random progress of random streams after every call, blocks shuffled).
 //   MONSOON_CUDA_EMULATION=lazy|eager|random[:SEED] picks it (default lazy).
+// - Graphs: a stream capture records the work queued on its stream instead of running it, and
+//   a launch of the instantiated graph queues that work again, as one item; a call CUDA
+//   refuses while a capture is on (allocation, free, a synchronisation, an event on the
+//   captured stream) fails and invalidates the capture.
 // - A kernel launch runs every (block, thread) of the grid, one after another: a data race
 //   between threads cannot show, nor can cuBLAS's summation order or any speed.
 // - cudaMalloc can be made to fail (FailMallocAt, or MONSOON_CUDA_EMULATION_FAIL_MALLOC=N).

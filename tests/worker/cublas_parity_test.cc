@@ -327,6 +327,67 @@ TEST_CASE("CublasBackend: batches gathered from held rows match the CPU", "[gpu]
   }
 }
 
+// Training steps replayed as graphs: the second step of each batch size is recorded, later
+// ones replay it on the current weights and batch; a larger batch (new buffers) drops the
+// graphs; a model with dropout (new masks every batch) is never graphed.
+TEST_CASE("CublasBackend: steps replayed as graphs match the CPU step by step",
+          "[gpu][parity][graph]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  ModelSpec cnn;
+  cnn.type = ModelType::kLayers;
+  cnn.input_shape = {2, 6, 6};
+  cnn.input_dim = 72;
+  cnn.layers = {Conv(3, 3, 1, Padding::kSame),     BatchNorm(),           {LayerKind::kRelu},
+                Pool(LayerKind::kMaxPool2d, 2, 2), {LayerKind::kFlatten}, {LayerKind::kDense, 4}};
+  cnn.output_dim = 4;
+  ModelSpec with_dropout = cnn;
+  with_dropout.layers.insert(with_dropout.layers.begin() + 5, Dropout(0.5));
+  for (const bool dropout : {false, true}) {
+    const ModelSpec& spec = dropout ? with_dropout : cnn;
+    INFO(Model::Summary(spec));
+    CpuBackend cpu;
+    auto on_cpu = Model::Create(spec, &cpu);
+    auto on_gpu = Model::Create(spec, gpu.get());
+    REQUIRE(on_cpu.ok());
+    REQUIRE(on_gpu.ok());
+    std::vector<float> params((*on_cpu)->num_params());
+    Model::InitialValues(spec, 2, 0, absl::MakeSpan(params));
+    int step = 0;
+    for (const int rows : {9, 9, 9, 9, 5, 5, 5, 12, 9, 9, 9, 12, 12}) {
+      INFO("step " << step << ", " << rows << " rows");
+      (*on_cpu)->SetParams(params.data());
+      (*on_gpu)->SetParams(params.data());
+      (*on_cpu)->set_batch_seed(step);
+      (*on_gpu)->set_batch_seed(step);
+      const auto x = Random(static_cast<size_t>(rows) * spec.input_dim, 50 + step);
+      std::vector<float> y(rows);
+      for (int r = 0; r < rows; ++r) y[r] = static_cast<float>((r + step) % 4);
+      std::vector<float> gc(params.size()), gg(params.size());
+      (*on_gpu)->StreamGradientsTo(gg.data());
+      const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), rows);
+      const BatchResult bg = (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
+      (*on_cpu)->GetGrads(gc.data());
+      (*on_gpu)->GetGrads(gg.data());
+      REQUIRE((*on_gpu)->Synchronize().ok());
+      CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
+      for (size_t i = 0; i < gc.size(); ++i) {
+        REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-4));
+      }
+      // The next step's weights: one SGD step, so that a replay must read the new ones.
+      for (size_t i = 0; i < params.size(); ++i) params[i] -= 0.1f * gc[i];
+      ++step;
+    }
+    // Each batch size's first step runs call by call, the second is recorded and run as a
+    // graph, later ones replay it: steps 1-3 (9 rows) and 5-6 (5 rows); the first 12-row
+    // batch (step 7) grows the buffers and drops every graph; then 9-10 (9 rows) and 11-12.
+    if (gpu->BeginGraph()) {  // a backend with graphs
+      CHECK(gpu->EndGraph() >= 0);
+      CHECK((*on_gpu)->graphed_steps() == (dropout ? 0 : 9));
+    }
+  }
+}
+
 TEST_CASE("CublasBackend: a CNN's loss and gradients match the CPU, odd shapes, every layer",
           "[gpu][parity][conv]") {
   auto gpu = GpuOrSkip();

@@ -308,6 +308,7 @@ class CublasBackend : public ComputeBackend {
   CublasBackend(int device, std::string device_name, const CublasOptions& options)
       : device_(device), device_name_(device_name), options_(options) {}
   ~CublasBackend() override {
+    DropGraphs();
     for (auto& [device, copy] : started_) {
       if (copy.done != nullptr) cudaEventDestroy(copy.done);
     }
@@ -430,6 +431,52 @@ class CublasBackend : public ComputeBackend {
     copy.host = host;
     copy.n = n;
     copy.pending = true;
+  }
+
+  // Graphs: the compute stream captured (this thread's calls only) into a CUDA Graph.
+  bool BeginGraph() override {
+    if (!status_.ok() || capturing_) return false;
+    if (cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+      cudaGetLastError();  // no graphs here: not an error of the backend's
+      return false;
+    }
+    capturing_ = true;
+    return true;
+  }
+
+  // A failed recording (a call that cannot be captured invalidates it, and may have recorded
+  // its error) leaves the backend as it was before BeginGraph: healthy, nothing run.
+  int EndGraph() override {
+    if (!capturing_) return -1;
+    capturing_ = false;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    const bool recorded = cudaStreamEndCapture(compute_, &graph) == cudaSuccess && status_.ok() &&
+                          cudaGraphInstantiate(&exec, graph, 0) == cudaSuccess;
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    if (!recorded) {
+      cudaGetLastError();
+      status_ = absl::OkStatus();
+      return -1;
+    }
+    graphs_.push_back(exec);
+    return static_cast<int>(graphs_.size()) - 1;
+  }
+
+  bool RunGraph(int graph) override {
+    if (!status_.ok() || graph < 0 || graph >= static_cast<int>(graphs_.size()) ||
+        graphs_[graph] == nullptr) {
+      return false;
+    }
+    return Check(cudaGraphLaunch(graphs_[graph], compute_), "cudaGraphLaunch");
+  }
+
+  void DropGraph(int graph) override {
+    if (graph < 0 || graph >= static_cast<int>(graphs_.size()) || graphs_[graph] == nullptr) {
+      return;
+    }
+    cudaGraphExecDestroy(graphs_[graph]);
+    graphs_[graph] = nullptr;
   }
 
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
@@ -750,29 +797,34 @@ class CublasBackend : public ComputeBackend {
     MONSOON_LAUNCH(PairTotalKernel, 1, 1, compute_, partial, loss);
   }
 
+  // `buffer`, one of the backend's own, with room for n floats: regrown when smaller (which
+  // drops every graph: one may use the old buffer), never shrunk. Kernels queued before a
+  // regrowth may still read the old buffer: cudaFree waits for them. Null after an error.
+  float* Reserve(DeviceBuffer* buffer, size_t n) {
+    if (!status_.ok()) return nullptr;
+    if (buffer->size() < n) {
+      *buffer = Allocate(n);
+      DropGraphs();
+    }
+    return status_.ok() ? buffer->data() : nullptr;
+  }
+
   // A device vector of at least n ones (for column sums).
   const float* Ones(size_t n) {
-    if (ones_.size() < n) {
-      ones_ = Allocate(n);
-      if (!status_.ok()) return nullptr;
-      MONSOON_LAUNCH(FillKernel, Blocks(n), kThreads, compute_, ones_.data(), n, 1.0f);
+    const bool grows = ones_.size() < n;
+    float* ones = Reserve(&ones_, n);
+    if (ones != nullptr && grows) {
+      MONSOON_LAUNCH(FillKernel, Blocks(n), kThreads, compute_, ones, n, 1.0f);
     }
-    return ones_.data();
+    return ones;
   }
 
   // Device scratch of at least n floats (per-row losses).
-  float* Scratch(size_t n) {
-    if (!status_.ok()) return nullptr;
-    if (scratch_.size() < n) scratch_ = Allocate(n);
-    return status_.ok() ? scratch_.data() : nullptr;
-  }
+  float* Scratch(size_t n) { return Reserve(&scratch_, n); }
 
   // Device room for batch normalisation's two partial sums of each of `channels` channels.
   float* BnPartials(int channels) {
-    if (!status_.ok()) return nullptr;
-    const size_t n = 2 * static_cast<size_t>(channels) * kBnSlices;
-    if (bn_partials_.size() < n) bn_partials_ = Allocate(n);
-    return status_.ok() ? bn_partials_.data() : nullptr;
+    return Reserve(&bn_partials_, 2 * static_cast<size_t>(channels) * kBnSlices);
   }
 
   // Examples per im2col chunk: as many as keep `floats_per_example` each within the workspace
@@ -789,12 +841,11 @@ class CublasBackend : public ComputeBackend {
   }
 
   // Device workspace of at least n floats for convolutions (im2col matrices and their
-  // products); grows, never shrinks. Kernels queued on the compute stream before a regrowth
-  // may still read the old buffer: cudaFree waits for them.
-  float* ConvWorkspace(size_t n) {
-    if (!status_.ok()) return nullptr;
-    if (conv_workspace_.size() < n) conv_workspace_ = Allocate(n);
-    return status_.ok() ? conv_workspace_.data() : nullptr;
+  // products).
+  float* ConvWorkspace(size_t n) { return Reserve(&conv_workspace_, n); }
+
+  void DropGraphs() {
+    for (int graph = 0; graph < static_cast<int>(graphs_.size()); ++graph) DropGraph(graph);
   }
 
   // A copy StartCopyToHost queued: into `host` (direct) or `staging`, finished when `done` has
@@ -847,6 +898,8 @@ class CublasBackend : public ComputeBackend {
   PinnedBuffer upload_;
   PinnedBuffer download_;
   std::map<const float*, StartedCopy> started_;  // by device address
+  bool capturing_ = false;                       // between BeginGraph and EndGraph
+  std::vector<cudaGraphExec_t> graphs_;          // by number; null once dropped
   DeviceBuffer ones_;
   DeviceBuffer scratch_;
   DeviceBuffer conv_workspace_;
