@@ -45,6 +45,45 @@ std::unique_ptr<ComputeBackend> GpuOrSkip(int workspace_mib = ComputeConfig().gp
   return std::move(selection->backend);
 }
 
+// A model on the CPU and the same on the GPU, both holding InitialValues(spec, seed).
+struct TwinModels {
+  std::unique_ptr<Model> on_cpu, on_gpu;
+  std::vector<float> params;
+};
+TwinModels MakeTwins(const ModelSpec& spec, CpuBackend* cpu, ComputeBackend* gpu, uint64_t seed) {
+  auto on_cpu = Model::Create(spec, cpu);
+  auto on_gpu = Model::Create(spec, gpu);
+  REQUIRE(on_cpu.ok());
+  REQUIRE(on_gpu.ok());
+  TwinModels twins{*std::move(on_cpu), *std::move(on_gpu), {}};
+  twins.params.resize(twins.on_cpu->num_params());
+  Model::InitialValues(spec, seed, 0, absl::MakeSpan(twins.params));
+  twins.on_cpu->SetParams(twins.params.data());
+  twins.on_gpu->SetParams(twins.params.data());
+  return twins;
+}
+
+// One training step of both models on the same batch, the GPU's gradient streamed where
+// `stream`: their losses and gradients (within `margin`) must agree. Returns the CPU's.
+std::vector<float> ExpectSameStep(Model* on_cpu, Model* on_gpu, const std::vector<float>& x,
+                                  const std::vector<float>& y, int rows, bool stream,
+                                  double margin) {
+  std::vector<float> gc(on_cpu->num_params()), gg(gc.size());
+  on_gpu->StreamGradientsTo(stream ? gg.data() : nullptr);
+  const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), rows);
+  const BatchResult bg = on_gpu->ComputeGradients(x.data(), y.data(), rows);
+  on_cpu->GetGrads(gc.data());
+  on_gpu->GetGrads(gg.data());
+  REQUIRE(on_gpu->Synchronize().ok());
+  CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
+  // The gradients, then the state's values (BatchNorm's running statistics).
+  for (size_t i = 0; i < gc.size(); ++i) {
+    INFO("gradient " << i);
+    REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(margin));
+  }
+  return gc;
+}
+
 // The same host data on both backends; results come back as host vectors.
 struct Pair {
   CpuBackend cpu;
@@ -226,46 +265,39 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   spec.output_dim = 5;
   spec.hidden = {29, 13};
   spec.activation = Activation::kTanh;
-  auto on_cpu = Model::Create(spec, &cpu);
-  auto on_gpu = Model::Create(spec, gpu.get());
-  REQUIRE(on_cpu.ok());
-  REQUIRE(on_gpu.ok());
-  std::vector<float> params((*on_cpu)->num_params());
-  Model::InitialValues(spec, 9, 0, absl::MakeSpan(params));
-  (*on_cpu)->SetParams(params.data());
-  (*on_gpu)->SetParams(params.data());
+  auto [on_cpu, on_gpu, params] = MakeTwins(spec, &cpu, gpu.get(), 9);
   const int rows = 67;
   const auto x = Random(static_cast<size_t>(rows) * spec.input_dim, 5);
   std::vector<float> y(rows);
   for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r % spec.output_dim);
-  const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), rows);
-  const BatchResult bg = (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
-  REQUIRE((*on_gpu)->Synchronize().ok());
+  const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), rows);
+  const BatchResult bg = on_gpu->ComputeGradients(x.data(), y.data(), rows);
+  REQUIRE(on_gpu->Synchronize().ok());
   CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
   CHECK(bg.correct == bc.correct);
   std::vector<float> gc(params.size()), gg(params.size());
-  (*on_cpu)->GetGrads(gc.data());
-  CHECK((*on_gpu)->GetGrads(gg.data()) == gg.size());  // every value finite
+  on_cpu->GetGrads(gc.data());
+  CHECK(on_gpu->GetGrads(gg.data()) == gg.size());  // every value finite
   for (size_t i = 0; i < gc.size(); ++i) REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
   // Streamed layer by layer during backward, through staging and then straight into pinned
   // memory (twice each: the buffers are reused), the same.
   std::vector<float> streamed(params.size());
   for (int round = 0; round < 4; ++round) {
     std::fill(streamed.begin(), streamed.end(), -1.0f);
-    const HostPin pin = round < 2 ? HostPin() : (*on_gpu)->PinHostMemory(absl::MakeSpan(streamed));
+    const HostPin pin = round < 2 ? HostPin() : on_gpu->PinHostMemory(absl::MakeSpan(streamed));
     CHECK(pin.pinned() == (round >= 2));
-    (*on_gpu)->StreamGradientsTo(streamed.data());
-    (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
-    (*on_gpu)->GetGrads(streamed.data());
-    REQUIRE((*on_gpu)->Synchronize().ok());
+    on_gpu->StreamGradientsTo(streamed.data());
+    on_gpu->ComputeGradients(x.data(), y.data(), rows);
+    on_gpu->GetGrads(streamed.data());
+    REQUIRE(on_gpu->Synchronize().ok());
     CHECK(streamed == gg);
   }
-  (*on_cpu)->ApplyLocalSgd(0.1f);
-  (*on_gpu)->ApplyLocalSgd(0.1f);
+  on_cpu->ApplyLocalSgd(0.1f);
+  on_gpu->ApplyLocalSgd(0.1f);
   std::vector<float> pc(params.size()), pg(params.size());
-  (*on_cpu)->GetParams(pc.data());
-  (*on_gpu)->GetParams(pg.data());
-  REQUIRE((*on_gpu)->Synchronize().ok());
+  on_cpu->GetParams(pc.data());
+  on_gpu->GetParams(pg.data());
+  REQUIRE(on_gpu->Synchronize().ok());
   for (size_t i = 0; i < pc.size(); ++i) REQUIRE(pg[i] == Approx(pc[i]).epsilon(1e-4).margin(1e-5));
 
   // A NaN in the batch: GetGrads says where the first non-finite value it copied is, whether
@@ -274,11 +306,11 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   bad_x[3 * spec.input_dim + 4] = std::nanf("");
   for (const int way : {0, 1, 2}) {  // copied whole, streamed, streamed into pinned memory
     std::vector<float> got(params.size());
-    const HostPin pin = way == 2 ? (*on_gpu)->PinHostMemory(absl::MakeSpan(got)) : HostPin();
-    (*on_gpu)->StreamGradientsTo(way == 0 ? nullptr : got.data());
-    (*on_gpu)->ComputeGradients(bad_x.data(), y.data(), rows);
-    const size_t first = (*on_gpu)->GetGrads(got.data());
-    REQUIRE((*on_gpu)->Synchronize().ok());
+    const HostPin pin = way == 2 ? on_gpu->PinHostMemory(absl::MakeSpan(got)) : HostPin();
+    on_gpu->StreamGradientsTo(way == 0 ? nullptr : got.data());
+    on_gpu->ComputeGradients(bad_x.data(), y.data(), rows);
+    const size_t first = on_gpu->GetGrads(got.data());
+    REQUIRE(on_gpu->Synchronize().ok());
     CHECK(first < got.size());
     CHECK(first == FirstNonFinite(got));
   }
@@ -291,21 +323,14 @@ TEST_CASE("CublasBackend: batches gathered from held rows match the CPU", "[gpu]
   if (gpu == nullptr) return;
   CpuBackend cpu;
   const ModelSpec spec = Mlp(23, {11}, 4);
-  auto on_cpu = Model::Create(spec, &cpu);
-  auto on_gpu = Model::Create(spec, gpu.get());
-  REQUIRE(on_cpu.ok());
-  REQUIRE(on_gpu.ok());
-  std::vector<float> params((*on_cpu)->num_params());
-  Model::InitialValues(spec, 3, 0, absl::MakeSpan(params));
-  (*on_cpu)->SetParams(params.data());
-  (*on_gpu)->SetParams(params.data());
+  auto [on_cpu, on_gpu, params] = MakeTwins(spec, &cpu, gpu.get(), 3);
   const size_t shard = 301;
   const std::vector<float> features = Random(shard * 23, 11);
   std::vector<float> targets(shard);
   for (size_t r = 0; r < shard; ++r) targets[r] = static_cast<float>(r * 7 % 4);
   const size_t bytes = (features.size() + targets.size()) * sizeof(float);
-  CHECK_FALSE((*on_gpu)->HoldRows(features, targets, bytes - 4));
-  REQUIRE((*on_gpu)->HoldRows(features, targets, bytes));
+  CHECK_FALSE(on_gpu->HoldRows(features, targets, bytes - 4));
+  REQUIRE(on_gpu->HoldRows(features, targets, bytes));
   for (const std::vector<uint32_t>& rows :
        {std::vector<uint32_t>{300, 0, 17, 17, 299}, std::vector<uint32_t>{5, 250, 1}}) {
     std::vector<float> x, y;
@@ -314,12 +339,12 @@ TEST_CASE("CublasBackend: batches gathered from held rows match the CPU", "[gpu]
       y.push_back(targets[r]);
     }
     const int n = static_cast<int>(rows.size());
-    const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), n);
-    const BatchResult bg = (*on_gpu)->ComputeGradientsOnHeld(rows);
+    const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), n);
+    const BatchResult bg = on_gpu->ComputeGradientsOnHeld(rows);
     std::vector<float> gc(params.size()), gg(params.size());
-    (*on_cpu)->GetGrads(gc.data());
-    (*on_gpu)->GetGrads(gg.data());
-    REQUIRE((*on_gpu)->Synchronize().ok());
+    on_cpu->GetGrads(gc.data());
+    on_gpu->GetGrads(gg.data());
+    REQUIRE(on_gpu->Synchronize().ok());
     CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
     CHECK(bg.correct == bc.correct);
     for (size_t i = 0; i < gc.size(); ++i)
@@ -347,33 +372,19 @@ TEST_CASE("CublasBackend: steps replayed as graphs match the CPU step by step",
     const ModelSpec& spec = dropout ? with_dropout : cnn;
     INFO(Model::Summary(spec));
     CpuBackend cpu;
-    auto on_cpu = Model::Create(spec, &cpu);
-    auto on_gpu = Model::Create(spec, gpu.get());
-    REQUIRE(on_cpu.ok());
-    REQUIRE(on_gpu.ok());
-    std::vector<float> params((*on_cpu)->num_params());
-    Model::InitialValues(spec, 2, 0, absl::MakeSpan(params));
+    auto [on_cpu, on_gpu, params] = MakeTwins(spec, &cpu, gpu.get(), 2);
     int step = 0;
     for (const int rows : {9, 9, 9, 9, 5, 5, 5, 12, 9, 9, 9, 12, 12}) {
       INFO("step " << step << ", " << rows << " rows");
-      (*on_cpu)->SetParams(params.data());
-      (*on_gpu)->SetParams(params.data());
-      (*on_cpu)->set_batch_seed(step);
-      (*on_gpu)->set_batch_seed(step);
+      on_cpu->SetParams(params.data());
+      on_gpu->SetParams(params.data());
+      on_cpu->set_batch_seed(step);
+      on_gpu->set_batch_seed(step);
       const auto x = Random(static_cast<size_t>(rows) * spec.input_dim, 50 + step);
       std::vector<float> y(rows);
       for (int r = 0; r < rows; ++r) y[r] = static_cast<float>((r + step) % 4);
-      std::vector<float> gc(params.size()), gg(params.size());
-      (*on_gpu)->StreamGradientsTo(gg.data());
-      const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), rows);
-      const BatchResult bg = (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
-      (*on_cpu)->GetGrads(gc.data());
-      (*on_gpu)->GetGrads(gg.data());
-      REQUIRE((*on_gpu)->Synchronize().ok());
-      CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
-      for (size_t i = 0; i < gc.size(); ++i) {
-        REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-4));
-      }
+      const std::vector<float> gc =
+          ExpectSameStep(on_cpu.get(), on_gpu.get(), x, y, rows, /*stream=*/true, 1e-4);
       // The next step's weights: one SGD step, so that a replay must read the new ones.
       for (size_t i = 0; i < params.size(); ++i) params[i] -= 0.1f * gc[i];
       ++step;
@@ -383,7 +394,7 @@ TEST_CASE("CublasBackend: steps replayed as graphs match the CPU step by step",
     // batch (step 7) grows the buffers and drops every graph; then 9-10 (9 rows) and 11-12.
     if (gpu->BeginGraph()) {  // a backend with graphs
       CHECK(gpu->EndGraph() >= 0);
-      CHECK((*on_gpu)->graphed_steps() == (dropout ? 0 : 9));
+      CHECK(on_gpu->graphed_steps() == (dropout ? 0 : 9));
     }
   }
 }
@@ -409,33 +420,26 @@ TEST_CASE("CublasBackend: a CNN's loss and gradients match the CPU, odd shapes, 
                  {LayerKind::kFlatten},
                  {LayerKind::kDense, 5}};
   spec.output_dim = 5;
-  auto on_cpu = Model::Create(spec, &cpu);
-  auto on_gpu = Model::Create(spec, gpu.get());
-  REQUIRE(on_cpu.ok());
-  REQUIRE(on_gpu.ok());
-  std::vector<float> params((*on_cpu)->num_params());
-  Model::InitialValues(spec, 3, 0, absl::MakeSpan(params));
-  (*on_cpu)->SetParams(params.data());
-  (*on_gpu)->SetParams(params.data());
+  auto [on_cpu, on_gpu, params] = MakeTwins(spec, &cpu, gpu.get(), 3);
   for (const int rows : {13, 64}) {
     const auto x = Random(static_cast<size_t>(rows) * spec.input_dim, rows);
     std::vector<float> y(rows);
     for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r % spec.output_dim);
-    (*on_cpu)->set_batch_seed(rows);
-    (*on_gpu)->set_batch_seed(rows);
-    const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), rows);
-    const BatchResult bg = (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
-    REQUIRE((*on_gpu)->Synchronize().ok());
+    on_cpu->set_batch_seed(rows);
+    on_gpu->set_batch_seed(rows);
+    const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), rows);
+    const BatchResult bg = on_gpu->ComputeGradients(x.data(), y.data(), rows);
+    REQUIRE(on_gpu->Synchronize().ok());
     CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
     std::vector<float> gc(params.size()), gg(params.size());
-    (*on_cpu)->GetGrads(gc.data());
-    (*on_gpu)->GetGrads(gg.data());
+    on_cpu->GetGrads(gc.data());
+    on_gpu->GetGrads(gg.data());
     for (size_t i = 0; i < gc.size(); ++i) {
       INFO("batch " << rows << " gradient " << i);
       REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
     }
-    const BatchResult ec = (*on_cpu)->Evaluate(x.data(), y.data(), rows);
-    const BatchResult eg = (*on_gpu)->Evaluate(x.data(), y.data(), rows);
+    const BatchResult ec = on_cpu->Evaluate(x.data(), y.data(), rows);
+    const BatchResult eg = on_gpu->Evaluate(x.data(), y.data(), rows);
     CHECK(eg.loss_sum == Approx(ec.loss_sum).epsilon(1e-4));
     CHECK(eg.correct == ec.correct);
   }
@@ -626,40 +630,22 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
     ++built;
     INFO("stack " << stack << ": " << Model::Summary(spec));
     CpuBackend cpu;
-    auto on_cpu = Model::Create(spec, &cpu);
-    auto on_gpu = Model::Create(spec, gpu.get());
-    REQUIRE(on_cpu.ok());
-    REQUIRE(on_gpu.ok());
-    std::vector<float> params((*on_cpu)->num_params());
-    Model::InitialValues(spec, stack, 0, absl::MakeSpan(params));
-    (*on_cpu)->SetParams(params.data());
-    (*on_gpu)->SetParams(params.data());
+    auto [on_cpu, on_gpu, params] = MakeTwins(spec, &cpu, gpu.get(), stack);
     for (const int rows : {7, 1, 16}) {
       const auto x = Random(static_cast<size_t>(rows) * spec.input_dim, stack * 100 + rows);
       std::vector<float> y(rows);
       for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r % 3);
-      (*on_cpu)->set_batch_seed(rows);
-      (*on_gpu)->set_batch_seed(rows);
-      std::vector<float> gc(params.size()), gg(params.size());
-      (*on_gpu)->StreamGradientsTo(stack % 2 == 0 ? gg.data() : nullptr);
-      const BatchResult bc = (*on_cpu)->ComputeGradients(x.data(), y.data(), rows);
-      const BatchResult bg = (*on_gpu)->ComputeGradients(x.data(), y.data(), rows);
-      (*on_cpu)->GetGrads(gc.data());
-      (*on_gpu)->GetGrads(gg.data());
-      REQUIRE((*on_gpu)->Synchronize().ok());
-      CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
-      // The gradients, then the state's values (BatchNorm's running statistics).
-      for (size_t i = 0; i < gc.size(); ++i) {
-        INFO("batch " << rows << " gradient " << i);
-        REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
-      }
+      on_cpu->set_batch_seed(rows);
+      on_gpu->set_batch_seed(rows);
+      INFO("batch " << rows);
+      ExpectSameStep(on_cpu.get(), on_gpu.get(), x, y, rows, stack % 2 == 0, 1e-5);
       // Evaluating with the running statistics.
-      const BatchResult ec = (*on_cpu)->Evaluate(x.data(), y.data(), rows);
-      const BatchResult eg = (*on_gpu)->Evaluate(x.data(), y.data(), rows);
-      REQUIRE((*on_gpu)->Synchronize().ok());
+      const BatchResult ec = on_cpu->Evaluate(x.data(), y.data(), rows);
+      const BatchResult eg = on_gpu->Evaluate(x.data(), y.data(), rows);
+      REQUIRE(on_gpu->Synchronize().ok());
       CHECK(eg.loss_sum == Approx(ec.loss_sum).epsilon(1e-4));
     }
-    with_state += (*on_cpu)->num_state() > 0;
+    with_state += on_cpu->num_state() > 0;
     with_blocks += std::any_of(spec.layers.begin(), spec.layers.end(), [](const LayerSpec& l) {
                      return l.kind == LayerKind::kResidual;
                    });
