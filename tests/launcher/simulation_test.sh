@@ -5,11 +5,14 @@
 # and the test accuracy after each epoch within 0.015. And a simulated job is bit-identical run
 # twice (weights and trace), and marked as simulated.
 #
-# With 2 workers one real run's mean staleness moves between 0.69 and 0.99 from run to run on
-# 2 cores (the simulator reads 0.998 from the same steps), so there it is compared within 0.35.
+# With 2 workers one real run's mean staleness moves between 0.34 and 0.98 from run to run on
+# 2 cores, and the median of three between 0.58 and 0.93 (the scheduler's turns among five
+# processes, which the simulator does not model: it reads 0.998 from the same steps), so there
+# it is compared within 0.5 of the median: a simulator whose clocks were off by a push either
+# way would still fail it.
 #
-# 8 workers on 2 cores take turns, so one real run's accuracy moves by up to 0.02 from run to
-# run: those jobs run really three times and are compared on their median. Their mean staleness
+# Workers on 2 cores take turns, so one real run's accuracy moves by up to 0.03 from run to run:
+# every job runs really three times and is compared on their median. Their mean staleness
 # moves too (Downpour-8's median of three: 5.25-6.68 in seven test runs, as the turns bunch
 # pushes; the simulator, which does not model the cores' turns, reads 6.91), so it is compared
 # with each real run's. Their measured step
@@ -99,7 +102,7 @@ PY
 case_() {
   local name=$1 workers=$2 runs=$3 spread=$4 early=$5 near=0.05
   shift 5
-  [ "$workers" = 2 ] && near=0.35
+  [ "$workers" = 2 ] && near=0.5
   local job=(run "$cfg" --set cluster.workers="$workers" --set training.epochs=$epochs "$@")
   local real=() i
   : >"$WORK/$name-real.observed"
@@ -138,14 +141,14 @@ simulate() {
   expect_eq "$name: the simulated job (sigma $sigma) exits" "$?" "0"
 }
 
-# One real 2-worker run's accuracy after epoch 1 moved by 0.02 between CI runs (0.8371, 0.8418
-# against simulated 0.8181, 0.8264); by the last epoch within 0.015.
-case_ downpour-2 2 1 measured 0.025
+# One real 2-worker run's accuracy after epoch 1 moved by 0.03 between runs (0.8098-0.8418
+# against simulated 0.8181-0.8405); by the last epoch within 0.015.
+case_ downpour-2 2 3 measured 0.025
 # After the first epoch the 8-worker jobs read 0.75-0.78 (Downpour) and 0.79-0.82 (sync) from
 # run to run; by the last within 0.015 (README: Simulated clusters).
 case_ downpour-8 8 3 fitted 0.04 --set optimizer.learning_rate=0.005
 case_ sync-backup-8 8 3 measured 0.03 --set training.algorithm=sync --set sync.quorum=7
-case_ easgd-2 2 1 measured 0.015 --set training.algorithm=easgd
+case_ easgd-2 2 3 measured 0.015 --set training.algorithm=easgd
 
 # The same simulated job twice: the same weights, bit for bit; summary.json says simulated.
 for i in 1 2; do
