@@ -739,11 +739,16 @@ class CublasBackend : public ComputeBackend {
     return true;
   }
 
+  // Makes the copy stream's next work wait for the compute queued so far.
+  bool CopyAfterCompute() {
+    return Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") &&
+           Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent");
+  }
+
   // Queues from (pinned) -> device on the copy stream after the compute queued so far, and
   // makes later compute wait for it (copy_done_).
   bool QueueUpload(const float* from, float* device, size_t n) {
-    return Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") &&
-           Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") &&
+    return CopyAfterCompute() &&
            Check(cudaMemcpyAsync(device, from, n * sizeof(float), cudaMemcpyHostToDevice, copy_),
                  "cudaMemcpyAsync (host to device)") &&
            Check(cudaEventRecord(copy_done_, copy_), "cudaEventRecord") &&
@@ -752,8 +757,7 @@ class CublasBackend : public ComputeBackend {
 
   // Queues device -> to (pinned) on the copy stream after the compute queued so far.
   bool QueueDownload(const float* device, float* to, size_t n) {
-    return Check(cudaEventRecord(compute_done_, compute_), "cudaEventRecord") &&
-           Check(cudaStreamWaitEvent(copy_, compute_done_, 0), "cudaStreamWaitEvent") &&
+    return CopyAfterCompute() &&
            Check(cudaMemcpyAsync(to, device, n * sizeof(float), cudaMemcpyDeviceToHost, copy_),
                  "cudaMemcpyAsync (device to host)");
   }
