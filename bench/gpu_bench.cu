@@ -5,7 +5,9 @@
 // memory) next to a plain cudaMemcpy from pinned memory. Prints one JSON object; without a
 // usable GPU it prints {"skipped": reason} and exits 0.
 //
-//   gpu_bench [--precision fp32|tf32|bf16]     (compute.precision; default fp32)
+//   gpu_bench [--precision fp32|tf32|bf16] [--cudnn-path auto|off|PATH]
+// (compute.precision, default fp32; compute.cudnn_path, default auto: "device" names what ran
+// the convolutions and batch norms).
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -94,18 +96,30 @@ void PrintSteps(ComputeBackend& backend, const char* key, const ModelSpec& spec,
   std::printf("  ],\n");
 }
 
+// The options argv sets; false when it is not a list of (--precision P | --cudnn-path C).
+bool ParseOptions(int argc, char** argv, CublasOptions* options) {
+  for (int i = 1; i < argc; i += 2) {
+    const std::string flag = argv[i];
+    if (i + 1 >= argc) return false;
+    if (flag == "--precision") {
+      absl::StatusOr<Precision> precision = kPrecisionNames.Parse(argv[i + 1]);
+      if (!precision.ok()) return false;
+      options->precision = *precision;
+    } else if (flag == "--cudnn-path") {
+      options->cudnn_path = argv[i + 1];
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
 int Main(int argc, char** argv) {
   CublasOptions options;
-  if (argc > 1) {
-    absl::StatusOr<Precision> precision = absl::InvalidArgumentError("no --precision");
-    if (argc == 3 && std::string(argv[1]) == "--precision") {
-      precision = kPrecisionNames.Parse(argv[2]);
-    }
-    if (!precision.ok()) {
-      std::fprintf(stderr, "usage: gpu_bench [--precision fp32|tf32|bf16]\n");
-      return 2;
-    }
-    options.precision = *precision;
+  if (!ParseOptions(argc, argv, &options)) {
+    std::fprintf(stderr,
+                 "usage: gpu_bench [--precision fp32|tf32|bf16] [--cudnn-path auto|off|PATH]\n");
+    return 2;
   }
   auto created = CreateCublasBackend(0, options);
   if (!created.ok()) {

@@ -4,8 +4,8 @@
 # (256 x 64 x 224 x 224); the Fashion-MNIST jobs on the GPU (their run directories kept in
 # OUT_DIR/gpu_job_runs/); TensorBoard's own reader on the GPU job's event files (where the
 # `tensorboard` package is installed); the default job on the CPUs, for the GPU's speed-up;
-# the GPU benchmark and the default job at each compute.precision (fp32, tf32, bf16: speed and
-# accuracy); PyTorch on the same GPU as the yardstick
+# the GPU benchmark (convolutions on cuDNN where found, then on im2col) and the default job at
+# each compute.precision (fp32, tf32, bf16: speed and accuracy); PyTorch on the same GPU as the yardstick
 # (bench/gpu_peer.py, where python3 has a CUDA PyTorch); last, the parity test under
 # compute-sanitizer's memcheck and initcheck where the machine has it. Each step has a time
 # limit (5 minutes; 10 for the jobs), so nothing hangs it.
@@ -35,6 +35,14 @@ if ! "$monsoon" devices | tee "$out/devices.txt"; then
   exit 1
 fi
 export MONSOON_REQUIRE_GPU=1  # a GPU test that would skip fails instead
+# cuDNN for convolutions and batch norms (compute.cudnn_path: auto): the node's own where the
+# dynamic linker or /usr/local/cuda has it, else the one in python3's PyTorch installation
+# (its nvidia-cudnn package), after whatever LD_LIBRARY_PATH already names. The parity test
+# covers cuDNN and Monsoon's own kernels alike; the benchmark runs on each.
+torch_cudnn=$(python3 -c 'import os, nvidia.cudnn as c; print(os.path.join(list(c.__path__)[0], "lib"))' 2>/dev/null)
+if [ -n "$torch_cudnn" ] && [ -f "$torch_cudnn/libcudnn.so.9" ]; then
+  export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$torch_cudnn"
+fi
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
 steps=()  # "name status" per step, for the JSON
 
@@ -57,6 +65,7 @@ step tensorboard 300 python3 tools/tensorboard_read.py "$runs/gpu" "$runs/gpu-cn
 step cpu_job 600 "$monsoon" run configs/fmnist_downpour.yaml --run-dir "$out/cpu_job" \
   --set compute.device=cpu
 step gpu_bench 300 sh -c "'$PWD/$gpu_bench' >'$out/gpu_bench.json'"
+step gpu_bench_im2col 300 sh -c "'$PWD/$gpu_bench' --cudnn-path off >'$out/gpu_bench_im2col.json'"
 for precision in tf32 bf16; do
   step "gpu_bench_$precision" 300 sh -c \
     "'$PWD/$gpu_bench' --precision $precision >'$out/gpu_bench_$precision.json'"
@@ -90,6 +99,8 @@ report = {
     "device": devices[0].strip(),
     "devices": [d.strip() for d in devices if d.strip()],
     "steps": {name: ("passed" if status == "0" else f"failed ({status})") for name, status in steps},
+    "layers": re.findall(r"convolutions and batch norms: (.*)",
+                         open(os.path.join(out, "parity.log")).read())[:1],
     "gpu_job_accuracies": [float(a) for a in re.findall(r"accuracy ([0-9.]+) >=", job_log)],
     "tensorboard": open(os.path.join(out, "tensorboard.log")).read().strip(),
     "jobs_samples_per_second": {
@@ -98,6 +109,7 @@ report = {
     "gpu_bench": load("gpu_bench.json"),
     "gpu_bench_tf32": load("gpu_bench_tf32.json"),
     "gpu_bench_bf16": load("gpu_bench_bf16.json"),
+    "gpu_bench_im2col": load("gpu_bench_im2col.json"),
     "precision_jobs": {
         p: {k: load(f"gpu_job_runs/precision-{p}/summary.json").get(k)
             for k in ("final_test_accuracy", "samples_per_second", "wall_seconds")}

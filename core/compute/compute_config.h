@@ -2,6 +2,8 @@
 #ifndef MONSOON_CORE_COMPUTE_COMPUTE_CONFIG_H_
 #define MONSOON_CORE_COMPUTE_COMPUTE_CONFIG_H_
 
+#include <string>
+
 #include "core/enum_names.h"
 
 namespace monsoon {
@@ -26,6 +28,7 @@ struct ComputeConfig {
   Precision precision = Precision::kFp32;   // matrix products (CUDA backend)
   int gpu_workspace_mib = 256;              // the CUDA backend's convolution workspace bound
   int gpu_data_mib = 4096;  // the most GPU memory a worker's shard may take (Model::HoldRows)
+  std::string cudnn_path = "auto";  // where the CUDA backend finds cuDNN (CublasOptions)
 };
 
 }  // namespace monsoon

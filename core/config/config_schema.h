@@ -443,13 +443,23 @@ void VisitRuntime(JobConfig& c, V& v) {
             "(weights, gradients, the other kernels and the servers stay fp32). The CPU backend "
             "computes in fp32");
     v.Field("gpu_workspace_mib", &c.compute.gpu_workspace_mib, IntRange{1, 1 << 20},
-            "the most GPU memory, in MiB, a convolution's im2col workspace takes (CUDA "
-            "backend): larger batches and images go through it in chunks of examples");
+            "the most GPU memory, in MiB, a convolution's workspace takes (CUDA backend): "
+            "cuDNN's algorithms are chosen within it; on im2col, larger batches and images go "
+            "through it in chunks of examples");
     v.Field("gpu_data_mib", &c.compute.gpu_data_mib, IntRange{0, 1 << 20},
             "the most GPU memory, in MiB, a worker's shard of the training data may take on "
             "its GPU: a shard that fits is uploaded once and each batch gathered there; a "
             "larger one (or data streamed from its files) goes up batch by batch. 0: always "
             "batch by batch");
+    v.Field("cudnn_path", &c.compute.cudnn_path, Text{},
+            Doc("where a GPU worker finds cuDNN 9 for its convolutions and batch "
+                "normalisation: `auto` looks for libcudnn.so.9 on the library path "
+                "(`LD_LIBRARY_PATH`), then under `$CUDA_HOME/lib64` and /usr/local/cuda/lib64, "
+                "and uses Monsoon's own kernels (im2col) where there is none; `off` always "
+                "uses them; an absolute path (the library, or its directory) must load. The "
+                "worker's log "
+                "names the path taken (see [GPUs](#gpus))")
+                .Type("`auto`, `off` or a path"));
   });
 }
 

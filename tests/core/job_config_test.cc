@@ -311,6 +311,18 @@ TEST_CASE("JobConfig: compute.precision is tensor-core arithmetic on a GPU", "[c
   CHECK(ErrorOf(CsvJob(), {"compute.precision=fp16"}).rfind("compute.precision: 'fp16'", 0) == 0);
 }
 
+TEST_CASE("JobConfig: compute.cudnn_path is auto, off or an absolute path", "[core][config]") {
+  for (const char* path : {"auto", "off", "/opt/cudnn/lib", "/opt/cudnn/lib/libcudnn.so.9"}) {
+    CHECK(ErrorOf(CsvJob(), {absl::StrCat("compute.cudnn_path=", path)}).empty());
+  }
+  CHECK(ErrorOf(CsvJob(), {"compute.cudnn_path=cudnn/lib"}) ==
+        "compute.cudnn_path: 'cudnn/lib' is neither auto, off nor an absolute path (of "
+        "libcudnn.so.9 or its directory)");
+  CHECK(ErrorOf(CsvJob("compute:\n  cudnn_path: ''\n")) ==
+        "compute.cudnn_path: '' is neither auto, off nor an absolute path (of libcudnn.so.9 or "
+        "its directory)");
+}
+
 TEST_CASE("JobConfig: the job's name is one directory name, slurm values one word each",
           "[core][config]") {
   for (const std::string name : {"fmnist_downpour", "run-2.v1", "_x", "A9"}) {

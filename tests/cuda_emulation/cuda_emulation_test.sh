@@ -1,21 +1,33 @@
 #!/usr/bin/env bash
-# The CUDA backend without a GPU: its real source, compiled for the host against stand-in CUDA
-# and cuBLAS headers (emulator.h) with AddressSanitizer and UBSan, loaded as the CUDA plugin by
-# the unchanged GPU parity test (tests/worker/cublas_parity_test), which must pass
+# The CUDA backend without a GPU: its real source, compiled for the host against stand-in CUDA,
+# cuBLAS and cuDNN headers (emulator.h) with AddressSanitizer and UBSan, loaded as the CUDA
+# plugin by the unchanged GPU parity test (tests/worker/cublas_parity_test), which must pass
 #   - under the lazy, eager and random stream schedules;
 #   - with a cudaMalloc failure injected at each allocation of a CNN model's life in turn;
 # and must fail for each single-line mutation of the CUDA code below (rebuilt here with g++).
 source tests/launcher/test_lib.sh
 
 parity="$PWD/tests/worker/cublas_parity_test"
-plugin="$PWD/tests/cuda_emulation/libmonsoon_cuda_emulated.so"
+mkdir -p "$WORK/plugin"
+cp tests/cuda_emulation/libmonsoon_cuda_emulated.so "$WORK/plugin/"
+plugin="$WORK/plugin/libmonsoon_cuda_emulated.so"
 sanitizers="$(gcc -print-file-name=libasan.so) $(gcc -print-file-name=libubsan.so)"
 
-# emulated PLUGIN [ENV=VALUE...] -- ARGS...: the parity test on PLUGIN; fails when it skips.
+# with_cudnn PLUGIN: a directory whose libcudnn.so.9 is PLUGIN, which holds the emulated cuDNN
+# (stub/cudnn.h): on LD_LIBRARY_PATH, compute.cudnn_path `auto` finds it there, as on a node.
+with_cudnn() {
+  mkdir -p "$(dirname "$1")/cudnn"
+  ln -sf "$1" "$(dirname "$1")/cudnn/libcudnn.so.9"
+  echo "$(dirname "$1")/cudnn"
+}
+
+# emulated PLUGIN [ENV=VALUE...] -- ARGS...: the parity test on PLUGIN, cuDNN emulated too;
+# fails when it skips.
 emulated() {
   local with=$1
   shift
-  env MONSOON_CUDA_PLUGIN="$with" MONSOON_REQUIRE_GPU=1 ASAN_OPTIONS=detect_leaks=0 \
+  env MONSOON_CUDA_PLUGIN="$with" MONSOON_REQUIRE_GPU=1 MONSOON_REQUIRE_CUDNN=1 \
+    LD_LIBRARY_PATH="$(with_cudnn "$with")" ASAN_OPTIONS=detect_leaks=0 \
     LD_PRELOAD="$sanitizers" "$@"
 }
 
@@ -26,18 +38,19 @@ for schedule in lazy eager random:1 random:2 random:3; do
     "$WORK/parity-$schedule.txt" | head -1))" "$?" "0"
 done
 
-# A failed cudaMalloc at each of the first 40 allocations of a CNN model's life: reported as the
-# model's error (or past its last allocation, a clean run), never a crash.
+# A failed cudaMalloc at each of the first 60 allocations of two CNN models' lives, the first on
+# im2col, the second on cuDNN: reported as the model's error (or past the last allocation, a
+# clean run), never a crash.
 crashed=""
-for n in $(seq 40); do
+for n in $(seq 60); do
   emulated "$plugin" MONSOON_CUDA_EMULATION_FAIL_MALLOC="$n" timeout 60 "$parity" "[alloc]" \
     >"$WORK/alloc-$n.txt" 2>&1 || crashed+=" $n"
 done
-expect_eq "a failed allocation at each of the first 40 is the model's error" "${crashed:- none}" " none"
+expect_eq "a failed allocation at each of the first 60 is the model's error" "${crashed:- none}" " none"
 
 # The full-size image layer (256 x 64 x 224 x 224, 3x3 conv to 64 filters), forward and
-# backward in a dry run: its device memory beyond its eight tensors stays within the default
-# compute.gpu_workspace_mib (256 MiB) and the ones vector of one chunk.
+# backward in a dry run, on im2col and on cuDNN: its device memory beyond its eight tensors
+# stays within the default compute.gpu_workspace_mib (256 MiB) and the ones vector of one chunk.
 emulated "$plugin" MONSOON_CUDA_EMULATION_DRY=1 MONSOON_CUDA_EMULATION_REPORT=1 timeout 120 \
   "$parity" "[workspace]" >"$WORK/workspace.txt" 2>&1
 expect_eq "the full-size layer's dry run exits" "$?" "0"
@@ -51,9 +64,10 @@ bound=$(( (256 << 20) + 4 * 224 * 224 * 256 ))
 
 # Each mutant below is the plugin rebuilt (g++) with OLD replaced by NEW in FILE (once); the
 # parity test (lazy schedule) must fail on it. The mutated files reach only
-# cublas_backend_on_host.cc, so the plugin's other objects are built once, and the mutants two
-# at a time.
+# cublas_backend_on_host.cc and cudnn_layers_on_host.cc, so the plugin's other objects are built
+# once, and the mutants two at a time.
 cuda=core/compute/cuda/cublas_backend.cu
+cudnn=core/compute/cuda/cudnn_layers.cu
 math=core/compute/conv_math.h
 mutants=(
   padding-axis "$math" "* g.stride - g.pad_left + kw" "* g.stride - g.pad_top + kw"
@@ -79,6 +93,15 @@ mutants=(
   loss-sums-crossed "$cuda" "sum_b += partial[kSumSlices + t];" "sum_b += partial[t];"
   gather-row-stride core/compute/kernel_math.h "return table[row * cols + i % cols];"
   "return table[row + i % cols];"
+  cudnn-pads-crossed "$cudnn" "plan->conv, g.pad_top, g.pad_left, g.stride,"
+  "plan->conv, g.pad_left, g.pad_top, g.stride,"
+  cudnn-bias-dropped "$cudnn" "api_->cudnnAddTensor(handle_, &one, plan->bias, b, &one, plan->y, y)"
+  "CUDNN_STATUS_SUCCESS"
+  cudnn-workspace-short "$cuda" "return ConvWorkspace((bytes + sizeof(float) - 1) / sizeof(float));"
+  "return ConvWorkspace(bytes / 8);"
+  cudnn-bn-saved-crossed "$cudnn" "running_var, g.epsilon,
+                   mean, invstd)," "running_var, g.epsilon,
+                   invstd, mean),"
 )
 
 # compile ROOT SOURCE OUT: one object of the plugin, from the tree at ROOT.
@@ -86,7 +109,8 @@ compile() {
   g++ -std=c++17 -O1 -fPIC -w -I"$1" -I"$1/tests/cuda_emulation/stub" -c "$1/$2" -o "$3"
 }
 unchanged=()
-for source in core/compute/cuda/cuda_plugin.cc tests/cuda_emulation/emulator.cc core/finite.cc; do
+for source in core/compute/cuda/cuda_plugin.cc tests/cuda_emulation/emulator.cc \
+  tests/cuda_emulation/cudnn_emulator.cc core/finite.cc; do
   unchanged+=("$WORK/$(basename "$source").o")
   compile "$PWD" "$source" "${unchanged[-1]}" || fail "$source did not build for the mutants"
 done
@@ -107,8 +131,10 @@ open(path, "w").write(text.replace(old, new))
 PY
   compile "$src" tests/cuda_emulation/cublas_backend_on_host.cc "$src/backend.o" \
     2>"$WORK/$name.build.txt" \
-    && g++ -shared "$src/backend.o" "${unchanged[@]}" $(pkg-config --libs absl_status \
-      absl_statusor absl_strings) -o "$src/plugin.so" 2>>"$WORK/$name.build.txt"
+    && compile "$src" tests/cuda_emulation/cudnn_layers_on_host.cc "$src/cudnn.o" \
+      2>>"$WORK/$name.build.txt" \
+    && g++ -shared "$src/backend.o" "$src/cudnn.o" "${unchanged[@]}" $(pkg-config --libs \
+      absl_status absl_statusor absl_strings) -o "$src/plugin.so" 2>>"$WORK/$name.build.txt"
 }
 for ((i = 0; i < ${#mutants[@]}; i += 4)); do
   [ "$(jobs -rp | wc -l)" -lt 2 ] || wait -n
@@ -119,7 +145,8 @@ for ((i = 0; i < ${#mutants[@]}; i += 4)); do
   name=${mutants[i]}
   if [ ! -f "$WORK/src-$name/plugin.so" ]; then
     fail "$name: the mutated plugin did not build: $(head -3 "$WORK/$name.build.txt")"
-  elif env MONSOON_CUDA_PLUGIN="$WORK/src-$name/plugin.so" MONSOON_REQUIRE_GPU=1 timeout 300 \
+  elif env MONSOON_CUDA_PLUGIN="$WORK/src-$name/plugin.so" MONSOON_REQUIRE_GPU=1 \
+      LD_LIBRARY_PATH="$(with_cudnn "$WORK/src-$name/plugin.so")" timeout 300 \
       "$parity" >"$WORK/$name.txt" 2>&1; then
     fail "$name: not caught"
   else

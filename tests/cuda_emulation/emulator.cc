@@ -290,6 +290,21 @@ bool IsDevicePointer(const void* p) {
   return a != nullptr && a->kind == Kind::kDevice;
 }
 
+void QueueWork(Stream* stream, std::function<void()> work) {
+  std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  Enqueue(stream, {std::move(work)});
+}
+
+void CheckDevice(const void* p, size_t bytes, const char* what) {
+  std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  if (bytes > 0) CheckRange(p, bytes, Kind::kDevice, what);
+}
+
+void SynchronizeDevice() {
+  std::lock_guard<std::recursive_mutex> lock(Dev().mu);
+  DrainAll();
+}
+
 void QueueGrid(Stream* stream, unsigned blocks, std::function<void(unsigned block)> run_block) {
   std::lock_guard<std::recursive_mutex> lock(Dev().mu);
   Enqueue(stream, {[blocks, run_block] {

@@ -53,6 +53,13 @@ void ResetPeak();
 // Whether p points into a live device allocation.
 bool IsDevicePointer(const void* p);
 
+// Queues host work on `stream` as one item, as a library call on the device would (recorded
+// by a capture, skipped by a dry run).
+void QueueWork(Stream* stream, std::function<void()> work);
+// Aborts unless [p, p + bytes) lies inside one live device allocation (bytes 0: any p).
+void CheckDevice(const void* p, size_t bytes, const char* what);
+// Runs all queued work, as a call that synchronises the device does.
+void SynchronizeDevice();
 // Queues a kernel's whole grid on `stream`.
 void QueueGrid(Stream* stream, unsigned blocks, std::function<void(unsigned block)> run_block);
 // The order a grid's blocks run in, under the current schedule.

@@ -25,14 +25,17 @@
 namespace monsoon {
 namespace {
 
-// The CUDA backend compute.device: cuda selects (with `workspace_mib` for convolutions and
-// `precision` for matrix products), or nullptr after the skip line when there is none.
+// The CUDA backend compute.device: cuda selects (with `workspace_mib` for convolutions,
+// `precision` for matrix products and `cudnn_path` for compute.cudnn_path), or nullptr after
+// the skip line when there is none.
 std::unique_ptr<ComputeBackend> GpuOrSkip(int workspace_mib = ComputeConfig().gpu_workspace_mib,
-                                          Precision precision = Precision::kFp32) {
+                                          Precision precision = Precision::kFp32,
+                                          const std::string& cudnn_path = "auto") {
   ComputeConfig compute;
   compute.device = Device::kCuda;
   compute.gpu_workspace_mib = workspace_mib;
   compute.precision = precision;
+  compute.cudnn_path = cudnn_path;
   auto selection = MakeComputeBackend(compute, 0);
   if (!selection.ok()) {
     const char* require = std::getenv("MONSOON_REQUIRE_GPU");
@@ -401,7 +404,9 @@ TEST_CASE("CublasBackend: steps replayed as graphs match the CPU step by step",
 
 TEST_CASE("CublasBackend: a CNN's loss and gradients match the CPU, odd shapes, every layer",
           "[gpu][parity][conv]") {
-  auto gpu = GpuOrSkip();
+  // Monsoon's own kernels, then cuDNN where `auto` finds it.
+  const std::string cudnn = GENERATE(as<std::string>{}, "off", "auto");
+  auto gpu = GpuOrSkip(ComputeConfig().gpu_workspace_mib, Precision::kFp32, cudnn);
   if (gpu == nullptr) return;
   CpuBackend cpu;
   ModelSpec spec;
@@ -454,7 +459,9 @@ std::vector<float> Quantised(size_t n, uint64_t seed) {
 
 TEST_CASE("CublasBackend: convolutions match the CPU over a grid of geometries",
           "[gpu][parity][conv]") {
-  auto gpu = GpuOrSkip();
+  // Monsoon's own kernels, then cuDNN where `auto` finds it.
+  const std::string cudnn = GENERATE(as<std::string>{}, "off", "auto");
+  auto gpu = GpuOrSkip(ComputeConfig().gpu_workspace_mib, Precision::kFp32, cudnn);
   if (gpu == nullptr) return;
   Pair p{CpuBackend(), gpu.get(), {}};
   int cases = 0;
@@ -503,7 +510,8 @@ TEST_CASE("CublasBackend: a convolution whose batch goes through im2col in chunk
           "[gpu][parity][conv]") {
   // 1 MiB of workspace holds the columns of two of these examples (about 405 KB each with the
   // input gradient's): the batch of 5 runs as 2, 2 and 1, dw and db summed over them.
-  auto gpu = GpuOrSkip(/*workspace_mib=*/1);
+  const std::string cudnn = GENERATE(as<std::string>{}, "off", "auto");
+  auto gpu = GpuOrSkip(/*workspace_mib=*/1, Precision::kFp32, cudnn);
   if (gpu == nullptr) return;
   Pair p{CpuBackend(), gpu.get(), {}};
   const Shape in = {8, 24, 24};
@@ -535,7 +543,8 @@ TEST_CASE("CublasBackend: a convolution whose batch goes through im2col in chunk
 // (tests/cuda_emulation measures the peak). Hidden: 13 GB of tensors, for GPUs and the
 // emulation's dry run.
 TEST_CASE("CublasBackend: a full-size image layer's step", "[.workspace]") {
-  auto gpu = GpuOrSkip();
+  const std::string cudnn = GENERATE(as<std::string>{}, "off", "auto");
+  auto gpu = GpuOrSkip(ComputeConfig().gpu_workspace_mib, Precision::kFp32, cudnn);
   if (gpu == nullptr) return;
   const Shape in = {64, 224, 224};
   const Conv2dGeometry g = ConvGeometryOf(Conv(64, 3, 1, Padding::kSame), in);
@@ -593,7 +602,9 @@ TEST_CASE("CublasBackend: max and average pooling match the CPU, strides above t
 
 TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
           "[gpu][parity][conv]") {
-  auto gpu = GpuOrSkip();
+  // Monsoon's own kernels, then cuDNN where `auto` finds it.
+  const std::string cudnn = GENERATE(as<std::string>{}, "off", "auto");
+  auto gpu = GpuOrSkip(ComputeConfig().gpu_workspace_mib, Precision::kFp32, cudnn);
   if (gpu == nullptr) return;
   std::mt19937 rng(11);
   int built = 0, with_state = 0, with_blocks = 0;
@@ -721,7 +732,8 @@ TEST_CASE("CublasBackend: an upload from pinned memory is done when it returns",
 // each in turn) must come back as the model's error, never as a crash or a wrong value
 // passed on as right.
 TEST_CASE("CublasBackend: a failed allocation is the model's error", "[gpu][alloc]") {
-  auto gpu = GpuOrSkip();
+  const std::string cudnn = GENERATE(as<std::string>{}, "off", "auto");
+  auto gpu = GpuOrSkip(ComputeConfig().gpu_workspace_mib, Precision::kFp32, cudnn);
   if (gpu == nullptr) return;
   ModelSpec spec;
   spec.type = ModelType::kLayers;
@@ -752,6 +764,32 @@ TEST_CASE("CublasBackend: a failed allocation is the model's error", "[gpu][allo
   if (status.ok()) {
     for (size_t i = 0; i < after.size(); ++i) REQUIRE(std::isfinite(after[i]));
   }
+}
+
+// Where convolutions run is in the backend's name: cuDNN, or Monsoon's own kernels and why.
+// With MONSOON_REQUIRE_CUDNN=1, `auto` must find cuDNN. A path that does not load is an error
+// that names it.
+TEST_CASE("CublasBackend: compute.cudnn_path picks what runs convolutions", "[gpu][parity]") {
+  auto automatic = GpuOrSkip();
+  if (automatic == nullptr) return;
+  std::cout << "convolutions and batch norms: " << automatic->name() << std::endl;
+  const char* require = std::getenv("MONSOON_REQUIRE_CUDNN");
+  if (require != nullptr && std::string(require) == "1") {
+    CHECK(automatic->name().find("; cuDNN 9.") != std::string::npos);
+  } else {
+    CHECK((automatic->name().find("; cuDNN 9.") != std::string::npos ||
+           automatic->name().find("; im2col: ") != std::string::npos));
+  }
+  CHECK(
+      GpuOrSkip(1, Precision::kFp32, "off")->name().find("; im2col: compute.cudnn_path is off)") !=
+      std::string::npos);
+  ComputeConfig compute;
+  compute.device = Device::kCuda;
+  compute.cudnn_path = "/nonexistent/cudnn";
+  const auto missing = MakeComputeBackend(compute, 0);
+  REQUIRE_FALSE(missing.ok());
+  CHECK(missing.status().message().find("compute.cudnn_path /nonexistent/cudnn: ") !=
+        std::string::npos);
 }
 
 TEST_CASE("MakeComputeBackend: auto always yields a backend; cpu is the CPU", "[gpu]") {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "core/compute/conv_math.h"
 #include "core/compute/cuda/cublas_backend.h"
+#include "core/compute/cuda/cudnn_layers.h"
 #include "core/compute/cuda/launch.h"
 #include "core/compute/kernel_math.h"
 #include "core/finite.h"
@@ -330,11 +331,13 @@ class CublasBackend : public ComputeBackend {
         !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream")) {
       return status_;
     }
-    return absl::OkStatus();
+    return OpenCudnn();
   }
 
+  // "cuda:0 (NVIDIA H200; cuDNN 9.19.0)", or after the device's name, why convolutions and
+  // batch normalisation run on Monsoon's own kernels.
   std::string name() const override {
-    return absl::StrCat("cuda:", device_, " (", device_name_, ")");
+    return absl::StrCat("cuda:", device_, " (", device_name_, "; ", layers_, ")");
   }
   bool separate_memory() const override { return true; }
 
@@ -574,6 +577,10 @@ class CublasBackend : public ComputeBackend {
   void Conv2dForward(const Conv2dGeometry& g, const float* x, const float* w, const float* b,
                      int batch, float* y) override {
     if (!Implemented(g) || batch == 0) return;
+    if (cudnn_ != nullptr && CudnnLayers::Takes(g) &&
+        RanOnCudnn(cudnn_->Conv2dForward(g, x, w, b, batch, y, CudnnWorkspace()))) {
+      return;
+    }
     const size_t pixels = static_cast<size_t>(g.out_height) * g.out_width;
     const int chunk = ConvChunk(batch, (g.patch() + g.filters) * pixels);
     float* cols = ConvWorkspace((g.patch() + g.filters) * pixels * chunk);
@@ -600,6 +607,10 @@ class CublasBackend : public ComputeBackend {
     if (batch == 0) {  // no examples: the gradients are zero, as they are overwritten
       Check(cudaMemsetAsync(dw, 0, patch * g.filters * sizeof(float), compute_), "zero dw");
       Check(cudaMemsetAsync(db, 0, g.filters * sizeof(float), compute_), "zero db");
+      return;
+    }
+    if (cudnn_ != nullptr && CudnnLayers::Takes(g) &&
+        RanOnCudnn(cudnn_->Conv2dBackward(g, x, w, dy, batch, dw, db, dx, CudnnWorkspace()))) {
       return;
     }
     const size_t pixels = static_cast<size_t>(g.out_height) * g.out_width;
@@ -668,6 +679,11 @@ class CublasBackend : public ComputeBackend {
                         const float* gamma, const float* beta, float* running_mean,
                         float* running_var, int batch, float* y, float* mean,
                         float* invstd) override {
+    if (OnCudnn(g, training, batch) && x != y) {
+      Record(cudnn_->BatchNormTrainingForward(g, x, gamma, beta, running_mean, running_var, batch,
+                                              y, mean, invstd));
+      return;
+    }
     float* partial = BnPartials(g.channels);
     if (partial == nullptr) return;
     const double count = static_cast<double>(batch) * g.pixels;
@@ -691,6 +707,11 @@ class CublasBackend : public ComputeBackend {
                          const float* gamma, const float* mean, const float* invstd,
                          const float* dy, int batch, float* dgamma, float* dbeta,
                          float* dx) override {
+    if (OnCudnn(g, training, batch) && dx != nullptr) {
+      Record(cudnn_->BatchNormTrainingBackward(g, x, gamma, mean, invstd, dy, batch, dgamma, dbeta,
+                                               dx));
+      return;
+    }
     float* partial = BnPartials(g.channels);
     if (partial == nullptr) return;
     MONSOON_LAUNCH(BnPartialSumsKernel, Blocks(g.channels * kBnSlices), kThreads, compute_, g,
@@ -723,6 +744,51 @@ class CublasBackend : public ComputeBackend {
   }
   static bool IsPlainAndUnfused(const Pool2dGeometry& g) {
     return g.layout == Layout::kPlain && g.relu == FusedRelu::kNone;
+  }
+
+  // Loads cuDNN as options_.cudnn_path says. `auto` without a usable cuDNN is not an error:
+  // layers_ says why the backend's own kernels run.
+  absl::Status OpenCudnn() {
+    if (options_.cudnn_path == "off") {
+      layers_ = "im2col: compute.cudnn_path is off";
+      return absl::OkStatus();
+    }
+    auto cudnn = CudnnLayers::Open(options_.cudnn_path, compute_, options_.precision,
+                                   options_.conv_workspace_bytes);
+    if (!cudnn.ok()) {
+      if (options_.cudnn_path != "auto") return cudnn.status();
+      layers_ = absl::StrCat("im2col: ", cudnn.status().message());
+      return absl::OkStatus();
+    }
+    cudnn_ = *std::move(cudnn);
+    layers_ = cudnn_->version();
+    return absl::OkStatus();
+  }
+
+  // Whether batch normalisation in this mode goes to cuDNN: training (cuDNN's backward takes
+  // the batch's statistics) over more than one value per channel.
+  bool OnCudnn(const BatchNormGeometry& g, bool training, int batch) const {
+    return status_.ok() && cudnn_ != nullptr && training && int64_t{batch} * g.pixels > 1;
+  }
+
+  // Records a cuDNN call's error as the backend's.
+  void Record(const absl::Status& status) {
+    if (!status.ok() && status_.ok()) {
+      status_ = absl::Status(status.code(),
+                             absl::StrCat("CUDA device ", device_, ": ", status.message()));
+    }
+  }
+  // Whether a cuDNN convolution ran (or failed: recorded).
+  bool RanOnCudnn(const absl::StatusOr<bool>& ran) {
+    Record(ran.status());
+    return !ran.ok() || *ran;
+  }
+
+  // cuDNN's workspace: the convolutions' device workspace.
+  CudnnLayers::Workspace CudnnWorkspace() {
+    return [this](size_t bytes) -> void* {
+      return ConvWorkspace((bytes + sizeof(float) - 1) / sizeof(float));
+    };
   }
 
   // Whether [host, host + n) is page-locked host memory (cudaHostRegister or cudaMallocHost):
@@ -908,6 +974,8 @@ class CublasBackend : public ComputeBackend {
   DeviceBuffer scratch_;
   DeviceBuffer conv_workspace_;
   DeviceBuffer bn_partials_;
+  std::unique_ptr<CudnnLayers> cudnn_;  // null: convolutions and batch norms on own kernels
+  std::string layers_;                  // what runs them, for name()
   absl::Status status_;
 };
 

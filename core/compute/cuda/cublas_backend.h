@@ -7,6 +7,7 @@
 #define MONSOON_CORE_COMPUTE_CUDA_CUBLAS_BACKEND_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "core/compute/compute_backend.h"
@@ -24,6 +25,9 @@ struct CublasOptions {
   // The most device memory a convolution's im2col workspace takes: a batch goes through im2col
   // in chunks of as many examples as fit (one at least, whatever its size).
   size_t conv_workspace_bytes = size_t{256} << 20;
+  // Where convolutions and batch normalisation find cuDNN (compute.cudnn_path; see
+  // CudnnLayers::Open): `auto`, `off` (never; Monsoon's own kernels), or a path.
+  std::string cudnn_path = "auto";
 };
 
 // A backend on device `device` (an ordinal among the visible devices). Errors carry CUDA's
