@@ -115,8 +115,8 @@ class BackendPooling {
   void Step() {
     float* dx = dx_.data() + (16 - reinterpret_cast<uintptr_t>(dx_.data()) % 16) / 4 % 4;
     backend_.Pool2dForward(g_, PoolKind::kMax, x_.data(), batch_, y_.data(), workspace_.data());
-    backend_.Pool2dBackward(g_, PoolKind::kMax, x_.data(), workspace_.data(), dy_.data(), batch_,
-                            dx);
+    backend_.Pool2dBackward(g_, PoolKind::kMax, x_.data(), y_.data(), workspace_.data(), dy_.data(),
+                            batch_, dx);
   }
 
  private:

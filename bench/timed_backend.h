@@ -88,9 +88,10 @@ class TimedBackend : public ComputeBackend {
                      uint8_t* workspace) override {
     Timed("pool forward", [&] { inner_->Pool2dForward(g, kind, x, batch, y, workspace); });
   }
-  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* y,
                       const uint8_t* workspace, const float* dy, int batch, float* dx) override {
-    Timed("pool backward", [&] { inner_->Pool2dBackward(g, kind, x, workspace, dy, batch, dx); });
+    Timed("pool backward",
+          [&] { inner_->Pool2dBackward(g, kind, x, y, workspace, dy, batch, dx); });
   }
   void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
                       size_t n) override {

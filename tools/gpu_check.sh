@@ -35,7 +35,7 @@ if ! "$monsoon" devices | tee "$out/devices.txt"; then
   exit 1
 fi
 export MONSOON_REQUIRE_GPU=1  # a GPU test that would skip fails instead
-# cuDNN for convolutions and batch norms (compute.cudnn_path: auto): the node's own where the
+# cuDNN for convolutions, pooling and batch norms (compute.cudnn_path: auto): the node's own where the
 # dynamic linker or /usr/local/cuda has it, else the one in python3's PyTorch installation
 # (its nvidia-cudnn package), after whatever LD_LIBRARY_PATH already names. The parity test
 # covers cuDNN and Monsoon's own kernels alike; the benchmark runs on each.
@@ -99,7 +99,7 @@ report = {
     "device": devices[0].strip(),
     "devices": [d.strip() for d in devices if d.strip()],
     "steps": {name: ("passed" if status == "0" else f"failed ({status})") for name, status in steps},
-    "layers": re.findall(r"convolutions and batch norms: (.*)",
+    "layers": re.findall(r"layers on: (.*)",
                          open(os.path.join(out, "parity.log")).read())[:1],
     "gpu_job_accuracies": [float(a) for a in re.findall(r"accuracy ([0-9.]+) >=", job_log)],
     "tensorboard": open(os.path.join(out, "tensorboard.log")).read().strip(),

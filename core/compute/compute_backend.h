@@ -245,10 +245,11 @@ class ComputeBackend {
   virtual void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
                              float* y, uint8_t* workspace) = 0;
   // dx from dy: a max window's gradient goes to its first largest input, an average window's
-  // is shared equally (overlapping windows add up). x and workspace are the forward pass's.
+  // is shared equally (overlapping windows add up). x, y and workspace are the forward pass's.
   // dx is 16-byte aligned.
   virtual void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
-                              const uint8_t* workspace, const float* dy, int batch, float* dx) = 0;
+                              const float* y, const uint8_t* workspace, const float* dy, int batch,
+                              float* dx) = 0;
   // Inverted dropout over n values: each is kept with probability 1 - rate, and then scaled by
   // 1 / (1 - rate), deciding by a hash of (seed, its index) alone; mask gets each value's
   // factor (0 or 1 / (1 - rate)) and y = x * mask.

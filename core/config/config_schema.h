@@ -452,7 +452,7 @@ void VisitRuntime(JobConfig& c, V& v) {
             "larger one (or data streamed from its files) goes up batch by batch. 0: always "
             "batch by batch");
     v.Field("cudnn_path", &c.compute.cudnn_path, Text{},
-            Doc("where a GPU worker finds cuDNN 9 for its convolutions and batch "
+            Doc("where a GPU worker finds cuDNN 9 for its convolutions, pooling and batch "
                 "normalisation: `auto` looks for libcudnn.so.9 on the library path "
                 "(`LD_LIBRARY_PATH`), then under `$CUDA_HOME/lib64` and /usr/local/cuda/lib64, "
                 "and uses Monsoon's own kernels (im2col) where there is none; `off` always "

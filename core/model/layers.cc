@@ -91,10 +91,10 @@ void Pool2dLayer::Forward(ComputeBackend& backend, const float* x, int batch, fl
   backend.Pool2dForward(g_, kind_, x, batch, y, reinterpret_cast<uint8_t*>(workspace_.data()));
 }
 
-void Pool2dLayer::Backward(ComputeBackend& backend, const float* x, const float* /*y*/,
-                           const float* dy, int batch, float* dx) {
+void Pool2dLayer::Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
+                           int batch, float* dx) {
   if (dx != nullptr) {
-    backend.Pool2dBackward(g_, kind_, x, reinterpret_cast<const uint8_t*>(workspace_.data()), dy,
+    backend.Pool2dBackward(g_, kind_, x, y, reinterpret_cast<const uint8_t*>(workspace_.data()), dy,
                            batch, dx);
   }
 }

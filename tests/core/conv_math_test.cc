@@ -121,7 +121,8 @@ TEST_CASE("GPU pooling: forward and backward match the CPU backend",
       const bool max = kind == PoolKind::kMax;
       std::vector<float> want_y(outputs), want_dx(inputs);
       cpu.Pool2dForward(g, kind, x.data(), batch, want_y.data(), nullptr);
-      cpu.Pool2dBackward(g, kind, x.data(), nullptr, dy.data(), batch, want_dx.data());
+      cpu.Pool2dBackward(g, kind, x.data(), want_y.data(), nullptr, dy.data(), batch,
+                         want_dx.data());
       ExpectNear(
           Elements(outputs, [&](size_t i) { return PoolForwardElement(g, max, x.data(), i); }),
           want_y);

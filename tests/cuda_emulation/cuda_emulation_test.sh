@@ -99,6 +99,7 @@ mutants=(
   "CUDNN_STATUS_SUCCESS"
   cudnn-workspace-short "$cuda" "return ConvWorkspace((bytes + sizeof(float) - 1) / sizeof(float));"
   "return ConvWorkspace(bytes / 8);"
+  cudnn-pool-given-x "$cudnn" "&one, plan->y, y, plan->y, dy," "&one, plan->y, x, plan->y, dy,"
   cudnn-bn-saved-crossed "$cudnn" "running_var, g.epsilon,
                    mean, invstd)," "running_var, g.epsilon,
                    invstd, mean),"

@@ -1,4 +1,4 @@
-// cuDNN's legacy convolution and batch-normalisation calls (stub/cudnn.h) on the emulated
+// cuDNN's legacy convolution, pooling and batch-norm calls (stub/cudnn.h) on the emulated
 // device, from cuDNN's documented definitions, for the CUDA emulation test: NCHW float tensors,
 // cross-correlation with symmetric zero padding, y = alpha * result + beta * y (beta 0
 // ignores y's old contents). Each call checks its descriptors against each other as cuDNN
@@ -8,7 +8,9 @@
 // Algorithms: each direction offers two, ranked: algorithm 1, which needs a workspace of an
 // im2col matrix's size (and clobbers it), then algorithm 0, which needs none. Both compute
 // the same values. CUDNN_DEFAULT_MATH rounds the convolutions' operands to tf32, as tensor
-// cores do; CUDNN_FMA_MATH computes in fp32.
+// cores do; CUDNN_FMA_MATH computes in fp32. Max pooling's backward sends each window's
+// gradient to the window's first input equal to the y it is given (the forward's output).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +37,10 @@ struct cudnnFilterStruct {
 struct cudnnConvolutionStruct {
   int pad_h = 0, pad_w = 0, u = 1, v = 1;
   cudnnMathType_t math = CUDNN_DEFAULT_MATH;
+};
+struct cudnnPoolingStruct {
+  bool max = true;
+  int window = 0, stride = 1;
 };
 
 namespace {
@@ -137,6 +143,39 @@ bool NormShapes(cudnnBatchNormMode_t mode, const cudnnTensorStruct& x,
   }
   return mode == CUDNN_BATCHNORM_SPATIAL && per_channel.n == 1 && per_channel.c == x.c &&
          per_channel.h == 1 && per_channel.w == 1;
+}
+
+bool Same(const cudnnTensorStruct& a, const cudnnTensorStruct& b) {
+  return a.n == b.n && a.c == b.c && a.h == b.h && a.w == b.w;
+}
+
+// Whether y is x pooled by `pool`: the same examples and channels, unpadded windows' count.
+bool Pools(const cudnnPoolingStruct& pool, const cudnnTensorStruct& x, const cudnnTensorStruct& y) {
+  return y.n == x.n && y.c == x.c && x.h >= pool.window && x.w >= pool.window &&
+         y.h == (x.h - pool.window) / pool.stride + 1 &&
+         y.w == (x.w - pool.window) / pool.stride + 1;
+}
+
+// Every output of a pooling with its window's inputs, row by row: visit(y index, x indices).
+void ForEachWindow(const cudnnPoolingStruct& pool, const cudnnTensorStruct& x,
+                   const cudnnTensorStruct& y,
+                   const std::function<void(size_t, const std::vector<size_t>&)>& visit) {
+  std::vector<size_t> window;
+  for (int n = 0; n < y.n; ++n) {
+    for (int c = 0; c < y.c; ++c) {
+      for (int oh = 0; oh < y.h; ++oh) {
+        for (int ow = 0; ow < y.w; ++ow) {
+          window.clear();
+          for (int r = 0; r < pool.window; ++r) {
+            for (int s = 0; s < pool.window; ++s) {
+              window.push_back(x.at(n, c, oh * pool.stride + r, ow * pool.stride + s));
+            }
+          }
+          visit(y.at(n, c, oh, ow), window);
+        }
+      }
+    }
+  }
 }
 
 template <class Perf>
@@ -432,6 +471,93 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
         }
       }
     }
+  });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t* desc) {
+  *desc = new cudnnPoolingStruct;
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t desc, cudnnPoolingMode_t mode,
+                                          cudnnNanPropagation_t nan, int window_h, int window_w,
+                                          int pad_h, int pad_w, int stride_h, int stride_w) {
+  if (desc == nullptr || !Positive({window_h, window_w, stride_h, stride_w}) || pad_h < 0 ||
+      pad_w < 0 || (nan != CUDNN_NOT_PROPAGATE_NAN && nan != CUDNN_PROPAGATE_NAN)) {
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  if (window_h != window_w || stride_h != stride_w || pad_h != 0 || pad_w != 0 ||
+      (mode != CUDNN_POOLING_MAX_DETERMINISTIC &&
+       mode != CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING)) {
+    return CUDNN_STATUS_NOT_SUPPORTED;  // not emulated
+  }
+  *desc = {mode == CUDNN_POOLING_MAX_DETERMINISTIC, window_h, stride_h};
+  return CUDNN_STATUS_SUCCESS;
+}
+cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t desc) {
+  delete desc;
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// y[n, c, oh, ow]: the max or mean of x's window at (oh * stride, ow * stride).
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pool,
+                                  const void* alpha, const cudnnTensorDescriptor_t x_desc,
+                                  const void* x, const void* beta,
+                                  const cudnnTensorDescriptor_t y_desc, void* y) {
+  if (handle == nullptr || !Pools(*pool, *x_desc, *y_desc)) return CUDNN_STATUS_BAD_PARAM;
+  CheckTensor(x, x_desc->size(), "cudnnPoolingForward x");
+  CheckTensor(y, y_desc->size(), "cudnnPoolingForward y");
+  const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+  const cudnnPoolingStruct pd = *pool;
+  const cudnnTensorStruct xd = *x_desc, yd = *y_desc;
+  const auto* xp = static_cast<const float*>(x);
+  auto* yp = static_cast<float*>(y);
+  cuda_emulation::QueueWork(handle->stream, [=] {
+    std::vector<double> out(yd.size());
+    ForEachWindow(pd, xd, yd, [&](size_t yi, const std::vector<size_t>& window) {
+      double v = pd.max ? xp[window[0]] : 0.0;
+      for (size_t xi : window) v = pd.max ? std::max<double>(v, xp[xi]) : v + xp[xi];
+      out[yi] = pd.max ? v : v / window.size();
+    });
+    Blend(out, al, be, yp);
+  });
+  return CUDNN_STATUS_SUCCESS;
+}
+
+// dx: each window's dy to its first input equal to y (max), or shared equally (average).
+cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pool,
+                                   const void* alpha, const cudnnTensorDescriptor_t y_desc,
+                                   const void* y, const cudnnTensorDescriptor_t dy_desc,
+                                   const void* dy, const cudnnTensorDescriptor_t x_desc,
+                                   const void* x, const void* beta,
+                                   const cudnnTensorDescriptor_t dx_desc, void* dx) {
+  const cudnnTensorStruct xd = *x_desc, yd = *y_desc;
+  if (handle == nullptr || !Pools(*pool, xd, yd) || !Same(yd, *dy_desc) || !Same(xd, *dx_desc)) {
+    return CUDNN_STATUS_BAD_PARAM;
+  }
+  CheckTensor(y, yd.size(), "cudnnPoolingBackward y");
+  CheckTensor(dy, yd.size(), "cudnnPoolingBackward dy");
+  CheckTensor(x, xd.size(), "cudnnPoolingBackward x");
+  CheckTensor(dx, xd.size(), "cudnnPoolingBackward dx");
+  const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
+  const cudnnPoolingStruct pd = *pool;
+  const auto* xp = static_cast<const float*>(x);
+  const auto* yp = static_cast<const float*>(y);
+  const auto* dyp = static_cast<const float*>(dy);
+  auto* dxp = static_cast<float*>(dx);
+  cuda_emulation::QueueWork(handle->stream, [=] {
+    std::vector<double> grad(xd.size(), 0.0);
+    ForEachWindow(pd, xd, yd, [&](size_t yi, const std::vector<size_t>& window) {
+      for (size_t xi : window) {
+        if (!pd.max) {
+          grad[xi] += dyp[yi] / window.size();
+        } else if (xp[xi] == yp[yi]) {
+          grad[xi] += dyp[yi];
+          break;
+        }
+      }
+    });
+    Blend(grad, al, be, dxp);
   });
   return CUDNN_STATUS_SUCCESS;
 }

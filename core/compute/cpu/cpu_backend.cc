@@ -465,7 +465,8 @@ void CpuBackend::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const flo
 }
 
 void CpuBackend::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
-                                const uint8_t* workspace, const float* dy, int batch, float* dx) {
+                                const float* /*y*/, const uint8_t* workspace, const float* dy,
+                                int batch, float* dx) {
   if (g.layout == Layout::kNative) {
     const bool max = kind == PoolKind::kMax;
     const uint8_t* winners = PoolWorkspaceBytes(g, kind, batch) > 0 ? workspace : nullptr;

@@ -52,7 +52,7 @@ class CpuBackend : public ComputeBackend {
   size_t PoolWorkspaceBytes(const Pool2dGeometry& g, PoolKind kind, int batch) const override;
   void Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch, float* y,
                      uint8_t* workspace) override;
-  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* y,
                       const uint8_t* workspace, const float* dy, int batch, float* dx) override;
   void DropoutForward(float rate, uint64_t seed, const float* x, float* mask, float* y,
                       size_t n) override;

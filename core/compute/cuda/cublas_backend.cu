@@ -334,8 +334,8 @@ class CublasBackend : public ComputeBackend {
     return OpenCudnn();
   }
 
-  // "cuda:0 (NVIDIA H200; cuDNN 9.19.0)", or after the device's name, why convolutions and
-  // batch normalisation run on Monsoon's own kernels.
+  // "cuda:0 (NVIDIA H200; cuDNN 9.19.0)", or after the device's name, why convolutions,
+  // pooling and batch norms run on Monsoon's own kernels.
   std::string name() const override {
     return absl::StrCat("cuda:", device_, " (", device_name_, "; ", layers_, ")");
   }
@@ -645,16 +645,22 @@ class CublasBackend : public ComputeBackend {
     if (!Implemented(g)) return;
     const size_t n = static_cast<size_t>(batch) * g.channels * g.out_height * g.out_width;
     if (!status_.ok() || n == 0) return;
+    if (cudnn_ != nullptr && CudnnLayers::Takes(g)) {
+      return Record(cudnn_->Pool2dForward(g, kind, x, batch, y));
+    }
     MONSOON_LAUNCH(PoolForwardKernel, Blocks(n), kThreads, compute_, g, kind == PoolKind::kMax, x,
                    y, n);
   }
 
-  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+  void Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x, const float* y,
                       const uint8_t* /*workspace*/, const float* dy, int batch,
                       float* dx) override {
     if (!Implemented(g)) return;
     const size_t n = static_cast<size_t>(batch) * g.channels * g.height * g.width;
     if (!status_.ok() || n == 0) return;
+    if (cudnn_ != nullptr && CudnnLayers::Takes(g)) {
+      return Record(cudnn_->Pool2dBackward(g, kind, x, y, dy, batch, dx));
+    }
     MONSOON_LAUNCH(PoolBackwardKernel, Blocks(n), kThreads, compute_, g, kind == PoolKind::kMax, x,
                    dy, dx, n);
   }
@@ -974,7 +980,7 @@ class CublasBackend : public ComputeBackend {
   DeviceBuffer scratch_;
   DeviceBuffer conv_workspace_;
   DeviceBuffer bn_partials_;
-  std::unique_ptr<CudnnLayers> cudnn_;  // null: convolutions and batch norms on own kernels
+  std::unique_ptr<CudnnLayers> cudnn_;  // null: every layer on own kernels
   std::string layers_;                  // what runs them, for name()
   absl::Status status_;
 };

@@ -25,7 +25,7 @@ struct CublasOptions {
   // The most device memory a convolution's im2col workspace takes: a batch goes through im2col
   // in chunks of as many examples as fit (one at least, whatever its size).
   size_t conv_workspace_bytes = size_t{256} << 20;
-  // Where convolutions and batch normalisation find cuDNN (compute.cudnn_path; see
+  // Where convolutions, pooling and batch norms find cuDNN (compute.cudnn_path; see
   // CudnnLayers::Open): `auto`, `off` (never; Monsoon's own kernels), or a path.
   std::string cudnn_path = "auto";
 };

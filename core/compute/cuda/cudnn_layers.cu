@@ -1,4 +1,4 @@
-// CudnnLayers (see cudnn_layers.h): cuDNN's legacy convolution and batch-normalisation calls,
+// CudnnLayers (see cudnn_layers.h): cuDNN's legacy convolution, pooling and batch-norm calls,
 // resolved by dlsym in a library found at run time. Compiled by nvcc.
 #include <dlfcn.h>
 #include <link.h>
@@ -39,6 +39,11 @@ namespace monsoon {
   X(cudnnConvolutionBackwardFilter)                \
   X(cudnnConvolutionBackwardBias)                  \
   X(cudnnAddTensor)                                \
+  X(cudnnCreatePoolingDescriptor)                  \
+  X(cudnnSetPooling2dDescriptor)                   \
+  X(cudnnDestroyPoolingDescriptor)                 \
+  X(cudnnPoolingForward)                           \
+  X(cudnnPoolingBackward)                          \
   X(cudnnBatchNormalizationForwardTraining)        \
   X(cudnnBatchNormalizationBackward)
 
@@ -58,6 +63,11 @@ struct CudnnLayers::ConvPlan {
   cudnnConvolutionBwdDataAlgo_t backward_data{};
   cudnnConvolutionBwdFilterAlgo_t backward_filter{};
   size_t forward_bytes = 0, backward_data_bytes = 0, backward_filter_bytes = 0;
+};
+
+struct CudnnLayers::PoolPlan {
+  cudnnPoolingDescriptor_t pool = nullptr;
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
 };
 
 namespace {
@@ -159,6 +169,9 @@ CudnnLayers::~CudnnLayers() {
     if (plan->w != nullptr) api_->cudnnDestroyFilterDescriptor(plan->w);
     if (plan->conv != nullptr) api_->cudnnDestroyConvolutionDescriptor(plan->conv);
   }
+  for (auto& [key, plan] : pools_) {
+    if (plan->pool != nullptr) api_->cudnnDestroyPoolingDescriptor(plan->pool);
+  }
   for (cudnnTensorDescriptor_t tensor : tensors_) api_->cudnnDestroyTensorDescriptor(tensor);
   api_->cudnnDestroy(handle_);
 }
@@ -172,6 +185,12 @@ bool CudnnLayers::Takes(const Conv2dGeometry& g) {
   return g.in == Layout::kPlain && g.out == Layout::kPlain && g.relu == FusedRelu::kNone &&
          g.out_height == (g.height + 2 * g.pad_top - g.kernel) / g.stride + 1 &&
          g.out_width == (g.width + 2 * g.pad_left - g.kernel) / g.stride + 1;
+}
+
+bool CudnnLayers::Takes(const Pool2dGeometry& g) {
+  return g.layout == Layout::kPlain && g.relu == FusedRelu::kNone &&
+         g.out_height == (g.height - g.size) / g.stride + 1 &&
+         g.out_width == (g.width - g.size) / g.stride + 1;
 }
 
 absl::StatusOr<bool> CudnnLayers::Conv2dForward(const Conv2dGeometry& g, const float* x,
@@ -217,6 +236,23 @@ absl::StatusOr<bool> CudnnLayers::Conv2dBackward(const Conv2dGeometry& g, const 
                                                plan->backward_data_bytes, &zero, plan->x, dx),
             "cudnnConvolutionBackwardData"));
   return true;
+}
+
+absl::Status CudnnLayers::Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                                        int batch, float* y) {
+  MONSOON_ASSIGN_OR_RETURN(PoolPlan * plan, Pool(g, kind, batch));
+  const float one = 1.0f, zero = 0.0f;
+  return Check(api_->cudnnPoolingForward(handle_, plan->pool, &one, plan->x, x, &zero, plan->y, y),
+               "cudnnPoolingForward");
+}
+
+absl::Status CudnnLayers::Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                                         const float* y, const float* dy, int batch, float* dx) {
+  MONSOON_ASSIGN_OR_RETURN(PoolPlan * plan, Pool(g, kind, batch));
+  const float one = 1.0f, zero = 0.0f;
+  return Check(api_->cudnnPoolingBackward(handle_, plan->pool, &one, plan->y, y, plan->y, dy,
+                                          plan->x, x, &zero, plan->x, dx),
+               "cudnnPoolingBackward");
 }
 
 absl::Status CudnnLayers::BatchNormTrainingForward(const BatchNormGeometry& g, const float* x,
@@ -298,6 +334,27 @@ absl::Status CudnnLayers::ChooseAlgorithms(ConvPlan* plan) {
   plan->usable &=
       Choose(filter, count, workspace_bytes_, &plan->backward_filter, &plan->backward_filter_bytes);
   return absl::OkStatus();
+}
+
+absl::StatusOr<CudnnLayers::PoolPlan*> CudnnLayers::Pool(const Pool2dGeometry& g, PoolKind kind,
+                                                         int batch) {
+  std::unique_ptr<PoolPlan>& plan =
+      pools_[{g.channels, g.height, g.width, g.size, g.stride, static_cast<int>(kind), batch}];
+  if (plan != nullptr) return plan.get();
+  plan = std::make_unique<PoolPlan>();
+  MONSOON_ASSIGN_OR_RETURN(plan->x, Tensor(batch, g.channels, g.height, g.width));
+  MONSOON_ASSIGN_OR_RETURN(plan->y, Tensor(batch, g.channels, g.out_height, g.out_width));
+  MONSOON_RETURN_IF_ERROR(
+      Check(api_->cudnnCreatePoolingDescriptor(&plan->pool), "cudnnCreatePoolingDescriptor"));
+  // Deterministic max pooling; averages over the whole window (no padding to exclude).
+  MONSOON_RETURN_IF_ERROR(
+      Check(api_->cudnnSetPooling2dDescriptor(
+                plan->pool,
+                kind == PoolKind::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC
+                                       : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING,
+                CUDNN_NOT_PROPAGATE_NAN, g.size, g.size, 0, 0, g.stride, g.stride),
+            "cudnnSetPooling2dDescriptor"));
+  return plan.get();
 }
 
 absl::StatusOr<std::pair<cudnnTensorDescriptor_t, cudnnTensorDescriptor_t>> CudnnLayers::Norm(

@@ -1,7 +1,7 @@
-// Convolutions and batch normalisation through cuDNN 9, for the CUDA backend. cuDNN is never
-// linked: it is loaded at run time (dlopen) from where the job says or where a node keeps it,
-// and the backend runs its own im2col and batch-norm kernels where it is absent or does not
-// take a geometry. Included by CUDA sources only (its types are CUDA's and cuDNN's).
+// Convolutions, pooling and batch normalisation through cuDNN 9, for the CUDA backend. cuDNN is
+// never linked: it is loaded at run time (dlopen) from where the job says or where a node keeps it,
+// and the backend runs its own kernels where it is absent or does not take a geometry. Included by
+// CUDA sources only (its types are CUDA's and cuDNN's).
 #ifndef MONSOON_CORE_COMPUTE_CUDA_CUDNN_LAYERS_H_
 #define MONSOON_CORE_COMPUTE_CUDA_CUDNN_LAYERS_H_
 
@@ -50,6 +50,9 @@ class CudnnLayers {
   // fused ReLU, and padding that cuDNN's symmetric padding reproduces (pad_top rows above and
   // as many below give out_height; the same for columns).
   static bool Takes(const Conv2dGeometry& g);
+  // Whether cuDNN pools as ComputeBackend defines it: the plain layout, no fused ReLU, and the
+  // output size its unpadded windows give.
+  static bool Takes(const Pool2dGeometry& g);
 
   // ComputeBackend's methods of the same names, on the stream. The convolutions return false
   // (queueing nothing) when no algorithm of the shape fits the workspace bound; the caller
@@ -60,6 +63,11 @@ class CudnnLayers {
   absl::StatusOr<bool> Conv2dBackward(const Conv2dGeometry& g, const float* x, const float* w,
                                       const float* dy, int batch, float* dw, float* db, float* dx,
                                       const Workspace& workspace);
+  // Max pooling's backward sends a window's gradient to its first input equal to y's value.
+  absl::Status Pool2dForward(const Pool2dGeometry& g, PoolKind kind, const float* x, int batch,
+                             float* y);
+  absl::Status Pool2dBackward(const Pool2dGeometry& g, PoolKind kind, const float* x,
+                              const float* y, const float* dy, int batch, float* dx);
   // Training only, y distinct from x (the batch's statistics; mean and invstd as
   // BatchNormForward writes them).
   absl::Status BatchNormTrainingForward(const BatchNormGeometry& g, const float* x,
@@ -74,6 +82,7 @@ class CudnnLayers {
 
  private:
   struct ConvPlan;
+  struct PoolPlan;
   CudnnLayers(std::unique_ptr<CudnnApi> api, cudnnHandle_t handle, Precision precision,
               size_t workspace_bytes);
 
@@ -82,6 +91,8 @@ class CudnnLayers {
   // Each direction's first ranked algorithm within the workspace bound (cuDNN's heuristics,
   // as PyTorch's default); the plan is usable when all three have one.
   absl::Status ChooseAlgorithms(ConvPlan* plan);
+  // The pooling's descriptors, made at its first call.
+  absl::StatusOr<PoolPlan*> Pool(const Pool2dGeometry& g, PoolKind kind, int batch);
   // Batch normalisation's descriptors: [batch, channels, pixels, 1] and [1, channels, 1, 1].
   absl::StatusOr<std::pair<cudnnTensorDescriptor_t, cudnnTensorDescriptor_t>> Norm(int batch,
                                                                                    int channels,
@@ -97,6 +108,8 @@ class CudnnLayers {
   // Per (geometry, batch): descriptors and the algorithms chosen for them.
   std::map<std::tuple<int, int, int, int, int, int, int, int, int>, std::unique_ptr<ConvPlan>>
       plans_;
+  // Per (geometry, kind, batch).
+  std::map<std::tuple<int, int, int, int, int, int, int>, std::unique_ptr<PoolPlan>> pools_;
   // Per (batch, channels, pixels): the activations' and the per-channel tensors' descriptors.
   std::map<std::tuple<int, int, int>, std::pair<cudnnTensorDescriptor_t, cudnnTensorDescriptor_t>>
       norms_;

@@ -28,6 +28,13 @@ typedef enum {
   CUDNN_BATCHNORM_SPATIAL = 1
 } cudnnBatchNormMode_t;
 typedef enum {
+  CUDNN_POOLING_MAX = 0,
+  CUDNN_POOLING_AVERAGE_COUNT_INCLUDE_PADDING = 1,
+  CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING = 2,
+  CUDNN_POOLING_MAX_DETERMINISTIC = 3
+} cudnnPoolingMode_t;
+typedef enum { CUDNN_NOT_PROPAGATE_NAN = 0, CUDNN_PROPAGATE_NAN = 1 } cudnnNanPropagation_t;
+typedef enum {
   CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM = 0,
   CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM = 1,
   CUDNN_CONVOLUTION_FWD_ALGO_COUNT = 8
@@ -47,10 +54,12 @@ struct cudnnContext;
 struct cudnnTensorStruct;
 struct cudnnFilterStruct;
 struct cudnnConvolutionStruct;
+struct cudnnPoolingStruct;
 typedef cudnnContext* cudnnHandle_t;
 typedef cudnnTensorStruct* cudnnTensorDescriptor_t;
 typedef cudnnFilterStruct* cudnnFilterDescriptor_t;
 typedef cudnnConvolutionStruct* cudnnConvolutionDescriptor_t;
+typedef cudnnPoolingStruct* cudnnPoolingDescriptor_t;
 
 typedef struct {
   cudnnConvolutionFwdAlgo_t algo;
@@ -140,6 +149,21 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alp
 cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
                              const cudnnTensorDescriptor_t a_desc, const void* a, const void* beta,
                              const cudnnTensorDescriptor_t c_desc, void* c);
+cudnnStatus_t cudnnCreatePoolingDescriptor(cudnnPoolingDescriptor_t* desc);
+cudnnStatus_t cudnnSetPooling2dDescriptor(cudnnPoolingDescriptor_t desc, cudnnPoolingMode_t mode,
+                                          cudnnNanPropagation_t nan, int window_h, int window_w,
+                                          int pad_h, int pad_w, int stride_h, int stride_w);
+cudnnStatus_t cudnnDestroyPoolingDescriptor(cudnnPoolingDescriptor_t desc);
+cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pool,
+                                  const void* alpha, const cudnnTensorDescriptor_t x_desc,
+                                  const void* x, const void* beta,
+                                  const cudnnTensorDescriptor_t y_desc, void* y);
+cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescriptor_t pool,
+                                   const void* alpha, const cudnnTensorDescriptor_t y_desc,
+                                   const void* y, const cudnnTensorDescriptor_t dy_desc,
+                                   const void* dy, const cudnnTensorDescriptor_t x_desc,
+                                   const void* x, const void* beta,
+                                   const cudnnTensorDescriptor_t dx_desc, void* dx);
 cudnnStatus_t cudnnBatchNormalizationForwardTraining(
     cudnnHandle_t handle, cudnnBatchNormMode_t mode, const void* alpha, const void* beta,
     const cudnnTensorDescriptor_t x_desc, const void* x, const cudnnTensorDescriptor_t y_desc,
