@@ -6,7 +6,8 @@
 # `tensorboard` package is installed); the default job on the CPUs, for the GPU's speed-up;
 # the GPU benchmark (convolutions on cuDNN where found, then on im2col) and the default job at
 # each compute.precision (fp32, tf32, bf16: speed and accuracy); PyTorch on the same GPU as the yardstick
-# (bench/gpu_peer.py, where python3 has a CUDA PyTorch); last, the parity test under
+# (bench/gpu_peer.py, where python3 has a CUDA PyTorch); the MLP step's kernels under Nsight
+# Compute (where the machine has ncu); last, the parity test under
 # compute-sanitizer's memcheck and initcheck where the machine has it. Each step has a time
 # limit (5 minutes; 10 for the jobs), so nothing hangs it.
 # Writes OUT_DIR/gpu_check.json (the device's name and every figure) beside each step's log.
@@ -44,6 +45,7 @@ if [ -n "$torch_cudnn" ] && [ -f "$torch_cudnn/libcudnn.so.9" ]; then
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$torch_cudnn"
 fi
 sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null)
+ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu 2>/dev/null)
 steps=()  # "name status" per step, for the JSON
 
 # step NAME SECONDS COMMAND...: runs COMMAND with its output in OUT_DIR/NAME.log, stopped
@@ -75,6 +77,10 @@ for precision in fp32 tf32 bf16; do
     --run-dir "$runs/precision-$precision" --set compute.device=cuda \
     --set compute.precision="$precision"
 done
+if [ -n "$ncu" ]; then  # the MLP's step at batch 64 kernel by kernel (Nsight Compute)
+  step ncu_mlp_step 300 "$ncu" --launch-skip 600 --launch-count 40 \
+    --metrics gpu__time_duration.sum "$PWD/$gpu_bench"
+fi
 step gpu_peer 600 sh -c "python3 bench/gpu_peer.py --monsoon-bench '$out/gpu_bench.json' \
   --monsoon-runs '$runs' >'$out/gpu_peer.json'"
 if [ -n "$sanitizer" ]; then
@@ -116,6 +122,15 @@ report = {
         for p in ("fp32", "tf32", "bf16")},
     "gpu_peer": load("gpu_peer.json"),
 }
+try:  # each profiled kernel's name and duration in microseconds
+    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}
+    ncu_log = open(os.path.join(out, "ncu_mlp_step.log")).read()
+    names = re.findall(r"^  (\S.*?) \(\d+, \d+, \d+\)x\(\d+, \d+, \d+\), Context", ncu_log, re.M)
+    times = [float(v.replace(",", "")) * scale[u] for u, v in
+             re.findall(r"gpu__time_duration.sum\s+(\w+)\s+([\d.,]+)", ncu_log)]
+    report["ncu_mlp_step_kernels_us"] = list(zip(names, times))
+except (OSError, KeyError):
+    pass
 if "samples_per_second" in gpu_job and "samples_per_second" in cpu_job:
     report["gpu_job_vs_cpu_job"] = round(gpu_job["samples_per_second"] / cpu_job["samples_per_second"], 3)
 json.dump(report, open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
