@@ -63,9 +63,9 @@ bound=$(( (256 << 20) + 4 * 224 * 224 * 256 ))
   || fail "full-size layer: peak ${peak:-unknown} bytes, workspace $workspace > $bound"
 
 # Each mutant below is the plugin rebuilt (g++) with OLD replaced by NEW in FILE (once); the
-# parity test (lazy schedule) must fail on it. The mutated files reach only
-# cublas_backend_on_host.cc and cudnn_layers_on_host.cc, so the plugin's other objects are built
-# once, and the mutants two at a time.
+# parity test (lazy schedule) must fail on it. A mutated file reaches one object of the plugin,
+# cudnn_layers_on_host.cc's (cudnn_layers.cu) or cublas_backend_on_host.cc's (the rest), so
+# the others are built once, and the mutants two at a time.
 cuda=core/compute/cuda/cublas_backend.cu
 cudnn=core/compute/cuda/cudnn_layers.cu
 math=core/compute/conv_math.h
@@ -115,6 +115,12 @@ for source in core/compute/cuda/cuda_plugin.cc tests/cuda_emulation/emulator.cc 
   unchanged+=("$WORK/$(basename "$source").o")
   compile "$PWD" "$source" "${unchanged[-1]}" || fail "$source did not build for the mutants"
 done
+backend=tests/cuda_emulation/cublas_backend_on_host.cc
+cudnn_layers=tests/cuda_emulation/cudnn_layers_on_host.cc
+for source in "$backend" "$cudnn_layers"; do
+  compile "$PWD" "$source" "$WORK/$(basename "$source").o" &
+done
+wait
 
 # build_mutant NAME FILE OLD NEW: $WORK/src-NAME/plugin.so, or why not in $WORK/NAME.build.txt.
 build_mutant() {
@@ -130,12 +136,12 @@ if text.count(old) != 1:
 os.remove(path)  # never write through a link
 open(path, "w").write(text.replace(old, new))
 PY
-  compile "$src" tests/cuda_emulation/cublas_backend_on_host.cc "$src/backend.o" \
-    2>"$WORK/$name.build.txt" \
-    && compile "$src" tests/cuda_emulation/cudnn_layers_on_host.cc "$src/cudnn.o" \
-      2>>"$WORK/$name.build.txt" \
-    && g++ -shared "$src/backend.o" "$src/cudnn.o" "${unchanged[@]}" $(pkg-config --libs \
-      absl_status absl_statusor absl_strings) -o "$src/plugin.so" 2>>"$WORK/$name.build.txt"
+  local mutated=$backend kept=$cudnn_layers
+  [ "$file" != "$cudnn" ] || { mutated=$cudnn_layers kept=$backend; }
+  compile "$src" "$mutated" "$src/mutated.o" 2>"$WORK/$name.build.txt" \
+    && g++ -shared "$src/mutated.o" "$WORK/$(basename "$kept").o" "${unchanged[@]}" \
+      $(pkg-config --libs absl_status absl_statusor absl_strings) -o "$src/plugin.so" \
+      2>>"$WORK/$name.build.txt"
 }
 for ((i = 0; i < ${#mutants[@]}; i += 4)); do
   [ "$(jobs -rp | wc -l)" -lt 2 ] || wait -n
