@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <random>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -21,7 +23,8 @@ DataShard::DataShard(std::unique_ptr<DataSource> source, std::vector<uint64_t> r
       source_rows_(std::move(rows)),
       size_(source_rows_.size()),
       index_(index),
-      seed_(seed) {
+      seed_(seed),
+      reader_(std::make_unique<BackgroundTask<absl::StatusOr<Dataset>>>(/*asynchronous=*/true)) {
   Shuffle();
 }
 
@@ -76,6 +79,7 @@ absl::StatusOr<int> DataShard::NextBatch(int batch, std::vector<float>* x, std::
     }
   }
   cursor_ += rows;
+  if (streamed()) ReadAhead(batch);
   return rows;
 }
 
@@ -85,24 +89,47 @@ void DataShard::NextBatchRows(int batch, std::vector<uint32_t>* rows) {
   cursor_ += n;
 }
 
-absl::Status DataShard::ReadStreamed(int rows, std::vector<float>* x, std::vector<float>* y) {
-  // The batch's rows of the source, ascending, each with its place in the batch.
+DataShard::StreamedRead DataShard::PlanRead(int rows) const {
   std::vector<std::pair<uint64_t, int>> wanted(rows);
   for (int r = 0; r < rows; ++r) wanted[r] = {source_rows_[order_[cursor_ + r]], r};
   std::sort(wanted.begin(), wanted.end());
-  std::vector<uint64_t> indices(rows);
-  for (int i = 0; i < rows; ++i) indices[i] = wanted[i].first;
-  MONSOON_ASSIGN_OR_RETURN(const Dataset read, source_->Read(indices));
-  const size_t fd = read.feature_dim;
-  const size_t td = read.target_dim;
+  StreamedRead plan{cursor_, epoch_, std::vector<uint64_t>(rows), std::vector<int>(rows)};
+  for (int i = 0; i < rows; ++i) std::tie(plan.indices[i], plan.places[i]) = wanted[i];
+  return plan;
+}
+
+absl::Status DataShard::ReadStreamed(int rows, std::vector<float>* x, std::vector<float>* y) {
+  std::optional<absl::StatusOr<Dataset>> read;
+  if (reader_->in_flight()) {
+    read = reader_->Wait();
+    if (ahead_.cursor != cursor_ || ahead_.epoch != epoch_ ||
+        ahead_.indices.size() != static_cast<size_t>(rows)) {
+      read.reset();  // another batch's (Seek moved the shard since)
+    }
+  }
+  if (!read.has_value()) {
+    ahead_ = PlanRead(rows);
+    read = source_->Read(ahead_.indices);
+  }
+  // ahead_ is now this batch's read.
+  if (!read->ok()) return read->status();
+  const Dataset& data = **read;
+  const size_t fd = data.feature_dim;
+  const size_t td = data.target_dim;
   x->resize(rows * fd);
   y->resize(rows * td);
   for (int i = 0; i < rows; ++i) {
-    const int r = wanted[i].second;
-    std::copy_n(read.features.data() + i * fd, fd, x->data() + r * fd);
-    std::copy_n(read.targets.data() + i * td, td, y->data() + r * td);
+    const int r = ahead_.places[i];
+    std::copy_n(data.features.data() + i * fd, fd, x->data() + r * fd);
+    std::copy_n(data.targets.data() + i * td, td, y->data() + r * td);
   }
   return absl::OkStatus();
+}
+
+void DataShard::ReadAhead(int batch) {
+  if (cursor_ >= order_.size()) return;
+  ahead_ = PlanRead(static_cast<int>(std::min<size_t>(batch, order_.size() - cursor_)));
+  reader_->Start([this, indices = ahead_.indices] { return source_->Read(indices); });
 }
 
 }  // namespace monsoon

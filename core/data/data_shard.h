@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "core/background_task.h"
 #include "core/data/data_source.h"
 #include "core/data/dataset.h"
 
@@ -26,7 +27,8 @@ struct DataPosition {
 // Worker `index`'s shard, visited in an order reshuffled every epoch from (seed, index, epoch).
 // One contract for both ways of holding it: the shard owns its rows, held or read from its
 // source batch by batch, and the order depends only on the shard's size, so a streamed shard
-// yields exactly the batches the same rows held in memory would.
+// yields exactly the batches the same rows held in memory would. A streamed shard reads the
+// next batch of an epoch on a thread of its own while its owner trains on the last one.
 class DataShard {
  public:
   // Every row of `rows` (the rows ShardRows gave this worker, as read), held by the shard.
@@ -35,6 +37,8 @@ class DataShard {
   // batch: each batch's rows in ascending order, consecutive ones in one read.
   DataShard(std::unique_ptr<DataSource> source, std::vector<uint64_t> rows, int index,
             uint64_t seed);
+  DataShard(const DataShard&) = delete;  // a streamed shard's reader refers to it
+  DataShard& operator=(const DataShard&) = delete;
 
   size_t size() const { return size_; }
   // Whether the rows are read from the files per batch.
@@ -64,8 +68,20 @@ class DataShard {
   // The next batch's row count (at most `batch`), starting the next epoch where this one is
   // used up.
   int BatchRows(int batch);
-  // Reads the shard's examples order_[cursor_, cursor_ + rows) from source_ into x / y.
+  // A streamed batch's read: the source's rows of order_[cursor, cursor + rows), ascending,
+  // and where each goes in the batch.
+  struct StreamedRead {
+    size_t cursor = 0;
+    int epoch = 0;
+    std::vector<uint64_t> indices;
+    std::vector<int> places;
+  };
+  StreamedRead PlanRead(int rows) const;
+  // The shard's examples order_[cursor_, cursor_ + rows) into x / y: from the read started
+  // ahead where it is this batch's, else read now.
   absl::Status ReadStreamed(int rows, std::vector<float>* x, std::vector<float>* y);
+  // Starts reading the next batch of this epoch (none at its end: the next one is reshuffled).
+  void ReadAhead(int batch);
 
   const Dataset data_;                        // held: the shard's rows; streamed: empty
   const std::unique_ptr<DataSource> source_;  // streamed
@@ -76,6 +92,9 @@ class DataShard {
   std::vector<size_t> order_;  // this epoch's visiting order
   size_t cursor_ = 0;
   int epoch_ = 0;
+  StreamedRead ahead_;  // what reader_'s read in flight is
+  // Streamed: reads source_ (only while a read is in flight: never beside this object's own).
+  std::unique_ptr<BackgroundTask<absl::StatusOr<Dataset>>> reader_;
 };
 
 }  // namespace monsoon

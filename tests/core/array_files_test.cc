@@ -169,6 +169,16 @@ TEST_CASE("DataShard: a streamed shard yields the batches of the same rows in me
   in_memory.NextBatch(8, &xa, &ya).value();
   resumed.NextBatch(8, &xb, &yb).value();
   CHECK(xa == xb);
+  // A seek while the next batch is read ahead (to another epoch's cursor 16): the batches after
+  // it are the seek's, not the batch read ahead.
+  const DataPosition back = {5, 0, 16};
+  REQUIRE(in_memory.Seek(back).ok());
+  REQUIRE(streamed.Seek(back).ok());
+  for (int step = 0; step < 3; ++step) {
+    REQUIRE(streamed.NextBatch(8, &xb, &yb).value() == in_memory.NextBatch(8, &xa, &ya).value());
+    REQUIRE(xa == xb);
+    REQUIRE(ya == yb);
+  }
   // A file cut short after opening: the batch's read error names it.
   DataShard cut(*OpenNpySource(x, y, {1, true}), mine, 1, 5);
   std::filesystem::resize_file(x, 200);
