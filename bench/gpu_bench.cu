@@ -106,7 +106,9 @@ bool ParseOptions(int argc, char** argv, CublasOptions* options) {
       if (!precision.ok()) return false;
       options->precision = *precision;
     } else if (flag == "--cudnn-path") {
-      options->cudnn_path = argv[i + 1];
+      absl::StatusOr<CudnnLibrary> cudnn = CudnnLibrary::Parse(argv[i + 1]);
+      if (!cudnn.ok()) return false;
+      options->cudnn = *cudnn;
     } else {
       return false;
     }

@@ -83,7 +83,7 @@ absl::StatusOr<std::unique_ptr<ComputeBackend>> MakeCuda(const ComputeConfig& co
   CublasOptions options;
   options.precision = compute.precision;
   options.conv_workspace_bytes = static_cast<size_t>(compute.gpu_workspace_mib) << 20;
-  options.cudnn_path = compute.cudnn_path;
+  options.cudnn = compute.cudnn_path;
   return (*plugin)->create_backend(gpu % *count, options);
 }
 

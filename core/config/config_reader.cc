@@ -232,6 +232,17 @@ class YamlReader {
   }
   absl::Status Read(const char* key, bool* v, Flag) { return section_->Bool(key, v); }
   absl::Status Read(const char* key, std::string* v, Text) { return section_->String(key, {}, v); }
+  absl::Status Read(const char* key, CudnnLibrary* v, CudnnPath) {
+    std::string text = v->Text();  // kept where the key is absent
+    MONSOON_RETURN_IF_ERROR(section_->String(key, {}, &text));
+    absl::StatusOr<CudnnLibrary> parsed = CudnnLibrary::Parse(text);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(section_->Path(key), ": ", parsed.status().message()));
+    }
+    *v = *std::move(parsed);
+    return absl::OkStatus();
+  }
   absl::Status Read(const char* key, std::string* v, Word) {
     MONSOON_RETURN_IF_ERROR(section_->String(key, {}, v));
     return CheckSbatchWord(section_->Path(key), *v);

@@ -59,6 +59,9 @@ class MarkdownWriter {
   }
   static std::string TypeOf(bool, Flag) { return "`true` / `false`"; }
   static std::string TypeOf(const std::string&, Text) { return "string"; }
+  static std::string TypeOf(const CudnnLibrary&, CudnnPath) {
+    return "`auto`, `off` or an absolute path";
+  }
   static std::string TypeOf(const std::string&, Word) {
     return "one word (no spaces, quotes, backslashes or control characters)";
   }
@@ -103,6 +106,8 @@ class MarkdownWriter {
     }
     if constexpr (std::is_same_v<T, std::string>) {
       return Ticked(value.empty() ? "\"\"" : value);
+    } else if constexpr (std::is_same_v<T, CudnnLibrary>) {
+      return Ticked(value.Text());
     } else if constexpr (std::is_floating_point_v<T>) {
       return Number(value);
     } else if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {

@@ -33,6 +33,7 @@ struct SecondsOrOff {
 };
 struct Flag {};      // bool
 struct Text {};      // any string
+struct CudnnPath {};  // CudnnLibrary: `auto`, `off` or an absolute path
 struct Word {};      // a string `monsoon sbatch` writes into an #SBATCH line: one word
 struct RunName {};   // a name that becomes a directory (CheckRunName)
 struct Path {};      // an existing file; relative to the job file's directory; "" when not given
@@ -99,6 +100,8 @@ void VisitUpdates(JobConfig& c, V& v);
 template <class V>
 void VisitRuntime(JobConfig& c, V& v);
 template <class V>
+void VisitCompute(JobConfig& c, V& v);
+template <class V>
 void VisitOperations(JobConfig& c, V& v);
 template <class V>
 void VisitDeployment(JobConfig& c, V& v);
@@ -109,6 +112,7 @@ void VisitJobConfig(JobConfig& c, V& v) {
   VisitTraining(c, v);
   VisitUpdates(c, v);
   VisitRuntime(c, v);
+  VisitCompute(c, v);
   VisitOperations(c, v);
   VisitDeployment(c, v);
 }
@@ -432,6 +436,10 @@ void VisitRuntime(JobConfig& c, V& v) {
             "same, but a server elsewhere is an error; `grpc` always through gRPC. See "
             "[Concepts](#concepts)");
   });
+}
+
+template <class V>
+void VisitCompute(JobConfig& c, V& v) {
   v.Section("compute", "", [&] {
     v.Field("device", &c.compute.device, kDeviceNames,
             "the compute backend: OpenBLAS or cuBLAS (see [GPUs](#gpus))");
@@ -451,15 +459,13 @@ void VisitRuntime(JobConfig& c, V& v) {
             "its GPU: a shard that fits is uploaded once and each batch gathered there; a "
             "larger one (or data streamed from its files) goes up batch by batch. 0: always "
             "batch by batch");
-    v.Field("cudnn_path", &c.compute.cudnn_path, Text{},
+    v.Field("cudnn_path", &c.compute.cudnn_path, CudnnPath{},
             Doc("where a GPU worker finds cuDNN 9 for its convolutions, pooling and batch "
                 "normalisation: `auto` looks for libcudnn.so.9 on the library path "
                 "(`LD_LIBRARY_PATH`), then under `$CUDA_HOME/lib64` and /usr/local/cuda/lib64, "
                 "and uses Monsoon's own kernels (im2col) where there is none; `off` always "
                 "uses them; an absolute path (the library, or its directory) must load. The "
-                "worker's log "
-                "names the path taken (see [GPUs](#gpus))")
-                .Type("`auto`, `off` or a path"));
+                "worker's log names the path taken (see [GPUs](#gpus))"));
   });
 }
 

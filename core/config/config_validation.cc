@@ -6,7 +6,6 @@
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "core/config/derived_values.h"
 #include "core/status_macros.h"
@@ -235,12 +234,6 @@ absl::Status ValidateJobConfig(const JobConfig& c) {
     return absl::InvalidArgumentError(absl::StrCat(
         "compute.precision: ", kPrecisionNames.Name(c.compute.precision),
         " is tensor-core arithmetic on a GPU; compute.device cpu computes in fp32"));
-  }
-  const std::string& cudnn = c.compute.cudnn_path;
-  if (cudnn != "auto" && cudnn != "off" && !absl::StartsWith(cudnn, "/")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "compute.cudnn_path: '", cudnn,
-        "' is neither auto, off nor an absolute path (of libcudnn.so.9 or its directory)"));
   }
   if (c.network.link_mbit > 0 && c.network.hosts != HostsKind::kNamespaces) {
     return absl::InvalidArgumentError(

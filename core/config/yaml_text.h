@@ -44,6 +44,9 @@ inline std::optional<std::string> FieldYaml(double v, SecondsOrOff) {
 }
 inline std::optional<std::string> FieldYaml(bool v, Flag) { return v ? "true" : "false"; }
 inline std::optional<std::string> FieldYaml(const std::string& v, Text) { return DoubleQuoted(v); }
+inline std::optional<std::string> FieldYaml(const CudnnLibrary& v, CudnnPath) {
+  return DoubleQuoted(v.Text());
+}
 inline std::optional<std::string> FieldYaml(const std::string& v, Word) { return DoubleQuoted(v); }
 inline std::optional<std::string> FieldYaml(const std::string& v, RunName) {
   return DoubleQuoted(v);

@@ -35,7 +35,7 @@ std::unique_ptr<ComputeBackend> GpuOrSkip(int workspace_mib = ComputeConfig().gp
   compute.device = Device::kCuda;
   compute.gpu_workspace_mib = workspace_mib;
   compute.precision = precision;
-  compute.cudnn_path = cudnn_path;
+  compute.cudnn_path = *CudnnLibrary::Parse(cudnn_path);
   auto selection = MakeComputeBackend(compute, 0);
   if (!selection.ok()) {
     const char* require = std::getenv("MONSOON_REQUIRE_GPU");
@@ -786,7 +786,7 @@ TEST_CASE("CublasBackend: compute.cudnn_path picks what runs convolutions", "[gp
       std::string::npos);
   ComputeConfig compute;
   compute.device = Device::kCuda;
-  compute.cudnn_path = "/nonexistent/cudnn";
+  compute.cudnn_path = *CudnnLibrary::Parse("/nonexistent/cudnn");
   const auto missing = MakeComputeBackend(compute, 0);
   REQUIRE_FALSE(missing.ok());
   CHECK(missing.status().message().find("compute.cudnn_path /nonexistent/cudnn: ") !=

@@ -752,17 +752,17 @@ class CublasBackend : public ComputeBackend {
     return g.layout == Layout::kPlain && g.relu == FusedRelu::kNone;
   }
 
-  // Loads cuDNN as options_.cudnn_path says. `auto` without a usable cuDNN is not an error:
+  // Loads cuDNN as options_.cudnn says. `auto` without a usable cuDNN is not an error:
   // layers_ says why the backend's own kernels run.
   absl::Status OpenCudnn() {
-    if (options_.cudnn_path == "off") {
+    if (options_.cudnn.where == CudnnLibrary::Where::kOff) {
       layers_ = "im2col: compute.cudnn_path is off";
       return absl::OkStatus();
     }
-    auto cudnn = CudnnLayers::Open(options_.cudnn_path, compute_, options_.precision,
+    auto cudnn = CudnnLayers::Open(options_.cudnn, compute_, options_.precision,
                                    options_.conv_workspace_bytes);
     if (!cudnn.ok()) {
-      if (options_.cudnn_path != "auto") return cudnn.status();
+      if (options_.cudnn.where != CudnnLibrary::Where::kAuto) return cudnn.status();
       layers_ = absl::StrCat("im2col: ", cudnn.status().message());
       return absl::OkStatus();
     }

@@ -26,8 +26,8 @@ struct CublasOptions {
   // in chunks of as many examples as fit (one at least, whatever its size).
   size_t conv_workspace_bytes = size_t{256} << 20;
   // Where convolutions, pooling and batch norms find cuDNN (compute.cudnn_path; see
-  // CudnnLayers::Open): `auto`, `off` (never; Monsoon's own kernels), or a path.
-  std::string cudnn_path = "auto";
+  // CudnnLayers::Open).
+  CudnnLibrary cudnn;
 };
 
 // A backend on device `device` (an ordinal among the visible devices). Errors carry CUDA's

@@ -77,9 +77,10 @@ constexpr int kMajorVersion = 9;
 
 // The library `where` names (see CudnnLayers::Open), loaded for the rest of the process (cuDNN
 // is not unloaded: its own libraries hold state until exit).
-absl::StatusOr<void*> LoadLibrary(const std::string& where) {
+absl::StatusOr<void*> LoadLibrary(const CudnnLibrary& where) {
+  const bool search = where.where == CudnnLibrary::Where::kAuto;
   std::vector<std::string> candidates;
-  if (where == "auto") {
+  if (search) {
     candidates.push_back(kLibrary);
     if (const char* home = std::getenv("CUDA_HOME")) {
       candidates.push_back(absl::StrCat(home, "/lib64/", kLibrary));
@@ -87,20 +88,21 @@ absl::StatusOr<void*> LoadLibrary(const std::string& where) {
     candidates.push_back(absl::StrCat("/usr/local/cuda/lib64/", kLibrary));
   } else {
     std::error_code error;
-    candidates.push_back(
-        std::filesystem::is_directory(where, error) ? absl::StrCat(where, "/", kLibrary) : where);
+    candidates.push_back(std::filesystem::is_directory(where.path, error)
+                             ? absl::StrCat(where.path, "/", kLibrary)
+                             : where.path);
   }
   std::string why;
   for (const std::string& path : candidates) {
     if (void* library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return library;
     why = dlerror();
   }
-  if (where == "auto") {
+  if (search) {
     return absl::NotFoundError(absl::StrCat("no ", kLibrary,
                                             " on the library path (LD_LIBRARY_PATH), under "
                                             "$CUDA_HOME/lib64 or /usr/local/cuda/lib64"));
   }
-  return absl::FailedPreconditionError(absl::StrCat("compute.cudnn_path ", where, ": ", why));
+  return absl::FailedPreconditionError(absl::StrCat("compute.cudnn_path ", where.path, ": ", why));
 }
 
 // cuDNN's functions in `library`, or why it is not cuDNN 9.
@@ -139,12 +141,12 @@ bool Choose(const Perf* ranked, int count, size_t bound, Algo* algo, size_t* byt
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudnnLayers>> CudnnLayers::Open(const std::string& where,
+absl::StatusOr<std::unique_ptr<CudnnLayers>> CudnnLayers::Open(const CudnnLibrary& library,
                                                                cudaStream_t stream,
                                                                Precision precision,
                                                                size_t workspace_bytes) {
-  MONSOON_ASSIGN_OR_RETURN(void* library, LoadLibrary(where));
-  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CudnnApi> api, Resolve(library));
+  MONSOON_ASSIGN_OR_RETURN(void* loaded, LoadLibrary(library));
+  MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<CudnnApi> api, Resolve(loaded));
   cudnnHandle_t handle = nullptr;
   cudnnStatus_t status = api->cudnnCreate(&handle);
   if (status == CUDNN_STATUS_SUCCESS) status = api->cudnnSetStream(handle, stream);

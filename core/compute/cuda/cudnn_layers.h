@@ -30,13 +30,13 @@ class CudnnLayers {
   // Device memory of at least `bytes` for one call, or null after the caller's error.
   using Workspace = std::function<void*(size_t bytes)>;
 
-  // cuDNN from `where` (compute.cudnn_path): a libcudnn file, or a directory holding
-  // libcudnn.so.9; `auto` tries libcudnn.so.9 on the dynamic linker's path (LD_LIBRARY_PATH),
+  // cuDNN from `library` (compute.cudnn_path; not kOff): a libcudnn file, or a directory holding
+  // libcudnn.so.9; kAuto tries libcudnn.so.9 on the dynamic linker's path (LD_LIBRARY_PATH),
   // then under $CUDA_HOME/lib64 and /usr/local/cuda/lib64 (NotFound when none is there). Its
   // calls go to `stream`; convolutions compute in `precision` (fp32 exactly; tf32 or bf16
   // allow tf32 tensor cores) with algorithms whose workspace fits `workspace_bytes`. Errors
   // name the library and say what is wrong with it.
-  static absl::StatusOr<std::unique_ptr<CudnnLayers>> Open(const std::string& where,
+  static absl::StatusOr<std::unique_ptr<CudnnLayers>> Open(const CudnnLibrary& library,
                                                            cudaStream_t stream, Precision precision,
                                                            size_t workspace_bytes);
   ~CudnnLayers();
