@@ -112,10 +112,6 @@ void Blend(const std::vector<double>& sum, float alpha, float beta, float* out) 
   }
 }
 
-void CheckTensor(const void* p, size_t floats, const char* what) {
-  cuda_emulation::CheckDevice(p, floats * sizeof(float), what);
-}
-
 // The workspace an algorithm needs: algorithm 1 an im2col matrix, 0 none. Checks the
 // workspace given; BAD_PARAM when it is too small.
 bool WorkspaceFits(int algo, size_t needed, void* workspace, size_t bytes) {
@@ -333,9 +329,9 @@ cudnnStatus_t cudnnConvolutionForward(cudnnHandle_t handle, const void* alpha,
       !WorkspaceFits(algo, Im2colBytes(*x_desc, *w_desc, *y_desc), workspace, workspace_bytes)) {
     return CUDNN_STATUS_BAD_PARAM;
   }
-  CheckTensor(x, x_desc->size(), "cudnnConvolutionForward x");
-  CheckTensor(w, w_desc->size(), "cudnnConvolutionForward w");
-  CheckTensor(y, y_desc->size(), "cudnnConvolutionForward y");
+  cuda_emulation::CheckDeviceFloats(x, x_desc->size(), "cudnnConvolutionForward x");
+  cuda_emulation::CheckDeviceFloats(w, w_desc->size(), "cudnnConvolutionForward w");
+  cuda_emulation::CheckDeviceFloats(y, y_desc->size(), "cudnnConvolutionForward y");
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const cudnnTensorStruct xd = *x_desc, yd = *y_desc;
   const cudnnFilterStruct wd = *w_desc;
@@ -365,9 +361,9 @@ cudnnStatus_t cudnnConvolutionBackwardData(cudnnHandle_t handle, const void* alp
       !WorkspaceFits(algo, Im2colBytes(*dx_desc, *w_desc, *dy_desc), workspace, workspace_bytes)) {
     return CUDNN_STATUS_BAD_PARAM;
   }
-  CheckTensor(w, w_desc->size(), "cudnnConvolutionBackwardData w");
-  CheckTensor(dy, dy_desc->size(), "cudnnConvolutionBackwardData dy");
-  CheckTensor(dx, dx_desc->size(), "cudnnConvolutionBackwardData dx");
+  cuda_emulation::CheckDeviceFloats(w, w_desc->size(), "cudnnConvolutionBackwardData w");
+  cuda_emulation::CheckDeviceFloats(dy, dy_desc->size(), "cudnnConvolutionBackwardData dy");
+  cuda_emulation::CheckDeviceFloats(dx, dx_desc->size(), "cudnnConvolutionBackwardData dx");
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const cudnnTensorStruct xd = *dx_desc, yd = *dy_desc;
   const cudnnFilterStruct wd = *w_desc;
@@ -397,9 +393,9 @@ cudnnStatus_t cudnnConvolutionBackwardFilter(cudnnHandle_t handle, const void* a
       !WorkspaceFits(algo, Im2colBytes(*x_desc, *dw_desc, *dy_desc), workspace, workspace_bytes)) {
     return CUDNN_STATUS_BAD_PARAM;
   }
-  CheckTensor(x, x_desc->size(), "cudnnConvolutionBackwardFilter x");
-  CheckTensor(dy, dy_desc->size(), "cudnnConvolutionBackwardFilter dy");
-  CheckTensor(dw, dw_desc->size(), "cudnnConvolutionBackwardFilter dw");
+  cuda_emulation::CheckDeviceFloats(x, x_desc->size(), "cudnnConvolutionBackwardFilter x");
+  cuda_emulation::CheckDeviceFloats(dy, dy_desc->size(), "cudnnConvolutionBackwardFilter dy");
+  cuda_emulation::CheckDeviceFloats(dw, dw_desc->size(), "cudnnConvolutionBackwardFilter dw");
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const cudnnTensorStruct xd = *x_desc, yd = *dy_desc;
   const cudnnFilterStruct wd = *dw_desc;
@@ -426,8 +422,8 @@ cudnnStatus_t cudnnConvolutionBackwardBias(cudnnHandle_t handle, const void* alp
       db_desc->w != 1) {
     return CUDNN_STATUS_BAD_PARAM;
   }
-  CheckTensor(dy, dy_desc->size(), "cudnnConvolutionBackwardBias dy");
-  CheckTensor(db, db_desc->size(), "cudnnConvolutionBackwardBias db");
+  cuda_emulation::CheckDeviceFloats(dy, dy_desc->size(), "cudnnConvolutionBackwardBias dy");
+  cuda_emulation::CheckDeviceFloats(db, db_desc->size(), "cudnnConvolutionBackwardBias db");
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const cudnnTensorStruct yd = *dy_desc;
   const auto* dyp = static_cast<const float*>(dy);
@@ -454,8 +450,8 @@ cudnnStatus_t cudnnAddTensor(cudnnHandle_t handle, const void* alpha,
       !fits(ad.w, cd.w)) {
     return CUDNN_STATUS_BAD_PARAM;
   }
-  CheckTensor(a, ad.size(), "cudnnAddTensor A");
-  CheckTensor(c, cd.size(), "cudnnAddTensor C");
+  cuda_emulation::CheckDeviceFloats(a, ad.size(), "cudnnAddTensor A");
+  cuda_emulation::CheckDeviceFloats(c, cd.size(), "cudnnAddTensor C");
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const auto* ap = static_cast<const float*>(a);
   auto* cp = static_cast<float*>(c);
@@ -505,8 +501,8 @@ cudnnStatus_t cudnnPoolingForward(cudnnHandle_t handle, const cudnnPoolingDescri
                                   const void* x, const void* beta,
                                   const cudnnTensorDescriptor_t y_desc, void* y) {
   if (handle == nullptr || !Pools(*pool, *x_desc, *y_desc)) return CUDNN_STATUS_BAD_PARAM;
-  CheckTensor(x, x_desc->size(), "cudnnPoolingForward x");
-  CheckTensor(y, y_desc->size(), "cudnnPoolingForward y");
+  cuda_emulation::CheckDeviceFloats(x, x_desc->size(), "cudnnPoolingForward x");
+  cuda_emulation::CheckDeviceFloats(y, y_desc->size(), "cudnnPoolingForward y");
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const cudnnPoolingStruct pd = *pool;
   const cudnnTensorStruct xd = *x_desc, yd = *y_desc;
@@ -535,10 +531,10 @@ cudnnStatus_t cudnnPoolingBackward(cudnnHandle_t handle, const cudnnPoolingDescr
   if (handle == nullptr || !Pools(*pool, xd, yd) || !Same(yd, *dy_desc) || !Same(xd, *dx_desc)) {
     return CUDNN_STATUS_BAD_PARAM;
   }
-  CheckTensor(y, yd.size(), "cudnnPoolingBackward y");
-  CheckTensor(dy, yd.size(), "cudnnPoolingBackward dy");
-  CheckTensor(x, xd.size(), "cudnnPoolingBackward x");
-  CheckTensor(dx, xd.size(), "cudnnPoolingBackward dx");
+  cuda_emulation::CheckDeviceFloats(y, yd.size(), "cudnnPoolingBackward y");
+  cuda_emulation::CheckDeviceFloats(dy, yd.size(), "cudnnPoolingBackward dy");
+  cuda_emulation::CheckDeviceFloats(x, xd.size(), "cudnnPoolingBackward x");
+  cuda_emulation::CheckDeviceFloats(dx, xd.size(), "cudnnPoolingBackward dx");
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const cudnnPoolingStruct pd = *pool;
   const auto* xp = static_cast<const float*>(x);
@@ -576,13 +572,15 @@ cudnnStatus_t cudnnBatchNormalizationForwardTraining(
       (save_mean == nullptr) != (save_inv_variance == nullptr)) {
     return CUDNN_STATUS_BAD_PARAM;
   }
-  CheckTensor(x, xd.size(), "cudnnBatchNormalizationForwardTraining x");
-  CheckTensor(y, xd.size(), "cudnnBatchNormalizationForwardTraining y");
+  cuda_emulation::CheckDeviceFloats(x, xd.size(), "cudnnBatchNormalizationForwardTraining x");
+  cuda_emulation::CheckDeviceFloats(y, xd.size(), "cudnnBatchNormalizationForwardTraining y");
   for (const void* p :
        {scale, bias, static_cast<const void*>(running_mean),
         static_cast<const void*>(running_variance), static_cast<const void*>(save_mean),
         static_cast<const void*>(save_inv_variance)}) {
-    if (p != nullptr) CheckTensor(p, xd.c, "cudnnBatchNormalizationForwardTraining per channel");
+    if (p != nullptr)
+      cuda_emulation::CheckDeviceFloats(p, xd.c,
+                                        "cudnnBatchNormalizationForwardTraining per channel");
   }
   const float al = *static_cast<const float*>(alpha), be = *static_cast<const float*>(beta);
   const auto* xp = static_cast<const float*>(x);
@@ -646,11 +644,11 @@ cudnnStatus_t cudnnBatchNormalizationBackward(
     return CUDNN_STATUS_BAD_PARAM;  // recomputing the statistics is not emulated
   }
   for (const void* p : {x, dy, static_cast<const void*>(dx)}) {
-    CheckTensor(p, xd.size(), "cudnnBatchNormalizationBackward x, dy or dx");
+    cuda_emulation::CheckDeviceFloats(p, xd.size(), "cudnnBatchNormalizationBackward x, dy or dx");
   }
   for (const void* p : {scale, static_cast<const void*>(scale_diff),
                         static_cast<const void*>(bias_diff), saved_mean, saved_inv_variance}) {
-    CheckTensor(p, xd.c, "cudnnBatchNormalizationBackward per channel");
+    cuda_emulation::CheckDeviceFloats(p, xd.c, "cudnnBatchNormalizationBackward per channel");
   }
   const float ad = *static_cast<const float*>(alpha_data);
   const float bd = *static_cast<const float*>(beta_data);

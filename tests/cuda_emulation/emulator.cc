@@ -346,12 +346,6 @@ size_t Extent(int rows, int cols, int ld) {
   return rows == 0 || cols == 0 ? 0 : static_cast<size_t>(cols - 1) * ld + rows;
 }
 
-void CheckOperand(const float* p, size_t floats, const char* what) {
-  if (floats > 0) {
-    cuda_emulation::CheckRange(p, floats * sizeof(float), Kind::kDevice, what);
-  }
-}
-
 }  // namespace
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
@@ -421,9 +415,9 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
   const auto* a = static_cast<const float*>(a_v);
   const auto* b = static_cast<const float*>(b_v);
   auto* c = static_cast<float*>(c_v);
-  CheckOperand(a, Extent(rows_a, cols_a, lda), "cublasGemmEx A");
-  CheckOperand(b, Extent(rows_b, cols_b, ldb), "cublasGemmEx B");
-  CheckOperand(c, Extent(m, n, ldc), "cublasGemmEx C");
+  cuda_emulation::CheckDeviceFloats(a, Extent(rows_a, cols_a, lda), "cublasGemmEx A");
+  cuda_emulation::CheckDeviceFloats(b, Extent(rows_b, cols_b, ldb), "cublasGemmEx B");
+  cuda_emulation::CheckDeviceFloats(c, Extent(m, n, ldc), "cublasGemmEx C");
   // Host pointer mode: alpha and beta are read at the call.
   const float al = *static_cast<const float*>(alpha_v), be = *static_cast<const float*>(beta_v);
   cuda_emulation::Enqueue(handle->stream, {[=] {
@@ -455,9 +449,9 @@ cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m
   const bool t = trans == CUBLAS_OP_T;
   const int in = t ? m : n, out = t ? n : m;
   if (incx < 0 || incy < 0) return CUBLAS_STATUS_INVALID_VALUE;  // not emulated
-  CheckOperand(a, Extent(m, n, lda), "cublasSgemv A");
-  CheckOperand(x, Extent(1, in, incx), "cublasSgemv x");
-  CheckOperand(y, Extent(1, out, incy), "cublasSgemv y");
+  cuda_emulation::CheckDeviceFloats(a, Extent(m, n, lda), "cublasSgemv A");
+  cuda_emulation::CheckDeviceFloats(x, Extent(1, in, incx), "cublasSgemv x");
+  cuda_emulation::CheckDeviceFloats(y, Extent(1, out, incy), "cublasSgemv y");
   const float al = *alpha, be = *beta;
   cuda_emulation::Enqueue(handle->stream, {[=] {
     for (int i = 0; i < out; ++i) {
@@ -479,8 +473,8 @@ cublasStatus_t cublasSaxpy(cublasHandle_t handle, int n, const float* alpha, con
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (n <= 0) return CUBLAS_STATUS_SUCCESS;
   if (incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;  // not emulated
-  CheckOperand(x, Extent(1, n, incx), "cublasSaxpy x");
-  CheckOperand(y, Extent(1, n, incy), "cublasSaxpy y");
+  cuda_emulation::CheckDeviceFloats(x, Extent(1, n, incx), "cublasSaxpy x");
+  cuda_emulation::CheckDeviceFloats(y, Extent(1, n, incy), "cublasSaxpy y");
   const float al = *alpha;
   cuda_emulation::Enqueue(handle->stream, {[=] {
     for (int i = 0; i < n; ++i) y[static_cast<size_t>(i) * incy] += al * x[static_cast<size_t>(i) * incx];

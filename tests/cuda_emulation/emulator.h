@@ -58,6 +58,10 @@ bool IsDevicePointer(const void* p);
 void QueueWork(Stream* stream, std::function<void()> work);
 // Aborts unless [p, p + bytes) lies inside one live device allocation (bytes 0: any p).
 void CheckDevice(const void* p, size_t bytes, const char* what);
+// The same for `floats` floats at p.
+inline void CheckDeviceFloats(const void* p, size_t floats, const char* what) {
+  CheckDevice(p, floats * sizeof(float), what);
+}
 // Runs all queued work, as a call that synchronises the device does.
 void SynchronizeDevice();
 // Queues a kernel's whole grid on `stream`.
