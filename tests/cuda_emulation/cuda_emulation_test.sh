@@ -90,11 +90,12 @@ mutants=(
   bf16-as-fp32 "$cuda" "return CUBLAS_COMPUTE_32F_FAST_16BF;" "break;"
   graph-not-launched "$cuda" 'return Check(cudaGraphLaunch(graphs_[graph], compute_), "cudaGraphLaunch");'
   "return true;"
-  loss-sums-crossed "$cuda" "sum_b += partial[kSumSlices + t];" "sum_b += partial[t];"
+  loss-sums-crossed "$cuda" "sum_b[l] += partial[kSumSlices + t + l];" "sum_b[l] += partial[t + l];"
   gather-row-stride core/compute/kernel_math.h "return table[row * cols + i % cols];"
   "return table[row + i % cols];"
   cudnn-pads-crossed "$cudnn" "plan->conv, g.pad_top, g.pad_left, g.stride,"
   "plan->conv, g.pad_left, g.pad_top, g.stride,"
+  cudnn-short-input-taken "$cudnn" "g.height + 2 * g.pad_top >= g.kernel &&" ""
   cudnn-bias-dropped "$cudnn" "api_->cudnnAddTensor(handle_, &one, plan->bias, b, &one, plan->y, y)"
   "CUDNN_STATUS_SUCCESS"
   cudnn-workspace-short "$cuda" "return ConvWorkspace((bytes + sizeof(float) - 1) / sizeof(float));"

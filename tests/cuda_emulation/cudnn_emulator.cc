@@ -54,11 +54,12 @@ bool Positive(std::initializer_list<int> dims) {
   return true;
 }
 
-// Whether x, w and y describe one convolution: channels agree, y has the output's shape.
+// Whether x, w and y describe one convolution, as cuDNN checks: channels agree, the padded
+// input holds a whole filter, y has the output's shape.
 bool Consistent(const cudnnTensorStruct& x, const cudnnFilterStruct& w,
                 const cudnnConvolutionStruct& conv, const cudnnTensorStruct& y) {
-  return x.c == w.c && y.n == x.n && y.c == w.k &&
-         y.h == (x.h + 2 * conv.pad_h - w.h) / conv.u + 1 &&
+  return x.c == w.c && y.n == x.n && y.c == w.k && x.h + 2 * conv.pad_h >= w.h &&
+         x.w + 2 * conv.pad_w >= w.w && y.h == (x.h + 2 * conv.pad_h - w.h) / conv.u + 1 &&
          y.w == (x.w + 2 * conv.pad_w - w.w) / conv.v + 1 && y.h > 0 && y.w > 0;
 }
 

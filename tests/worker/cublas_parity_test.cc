@@ -15,12 +15,21 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "core/compute/compute_backends.h"
 #include "core/compute/cpu/cpu_backend.h"
 #include "core/finite.h"
 #include "core/model/model.h"
 #include "tests/layer_specs.h"
 #include "tests/test_util.h"
+
+// REQUIRE(status.ok()) that prints the status when it is not.
+#define REQUIRE_OK(status)                         \
+  do {                                             \
+    const absl::Status required_status = (status); \
+    INFO(required_status.ToString());              \
+    REQUIRE(required_status.ok());                 \
+  } while (false)
 
 namespace monsoon {
 namespace {
@@ -77,7 +86,7 @@ std::vector<float> ExpectSameStep(Model* on_cpu, Model* on_gpu, const std::vecto
   const BatchResult bg = on_gpu->ComputeGradients(x.data(), y.data(), rows);
   on_cpu->GetGrads(gc.data());
   on_gpu->GetGrads(gg.data());
-  REQUIRE(on_gpu->Synchronize().ok());
+  REQUIRE_OK(on_gpu->Synchronize());
   CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
   // The gradients, then the state's values (BatchNorm's running statistics).
   for (size_t i = 0; i < gc.size(); ++i) {
@@ -108,14 +117,14 @@ struct Pair {
     float c[kLossFloats], g[kLossFloats];
     cpu.CopyToHost(at.first, c, kLossFloats);
     gpu->CopyToHost(at.second, g, kLossFloats);
-    REQUIRE(gpu->Synchronize().ok());
+    REQUIRE_OK(gpu->Synchronize());
     return {LossResult::Read(c), LossResult::Read(g)};
   }
   void ExpectSame(std::pair<float*, float*> p, size_t n, double tolerance = 1e-4) {
     std::vector<float> c(n), g(n);
     cpu.CopyToHost(p.first, c.data(), n);
     gpu->CopyToHost(p.second, g.data(), n);
-    REQUIRE(gpu->Synchronize().ok());
+    REQUIRE_OK(gpu->Synchronize());
     for (size_t i = 0; i < n; ++i) {
       INFO("element " << i);
       REQUIRE(g[i] == Approx(c[i]).epsilon(tolerance).margin(tolerance));
@@ -164,7 +173,7 @@ TEST_CASE("CublasBackend: tf32 and bf16 products are fp32's within their operand
     gpu->Gemm(false, false, m, n, k, 1.0f, da.data(), db.data(), 0.0f, dc.data());
     std::vector<float> c(static_cast<size_t>(m) * n);
     gpu->CopyToHost(dc.data(), c.data(), c.size());
-    REQUIRE(gpu->Synchronize().ok());
+    REQUIRE_OK(gpu->Synchronize());
     // Each operand within half a unit of its last mantissa bit: each term within 2^-bits of
     // its own magnitude, so the sum within 2^-bits of the sum of magnitudes (and fp32's own
     // rounding).
@@ -275,7 +284,7 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r % spec.output_dim);
   const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), rows);
   const BatchResult bg = on_gpu->ComputeGradients(x.data(), y.data(), rows);
-  REQUIRE(on_gpu->Synchronize().ok());
+  REQUIRE_OK(on_gpu->Synchronize());
   CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
   CHECK(bg.correct == bc.correct);
   std::vector<float> gc(params.size()), gg(params.size());
@@ -292,7 +301,7 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
     on_gpu->StreamGradientsTo(streamed.data());
     on_gpu->ComputeGradients(x.data(), y.data(), rows);
     on_gpu->GetGrads(streamed.data());
-    REQUIRE(on_gpu->Synchronize().ok());
+    REQUIRE_OK(on_gpu->Synchronize());
     CHECK(streamed == gg);
   }
   on_cpu->ApplyLocalSgd(0.1f);
@@ -300,7 +309,7 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
   std::vector<float> pc(params.size()), pg(params.size());
   on_cpu->GetParams(pc.data());
   on_gpu->GetParams(pg.data());
-  REQUIRE(on_gpu->Synchronize().ok());
+  REQUIRE_OK(on_gpu->Synchronize());
   for (size_t i = 0; i < pc.size(); ++i) REQUIRE(pg[i] == Approx(pc[i]).epsilon(1e-4).margin(1e-5));
 
   // A NaN in the batch: GetGrads says where the first non-finite value it copied is, whether
@@ -313,7 +322,7 @@ TEST_CASE("CublasBackend: an MLP's loss, gradients and local SGD step match the 
     on_gpu->StreamGradientsTo(way == 0 ? nullptr : got.data());
     on_gpu->ComputeGradients(bad_x.data(), y.data(), rows);
     const size_t first = on_gpu->GetGrads(got.data());
-    REQUIRE(on_gpu->Synchronize().ok());
+    REQUIRE_OK(on_gpu->Synchronize());
     CHECK(first < got.size());
     CHECK(first == FirstNonFinite(got));
   }
@@ -347,7 +356,7 @@ TEST_CASE("CublasBackend: batches gathered from held rows match the CPU", "[gpu]
     std::vector<float> gc(params.size()), gg(params.size());
     on_cpu->GetGrads(gc.data());
     on_gpu->GetGrads(gg.data());
-    REQUIRE(on_gpu->Synchronize().ok());
+    REQUIRE_OK(on_gpu->Synchronize());
     CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
     CHECK(bg.correct == bc.correct);
     for (size_t i = 0; i < gc.size(); ++i)
@@ -434,7 +443,7 @@ TEST_CASE("CublasBackend: a CNN's loss and gradients match the CPU, odd shapes, 
     on_gpu->set_batch_seed(rows);
     const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), rows);
     const BatchResult bg = on_gpu->ComputeGradients(x.data(), y.data(), rows);
-    REQUIRE(on_gpu->Synchronize().ok());
+    REQUIRE_OK(on_gpu->Synchronize());
     CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
     std::vector<float> gc(params.size()), gg(params.size());
     on_cpu->GetGrads(gc.data());
@@ -654,7 +663,7 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
       // Evaluating with the running statistics.
       const BatchResult ec = on_cpu->Evaluate(x.data(), y.data(), rows);
       const BatchResult eg = on_gpu->Evaluate(x.data(), y.data(), rows);
-      REQUIRE(on_gpu->Synchronize().ok());
+      REQUIRE_OK(on_gpu->Synchronize());
       CHECK(eg.loss_sum == Approx(ec.loss_sum).epsilon(1e-4));
     }
     with_state += on_cpu->num_state() > 0;
@@ -701,7 +710,7 @@ TEST_CASE("CublasBackend: a copy to the host finds the first non-finite value, p
   gpu->StartCopyToHost(device.data(), out.data(), 600);
   CHECK(gpu->CopyToHostFindingNonFinite(device.data(), out.data(), n) == 700);
   CHECK(std::memcmp(out.data(), host.data(), n * sizeof(float)) == 0);
-  REQUIRE(gpu->Synchronize().ok());
+  REQUIRE_OK(gpu->Synchronize());
 }
 
 // An upload straight from pinned memory has read it by the time CopyToDevice returns: the
@@ -723,7 +732,7 @@ TEST_CASE("CublasBackend: an upload from pinned memory is done when it returns",
     gpu->CopyToDevice(host.data(), device.data(), n);
     std::fill(host.begin(), host.end(), 0.0f);
     gpu->CopyToHost(device.data(), back.data(), n);
-    REQUIRE(gpu->Synchronize().ok());
+    REQUIRE_OK(gpu->Synchronize());
     CHECK(back == sent);
   }
 }

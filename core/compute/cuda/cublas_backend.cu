@@ -74,7 +74,7 @@ __global__ void SoftmaxCrossEntropyKernel(const float* logits, const float* labe
 
 // Sums of a[0..n) and b[0..n) (b null: zeros) in two launches: kSumSlices partial sums (each
 // over every kSumSlices-th value, in double), then one thread adding them up into WriteLoss.
-constexpr int kSumSlices = 256;
+constexpr int kSumSlices = 64;
 
 __global__ void PairPartialSumsKernel(const float* a, const float* b, size_t n, float* partial) {
   for (int t = blockIdx.x * blockDim.x + threadIdx.x; t < kSumSlices; t += blockDim.x * gridDim.x) {
@@ -89,12 +89,19 @@ __global__ void PairPartialSumsKernel(const float* a, const float* b, size_t n, 
 }
 
 __global__ void PairTotalKernel(const float* partial, float* loss) {
-  double sum_a = 0, sum_b = 0;
-  for (int t = 0; t < kSumSlices; ++t) {
-    sum_a += partial[t];
-    sum_b += partial[kSumSlices + t];
+  constexpr int kLanes = 8;  // independent sums, so that loads need not wait on adds
+  double sum_a[kLanes] = {}, sum_b[kLanes] = {};
+  for (int t = 0; t < kSumSlices; t += kLanes) {
+    for (int l = 0; l < kLanes; ++l) {
+      sum_a[l] += partial[t + l];
+      sum_b[l] += partial[kSumSlices + t + l];
+    }
   }
-  WriteLoss(sum_a, sum_b, loss);
+  for (int l = 1; l < kLanes; ++l) {
+    sum_a[0] += sum_a[l];
+    sum_b[0] += sum_b[l];
+  }
+  WriteLoss(sum_a[0], sum_b[0], loss);
 }
 
 __global__ void MeanSquaredErrorKernel(const float* pred, const float* target, size_t n,

@@ -185,13 +185,14 @@ std::string CudnnLayers::version() const {
 
 bool CudnnLayers::Takes(const Conv2dGeometry& g) {
   return g.in == Layout::kPlain && g.out == Layout::kPlain && g.relu == FusedRelu::kNone &&
+         g.height + 2 * g.pad_top >= g.kernel && g.width + 2 * g.pad_left >= g.kernel &&
          g.out_height == (g.height + 2 * g.pad_top - g.kernel) / g.stride + 1 &&
          g.out_width == (g.width + 2 * g.pad_left - g.kernel) / g.stride + 1;
 }
 
 bool CudnnLayers::Takes(const Pool2dGeometry& g) {
-  return g.layout == Layout::kPlain && g.relu == FusedRelu::kNone &&
-         g.out_height == (g.height - g.size) / g.stride + 1 &&
+  return g.layout == Layout::kPlain && g.relu == FusedRelu::kNone && g.height >= g.size &&
+         g.width >= g.size && g.out_height == (g.height - g.size) / g.stride + 1 &&
          g.out_width == (g.width - g.size) / g.stride + 1;
 }
 

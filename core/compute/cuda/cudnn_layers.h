@@ -48,10 +48,10 @@ class CudnnLayers {
 
   // Whether cuDNN computes the convolution as ComputeBackend defines it: the plain layout, no
   // fused ReLU, and padding that cuDNN's symmetric padding reproduces (pad_top rows above and
-  // as many below give out_height; the same for columns).
+  // as many below hold a whole kernel and give out_height; the same for columns).
   static bool Takes(const Conv2dGeometry& g);
-  // Whether cuDNN pools as ComputeBackend defines it: the plain layout, no fused ReLU, and the
-  // output size its unpadded windows give.
+  // Whether cuDNN pools as ComputeBackend defines it: the plain layout, no fused ReLU, and an
+  // input that holds a whole window and the output size its unpadded windows give.
   static bool Takes(const Pool2dGeometry& g);
 
   // ComputeBackend's methods of the same names, on the stream. The convolutions return false
