@@ -63,9 +63,10 @@ bound=$(( (256 << 20) + 4 * 224 * 224 * 256 ))
   || fail "full-size layer: peak ${peak:-unknown} bytes, workspace $workspace > $bound"
 
 # Each mutant below is the plugin rebuilt (g++) with OLD replaced by NEW in FILE (once); the
-# parity test (lazy schedule) must fail on it. A mutated file reaches one object of the plugin,
-# cudnn_layers_on_host.cc's (cudnn_layers.cu) or cublas_backend_on_host.cc's (the rest), so
-# the others are built once, and the mutants two at a time.
+# parity test (lazy schedule, stopped at its first failure) must fail on it. A mutated file
+# reaches one object of the plugin, cudnn_layers_on_host.cc's (cudnn_layers.cu) or
+# cublas_backend_on_host.cc's (the rest), so the others are built once, and the mutants two
+# at a time.
 cuda=core/compute/cuda/cublas_backend.cu
 cudnn=core/compute/cuda/cudnn_layers.cu
 math=core/compute/conv_math.h
@@ -155,7 +156,7 @@ for ((i = 0; i < ${#mutants[@]}; i += 4)); do
     fail "$name: the mutated plugin did not build: $(head -3 "$WORK/$name.build.txt")"
   elif env MONSOON_CUDA_PLUGIN="$WORK/src-$name/plugin.so" MONSOON_REQUIRE_GPU=1 \
       LD_LIBRARY_PATH="$(with_cudnn "$WORK/src-$name/plugin.so")" timeout 300 \
-      "$parity" >"$WORK/$name.txt" 2>&1; then
+      "$parity" --abort >"$WORK/$name.txt" 2>&1; then
     fail "$name: not caught"
   else
     pass "$name: caught ($(grep -m1 -E 'FAILED|VIOLATION|test cases' "$WORK/$name.txt"))"
