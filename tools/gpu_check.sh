@@ -5,8 +5,9 @@
 # OUT_DIR/gpu_job_runs/); TensorBoard's own reader on the GPU job's event files (where the
 # `tensorboard` package is installed); the default job on the CPUs, for the GPU's speed-up;
 # the GPU benchmark (convolutions on cuDNN where found, then on im2col) and the default job at
-# each compute.precision (fp32, tf32, bf16: speed and accuracy); PyTorch on the same GPU as the yardstick
-# (bench/gpu_peer.py, where python3 has a CUDA PyTorch); the MLP step's kernels under Nsight
+# each compute.precision (fp32, tf32, bf16: speed and accuracy); the default job with its round
+# trips overlapped, and through gRPC (each job's comm_share); PyTorch on the same GPU as the
+# yardstick (bench/gpu_peer.py, where python3 has a CUDA PyTorch); the MLP step's kernels under Nsight
 # Compute (where the machine has ncu); last, the parity test under
 # compute-sanitizer's memcheck and initcheck where the machine has it. Each step has a time
 # limit (5 minutes; 10 for the jobs), so nothing hangs it.
@@ -77,6 +78,13 @@ for precision in fp32 tf32 bf16; do
     --run-dir "$runs/precision-$precision" --set compute.device=cuda \
     --set compute.precision="$precision"
 done
+# The default job's round trips to the servers (issue 48): overlapped with the step, and through
+# gRPC instead of the shared segment.
+for transport in overlap=push_pull local=grpc; do
+  step "transport_${transport#*=}" 600 "$monsoon" run configs/fmnist_downpour.yaml \
+    --run-dir "$runs/transport-${transport#*=}" --set compute.device=cuda \
+    --set "transport.$transport"
+done
 if [ -n "$ncu" ]; then  # the MLP's step at batch 64 kernel by kernel (Nsight Compute)
   step ncu_mlp_step 300 "$ncu" --launch-skip 600 --launch-count 40 \
     --metrics gpu__time_duration.sum "$PWD/$gpu_bench"
@@ -91,13 +99,23 @@ else
 fi
 
 python3 - "$out" "${steps[@]}" <<'PY'
-import json, os, re, sys
+import csv, glob, json, os, re, sys
 out, steps = sys.argv[1], [s.split() for s in sys.argv[2:]]
 def load(name):
     try:
         return json.load(open(os.path.join(out, name)))
     except (OSError, ValueError) as e:
         return {"unreadable": str(e)}
+def job(run):  # a GPU job's figures, with its workers' mean share of time in round trips
+    summary = load(f"gpu_job_runs/{run}/summary.json")
+    figures = {k: summary.get(k) for k in ("samples_per_second", "final_test_accuracy", "wall_seconds")}
+    shares = []
+    for worker in glob.glob(os.path.join(out, "gpu_job_runs", run, "metrics", "worker-*.csv")):
+        rows = list(csv.DictReader(open(worker)))
+        if rows:
+            shares.append(float(rows[-1]["comm_share"]))
+    figures["comm_share"] = round(sum(shares) / len(shares), 3) if shares else None
+    return figures
 devices = open(os.path.join(out, "devices.txt")).read().split("\n")
 job_log = open(os.path.join(out, "gpu_job.log")).read()
 gpu_job, cpu_job = load("gpu_job_runs/gpu/summary.json"), load("cpu_job/summary.json")
@@ -116,10 +134,9 @@ report = {
     "gpu_bench_tf32": load("gpu_bench_tf32.json"),
     "gpu_bench_bf16": load("gpu_bench_bf16.json"),
     "gpu_bench_im2col": load("gpu_bench_im2col.json"),
-    "precision_jobs": {
-        p: {k: load(f"gpu_job_runs/precision-{p}/summary.json").get(k)
-            for k in ("final_test_accuracy", "samples_per_second", "wall_seconds")}
-        for p in ("fp32", "tf32", "bf16")},
+    "precision_jobs": {p: job(f"precision-{p}") for p in ("fp32", "tf32", "bf16")},
+    "transport_jobs": {run: job(run) for run in
+                       ("gpu", "transport-push_pull", "transport-grpc")},
     "gpu_peer": load("gpu_peer.json"),
 }
 try:  # each profiled kernel's name and duration in microseconds
