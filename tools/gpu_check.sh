@@ -7,8 +7,8 @@
 # the GPU benchmark (convolutions on cuDNN where found, then on im2col) and the default job at
 # each compute.precision (fp32, tf32, bf16: speed and accuracy); the default job with its round
 # trips overlapped, and through gRPC (each job's comm_share); PyTorch on the same GPU as the
-# yardstick (bench/gpu_peer.py, where python3 has a CUDA PyTorch); the MLP step's kernels under Nsight
-# Compute (where the machine has ncu); last, the parity test under
+# yardstick (bench/gpu_peer.py, where python3 has a CUDA PyTorch); the MLP step's kernels under
+# Nsight Compute (where the machine has ncu); last, the parity test under
 # compute-sanitizer's memcheck and initcheck where the machine has it. Each step has a time
 # limit (5 minutes; 10 for the jobs), so nothing hangs it.
 # Writes OUT_DIR/gpu_check.json (the device's name and every figure) beside each step's log.
@@ -78,8 +78,8 @@ for precision in fp32 tf32 bf16; do
     --run-dir "$runs/precision-$precision" --set compute.device=cuda \
     --set compute.precision="$precision"
 done
-# The default job's round trips to the servers (issue 48): overlapped with the step, and through
-# gRPC instead of the shared segment.
+# The default job's round trips to the servers: overlapped with the step, and through gRPC
+# instead of the shared segment.
 for transport in overlap=push_pull local=grpc; do
   step "transport_${transport#*=}" 600 "$monsoon" run configs/fmnist_downpour.yaml \
     --run-dir "$runs/transport-${transport#*=}" --set compute.device=cuda \
@@ -106,11 +106,11 @@ def load(name):
         return json.load(open(os.path.join(out, name)))
     except (OSError, ValueError) as e:
         return {"unreadable": str(e)}
-def job(run):  # a GPU job's figures, with its workers' mean share of time in round trips
-    summary = load(f"gpu_job_runs/{run}/summary.json")
+def job(run_dir):  # a job's figures, with its workers' mean share of time in round trips
+    summary = load(f"{run_dir}/summary.json")
     figures = {k: summary.get(k) for k in ("samples_per_second", "final_test_accuracy", "wall_seconds")}
     shares = []
-    for worker in glob.glob(os.path.join(out, "gpu_job_runs", run, "metrics", "worker-*.csv")):
+    for worker in glob.glob(os.path.join(out, run_dir, "metrics", "worker-*.csv")):
         rows = list(csv.DictReader(open(worker)))
         if rows:
             shares.append(float(rows[-1]["comm_share"]))
@@ -118,7 +118,7 @@ def job(run):  # a GPU job's figures, with its workers' mean share of time in ro
     return figures
 devices = open(os.path.join(out, "devices.txt")).read().split("\n")
 job_log = open(os.path.join(out, "gpu_job.log")).read()
-gpu_job, cpu_job = load("gpu_job_runs/gpu/summary.json"), load("cpu_job/summary.json")
+gpu_job, cpu_job = job("gpu_job_runs/gpu"), job("cpu_job")
 report = {
     "device": devices[0].strip(),
     "devices": [d.strip() for d in devices if d.strip()],
@@ -127,16 +127,14 @@ report = {
                          open(os.path.join(out, "parity.log")).read())[:1],
     "gpu_job_accuracies": [float(a) for a in re.findall(r"accuracy ([0-9.]+) >=", job_log)],
     "tensorboard": open(os.path.join(out, "tensorboard.log")).read().strip(),
-    "jobs_samples_per_second": {
-        side: {k: job.get(k) for k in ("samples_per_second", "final_test_accuracy", "wall_seconds")}
-        for side, job in (("gpu", gpu_job), ("cpu", cpu_job))},
+    "jobs_samples_per_second": {"gpu": gpu_job, "cpu": cpu_job},
     "gpu_bench": load("gpu_bench.json"),
     "gpu_bench_tf32": load("gpu_bench_tf32.json"),
     "gpu_bench_bf16": load("gpu_bench_bf16.json"),
     "gpu_bench_im2col": load("gpu_bench_im2col.json"),
-    "precision_jobs": {p: job(f"precision-{p}") for p in ("fp32", "tf32", "bf16")},
-    "transport_jobs": {run: job(run) for run in
-                       ("gpu", "transport-push_pull", "transport-grpc")},
+    "precision_jobs": {p: job(f"gpu_job_runs/precision-{p}") for p in ("fp32", "tf32", "bf16")},
+    "transport_jobs": {"gpu": gpu_job, **{run: job(f"gpu_job_runs/{run}")
+                                          for run in ("transport-push_pull", "transport-grpc")}},
     "gpu_peer": load("gpu_peer.json"),
 }
 try:  # each profiled kernel's name and duration in microseconds
@@ -148,7 +146,7 @@ try:  # each profiled kernel's name and duration in microseconds
     report["ncu_mlp_step_kernels_us"] = list(zip(names, times))
 except (OSError, KeyError):
     pass
-if "samples_per_second" in gpu_job and "samples_per_second" in cpu_job:
+if gpu_job["samples_per_second"] and cpu_job["samples_per_second"]:
     report["gpu_job_vs_cpu_job"] = round(gpu_job["samples_per_second"] / cpu_job["samples_per_second"], 3)
 json.dump(report, open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
 print(f"gpu_check: {os.path.join(out, 'gpu_check.json')}")

@@ -75,10 +75,10 @@ namespace {
 constexpr char kLibrary[] = "libcudnn.so.9";
 constexpr int kMajorVersion = 9;
 
-// The library `where` names (see CudnnLayers::Open), loaded for the rest of the process (cuDNN
+// The library `cudnn` names (see CudnnLayers::Open), loaded for the rest of the process (cuDNN
 // is not unloaded: its own libraries hold state until exit).
-absl::StatusOr<void*> LoadLibrary(const CudnnLibrary& where) {
-  const bool search = where.where == CudnnLibrary::Where::kAuto;
+absl::StatusOr<void*> LoadLibrary(const CudnnLibrary& cudnn) {
+  const bool search = cudnn.where == CudnnLibrary::Where::kAuto;
   std::vector<std::string> candidates;
   if (search) {
     candidates.push_back(kLibrary);
@@ -88,9 +88,9 @@ absl::StatusOr<void*> LoadLibrary(const CudnnLibrary& where) {
     candidates.push_back(absl::StrCat("/usr/local/cuda/lib64/", kLibrary));
   } else {
     std::error_code error;
-    candidates.push_back(std::filesystem::is_directory(where.path, error)
-                             ? absl::StrCat(where.path, "/", kLibrary)
-                             : where.path);
+    candidates.push_back(std::filesystem::is_directory(cudnn.path, error)
+                             ? absl::StrCat(cudnn.path, "/", kLibrary)
+                             : cudnn.path);
   }
   std::string why;
   for (const std::string& path : candidates) {
@@ -102,7 +102,7 @@ absl::StatusOr<void*> LoadLibrary(const CudnnLibrary& where) {
                                             " on the library path (LD_LIBRARY_PATH), under "
                                             "$CUDA_HOME/lib64 or /usr/local/cuda/lib64"));
   }
-  return absl::FailedPreconditionError(absl::StrCat("compute.cudnn_path ", where.path, ": ", why));
+  return absl::FailedPreconditionError(absl::StrCat("compute.cudnn_path ", cudnn.path, ": ", why));
 }
 
 // cuDNN's functions in `library`, or why it is not cuDNN 9.
