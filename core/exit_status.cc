@@ -23,7 +23,7 @@ int RoleExitStatus(const absl::Status& s, bool client) {
 }
 
 absl::Status AfterStop(absl::Status s, bool stopped, absl::string_view who) {
-  if (s.ok() || absl::IsCancelled(s) || !stopped) return s;
+  if (s.ok() || !stopped || absl::StrContains(s.message(), "stopped by signal")) return s;
   return absl::CancelledError(absl::StrCat(who, " stopped by signal; after it: ", s.message()));
 }
 

@@ -30,8 +30,9 @@ inline constexpr int kExitStalled = 4;
 int RoleExitStatus(const absl::Status& s, bool client);
 
 // A role's result once a stop signal has come (`stopped`): a failure it ran into after the
-// stop (its peers shut down on the same signal) is reported as the stop, Cancelled "WHO
-// stopped by signal; after it: ...". Anything else is returned as it is.
+// stop (its peers shut down on the same signal, a server answering that it is shutting down)
+// is reported as the stop, Cancelled "WHO stopped by signal; after it: ...". A status that
+// already says "stopped by signal", OK, and any status without a stop are returned as they are.
 absl::Status AfterStop(absl::Status s, bool stopped, absl::string_view who);
 
 // How a role process ended, in its own words: Monsoon's role runners (C++ roles, the Python

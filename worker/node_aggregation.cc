@@ -444,7 +444,8 @@ absl::StatusOr<std::unique_ptr<NodeMember>> NodeMember::Join(const ShardingPlan&
   const absl::Time deadline = absl::Now() + timeout;
   absl::StatusOr<PublishedSegment> published = ReadPublished(published_at);
   while (!published.ok()) {
-    if (stop != nullptr && stop->load()) return absl::CancelledError("stopped while joining");
+    if (stop != nullptr && stop->load())
+      return absl::CancelledError("stopped by signal while joining");
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError(absl::StrCat(
           "worker ", worker, ": worker ", options.first_worker, ", which pushes for node ",
@@ -499,7 +500,7 @@ absl::Status NodeMember::WaitFor(const std::atomic<uint32_t>& word, uint32_t tar
     const uint32_t now = word.load(std::memory_order_acquire);
     if (now >= target) return absl::OkStatus();
     if (stop_ != nullptr && stop_->load()) {
-      return absl::CancelledError(absl::StrCat("stopped while waiting for ", what));
+      return absl::CancelledError(absl::StrCat("stopped by signal while waiting for ", what));
     }
     if (layout_->slot(slot_).state.load(std::memory_order_acquire) == kLost) {
       return absl::FailedPreconditionError(

@@ -289,7 +289,8 @@ expect_failure float64 "model.params must be a float32 NumPy array"
 # carries on without it; with the default, a stop signal ends the job within seconds all the
 # same. make_model: the servers give it up (after join_timeout_seconds 15, which the healthy
 # worker's start, PyTorch's import included, meets on a shared machine), finish without it, and
-# the launcher stops it.
+# the launcher stops it. The init program, which imports PyTorch too, has the same 15 s
+# (transport.rendezvous_timeout_seconds, which join_timeout_seconds may not be under).
 cat >"$WORK/hangs.py" <<'PY'
 import os, sys, time
 import torch.nn as nn
@@ -338,7 +339,7 @@ at_least "stopped within 10 s of SIGTERM (10 - seconds taken)" "$(python3 -c "pr
 pgrep -f "$WORK/hangs.py" >/dev/null && fail "a worker program outlived its job" \
   || pass "no worker program outlived the stopped job"
 hung never_connected --set "cluster.worker_program=[python3, $WORK/hangs.py, model]" \
-  --set reliability.join_timeout_seconds=15 --set transport.rendezvous_timeout_seconds=5
+  --set reliability.join_timeout_seconds=15 --set transport.rendezvous_timeout_seconds=15
 wait "$launcher"
 expect_eq "a worker hung before connecting: the job's exit status" "$?" "0"
 grep -qF "worker-1 was still running after the servers had finished (they gave it up); stopping it" \
