@@ -21,6 +21,7 @@
 #include "bench/seconds.h"
 #include "bench/step_shapes.h"
 #include "bench/timed_backend.h"
+#include "core/compute/cpu/blas_kernels.h"
 #include "core/compute/cpu/cpu_backend.h"
 #include "core/compute/cpu/onednn_batchnorm.h"
 #include "core/compute/cpu/onednn_convolution.h"
@@ -83,6 +84,7 @@ std::string Breakdown(const std::map<std::string, double>& seconds, int steps, i
 }
 
 int Main(int argc, char** argv) {
+  RestartWith({BlasKernelsVariable()}, argv);  // the kernels a job's worker gets
   CLI::App app{"The CPU training step next to its primitives alone; prints JSON."};
   int steps = 200, threads = 1;
   std::string model_name = "mlp";

@@ -18,15 +18,22 @@ excluded; Monsoon's from its summary.json, summed over workers). Prints one JSON
 each variant's median and the ratios monsoon_1x1 / pytorch and monsoon_k2 / rpc_k2. Extra
 `--set` settings go to both Monsoon variants (e.g. `--set transport.local=grpc`).
 
+The PyTorch variants run on the BLAS kernels Monsoon's workers get (`monsoon devices`'s last
+line; OPENBLAS_CORETYPE, which OpenBLAS reads only when it loads: the script re-executes itself
+with it), so that the ratios compare the frameworks, not two kernel choices; run it with
+OPENBLAS_CORETYPE set to choose both.
+
 Uses Debian's python3-torch (run with /usr/bin/python3).
 """
 import argparse
 import gzip
 import json
 import os
+import re
 import socket
 import statistics
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -188,6 +195,17 @@ def rpc_parameter_server(workers, steps):
     return workers * steps * BATCH / (last - first)
 
 
+def use_monsoons_blas_kernels(binary):
+    """Re-executes this script on the OpenBLAS kernels `binary` runs on, unless chosen."""
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return
+    devices = subprocess.run([binary, "devices"], stdout=subprocess.PIPE, text=True,
+                             timeout=60).stdout
+    kernels = re.search(r"^cpu: OpenBLAS (\S+) kernels$", devices, re.MULTILINE).group(1)
+    os.environ["OPENBLAS_CORETYPE"] = kernels
+    os.execv(sys.executable, [sys.executable] + sys.argv)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--monsoon", required=True, help="the monsoon binary")
@@ -196,6 +214,7 @@ def main():
     parser.add_argument("--set", action="append", default=[], dest="sets",
                         help="a setting for both Monsoon variants")
     args = parser.parse_args()
+    use_monsoons_blas_kernels(args.monsoon)
     variants = {
         "pytorch": lambda: bare_pytorch(args.steps),
         "monsoon_1x1": lambda: monsoon(args.monsoon, 1, args.steps, args.sets),
@@ -208,7 +227,8 @@ def main():
             samples[name].append(run())
     median = {name: statistics.median(values) for name, values in samples.items()}
     print(json.dumps({
-        "benchmark": "head_to_head", "steps": args.steps, "reps": args.reps, "sets": args.sets,
+        "benchmark": "head_to_head", "blas_kernels": os.environ["OPENBLAS_CORETYPE"],
+        "steps": args.steps, "reps": args.reps, "sets": args.sets,
         "samples_per_second": samples,
         "median": median,
         "monsoon_1x1_vs_pytorch": median["monsoon_1x1"] / median["pytorch"],

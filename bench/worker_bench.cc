@@ -28,6 +28,7 @@
 #include "bench/child_process.h"
 #include "bench/median.h"
 #include "bench/step_shapes.h"
+#include "core/compute/cpu/blas_kernels.h"
 #include "core/compute/cpu/cpu_backend.h"
 #include "core/config/derived_values.h"
 #include "core/data/array_files.h"
@@ -183,6 +184,7 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
 }
 
 int Main(int argc, char** argv) {
+  RestartWith({BlasKernelsVariable()}, argv);  // the kernels a job's worker gets
   ApplyProcessSettings();
   if (argc == 4 && std::string(argv[1]) == "--serve") {
     return Serve(std::string(argv[2]) == "easgd" ? Algorithm::kEasgd : Algorithm::kDownpour,

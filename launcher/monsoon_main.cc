@@ -3,6 +3,7 @@
 // the same declarations.
 #include <glog/logging.h>
 
+#include "core/compute/cpu/blas_kernels.h"
 #include "core/process/process_setup.h"
 #include "launcher/commands/command.h"
 
@@ -16,7 +17,7 @@ constexpr char kAbout[] =
 constexpr char kVersion[] = "monsoon 0.17";
 
 int Main(int argc, char** argv) {
-  RestartWithHugePages(argv);
+  RestartWith({HugePagesVariable(), BlasKernelsVariable()}, argv);
   // The role processes log through glog (a timestamp and a level on every line of their logs);
   // the launcher speaks to the user on plain stderr ("monsoon: ...").
   FLAGS_logtostderr = true;

@@ -26,14 +26,23 @@ void ApplyProcessSettings() {
   RaiseDescriptorLimit();
 }
 
-void RestartWithHugePages(char** argv) {
+std::optional<StartupVariable> HugePagesVariable() {
   constexpr char kTunable[] = "glibc.malloc.hugetlb";
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   const std::string current = tunables == nullptr ? "" : tunables;
-  if (current.find(kTunable) != std::string::npos) return;
+  if (current.find(kTunable) != std::string::npos) return std::nullopt;
   const std::string wanted = std::string(kTunable) + "=1";
-  setenv("GLIBC_TUNABLES", current.empty() ? wanted.c_str() : (current + ":" + wanted).c_str(), 1);
-  execv("/proc/self/exe", argv);
+  return StartupVariable{"GLIBC_TUNABLES", current.empty() ? wanted : current + ":" + wanted};
+}
+
+void RestartWith(std::initializer_list<std::optional<StartupVariable>> variables, char** argv) {
+  bool restart = false;
+  for (const std::optional<StartupVariable>& variable : variables) {
+    if (!variable.has_value()) continue;
+    setenv(variable->name.c_str(), variable->value.c_str(), 1);
+    restart = true;
+  }
+  if (restart) execv("/proc/self/exe", argv);
 }
 
 void RaiseDescriptorLimit() {

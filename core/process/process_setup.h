@@ -3,6 +3,8 @@
 #define MONSOON_CORE_PROCESS_PROCESS_SETUP_H_
 
 #include <cstdint>
+#include <initializer_list>
+#include <optional>
 #include <string>
 
 namespace monsoon {
@@ -16,14 +18,24 @@ namespace monsoon {
 // - Raises the descriptor limit (RaiseDescriptorLimit).
 void ApplyProcessSettings();
 
-// Asks for transparent huge pages in this process and every process it starts (roles, worker
-// programs, a simulated cluster's in-process workers): adds glibc.malloc.hugetlb=1 to
-// GLIBC_TUNABLES, so that malloc advises the kernel to back its heap and its mmap()s with 2 MiB
-// pages (weights, gradients and data otherwise fault in 4 KiB at a time), and re-executes this
-// program with the same arguments, since glibc reads the tunable only when a process starts.
-// Returns when a caller had already chosen glibc.malloc.hugetlb (left as it is), or when the
-// re-execution fails (the processes it starts still inherit the setting). Call first in main().
-void RestartWithHugePages(char** argv);
+// A variable of the environment that takes effect only when a process starts, and its value.
+struct StartupVariable {
+  std::string name;
+  std::string value;
+};
+
+// Transparent huge pages for this process and every process it starts (roles, worker
+// programs, a simulated cluster's in-process workers): GLIBC_TUNABLES with
+// glibc.malloc.hugetlb=1 added, so that malloc advises the kernel to back its heap and its
+// mmap()s with 2 MiB pages (weights, gradients and data otherwise fault in 4 KiB at a time).
+// None when the caller had already chosen glibc.malloc.hugetlb (left as it is).
+std::optional<StartupVariable> HugePagesVariable();
+
+// Sets the `variables` present in this process's environment, which every process it starts
+// inherits, and re-executes this program with the same arguments (and pid) so that they take
+// effect here too. Returns when none is present, or when the re-execution fails (the processes
+// it starts still inherit them). Call first in main().
+void RestartWith(std::initializer_list<std::optional<StartupVariable>> variables, char** argv);
 
 // Raises this process's open-file limit (RLIMIT_NOFILE) to its hard limit: a server holds a
 // descriptor per connection.

@@ -257,4 +257,16 @@ grep -q "^monsoon: worker-[01] failed: .*the gradient is not finite at element [
        "$WORK/diverged.txt" \
   && pass "divergence named: $(grep -m1 -o 'the gradient is not finite.*' "$WORK/diverged.txt")" \
   || fail "divergence not named: $(tail -3 "$WORK/diverged.txt")"
+
+# OpenBLAS's kernels: on a CPU with AVX2, kernels built on it (Monsoon sets OPENBLAS_CORETYPE
+# where OpenBLAS does not know the CPU), unless OPENBLAS_CORETYPE chooses.
+kernels=$("$MONSOON" devices 2>&1 | sed -n 's/^cpu: OpenBLAS \(.*\) kernels$/\1/p')
+if grep -qw avx2 /proc/cpuinfo; then
+  case "$kernels" in
+    Haswell | Zen | Excavator | SkylakeX | Cooperlake | SapphireRapids) pass "BLAS kernels: $kernels" ;;
+    *) fail "an AVX2 CPU runs OpenBLAS's '$kernels' kernels" ;;
+  esac
+fi
+expect_eq "a chosen OPENBLAS_CORETYPE stands" \
+  "$(OPENBLAS_CORETYPE=Prescott "$MONSOON" devices 2>&1 | tail -1)" "cpu: OpenBLAS Prescott kernels"
 finish
