@@ -164,6 +164,7 @@ std::pair<double, double> GradientCopyRatios(Workload& w, int reps) {
 
 int Main(int argc, char** argv) {
   ApplyProcessSettings();  // as a server process has them
+  FlushDenormalsToZero();
   CLI::App app{"A server applying pushes, per update rule, next to memcpy; prints JSON last."};
   int mib = 64, reps = 10, threads = 1;
   app.add_option("--mib", mib, "MiB of weights")->check(CLI::Range(1, 4096));

@@ -85,6 +85,7 @@ std::string Breakdown(const std::map<std::string, double>& seconds, int steps, i
 
 int Main(int argc, char** argv) {
   RestartWith({BlasKernelsVariable()}, argv);  // the kernels a job's worker gets
+  FlushDenormalsToZero();
   CLI::App app{"The CPU training step next to its primitives alone; prints JSON."};
   int steps = 200, threads = 1;
   std::string model_name = "mlp";

@@ -255,6 +255,7 @@ Rates Measure(size_t bytes, int reps, size_t chunk_floats, int in_flight, bool s
 
 int Main(int argc, char** argv) {
   ApplyProcessSettings();
+  FlushDenormalsToZero();
   if (argc == 4 && std::string(argv[1]) == "--serve") {
     return Serve(std::stoul(argv[2]), std::stoul(argv[3]));
   }

@@ -186,6 +186,7 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
 int Main(int argc, char** argv) {
   RestartWith({BlasKernelsVariable()}, argv);  // the kernels a job's worker gets
   ApplyProcessSettings();
+  FlushDenormalsToZero();
   if (argc == 4 && std::string(argv[1]) == "--serve") {
     return Serve(std::string(argv[2]) == "easgd" ? Algorithm::kEasgd : Algorithm::kDownpour,
                  std::stoi(argv[3]));

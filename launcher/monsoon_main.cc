@@ -31,6 +31,7 @@ int Main(int argc, char** argv) {
     }
   };
   const auto ready = [] {
+    FlushDenormalsToZero();
     InstallStopSignals();
     ApplyProcessSettings();
   };

@@ -5,6 +5,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#if defined(__x86_64__)
+#include <pmmintrin.h>
+#include <xmmintrin.h>
+#endif
+
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -24,6 +29,13 @@ void ApplyProcessSettings() {
   mallopt(M_ARENA_MAX, 1);
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   RaiseDescriptorLimit();
+}
+
+void FlushDenormalsToZero() {
+#if defined(__x86_64__)
+  _MM_SET_FLUSH_ZERO_MODE(_MM_FLUSH_ZERO_ON);
+  _MM_SET_DENORMALS_ZERO_MODE(_MM_DENORMALS_ZERO_ON);
+#endif
 }
 
 std::optional<StartupVariable> HugePagesVariable() {
