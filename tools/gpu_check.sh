@@ -121,7 +121,8 @@ job_log = open(os.path.join(out, "gpu_job.log")).read()
 gpu_job, cpu_job = job("gpu_job_runs/gpu"), job("cpu_job")
 report = {
     "device": devices[0].strip(),
-    "devices": [d.strip() for d in devices if d.strip()],
+    "devices": [d.strip() for d in devices if d.strip() and not d.startswith("cpu: ")],
+    "cpu_kernels": [d.strip() for d in devices if d.startswith("cpu: ")][:1],
     "steps": {name: ("passed" if status == "0" else f"failed ({status})") for name, status in steps},
     "layers": re.findall(r"layers on: (.*)",
                          open(os.path.join(out, "parity.log")).read())[:1],
