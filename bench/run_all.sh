@@ -81,7 +81,8 @@ done
 
 # The simulator (README "Simulated clusters") against one real worker: the default job's
 # `sim_epochs` epochs trained by 1 real worker, and by 64 simulated ones; no evaluator. Its
-# samples per real second over the real worker's samples/s.
+# samples per real second of training over the real worker's samples/s, each without its start
+# (the worker's data load and connection; the simulation's setup_seconds, building its cluster).
 simulator_run() {  # NAME SETTINGS...
   local name=$1
   shift
@@ -123,10 +124,12 @@ head_to_head = whole("head_to_head")
 real_1 = json.load(open(f"{out}/simulator/real-1/summary.json"))
 simulated = json.load(open(f"{out}/simulator/simulated-64/summary.json"))
 simulated_samples = simulated["samples_per_second"] * simulated["training_seconds"]
+facts = simulated["simulation"]
 simulator = {"real_worker_samples_per_second": real_1["samples_per_second"],
              "simulated_workers": simulated["workers"],
+             "setup_seconds": facts["setup_seconds"],
              "simulated_samples_per_real_second":
-                 simulated_samples / simulated["simulation"]["real_seconds"]}
+                 simulated_samples / (facts["real_seconds"] - facts["setup_seconds"])}
 simulator["ratio"] = (simulator["simulated_samples_per_real_second"]
                       / simulator["real_worker_samples_per_second"])
 scaling = []

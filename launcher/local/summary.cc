@@ -142,6 +142,7 @@ std::string SummaryJson(const JobConfig& config, const RunDir& run_dir, const Jo
                               : Json{{"step_seconds", simulation->step_seconds},
                                      {"events", simulation->events},
                                      {"real_seconds", simulation->real_seconds},
+                                     {"setup_seconds", simulation->setup_seconds},
                                      {"apply_gbyte_per_s", simulation->apply_gbyte_per_s},
                                      {"busiest_server_share", simulation->busiest_server_share}};
   summary["training_seconds"] = p.worker_seconds;

@@ -73,6 +73,7 @@ struct SimulationFacts {
   double step_seconds = 0;  // one step's compute before stragglers and step_distribution
   uint64_t events = 0;      // the event loop's
   double real_seconds = 0;  // the simulation's own run time on this machine
+  double setup_seconds = 0;         // of real_seconds, building the cluster before its first event
   double apply_gbyte_per_s = 0;     // each server's update rate
   double busiest_server_share = 0;  // of the simulated time, the busiest server spent applying
 };

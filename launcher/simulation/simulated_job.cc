@@ -153,6 +153,7 @@ class Simulation {
   std::atomic<bool> halt_{false};        // the workers' stop flag
   bool timed_out_ = false;
   const absl::Time started_;             // in real time: training.timeout_seconds counts from it
+  absl::Time training_started_;          // in real time, once the cluster is built
   absl::Time next_progress_;
   std::optional<EvalResult> last_evaluation_;
   EventLoop loop_;
@@ -380,6 +381,7 @@ double Simulation::BusiestServerShare() const {
 }
 
 absl::StatusOr<JobProgress> Simulation::Run() {
+  training_started_ = absl::Now();
   for (int i = 0; i < config_.cluster.workers; ++i) {
     turns_.Spawn([this, i] {
       workers_[i].report = workers_[i].trainer->Run(&halt_);
@@ -400,8 +402,11 @@ absl::StatusOr<JobProgress> Simulation::Run() {
         absl::StrFormat("%.2f", Progress().min_epoch), " of ", config_.training.epochs,
         ": stopped (fewer epochs or workers, or a higher training.timeout_seconds)"));
   }
-  SimulationFacts facts{step_seconds_, loop_.events_run(),
-                        absl::ToDoubleSeconds(absl::Now() - started_), apply_bytes_per_second_ / 1e9,
+  SimulationFacts facts{step_seconds_,
+                        loop_.events_run(),
+                        absl::ToDoubleSeconds(absl::Now() - started_),
+                        absl::ToDoubleSeconds(training_started_ - started_),
+                        apply_bytes_per_second_ / 1e9,
                         BusiestServerShare()};
   LOG(INFO) << "simulation: " << facts.events << " events, " << loop_.seconds()
             << " simulated s in " << facts.real_seconds << " s (steps of " << step_seconds_

@@ -171,6 +171,12 @@ cmp -s "$WORK/twice-1/params.bin" "$WORK/twice-2/params.bin" \
 step=$(python3 -c "import json,sys; s = json.load(open(sys.argv[1]))['simulation']; print(s['step_seconds'], s['apply_gbyte_per_s'])" \
   "$WORK/twice-1/summary.json")
 expect_eq "summary.json records the simulation's step time and servers' rate" "$step" "0.002 0.5"
+python3 - "$WORK/twice-1/summary.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))["simulation"]
+assert 0 < s["setup_seconds"] < s["real_seconds"], s
+PY
+expect_eq "its real seconds include a shorter setup (building the cluster)" "$?" "0"
 # A server that applies too slowly for its workers is busy nearly all the time, and says so.
 timeout 120 "$MONSOON" run "$cfg" --run-dir "$WORK/busy" --set cluster.workers=16 \
   --set training.max_steps=20 --set cluster.evaluator=false --set simulation.enabled=true \
