@@ -54,7 +54,11 @@ void RestartWith(std::initializer_list<std::optional<StartupVariable>> variables
     setenv(variable->name.c_str(), variable->value.c_str(), 1);
     restart = true;
   }
-  if (restart) execv("/proc/self/exe", argv);
+  if (!restart) return;
+  // By its path, so that the process keeps its name (/proc/PID/comm, what ps and top show).
+  const std::string self = SelfExePath();
+  if (!self.empty()) execv(self.c_str(), argv);
+  execv("/proc/self/exe", argv);
 }
 
 void RaiseDescriptorLimit() {

@@ -41,9 +41,10 @@ struct StartupVariable {
 std::optional<StartupVariable> HugePagesVariable();
 
 // Sets the `variables` present in this process's environment, which every process it starts
-// inherits, and re-executes this program with the same arguments (and pid) so that they take
-// effect here too. Returns when none is present, or when the re-execution fails (the processes
-// it starts still inherit them). Call first in main().
+// inherits, and re-executes this program's file by its path (the process keeps its name and
+// pid) with the same arguments, so that they take effect here too. Returns when none is
+// present, or when the re-execution fails (the processes it starts still inherit them). Call
+// first in main().
 void RestartWith(std::initializer_list<std::optional<StartupVariable>> variables, char** argv);
 
 // Raises this process's open-file limit (RLIMIT_NOFILE) to its hard limit: a server holds a

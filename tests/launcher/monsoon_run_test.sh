@@ -267,6 +267,12 @@ if grep -qw avx2 /proc/cpuinfo; then
     *) fail "an AVX2 CPU runs OpenBLAS's '$kernels' kernels" ;;
   esac
 fi
+# Restarted with them (and huge pages), the launcher keeps its name for ps and top.
+timeout 60 "$MONSOON" run configs/linear_regression.yaml --run-dir "$WORK/named" >/dev/null 2>&1 &
+waiting=$!
+sleep 1
+expect_eq "the restarted launcher's process name" "$(cat "/proc/$(pgrep -P "$waiting")/comm")" "monsoon"
+wait "$waiting"
 expect_eq "a chosen OPENBLAS_CORETYPE stands" \
   "$(OPENBLAS_CORETYPE=Prescott "$MONSOON" devices 2>&1 | tail -1)" "cpu: OpenBLAS Prescott kernels"
 finish
