@@ -62,12 +62,13 @@ done
 
 # A stop inside a wrapper without exec: the program records the stop, the wrapper exits with
 # its status, and the launcher restarts the worker; the stopped incarnation's helpers end
-# with it. 5 epochs (about 19 s): finding the helper may take seconds beside other tests, and
-# the stop must come before worker 0 has finished.
+# with it. 8 epochs (about 20 s; 5 took 12 s in a CI run whose stop came too late): finding
+# the helper may take seconds beside other tests, and the stop must come before worker 0 has
+# finished.
 export HELPER_TAG=7790
 run="$WORK/stopped"
 STEP_SLEEP=0.05 timeout 120 "$MONSOON" run "$WORK/plain.yaml" --run-dir "$run" \
-  --set reliability.worker_restarts=1 --set training.epochs=5 >"$run.txt" 2>&1 &
+  --set reliability.worker_restarts=1 --set training.epochs=8 >"$run.txt" 2>&1 &
 launcher=$!
 for _ in $(seq 300); do [ "$(rows "$run/metrics/worker-0.csv")" -gt 3 ] && break; sleep 0.1; done
 first_helper=""
