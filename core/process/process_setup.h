@@ -20,7 +20,7 @@ void ApplyProcessSettings();
 
 // Flushes denormal floats to zero, in arithmetic's results and inputs, in this thread and in
 // every thread it starts afterwards (x86's FTZ and DAZ; elsewhere nothing). Where a parameter's
-// gradient stays zero (the first layer's weights of always-blank pixels), an optimizer's decaying
+// gradient stays zero (the weights of a ReLU unit no input activates), an optimizer's decaying
 // state (momentum's velocity, Adam's moments) comes to rest at the smallest denormal instead of
 // zero, and x86 cores, Intel's above all, compute on denormals many times slower: a server's
 // whole apply slows with them. Monsoon's own processes call it in main(); the Python module

@@ -1,6 +1,6 @@
 // Which of OpenBLAS's kernel families the CPU backend's GEMMs run on. OpenBLAS picks them when
 // it loads, from the CPU's model; a build that does not know the model (Debian 12's 0.3.21 on
-// Xeons newer than Sapphire Rapids, for one) falls back to its SSE3 kernels ("Prescott"), 4-6x
+// an Intel Xeon of family 6, model 207, for one) falls back to its SSE3 kernels ("Prescott"), 4-6x
 // slower on an AVX-512 CPU. OPENBLAS_CORETYPE overrides the pick, and is read only at load.
 #ifndef MONSOON_CORE_COMPUTE_CPU_BLAS_KERNELS_H_
 #define MONSOON_CORE_COMPUTE_CPU_BLAS_KERNELS_H_
