@@ -131,6 +131,13 @@ struct BatchNormGeometry {
   FusedRelu relu = FusedRelu::kNone;
 };
 
+// A dense layer over a batch: y [batch x out] = x [batch x in] W [in x out] + b [out], then
+// y = max(0, y) where `relu` is kOnOutput (every backend takes it).
+struct DenseGeometry {
+  int in = 0, out = 0;
+  FusedRelu relu = FusedRelu::kNone;  // kNone or kOnOutput
+};
+
 // Pointers passed to these methods live in the backend's memory space unless named `host`.
 // A backend is used by one thread at a time. A device backend may queue work asynchronously
 // and records its first error instead of throwing or aborting: after an error every method is
@@ -188,6 +195,25 @@ class ComputeBackend {
   // numbers as floats (below kMaxGatherRows).
   virtual void GatherRows(const float* table, int cols, const float* index, int rows,
                           float* out) = 0;
+  // A dense layer's forward (DenseGeometry). By default a Gemm, AddBias, then the ReLU in
+  // place; a backend may run them as one call.
+  virtual void DenseForward(const DenseGeometry& g, const float* x, const float* w, const float* b,
+                            int batch, float* y) {
+    Gemm(false, false, batch, g.out, g.in, 1.0f, x, w, 0.0f, y);
+    AddBias(b, batch, g.out, y);
+    if (g.relu == FusedRelu::kOnOutput) {
+      ActivationForward({Activation::kRelu}, y, y, static_cast<size_t>(batch) * g.out);
+    }
+  }
+  // Its backward, from dy with respect to x W + b (before a fused ReLU): dw = x^T dy, db = the
+  // column sums of dy, and dx = dy W^T unless dx is null. By default two Gemms and ColumnSum;
+  // a backend may sum db inside the first.
+  virtual void DenseBackward(const DenseGeometry& g, const float* x, const float* w,
+                             const float* dy, int batch, float* dw, float* db, float* dx) {
+    Gemm(true, false, g.in, g.out, batch, 1.0f, x, dy, 0.0f, dw);
+    ColumnSum(dy, batch, g.out, db);
+    if (dx != nullptr) Gemm(false, true, batch, g.in, g.out, 1.0f, dy, w, 0.0f, dx);
+  }
   // x[r][c] += bias[c] for a rows x cols matrix x.
   virtual void AddBias(const float* bias, int rows, int cols, float* x) = 0;
   // out[c] = sum_r x[r][c].

@@ -160,6 +160,13 @@ struct LayerBuild {
   LayerTensors tensors;
 };
 
+// Where a kind runs the ReLU right after it inside its own call.
+enum class ReluFusion {
+  kNo,
+  kOnNativeLayout,  // where its output is in the backend's native layout
+  kAlways,
+};
+
 struct LayerKindDecl {
   LayerKind kind;
   // README's "what it does".
@@ -171,9 +178,9 @@ struct LayerKindDecl {
   // fit; null: the input's shape.
   absl::StatusOr<Shape> (*output_shape)(const LayerSpec& l, const Shape& in);
   NativeLayout layout;
-  // Fusion: whether a ReLU right after this kind runs inside it (on the native layout), and
-  // whether this kind, right after such a fused ReLU, takes the gradient back through it.
-  bool absorbs_relu;
+  // Fusion: whether a ReLU right after this kind runs inside it, and whether this kind, right
+  // after such a fused ReLU, takes the gradient back through it.
+  ReluFusion absorbs_relu;
   bool backprops_through_relu;
   // Prefix of the parameter tensors' names, counted per kind ("dense" -> dense0, dense1);
   // null for kinds without parameters.

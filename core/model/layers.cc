@@ -8,22 +8,19 @@ namespace monsoon {
 
 void DenseLayer::Bind(float* params, float* grads, float* /*state*/) {
   w_ = params;
-  b_ = params + static_cast<size_t>(in_) * out_;
+  b_ = params + static_cast<size_t>(g_.in) * g_.out;
   dw_ = grads;
-  db_ = grads + static_cast<size_t>(in_) * out_;
+  db_ = grads + static_cast<size_t>(g_.in) * g_.out;
 }
 
 void DenseLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
-  backend.Gemm(false, false, batch, out_, in_, 1.0f, x, w_, 0.0f, y);
-  backend.AddBias(b_, batch, out_, y);
+  backend.DenseForward(g_, x, w_, b_, batch, y);
 }
 
 void DenseLayer::Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
                           int batch, float* dx) {
-  // dW = x^T dy, db = column sums of dy, dx = dy W^T.
-  backend.Gemm(true, false, in_, out_, batch, 1.0f, x, dy, 0.0f, dw_);
-  backend.ColumnSum(dy, batch, out_, db_);
-  if (dx != nullptr) backend.Gemm(false, true, batch, in_, out_, 1.0f, dy, w_, 0.0f, dx);
+  dy = relu_gradient_.Before(backend, y, dy, static_cast<size_t>(batch) * g_.out);
+  backend.DenseBackward(g_, x, w_, dy, batch, dw_, db_, dx);
 }
 
 void ActivationLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {
@@ -236,8 +233,8 @@ void GlobalAvgPoolLayer::Backward(ComputeBackend& backend, const float* /*x*/, c
                                   const float* dy, int batch, float* dx) {
   if (dx == nullptr) return;
   const bool native = in_ == Layout::kNative;
-  backend.Gemm(false, false, batch * channels_, pixels_, 1, 1.0f / pixels_, dy, Ones(backend),
-               0.0f, native ? Plain(backend, batch) : dx);
+  backend.Gemm(false, false, batch * channels_, pixels_, 1, 1.0f / pixels_, dy, Ones(backend), 0.0f,
+               native ? Plain(backend, batch) : dx);
   if (native) {
     backend.ConvertLayout(channels_, height_, width_, batch, /*to_native=*/true, plain_.data(), dx);
   }

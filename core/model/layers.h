@@ -73,14 +73,33 @@ class Layer {
   const LayerTensors tensors_;
 };
 
-// y = x W + b with W [in x out] and b [out].
+// The gradient back through a ReLU fused into a layer's forward call (FusedRelu::kOnOutput),
+// for layers whose backward kernels take the gradient before that ReLU.
+class FusedReluGradient {
+ public:
+  // `active`: the layer fuses a ReLU and the next layer does not take the gradient back
+  // through it itself.
+  explicit FusedReluGradient(bool active) : active_(active) {}
+  // The gradient before the ReLU, from its output y and dy ([n] each): dy where not active.
+  const float* Before(ComputeBackend& backend, const float* y, const float* dy, size_t n);
+
+ private:
+  const bool active_;
+  DeviceBuffer dy_;  // the last Before's, where active
+};
+
+// y = x W + b with W [in x out] and b [out]; with a fused ReLU (FusedRelu::kOnOutput) y is the
+// ReLU's output, and Backward's dy the gradient with respect to it.
 class DenseLayer : public Layer {
  public:
-  DenseLayer(LayerTensors tensors, std::string name, int in, int out)
-      : Layer(std::move(tensors)), name_(std::move(name)), in_(in), out_(out) {}
+  DenseLayer(LayerTensors tensors, std::string name, const DenseGeometry& g)
+      : Layer(std::move(tensors)),
+        name_(std::move(name)),
+        g_(g),
+        relu_gradient_(g.relu == FusedRelu::kOnOutput) {}
   std::string name() const override { return name_ + " (dense)"; }
-  int input_dim() const override { return in_; }
-  int output_dim() const override { return out_; }
+  int input_dim() const override { return g_.in; }
+  int output_dim() const override { return g_.out; }
   void Bind(float* params, float* grads, float* state) override;
   void Forward(ComputeBackend& backend, const float* x, int batch, float* y) override;
   void Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy, int batch,
@@ -88,8 +107,8 @@ class DenseLayer : public Layer {
 
  private:
   const std::string name_;
-  const int in_;
-  const int out_;
+  const DenseGeometry g_;
+  FusedReluGradient relu_gradient_;
   float* w_ = nullptr;  // borrowed, [in x out]
   float* b_ = nullptr;  // borrowed, [out]
   float* dw_ = nullptr;
@@ -110,21 +129,6 @@ class ActivationLayer : public Layer {
  private:
   const ActivationFn f_;
   const int dim_;
-};
-
-// The gradient back through a ReLU fused into a layer's forward call (FusedRelu::kOnOutput),
-// for layers whose backward kernels take the gradient before that ReLU.
-class FusedReluGradient {
- public:
-  // `active`: the layer fuses a ReLU and the next layer does not take the gradient back
-  // through it itself.
-  explicit FusedReluGradient(bool active) : active_(active) {}
-  // The gradient before the ReLU, from its output y and dy ([n] each): dy where not active.
-  const float* Before(ComputeBackend& backend, const float* y, const float* dy, size_t n);
-
- private:
-  const bool active_;
-  DeviceBuffer dy_;  // the last Before's, where active
 };
 
 // A 2-D convolution: weights [filters x channels*kernel*kernel], biases [filters]. Where the
@@ -278,7 +282,7 @@ class ResidualLayer : public Layer {
   const std::vector<std::unique_ptr<Layer>> body_;
   const std::unique_ptr<Layer> projection_;
   const int input_dim_;
-  int batch_ = 0;  // the buffers' rows
+  int batch_ = 0;                      // the buffers' rows
   std::vector<DeviceBuffer> outputs_;  // outputs_[i]: body layer i's
   DeviceBuffer shortcut_;              // the projection's output
   DeviceBuffer scratch_[2];            // gradients inside the block, ping-pong

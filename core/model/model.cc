@@ -100,8 +100,8 @@ std::vector<NativeLayout> KindLayouts(const std::vector<LayerSpec>& specs, const
 std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs, const Shape& in,
                                   const std::vector<Shape>& shapes, int block, Layout ends) {
   const bool native_ends = ends == Layout::kNative;
-  const std::vector<bool> native = NativeOutputs(KindLayouts(specs, in, shapes, block), shapes,
-                                                 block, native_ends, native_ends);
+  const std::vector<bool> native =
+      NativeOutputs(KindLayouts(specs, in, shapes, block), shapes, block, native_ends, native_ends);
   std::vector<LayerPlan> plans(specs.size());
   const auto layout = [](bool native) { return native ? Layout::kNative : Layout::kPlain; };
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -109,7 +109,8 @@ std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs, const Sha
     plans[i].out = layout(native[i]);
   }
   for (size_t i = 0; i + 1 < specs.size(); ++i) {
-    if (!DeclOf(specs[i].kind).absorbs_relu || !native[i] ||
+    const ReluFusion fusion = DeclOf(specs[i].kind).absorbs_relu;
+    if (fusion == ReluFusion::kNo || (fusion == ReluFusion::kOnNativeLayout && !native[i]) ||
         specs[i + 1].kind != LayerKind::kRelu) {
       continue;
     }
@@ -277,8 +278,7 @@ std::vector<SummaryRow> SummaryRows(const ModelSpec& spec) {
   const std::vector<std::unique_ptr<Layer>> layers = BuildLayers(spec);
   std::vector<const Layer*> computing;
   for (const auto& layer : layers) computing.push_back(layer.get());
-  const size_t total =
-      AppendSummaryRows(ModelLayers(spec), InputShape(spec), computing, "", &rows);
+  const size_t total = AppendSummaryRows(ModelLayers(spec), InputShape(spec), computing, "", &rows);
   rows.push_back({"total", "", absl::StrCat(total)});
   return rows;
 }
