@@ -2,7 +2,7 @@
 # The CUDA backend without a GPU: its real source, compiled for the host against stand-in CUDA,
 # cuBLAS and cuDNN headers (emulator.h) with AddressSanitizer and UBSan, loaded as the CUDA
 # plugin by the unchanged GPU parity test (tests/worker/cublas_parity_test), which must pass
-#   - under the lazy, eager and random stream schedules;
+#   - under the lazy, eager and random stream schedules, and with cuBLASLt finding no algorithm;
 #   - with a cudaMalloc failure injected at each allocation of a CNN model's life in turn;
 # and must fail for each single-line mutation of the CUDA code below (rebuilt here with g++).
 source tests/launcher/test_lib.sh
@@ -38,6 +38,11 @@ for schedule in lazy eager random:1 random:2 random:3; do
     "$WORK/parity-$schedule.txt" | head -1))" "$?" "0"
 done
 
+# Dense layers on the separate kernels, as where cuBLASLt has no algorithm for a shape.
+emulated "$plugin" MONSOON_CUDA_EMULATION_LT=none timeout 300 "$parity" >"$WORK/parity-no-lt.txt" 2>&1
+expect_eq "the parity test without cuBLASLt's algorithms ($(tail -2 "$WORK/parity-no-lt.txt" \
+  | head -1))" "$?" "0"
+
 # A failed cudaMalloc at each of the first 60 allocations of two CNN models' lives, the first on
 # im2col, the second on cuDNN: reported as the model's error (or past the last allocation, a
 # clean run), never a crash.
@@ -64,11 +69,11 @@ bound=$(( (256 << 20) + 4 * 224 * 224 * 256 ))
 
 # Each mutant below is the plugin rebuilt (g++) with OLD replaced by NEW in FILE (once); the
 # parity test (lazy schedule, stopped at its first failure) must fail on it. A mutated file
-# reaches one object of the plugin, cudnn_layers_on_host.cc's (cudnn_layers.cu) or
-# cublas_backend_on_host.cc's (the rest), so the others are built once, and the mutants two
-# at a time.
+# reaches one object of the plugin (on_host below), so the others are built once, and the
+# mutants two at a time.
 cuda=core/compute/cuda/cublas_backend.cu
 cudnn=core/compute/cuda/cudnn_layers.cu
+lt=core/compute/cuda/lt_dense.cu
 math=core/compute/conv_math.h
 mutants=(
   padding-axis "$math" "* g.stride - g.pad_left + kw" "* g.stride - g.pad_top + kw"
@@ -102,6 +107,11 @@ mutants=(
   cudnn-workspace-short "$cuda" "return ConvWorkspace((bytes + sizeof(float) - 1) / sizeof(float));"
   "return ConvWorkspace(bytes / 8);"
   cudnn-pool-given-x "$cudnn" "&one, plan->y, y, plan->y, dy," "&one, plan->y, x, plan->y, dy,"
+  lt-relu-dropped "$lt" "? CUBLASLT_EPILOGUE_RELU_BIAS" "? CUBLASLT_EPILOGUE_BIAS"
+  lt-bias-gradient-of-x "$lt" "batch, true, dy, x, dw, db)" "batch, true, x, dy, dw, db)"
+  lt-alignment-assumed "$lt" "trans_b, Alignment(a)," "trans_b, 256u,"
+  lt-bias-alignment-assumed "$lt" "Alignment(bias) < 16" "Alignment(bias) < 4"
+  lt-dx-dropped "$cuda" "    } else if (dx != nullptr) {" "    } else if (false) {"
   cudnn-bn-saved-crossed "$cudnn" "running_var, g.epsilon,
                    mean, invstd)," "running_var, g.epsilon,
                    invstd, mean),"
@@ -113,13 +123,16 @@ compile() {
 }
 unchanged=()
 for source in core/compute/cuda/cuda_plugin.cc tests/cuda_emulation/emulator.cc \
-  tests/cuda_emulation/cudnn_emulator.cc core/finite.cc; do
+  tests/cuda_emulation/cublaslt_emulator.cc tests/cuda_emulation/cudnn_emulator.cc core/finite.cc; do
   unchanged+=("$WORK/$(basename "$source").o")
   compile "$PWD" "$source" "${unchanged[-1]}" || fail "$source did not build for the mutants"
 done
+# The object each mutated file reaches (the rest of the CUDA code: cublas_backend_on_host.cc's).
+declare -A on_host=([$cudnn]=tests/cuda_emulation/cudnn_layers_on_host.cc
+  [$lt]=tests/cuda_emulation/lt_dense_on_host.cc)
 backend=tests/cuda_emulation/cublas_backend_on_host.cc
-cudnn_layers=tests/cuda_emulation/cudnn_layers_on_host.cc
-for source in "$backend" "$cudnn_layers"; do
+objects=("$backend" "${on_host[@]}")
+for source in "${objects[@]}"; do
   compile "$PWD" "$source" "$WORK/$(basename "$source").o" &
 done
 wait
@@ -138,10 +151,12 @@ if text.count(old) != 1:
 os.remove(path)  # never write through a link
 open(path, "w").write(text.replace(old, new))
 PY
-  local mutated=$backend kept=$cudnn_layers
-  [ "$file" != "$cudnn" ] || { mutated=$cudnn_layers kept=$backend; }
+  local mutated=${on_host[$file]:-$backend} kept=() object
+  for object in "${objects[@]}"; do
+    [ "$object" = "$mutated" ] || kept+=("$WORK/$(basename "$object").o")
+  done
   compile "$src" "$mutated" "$src/mutated.o" 2>"$WORK/$name.build.txt" \
-    && g++ -shared "$src/mutated.o" "$WORK/$(basename "$kept").o" "${unchanged[@]}" \
+    && g++ -shared "$src/mutated.o" "${kept[@]}" "${unchanged[@]}" \
       $(pkg-config --libs absl_status absl_statusor absl_strings) -o "$src/plugin.so" \
       2>>"$WORK/$name.build.txt"
 }

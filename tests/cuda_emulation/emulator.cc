@@ -332,6 +332,7 @@ void EnterThread(unsigned block, unsigned thread, unsigned blocks, unsigned thre
 
 }  // namespace cuda_emulation
 
+using cuda_emulation::ColumnMajorExtent;
 using cuda_emulation::Dev;
 using cuda_emulation::Kind;
 
@@ -339,14 +340,9 @@ using cuda_emulation::Kind;
 // holds X(i, j) at x[i + j * ld]. Argument checks as cuBLAS documents them; each operand's
 // extent must lie in one live device allocation; products accumulate in double.
 
-namespace {
-
-// The floats a column-major rows x cols operand with leading dimension ld spans.
-size_t Extent(int rows, int cols, int ld) {
+size_t cuda_emulation::ColumnMajorExtent(int rows, int cols, int ld) {
   return rows == 0 || cols == 0 ? 0 : static_cast<size_t>(cols - 1) * ld + rows;
 }
-
-}  // namespace
 
 cublasStatus_t cublasCreate(cublasHandle_t* handle) {
   *handle = new cuda_emulation::Blas;
@@ -369,19 +365,17 @@ const char* cublasGetStatusString(cublasStatus_t status) {
       return "CUBLAS_STATUS_SUCCESS";
     case CUBLAS_STATUS_NOT_INITIALIZED:
       return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
     default:
       return "CUBLAS_STATUS_INVALID_VALUE";
   }
 }
 
-namespace {
-
-// An fp32 operand as `type`'s tensor cores take it: rounded to nearest, ties to even, at 10
-// (tf32) or 7 (bf16) mantissa bits; as it is for plain fp32.
-float RoundOperand(float x, cublasComputeType_t type) {
-  const int dropped = type == CUBLAS_COMPUTE_32F_FAST_TF32   ? 13
-                      : type == CUBLAS_COMPUTE_32F_FAST_16BF ? 16
-                                                             : 0;
+float cuda_emulation::TensorCoreOperand(float x, int compute_type) {
+  const int dropped = compute_type == CUBLAS_COMPUTE_32F_FAST_TF32   ? 13
+                      : compute_type == CUBLAS_COMPUTE_32F_FAST_16BF ? 16
+                                                                     : 0;
   if (dropped == 0 || !std::isfinite(x)) return x;
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof bits);
@@ -390,8 +384,6 @@ float RoundOperand(float x, cublasComputeType_t type) {
   std::memcpy(&x, &bits, sizeof x);
   return x;
 }
-
-}  // namespace
 
 cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
                             cublasOperation_t transb, int m, int n, int k, const void* alpha_v,
@@ -415,9 +407,9 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
   const auto* a = static_cast<const float*>(a_v);
   const auto* b = static_cast<const float*>(b_v);
   auto* c = static_cast<float*>(c_v);
-  cuda_emulation::CheckDeviceFloats(a, Extent(rows_a, cols_a, lda), "cublasGemmEx A");
-  cuda_emulation::CheckDeviceFloats(b, Extent(rows_b, cols_b, ldb), "cublasGemmEx B");
-  cuda_emulation::CheckDeviceFloats(c, Extent(m, n, ldc), "cublasGemmEx C");
+  cuda_emulation::CheckDeviceFloats(a, ColumnMajorExtent(rows_a, cols_a, lda), "cublasGemmEx A");
+  cuda_emulation::CheckDeviceFloats(b, ColumnMajorExtent(rows_b, cols_b, ldb), "cublasGemmEx B");
+  cuda_emulation::CheckDeviceFloats(c, ColumnMajorExtent(m, n, ldc), "cublasGemmEx C");
   // Host pointer mode: alpha and beta are read at the call.
   const float al = *static_cast<const float*>(alpha_v), be = *static_cast<const float*>(beta_v);
   cuda_emulation::Enqueue(handle->stream, {[=] {
@@ -427,7 +419,8 @@ cublasStatus_t cublasGemmEx(cublasHandle_t handle, cublasOperation_t transa,
         for (int p = 0; p < k; ++p) {
           const float x = ta ? a[p + static_cast<size_t>(i) * lda] : a[i + static_cast<size_t>(p) * lda];
           const float y = tb ? b[j + static_cast<size_t>(p) * ldb] : b[p + static_cast<size_t>(j) * ldb];
-          sum += static_cast<double>(RoundOperand(x, compute_type)) * RoundOperand(y, compute_type);
+          sum += static_cast<double>(cuda_emulation::TensorCoreOperand(x, compute_type)) *
+                 cuda_emulation::TensorCoreOperand(y, compute_type);
         }
         float& out = c[i + static_cast<size_t>(j) * ldc];
         out = static_cast<float>(al * sum + (be == 0.0f ? 0.0 : static_cast<double>(be) * out));
@@ -449,9 +442,9 @@ cublasStatus_t cublasSgemv(cublasHandle_t handle, cublasOperation_t trans, int m
   const bool t = trans == CUBLAS_OP_T;
   const int in = t ? m : n, out = t ? n : m;
   if (incx < 0 || incy < 0) return CUBLAS_STATUS_INVALID_VALUE;  // not emulated
-  cuda_emulation::CheckDeviceFloats(a, Extent(m, n, lda), "cublasSgemv A");
-  cuda_emulation::CheckDeviceFloats(x, Extent(1, in, incx), "cublasSgemv x");
-  cuda_emulation::CheckDeviceFloats(y, Extent(1, out, incy), "cublasSgemv y");
+  cuda_emulation::CheckDeviceFloats(a, ColumnMajorExtent(m, n, lda), "cublasSgemv A");
+  cuda_emulation::CheckDeviceFloats(x, ColumnMajorExtent(1, in, incx), "cublasSgemv x");
+  cuda_emulation::CheckDeviceFloats(y, ColumnMajorExtent(1, out, incy), "cublasSgemv y");
   const float al = *alpha, be = *beta;
   cuda_emulation::Enqueue(handle->stream, {[=] {
     for (int i = 0; i < out; ++i) {
@@ -473,8 +466,8 @@ cublasStatus_t cublasSaxpy(cublasHandle_t handle, int n, const float* alpha, con
   if (handle == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (n <= 0) return CUBLAS_STATUS_SUCCESS;
   if (incx <= 0 || incy <= 0) return CUBLAS_STATUS_INVALID_VALUE;  // not emulated
-  cuda_emulation::CheckDeviceFloats(x, Extent(1, n, incx), "cublasSaxpy x");
-  cuda_emulation::CheckDeviceFloats(y, Extent(1, n, incy), "cublasSaxpy y");
+  cuda_emulation::CheckDeviceFloats(x, ColumnMajorExtent(1, n, incx), "cublasSaxpy x");
+  cuda_emulation::CheckDeviceFloats(y, ColumnMajorExtent(1, n, incy), "cublasSaxpy y");
   const float al = *alpha;
   cuda_emulation::Enqueue(handle->stream, {[=] {
     for (int i = 0; i < n; ++i) y[static_cast<size_t>(i) * incy] += al * x[static_cast<size_t>(i) * incx];

@@ -62,6 +62,11 @@ void CheckDevice(const void* p, size_t bytes, const char* what);
 inline void CheckDeviceFloats(const void* p, size_t floats, const char* what) {
   CheckDevice(p, floats * sizeof(float), what);
 }
+// The floats a column-major rows x cols operand with leading dimension ld spans.
+size_t ColumnMajorExtent(int rows, int cols, int ld);
+// An fp32 operand as the tensor cores of cuBLAS compute type `compute_type` take it: rounded to
+// nearest, ties to even, at 10 (tf32) or 7 (bf16) mantissa bits; as it is for plain fp32.
+float TensorCoreOperand(float x, int compute_type);
 // Runs all queued work, as a call that synchronises the device does.
 void SynchronizeDevice();
 // Queues a kernel's whole grid on `stream`.

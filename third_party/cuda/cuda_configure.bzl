@@ -2,7 +2,7 @@
 
 Creates the repository @local_cuda with
   defs.bzl   CUDA_AVAILABLE (bool), NVCC (path), CUDA_PATH
-  BUILD      :cuda_libs, linking cudart and cuBLAS (empty without CUDA)
+  BUILD      :cuda_libs, linking cudart, cuBLAS and cuBLASLt (empty without CUDA)
 The toolkit is looked for at $MONSOON_CUDA_PATH (default /usr/local/cuda); without nvcc and
 cublas_v2.h there, CUDA targets are left out and everything else builds as usual.
 """
@@ -16,7 +16,7 @@ def _local_cuda_impl(ctx):
         ctx.file("defs.bzl", "CUDA_AVAILABLE = True\nNVCC = \"%s\"\nCUDA_PATH = \"%s\"\n" % (nvcc, path))
         ctx.file("BUILD", """cc_library(
     name = "cuda_libs",
-    linkopts = ["-L{p}/lib64", "-lcublas", "-lcudart", "-Wl,-rpath,{p}/lib64"],
+    linkopts = ["-L{p}/lib64", "-lcublasLt", "-lcublas", "-lcudart", "-Wl,-rpath,{p}/lib64"],
     visibility = ["//visibility:public"],
 )
 """.format(p = path))

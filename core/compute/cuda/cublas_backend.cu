@@ -15,6 +15,7 @@
 #include "core/compute/cuda/cublas_backend.h"
 #include "core/compute/cuda/cudnn_layers.h"
 #include "core/compute/cuda/launch.h"
+#include "core/compute/cuda/lt_dense.h"
 #include "core/compute/kernel_math.h"
 #include "core/finite.h"
 
@@ -320,6 +321,7 @@ class CublasBackend : public ComputeBackend {
     for (auto& [device, copy] : started_) {
       if (copy.done != nullptr) cudaEventDestroy(copy.done);
     }
+    lt_.reset();
     if (handle_ != nullptr) cublasDestroy(handle_);
     if (copy_done_ != nullptr) cudaEventDestroy(copy_done_);
     if (compute_done_ != nullptr) cudaEventDestroy(compute_done_);
@@ -338,6 +340,9 @@ class CublasBackend : public ComputeBackend {
         !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream")) {
       return status_;
     }
+    auto lt = LtDense::Create(compute_, ComputeType());
+    if (!lt.ok()) return lt.status();
+    lt_ = *std::move(lt);
     return OpenCudnn();
   }
 
@@ -502,6 +507,27 @@ class CublasBackend : public ComputeBackend {
               "cublasGemmEx");
   }
 
+  // The product, its bias and a fused ReLU in one cuBLASLt call where it has an algorithm
+  // for the shape, else ComputeBackend's separate calls.
+  void DenseForward(const DenseGeometry& g, const float* x, const float* w, const float* b,
+                    int batch, float* y) override {
+    if (!status_.ok()) return;
+    if (!RanOnLibrary(lt_->Forward(g, x, w, b, batch, y))) {
+      ComputeBackend::DenseForward(g, x, w, b, batch, y);
+    }
+  }
+
+  // dw with db summed in the same cuBLASLt call where it has an algorithm for the shape.
+  void DenseBackward(const DenseGeometry& g, const float* x, const float* w, const float* dy,
+                     int batch, float* dw, float* db, float* dx) override {
+    if (!status_.ok()) return;
+    if (!RanOnLibrary(lt_->WeightGradient(g, x, dy, batch, dw, db))) {
+      ComputeBackend::DenseBackward(g, x, w, dy, batch, dw, db, dx);
+    } else if (dx != nullptr) {
+      Gemm(false, true, batch, g.in, g.out, 1.0f, dy, w, 0.0f, dx);
+    }
+  }
+
   void GatherRows(const float* table, int cols, const float* index, int rows, float* out) override {
     const size_t n = static_cast<size_t>(rows) * cols;
     if (!status_.ok() || n == 0) return;
@@ -585,7 +611,7 @@ class CublasBackend : public ComputeBackend {
                      int batch, float* y) override {
     if (!Implemented(g) || batch == 0) return;
     if (cudnn_ != nullptr && CudnnLayers::Takes(g) &&
-        RanOnCudnn(cudnn_->Conv2dForward(g, x, w, b, batch, y, CudnnWorkspace()))) {
+        RanOnLibrary(cudnn_->Conv2dForward(g, x, w, b, batch, y, CudnnWorkspace()))) {
       return;
     }
     const size_t pixels = static_cast<size_t>(g.out_height) * g.out_width;
@@ -617,7 +643,7 @@ class CublasBackend : public ComputeBackend {
       return;
     }
     if (cudnn_ != nullptr && CudnnLayers::Takes(g) &&
-        RanOnCudnn(cudnn_->Conv2dBackward(g, x, w, dy, batch, dw, db, dx, CudnnWorkspace()))) {
+        RanOnLibrary(cudnn_->Conv2dBackward(g, x, w, dy, batch, dw, db, dx, CudnnWorkspace()))) {
       return;
     }
     const size_t pixels = static_cast<size_t>(g.out_height) * g.out_width;
@@ -784,15 +810,15 @@ class CublasBackend : public ComputeBackend {
     return status_.ok() && cudnn_ != nullptr && training && int64_t{batch} * g.pixels > 1;
   }
 
-  // Records a cuDNN call's error as the backend's.
+  // Records a cuDNN or cuBLASLt call's error as the backend's.
   void Record(const absl::Status& status) {
     if (!status.ok() && status_.ok()) {
       status_ = absl::Status(status.code(),
                              absl::StrCat("CUDA device ", device_, ": ", status.message()));
     }
   }
-  // Whether a cuDNN convolution ran (or failed: recorded).
-  bool RanOnCudnn(const absl::StatusOr<bool>& ran) {
+  // Whether a cuDNN or cuBLASLt call ran (or failed: recorded); false: nothing queued.
+  bool RanOnLibrary(const absl::StatusOr<bool>& ran) {
     Record(ran.status());
     return !ran.ok() || *ran;
   }
@@ -987,6 +1013,7 @@ class CublasBackend : public ComputeBackend {
   DeviceBuffer scratch_;
   DeviceBuffer conv_workspace_;
   DeviceBuffer bn_partials_;
+  std::unique_ptr<LtDense> lt_;         // set by Init
   std::unique_ptr<CudnnLayers> cudnn_;  // null: every layer on own kernels
   std::string layers_;                  // what runs them, for name()
   absl::Status status_;
