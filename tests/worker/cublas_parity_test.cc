@@ -75,6 +75,18 @@ TwinModels MakeTwins(const ModelSpec& spec, CpuBackend* cpu, ComputeBackend* gpu
   return twins;
 }
 
+// The two models' last batch: the same loss, hits and gradients.
+void ExpectSameGradients(Model* on_cpu, Model* on_gpu, const BatchResult& bc,
+                         const BatchResult& bg) {
+  std::vector<float> gc(on_cpu->num_params()), gg(on_gpu->num_params());
+  on_cpu->GetGrads(gc.data());
+  on_gpu->GetGrads(gg.data());
+  REQUIRE_OK(on_gpu->Synchronize());
+  CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
+  CHECK(bg.correct == bc.correct);
+  for (size_t i = 0; i < gc.size(); ++i) REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
+}
+
 // One training step of both models on the same batch, the GPU's gradient streamed where
 // `stream`: their losses and gradients (within `margin`) must agree. Returns the CPU's.
 std::vector<float> ExpectSameStep(Model* on_cpu, Model* on_gpu, const std::vector<float>& x,
@@ -343,14 +355,7 @@ TEST_CASE("CublasBackend: a ReLU MLP on aligned tensors matches the CPU", "[gpu]
     for (int r = 0; r < rows; ++r) y[r] = static_cast<float>(r * 5 % spec.output_dim);
     const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), rows);
     const BatchResult bg = on_gpu->ComputeGradients(x.data(), y.data(), rows);
-    std::vector<float> gc(params.size()), gg(params.size());
-    on_cpu->GetGrads(gc.data());
-    on_gpu->GetGrads(gg.data());
-    REQUIRE_OK(on_gpu->Synchronize());
-    CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
-    CHECK(bg.correct == bc.correct);
-    for (size_t i = 0; i < gc.size(); ++i)
-      REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
+    ExpectSameGradients(on_cpu.get(), on_gpu.get(), bc, bg);
   }
 }
 
@@ -379,14 +384,7 @@ TEST_CASE("CublasBackend: batches gathered from held rows match the CPU", "[gpu]
     const int n = static_cast<int>(rows.size());
     const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), n);
     const BatchResult bg = on_gpu->ComputeGradientsOnHeld(rows);
-    std::vector<float> gc(params.size()), gg(params.size());
-    on_cpu->GetGrads(gc.data());
-    on_gpu->GetGrads(gg.data());
-    REQUIRE_OK(on_gpu->Synchronize());
-    CHECK(bg.loss_sum == Approx(bc.loss_sum).epsilon(1e-4));
-    CHECK(bg.correct == bc.correct);
-    for (size_t i = 0; i < gc.size(); ++i)
-      REQUIRE(gg[i] == Approx(gc[i]).epsilon(1e-3).margin(1e-5));
+    ExpectSameGradients(on_cpu.get(), on_gpu.get(), bc, bg);
   }
 }
 
