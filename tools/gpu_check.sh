@@ -4,7 +4,8 @@
 # (256 x 64 x 224 x 224); the Fashion-MNIST jobs on the GPU (their run directories kept in
 # OUT_DIR/gpu_job_runs/); TensorBoard's own reader on the GPU job's event files (where the
 # `tensorboard` package is installed); the default job on the CPUs, for the GPU's speed-up;
-# the GPU benchmark (convolutions on cuDNN where found, then on im2col) and the default job at
+# the GPU benchmark (convolutions on cuDNN where found, then on im2col; then with cuBLASLt off
+# for the dense layers) and the default job at
 # each compute.precision (fp32, tf32, bf16: speed and accuracy); the default job with its round
 # trips overlapped, and through gRPC (each job's comm_share); PyTorch on the same GPU as the
 # yardstick (bench/gpu_peer.py, where python3 has a CUDA PyTorch); the MLP step's kernels under
@@ -69,6 +70,8 @@ step cpu_job 600 "$monsoon" run configs/fmnist_downpour.yaml --run-dir "$out/cpu
   --set compute.device=cpu
 step gpu_bench 300 sh -c "'$PWD/$gpu_bench' >'$out/gpu_bench.json'"
 step gpu_bench_im2col 300 sh -c "'$PWD/$gpu_bench' --cudnn-path off >'$out/gpu_bench_im2col.json'"
+step gpu_bench_no_cublaslt 300 sh -c \
+  "'$PWD/$gpu_bench' --cublaslt off >'$out/gpu_bench_no_cublaslt.json'"
 for precision in tf32 bf16; do
   step "gpu_bench_$precision" 300 sh -c \
     "'$PWD/$gpu_bench' --precision $precision >'$out/gpu_bench_$precision.json'"
@@ -133,6 +136,7 @@ report = {
     "gpu_bench_tf32": load("gpu_bench_tf32.json"),
     "gpu_bench_bf16": load("gpu_bench_bf16.json"),
     "gpu_bench_im2col": load("gpu_bench_im2col.json"),
+    "gpu_bench_no_cublaslt": load("gpu_bench_no_cublaslt.json"),
     "precision_jobs": {p: job(f"gpu_job_runs/precision-{p}") for p in ("fp32", "tf32", "bf16")},
     "transport_jobs": {"gpu": gpu_job, **{run: job(f"gpu_job_runs/{run}")
                                           for run in ("transport-push_pull", "transport-grpc")}},

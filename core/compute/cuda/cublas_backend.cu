@@ -340,16 +340,20 @@ class CublasBackend : public ComputeBackend {
         !CheckBlas(cublasSetStream(handle_, compute_), "cublasSetStream")) {
       return status_;
     }
-    auto lt = LtDense::Create(compute_, ComputeType());
-    if (!lt.ok()) return lt.status();
-    lt_ = *std::move(lt);
+    if (options_.cublaslt) {
+      auto lt = LtDense::Create(compute_, ComputeType());
+      if (!lt.ok()) return lt.status();
+      lt_ = *std::move(lt);
+    }
     return OpenCudnn();
   }
 
-  // "cuda:0 (NVIDIA H200; cuDNN 9.19.0)", or after the device's name, why convolutions,
-  // pooling and batch norms run on Monsoon's own kernels.
+  // "cuda:0 (NVIDIA H200; cuDNN 9.19.0; dense layers on cuBLASLt (6 of 6 products so far))":
+  // after the device's name, what runs convolutions, pooling and batch norms (or why Monsoon's
+  // own kernels do), then what runs the dense layers.
   std::string name() const override {
-    return absl::StrCat("cuda:", device_, " (", device_name_, "; ", layers_, ")");
+    return absl::StrCat("cuda:", device_, " (", device_name_, "; ", layers_, "; dense layers on ",
+                        lt_ != nullptr ? lt_->Report() : std::string("cuBLAS: cuBLASLt off"), ")");
   }
   bool separate_memory() const override { return true; }
 
@@ -507,12 +511,12 @@ class CublasBackend : public ComputeBackend {
               "cublasGemmEx");
   }
 
-  // The product, its bias and a fused ReLU in one cuBLASLt call where it has an algorithm
-  // for the shape, else ComputeBackend's separate calls.
+  // The product, its bias and a fused ReLU in one cuBLASLt call where it is on and has an
+  // algorithm for the shape, else ComputeBackend's separate calls.
   void DenseForward(const DenseGeometry& g, const float* x, const float* w, const float* b,
                     int batch, float* y) override {
     if (!status_.ok()) return;
-    if (!RanOnLibrary(lt_->Forward(g, x, w, b, batch, y))) {
+    if (lt_ == nullptr || !RanOnLibrary(lt_->Forward(g, x, w, b, batch, y))) {
       ComputeBackend::DenseForward(g, x, w, b, batch, y);
     }
   }
@@ -521,7 +525,7 @@ class CublasBackend : public ComputeBackend {
   void DenseBackward(const DenseGeometry& g, const float* x, const float* w, const float* dy,
                      int batch, float* dw, float* db, float* dx) override {
     if (!status_.ok()) return;
-    if (!RanOnLibrary(lt_->WeightGradient(g, x, dy, batch, dw, db))) {
+    if (lt_ == nullptr || !RanOnLibrary(lt_->WeightGradient(g, x, dy, batch, dw, db))) {
       ComputeBackend::DenseBackward(g, x, w, dy, batch, dw, db, dx);
     } else if (dx != nullptr) {
       Gemm(false, true, batch, g.in, g.out, 1.0f, dy, w, 0.0f, dx);
@@ -1013,7 +1017,7 @@ class CublasBackend : public ComputeBackend {
   DeviceBuffer scratch_;
   DeviceBuffer conv_workspace_;
   DeviceBuffer bn_partials_;
-  std::unique_ptr<LtDense> lt_;         // set by Init
+  std::unique_ptr<LtDense> lt_;         // null: options_.cublaslt is off
   std::unique_ptr<CudnnLayers> cudnn_;  // null: every layer on own kernels
   std::string layers_;                  // what runs them, for name()
   absl::Status status_;

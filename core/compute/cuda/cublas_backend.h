@@ -28,6 +28,9 @@ struct CublasOptions {
   // Where convolutions, pooling and batch norms find cuDNN (compute.cudnn_path; see
   // CudnnLayers::Open).
   CudnnLibrary cudnn;
+  // Dense layers through cuBLASLt's epilogues where it has an algorithm for the shape; false:
+  // always the separate cuBLAS calls and kernels (for comparing the two).
+  bool cublaslt = true;
 };
 
 // A backend on device `device` (an ordinal among the visible devices). Errors carry CUDA's

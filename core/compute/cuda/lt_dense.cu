@@ -52,6 +52,13 @@ LtDense::~LtDense() {
   cublasLtDestroy(handle_);
 }
 
+std::string LtDense::Report() const {
+  if (plans_.empty()) return "cuBLASLt";
+  size_t on_lt = 0;
+  for (const auto& [key, plan] : plans_) on_lt += plan != nullptr ? 1 : 0;
+  return absl::StrCat("cuBLASLt (", on_lt, " of ", plans_.size(), " products so far)");
+}
+
 // Row-major y [batch x out] = x W + b is column-major D [out x batch] = W^T-as-stored
 // [out x in] times x-as-stored [in x batch], the bias added to each of D's columns.
 absl::StatusOr<bool> LtDense::Forward(const DenseGeometry& g, const float* x, const float* w,

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 
 #include "absl/status/statusor.h"
@@ -27,6 +28,10 @@ class LtDense {
   ~LtDense();
   LtDense(const LtDense&) = delete;
   LtDense& operator=(const LtDense&) = delete;
+
+  // "cuBLASLt", then how many of the products planned so far it runs: "cuBLASLt (6 of 6
+  // products so far)".
+  std::string Report() const;
 
   // ComputeBackend::DenseForward. false (nothing queued) when cuBLASLt has no algorithm for it
   // or the batch is empty; an error with cuBLASLt's status otherwise.
