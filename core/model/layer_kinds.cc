@@ -198,47 +198,49 @@ std::unique_ptr<Layer> MakeActivation(const LayerBuild& b) {
 const LayerKindDecl kDecls[] = {
     {LayerKind::kDense,
      "`y = x W + b`: Glorot-uniform weights `[in x units]`, zero biases; needs a flat input",
-     DenseSettings, InputRank::kFlat, DenseShape, NativeLayout::kPlain, ReluFusion::kAlways, false,
-     "dense", DenseTensors, MakeDense},
+     DenseSettings, InputRank::kFlat, DenseShape, NativeLayout::kPlain, ReluFusion::kAlways,
+     GradientThroughRelu::kNo, "dense", DenseTensors, MakeDense},
 // clang-format off
 #define MONSOON_ACTIVATION_DECL(kind, name, meaning)                                         \
   {LayerKind::kind, meaning, ActivationSettings<Activation::kind>, InputRank::kAny, nullptr,   \
-   NativeLayout::kPasses, ReluFusion::kNo, false, nullptr, nullptr,                          \
+   NativeLayout::kPasses, ReluFusion::kNo, GradientThroughRelu::kNo, nullptr, nullptr,       \
    MakeActivation<Activation::kind>},
     MONSOON_ACTIVATIONS(MONSOON_ACTIVATION_DECL)
 #undef MONSOON_ACTIVATION_DECL
     // clang-format on
     {LayerKind::kFlatten, "a `[C, H, W]` input as one vector (channels first)", NoSettings,
-     InputRank::kAny, FlattenShape, NativeLayout::kFlattens, ReluFusion::kNo, false, nullptr,
-     nullptr, MakeFlatten},
+     InputRank::kAny, FlattenShape, NativeLayout::kFlattens, ReluFusion::kNo,
+     GradientThroughRelu::kNo, nullptr, nullptr, MakeFlatten},
     {LayerKind::kConv2d,
      "a 2-D convolution of a `[C, H, W]` input: `filters` kernels of `C x kernel x kernel` "
      "weights (Glorot-uniform over `filters` + `C·kernel²`) and a bias each; `same` pads with "
      "zeros so the output is `ceil(H / stride)` high (an odd padding row or column goes below "
      "and right), `valid` does not pad",
      Conv2dSettings, InputRank::kSpatial, Conv2dShape, NativeLayout::kProduces,
-     ReluFusion::kOnNativeLayout, false, "conv", Conv2dTensors, MakeConv2d},
+     ReluFusion::kOnNativeLayout, GradientThroughRelu::kNo, "conv", Conv2dTensors, MakeConv2d},
     {LayerKind::kMaxPool2d,
      "the largest value of each `size x size` window of each channel, "
      "unpadded",
-     PoolSettings, InputRank::kSpatial, PoolShape, NativeLayout::kPasses, ReluFusion::kNo, true,
-     nullptr, nullptr, [](const LayerBuild& b) { return MakePool(PoolKind::kMax, b); }},
+     PoolSettings, InputRank::kSpatial, PoolShape, NativeLayout::kPasses, ReluFusion::kNo,
+     GradientThroughRelu::kYes, nullptr, nullptr,
+     [](const LayerBuild& b) { return MakePool(PoolKind::kMax, b); }},
     {LayerKind::kAvgPool2d,
      "the mean value of each `size x size` window of each channel, "
      "unpadded",
-     PoolSettings, InputRank::kSpatial, PoolShape, NativeLayout::kPasses, ReluFusion::kNo, true,
-     nullptr, nullptr, [](const LayerBuild& b) { return MakePool(PoolKind::kAverage, b); }},
+     PoolSettings, InputRank::kSpatial, PoolShape, NativeLayout::kPasses, ReluFusion::kNo,
+     GradientThroughRelu::kYes, nullptr, nullptr,
+     [](const LayerBuild& b) { return MakePool(PoolKind::kAverage, b); }},
     {LayerKind::kDropout,
      "while training, zeroes each value with probability `rate` and scales the rest by "
      "`1 / (1 - rate)`; the masks come from (seed, worker, step), so a replayed step draws the "
      "same; off when evaluating",
-     DropoutSettings, InputRank::kAny, nullptr, NativeLayout::kPlain, ReluFusion::kNo, false,
-     nullptr, nullptr, MakeDropout},
+     DropoutSettings, InputRank::kAny, nullptr, NativeLayout::kPlain, ReluFusion::kNo,
+     GradientThroughRelu::kNo, nullptr, nullptr, MakeDropout},
     {LayerKind::kGlobalAvgPool2d,
      "the mean of each channel's `H x W` values: `[C, H, W]` in, `[C]` out (a ResNet's last "
      "pooling)",
      NoSettings, InputRank::kSpatial, GlobalPoolShape, NativeLayout::kFlattens, ReluFusion::kNo,
-     false, nullptr, nullptr, MakeGlobalAvgPool},
+     GradientThroughRelu::kNo, nullptr, nullptr, MakeGlobalAvgPool},
     {LayerKind::kBatchNorm,
      "batch normalisation of each channel of a `[C, H, W]` input (or each value of a flat one): "
      "`gamma (x - mean) / sqrt(var + epsilon) + beta`, trained `gamma` (ones) and `beta` "
@@ -246,14 +248,14 @@ const LayerKindDecl kDecls[] = {
      "(`running = (1 - momentum) running + momentum batch`, as PyTorch), which evaluation "
      "uses and the servers hold as model state",
      BatchNormSettings, InputRank::kAny, nullptr, NativeLayout::kPasses,
-     ReluFusion::kOnNativeLayout, false, "bn", BatchNormTensors, MakeBatchNorm},
+     ReluFusion::kOnNativeLayout, GradientThroughRelu::kNo, "bn", BatchNormTensors, MakeBatchNorm},
     {LayerKind::kResidual,
      "a residual block: its `layers` (any of these kinds) applied in turn, plus the block's "
      "input through the shortcut: `identity`, or `projection`, a 1x1 convolution with a bias "
      "whose filters and stride give the layers' output shape; a ReLU after the block is a "
      "layer of its own",
      ResidualSettings, InputRank::kAny, ResidualShape, NativeLayout::kPasses, ReluFusion::kNo,
-     false, "res", ResidualTensors, MakeResidual},
+     GradientThroughRelu::kNo, "res", ResidualTensors, MakeResidual},
 };
 
 // Describes a kind's settings for README: "`filters`, `stride` (1), `padding` (`valid` or

@@ -167,6 +167,9 @@ enum class ReluFusion {
   kAlways,
 };
 
+// Whether a kind right after a fused ReLU gives the gradient with respect to the ReLU's input.
+enum class GradientThroughRelu { kNo, kYes };
+
 struct LayerKindDecl {
   LayerKind kind;
   // README's "what it does".
@@ -181,7 +184,7 @@ struct LayerKindDecl {
   // Fusion: whether a ReLU right after this kind runs inside it, and whether this kind, right
   // after such a fused ReLU, takes the gradient back through it.
   ReluFusion absorbs_relu;
-  bool backprops_through_relu;
+  GradientThroughRelu backprops_through_relu;
   // Prefix of the parameter tensors' names, counted per kind ("dense" -> dense0, dense1);
   // null for kinds without parameters.
   const char* param_prefix;

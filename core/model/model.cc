@@ -116,7 +116,8 @@ std::vector<LayerPlan> PlanLayers(const std::vector<LayerSpec>& specs, const Sha
     }
     plans[i].relu = FusedRelu::kOnOutput;
     plans[i + 1].fused = true;
-    if (i + 2 < specs.size() && DeclOf(specs[i + 2].kind).backprops_through_relu) {
+    if (i + 2 < specs.size() &&
+        DeclOf(specs[i + 2].kind).backprops_through_relu == GradientThroughRelu::kYes) {
       plans[i].dy_before_relu = true;
       plans[i + 2].relu = FusedRelu::kOnInput;
     }
