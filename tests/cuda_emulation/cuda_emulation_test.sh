@@ -34,14 +34,16 @@ emulated() {
 for schedule in lazy eager random:1 random:2 random:3; do
   emulated "$plugin" MONSOON_CUDA_EMULATION="$schedule" timeout 300 "$parity" \
     >"$WORK/parity-$schedule.txt" 2>&1
+  status=$?  # before the message's $(...) resets it
   expect_eq "the parity test on the emulated device, $schedule schedule ($(tail -2 \
-    "$WORK/parity-$schedule.txt" | head -1))" "$?" "0"
+    "$WORK/parity-$schedule.txt" | head -1))" "$status" "0"
 done
 
 # Dense layers on the separate kernels, as where cuBLASLt has no algorithm for a shape.
 emulated "$plugin" MONSOON_CUDA_EMULATION_LT=none timeout 300 "$parity" >"$WORK/parity-no-lt.txt" 2>&1
+status=$?
 expect_eq "the parity test without cuBLASLt's algorithms ($(tail -2 "$WORK/parity-no-lt.txt" \
-  | head -1))" "$?" "0"
+  | head -1))" "$status" "0"
 
 # A failed cudaMalloc at each of the first 60 allocations of two CNN models' lives, the first on
 # im2col, the second on cuDNN: reported as the model's error (or past the last allocation, a

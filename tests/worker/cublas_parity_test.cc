@@ -814,9 +814,10 @@ TEST_CASE("CublasBackend: compute.cudnn_path picks what runs convolutions", "[gp
     CHECK((automatic->name().find("; cuDNN 9.") != std::string::npos ||
            automatic->name().find("; im2col: ") != std::string::npos));
   }
-  CHECK(
-      GpuOrSkip(1, Precision::kFp32, "off")->name().find("; im2col: compute.cudnn_path is off)") !=
-      std::string::npos);
+  CHECK(automatic->name().find("; dense layers on cuBLASLt") != std::string::npos);
+  CHECK(GpuOrSkip(1, Precision::kFp32, "off")
+            ->name()
+            .find("; im2col: compute.cudnn_path is off; dense layers on ") != std::string::npos);
   ComputeConfig compute;
   compute.device = Device::kCuda;
   compute.cudnn_path = *CudnnLibrary::Parse("/nonexistent/cudnn");
