@@ -205,14 +205,13 @@ class ComputeBackend {
       ActivationForward({Activation::kRelu}, y, y, static_cast<size_t>(batch) * g.out);
     }
   }
-  // Its backward, from dy with respect to x W + b (before a fused ReLU): dw = x^T dy, db = the
-  // column sums of dy, and dx = dy W^T unless dx is null. By default two Gemms and ColumnSum;
-  // a backend may sum db inside the first.
-  virtual void DenseBackward(const DenseGeometry& g, const float* x, const float* w,
-                             const float* dy, int batch, float* dw, float* db, float* dx) {
+  // Its weights' gradients, from dy with respect to x W + b (before a fused ReLU): dw = x^T dy
+  // and db, the column sums of dy. By default a Gemm and ColumnSum; a backend may sum db
+  // inside the Gemm.
+  virtual void DenseWeightGradient(const DenseGeometry& g, const float* x, const float* dy,
+                                   int batch, float* dw, float* db) {
     Gemm(true, false, g.in, g.out, batch, 1.0f, x, dy, 0.0f, dw);
     ColumnSum(dy, batch, g.out, db);
-    if (dx != nullptr) Gemm(false, true, batch, g.in, g.out, 1.0f, dy, w, 0.0f, dx);
   }
   // x[r][c] += bias[c] for a rows x cols matrix x.
   virtual void AddBias(const float* bias, int rows, int cols, float* x) = 0;

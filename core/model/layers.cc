@@ -20,7 +20,9 @@ void DenseLayer::Forward(ComputeBackend& backend, const float* x, int batch, flo
 void DenseLayer::Backward(ComputeBackend& backend, const float* x, const float* y, const float* dy,
                           int batch, float* dx) {
   dy = relu_gradient_.Before(backend, y, dy, static_cast<size_t>(batch) * g_.out);
-  backend.DenseBackward(g_, x, w_, dy, batch, dw_, db_, dx);
+  // dW = x^T dy, db = column sums of dy, dx = dy W^T.
+  backend.DenseWeightGradient(g_, x, dy, batch, dw_, db_);
+  if (dx != nullptr) backend.Gemm(false, true, batch, g_.in, g_.out, 1.0f, dy, w_, 0.0f, dx);
 }
 
 void ActivationLayer::Forward(ComputeBackend& backend, const float* x, int batch, float* y) {

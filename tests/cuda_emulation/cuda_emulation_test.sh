@@ -113,7 +113,7 @@ mutants=(
   lt-bias-gradient-of-x "$lt" "batch, true, dy, x, dw, db)" "batch, true, x, dy, dw, db)"
   lt-alignment-assumed "$lt" "trans_b, Alignment(a)," "trans_b, 256u,"
   lt-bias-alignment-assumed "$lt" "Alignment(bias) < 16" "Alignment(bias) < 4"
-  lt-dx-dropped "$cuda" "    } else if (dx != nullptr) {" "    } else if (false) {"
+  lt-fallback-dropped "$cuda" "      ComputeBackend::DenseWeightGradient(g, x, dy, batch, dw, db);" ""
   cudnn-bn-saved-crossed "$cudnn" "running_var, g.epsilon,
                    mean, invstd)," "running_var, g.epsilon,
                    invstd, mean),"

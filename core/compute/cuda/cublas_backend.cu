@@ -521,14 +521,13 @@ class CublasBackend : public ComputeBackend {
     }
   }
 
-  // dw with db summed in the same cuBLASLt call where it has an algorithm for the shape.
-  void DenseBackward(const DenseGeometry& g, const float* x, const float* w, const float* dy,
-                     int batch, float* dw, float* db, float* dx) override {
+  // dw with db summed in the same cuBLASLt call where it is on and has an algorithm for the
+  // shape, else ComputeBackend's separate calls.
+  void DenseWeightGradient(const DenseGeometry& g, const float* x, const float* dy, int batch,
+                           float* dw, float* db) override {
     if (!status_.ok()) return;
     if (lt_ == nullptr || !RanOnLibrary(lt_->WeightGradient(g, x, dy, batch, dw, db))) {
-      ComputeBackend::DenseBackward(g, x, w, dy, batch, dw, db, dx);
-    } else if (dx != nullptr) {
-      Gemm(false, true, batch, g.in, g.out, 1.0f, dy, w, 0.0f, dx);
+      ComputeBackend::DenseWeightGradient(g, x, dy, batch, dw, db);
     }
   }
 

@@ -37,8 +37,7 @@ class LtDense {
   // or the batch is empty; an error with cuBLASLt's status otherwise.
   absl::StatusOr<bool> Forward(const DenseGeometry& g, const float* x, const float* w,
                                const float* b, int batch, float* y);
-  // The first half of ComputeBackend::DenseBackward: dw = x^T dy and db, its bias gradient.
-  // false as for Forward.
+  // ComputeBackend::DenseWeightGradient. false as for Forward.
   absl::StatusOr<bool> WeightGradient(const DenseGeometry& g, const float* x, const float* dy,
                                       int batch, float* dw, float* db);
 
