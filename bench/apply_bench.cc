@@ -11,7 +11,6 @@
 // ratio = gradient bytes applied per second / bytes copied per second by memcpy. A rule that
 // keeps state (momentum, Adagrad, Adam) moves more memory per gradient byte than memcpy does,
 // which the "traffic" column states (bytes read + written per gradient byte; memcpy: 2).
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +25,7 @@
 #include "bench/median.h"
 #include "bench/seconds.h"
 #include "bench/step_shapes.h"
+#include "core/cli/command_line.h"
 #include "core/config/derived_values.h"
 #include "core/finite.h"
 #include "core/process/process_setup.h"
@@ -162,15 +162,8 @@ std::pair<double, double> GradientCopyRatios(Workload& w, int reps) {
   return {Median(checked), Median(scanned)};
 }
 
-int Main(int argc, char** argv) {
-  ApplyProcessSettings();  // as a server process has them
-  FlushDenormalsToZero();
-  CLI::App app{"A server applying pushes, per update rule, next to memcpy; prints JSON last."};
-  int mib = 64, reps = 10, threads = 1;
-  app.add_option("--mib", mib, "MiB of weights")->check(CLI::Range(1, 4096));
-  app.add_option("--reps", reps, "passes per figure (their median counts)")->check(CLI::Range(1, 1000));
-  app.add_option("--threads", threads, "threads sharing the chunks")->check(CLI::Range(1, 64));
-  CLI11_PARSE(app, argc, argv);
+// Prints the table and the JSON object for `mib` MiB of weights shared by `threads`.
+void Report(int mib, int reps, int threads) {
   Workload work(static_cast<size_t>(mib) * 1024 * 1024 / sizeof(float), threads);
   const double bytes = static_cast<double>(work.src.size()) * sizeof(float);
   std::printf("%-26s %10s %11s %8s %8s %8s\n", "rule", "GB/s", "memcpy GB/s", "traffic", "ratio",
@@ -203,7 +196,25 @@ int Main(int argc, char** argv) {
                         "\"copy_then_scan_vs_memcpy\": %.3f}",
                         checked, scanned);
   std::printf("%s}\n", json.c_str());
-  return 0;
+}
+
+int Main(int argc, char** argv) {
+  ApplyProcessSettings();  // as a server process has them
+  FlushDenormalsToZero();
+  int mib = 64, reps = 10, threads = 1;
+  const ProgramText text{
+      "apply_bench", "A server applying pushes, per update rule, next to memcpy; prints JSON last.",
+      ""};
+  return RunProgram(argc, argv, text, [&](Command& program, int*) {
+    program.Option("--mib", &mib, "MiB of weights").InRange(1, 4096).ShowDefault();
+    program.Option("--reps", &reps, "passes per figure (their median counts)")
+        .InRange(1, 1000)
+        .ShowDefault();
+    program.Option("--threads", &threads, "threads sharing the chunks")
+        .InRange(1, 64)
+        .ShowDefault();
+    program.OnRun([&] { Report(mib, reps, threads); });
+  });
 }
 
 }  // namespace

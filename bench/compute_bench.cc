@@ -8,7 +8,6 @@
 // of the rounds' primitives-only time / full step time (1.0 = no overhead).
 //
 //   compute_bench [--model mlp|cnn|resnet] [--steps N] [--threads T] [--breakdown]
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -21,6 +20,7 @@
 #include "bench/seconds.h"
 #include "bench/step_shapes.h"
 #include "bench/timed_backend.h"
+#include "core/cli/command_line.h"
 #include "core/compute/cpu/blas_kernels.h"
 #include "core/compute/cpu/cpu_backend.h"
 #include "core/compute/cpu/onednn_batchnorm.h"
@@ -83,22 +83,16 @@ std::string Breakdown(const std::map<std::string, double>& seconds, int steps, i
   return json + "}";
 }
 
-int Main(int argc, char** argv) {
-  RestartWith({BlasKernelsVariable()}, argv);  // the kernels a job's worker gets
-  FlushDenormalsToZero();
-  CLI::App app{"The CPU training step next to its primitives alone; prints JSON."};
+// What the command line chose.
+struct Options {
   int steps = 200, threads = 1;
   std::string model_name = "mlp";
   bool breakdown = false;
-  app.add_option("--model", model_name,
-                 "the default job's MLP, or fmnist_cnn's or fmnist_resnet's network")
-      ->check(CLI::IsMember({"mlp", "cnn", "resnet"}));
-  app.add_option("--steps", steps,
-                 "steps at batch 64 (fewer at larger batches, at least 10 or STEPS)");
-  app.add_option("--threads", threads, "BLAS and oneDNN threads");
-  app.add_flag("--breakdown", breakdown,
-               "also where the step's time goes, in microseconds per example by kind of call");
-  CLI11_PARSE(app, argc, argv);
+};
+
+// Prints the JSON object: the step against its primitives at each batch size.
+void Report(const Options& o) {
+  const auto& [steps, threads, model_name, breakdown] = o;
   CpuBackend cpu(threads);
   TimedBackend timed(&cpu);
   ComputeBackend& backend = breakdown ? static_cast<ComputeBackend&>(timed) : cpu;
@@ -154,7 +148,30 @@ int Main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::cout << "  ]\n}" << std::endl;
-  return 0;
+}
+
+int Main(int argc, char** argv) {
+  RestartWith({BlasKernelsVariable()}, argv);  // the kernels a job's worker gets
+  FlushDenormalsToZero();
+  Options o;
+  const ProgramText text{"compute_bench",
+                         "The CPU training step next to its primitives alone; prints JSON.", ""};
+  return RunProgram(argc, argv, text, [&](Command& program, int*) {
+    program
+        .Option("--model", &o.model_name,
+                "the default job's MLP, or fmnist_cnn's or fmnist_resnet's network")
+        .OneOf({"mlp", "cnn", "resnet"})
+        .ShowDefault();
+    program
+        .Option("--steps", &o.steps,
+                "steps at batch 64 (fewer at larger batches, at least 10 or STEPS)")
+        .InRange(1, 1000000)
+        .ShowDefault();
+    program.Option("--threads", &o.threads, "BLAS and oneDNN threads").InRange(1, 1024);
+    program.Flag("--breakdown", &o.breakdown,
+                 "also where the step's time goes, in microseconds per example by kind of call");
+    program.OnRun([&] { Report(o); });
+  });
 }
 
 }  // namespace

@@ -18,8 +18,9 @@
 #include <vector>
 
 #include "bench/step_shapes.h"
-#include "core/model/model.h"
+#include "core/cli/command_line.h"
 #include "core/compute/cuda/cublas_backend.h"
+#include "core/model/model.h"
 
 namespace monsoon {
 namespace {
@@ -97,38 +98,8 @@ void PrintSteps(ComputeBackend& backend, const char* key, const ModelSpec& spec,
   std::printf("  ],\n");
 }
 
-// The options argv sets; false when it is not a list of (--precision P | --cudnn-path C |
-// --cublaslt on|off).
-bool ParseOptions(int argc, char** argv, CublasOptions* options) {
-  for (int i = 1; i < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (i + 1 >= argc) return false;
-    if (flag == "--precision") {
-      absl::StatusOr<Precision> precision = kPrecisionNames.Parse(argv[i + 1]);
-      if (!precision.ok()) return false;
-      options->precision = *precision;
-    } else if (flag == "--cudnn-path") {
-      absl::StatusOr<CudnnLibrary> cudnn = CudnnLibrary::Parse(argv[i + 1]);
-      if (!cudnn.ok()) return false;
-      options->cudnn = *cudnn;
-    } else if (flag == "--cublaslt" &&
-               (std::string(argv[i + 1]) == "on" || std::string(argv[i + 1]) == "off")) {
-      options->cublaslt = std::string(argv[i + 1]) == "on";
-    } else {
-      return false;
-    }
-  }
-  return true;
-}
-
-int Main(int argc, char** argv) {
-  CublasOptions options;
-  if (!ParseOptions(argc, argv, &options)) {
-    std::fprintf(stderr,
-                 "usage: gpu_bench [--precision fp32|tf32|bf16] [--cudnn-path auto|off|PATH] "
-                 "[--cublaslt on|off]\n");
-    return 2;
-  }
+// Prints the JSON object for the backend `options` make on device 0; the exit status.
+int Report(const CublasOptions& options) {
   auto created = CreateCublasBackend(0, options);
   if (!created.ok()) {
     std::printf("{\"benchmark\": \"gpu\", \"skipped\": \"%s\"}\n",
@@ -176,6 +147,38 @@ int Main(int argc, char** argv) {
   std::printf("  ],\n  \"device\": \"%s\",\n  \"status\": \"%s\"\n}\n", backend.name().c_str(),
               health.ok() ? "ok" : std::string(health.message()).c_str());
   return health.ok() ? 0 : 1;
+}
+
+int Main(int argc, char** argv) {
+  std::string precision = "fp32", cudnn_path = "auto", cublaslt = "on";
+  const ProgramText text{"gpu_bench",
+                         "The GPU training step next to its GEMMs alone, and the backend's "
+                         "uploads next to a pinned cudaMemcpy; prints JSON.",
+                         ""};
+  return RunProgram(argc, argv, text, [&](Command& program, int* exit_code) {
+    program.Option("--precision", &precision, "compute.precision")
+        .OneOf({"fp32", "tf32", "bf16"})
+        .ShowDefault();
+    program.Option("--cudnn-path", &cudnn_path, "compute.cudnn_path: auto, off or a PATH")
+        .ShowDefault();
+    program.Option("--cublaslt", &cublaslt, "dense layers on cuBLASLt's epilogues")
+        .OneOf({"on", "off"})
+        .ShowDefault();
+    program.OnRun([&, exit_code] {
+      CublasOptions options;
+      options.precision = *kPrecisionNames.Parse(precision);
+      options.cublaslt = cublaslt == "on";
+      absl::StatusOr<CudnnLibrary> cudnn = CudnnLibrary::Parse(cudnn_path);
+      if (!cudnn.ok()) {
+        std::fprintf(stderr, "gpu_bench: --cudnn-path: %s\n",
+                     std::string(cudnn.status().message()).c_str());
+        *exit_code = 2;
+        return;
+      }
+      options.cudnn = *cudnn;
+      *exit_code = Report(options);
+    });
+  });
 }
 
 }  // namespace

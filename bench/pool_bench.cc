@@ -9,7 +9,6 @@
 //   pool_bench [--rounds N] [--batch B]
 #include <omp.h>
 
-#include <CLI/CLI.hpp>
 #include <iostream>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <random>
@@ -18,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/median.h"
 #include "bench/seconds.h"
+#include "core/cli/command_line.h"
 #include "core/compute/cpu/cpu_backend.h"
 
 namespace monsoon {
@@ -140,12 +140,8 @@ std::vector<Pool2dGeometry> CnnPools() {
   return pools;
 }
 
-int Main(int argc, char** argv) {
-  CLI::App app{"pool_bench: the backend's max pooling against oneDNN's"};
-  int rounds = 50, batch = 64;
-  app.add_option("--rounds", rounds, "interleaved rounds")->check(CLI::PositiveNumber);
-  app.add_option("--batch", batch, "examples per pass")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+// Prints the JSON object: each pooling of the CNN's, `rounds` times at `batch`.
+void Report(int rounds, int batch) {
   omp_set_num_threads(1);
   const int block = CpuBackend(1).NativeChannelBlock();
   std::cout << absl::StrFormat("{\"batch\": %d, \"channel_block\": %d, \"cases\": [", batch, block);
@@ -168,7 +164,17 @@ int Main(int argc, char** argv) {
     }
   }
   std::cout << "\n]}\n";
-  return 0;
+}
+
+int Main(int argc, char** argv) {
+  int rounds = 50, batch = 64;
+  const ProgramText text{"pool_bench", "The backend's max pooling against oneDNN's; prints JSON.",
+                         ""};
+  return RunProgram(argc, argv, text, [&](Command& program, int*) {
+    program.Option("--rounds", &rounds, "interleaved rounds").InRange(1, 100000).ShowDefault();
+    program.Option("--batch", &batch, "examples per pass").InRange(1, 65536).ShowDefault();
+    program.OnRun([&] { Report(rounds, batch); });
+  });
 }
 
 }  // namespace

@@ -35,11 +35,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "bench/child_process.h"
 #include "bench/median.h"
 #include "bench/step_shapes.h"
+#include "core/cli/command_line.h"
 #include "core/process/process_setup.h"
 #include "server/grpc_parameter_server.h"
 #include "worker/grpc_ps_client.h"
@@ -253,44 +253,24 @@ Rates Measure(size_t bytes, int reps, size_t chunk_floats, int in_flight, bool s
   return r;
 }
 
-int Main(int argc, char** argv) {
-  ApplyProcessSettings();
-  FlushDenormalsToZero();
-  if (argc == 4 && std::string(argv[1]) == "--serve") {
-    return Serve(std::stoul(argv[2]), std::stoul(argv[3]));
-  }
-  if (argc == 3 && std::string(argv[1]) == "--tcp-sink") return TcpSink(std::stoul(argv[2]));
-  int reps = 10, chunk_mib = 1, in_flight = 16;
-  bool scan_each_push = false;  // --gradient raw
+// What the command line chose.
+struct Options {
+  int reps = 10;
+  int chunk_mib = 1;
+  int in_flight = 16;
+  std::string gradient = "checked";
   std::vector<int> sizes = {1, 4, 16, 64};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--reps") {
-      reps = std::stoi(argv[i + 1]);
-    } else if (flag == "--chunk-mib") {
-      chunk_mib = std::stoi(argv[i + 1]);
-    } else if (flag == "--in-flight") {
-      in_flight = std::stoi(argv[i + 1]);
-    } else if (flag == "--gradient" &&
-               (std::string(argv[i + 1]) == "checked" || std::string(argv[i + 1]) == "raw")) {
-      scan_each_push = std::string(argv[i + 1]) == "raw";
-    } else if (flag == "--sizes") {
-      sizes.clear();
-      for (absl::string_view s : absl::StrSplit(argv[i + 1], ',')) {
-        int v;
-        if (absl::SimpleAtoi(s, &v)) sizes.push_back(v);
-      }
-    } else {
-      std::cerr << "usage: transport_bench [--reps N] [--sizes 1,4,16,64] [--chunk-mib C] "
-                   "[--in-flight W] [--gradient checked|raw]\n";
-      return 2;
-    }
-  }
+};
+
+// Prints the JSON object: every transfer at each size.
+void Report(const Options& o) {
+  const auto& [reps, chunk_mib, in_flight, gradient, sizes] = o;
+  const bool scan_each_push = gradient == "raw";
   const long cores = sysconf(_SC_NPROCESSORS_ONLN);
   std::cout << "{\n  \"benchmark\": \"transport\",\n  \"cores\": " << cores
             << ",\n  \"chunk_mib\": " << chunk_mib << ",\n  \"in_flight\": " << in_flight
             << ",\n  \"channels_per_server\": " << GrpcPsClientOptions().channels_per_server
-            << ",\n  \"gradient\": \"" << (scan_each_push ? "raw" : "checked") << "\""
+            << ",\n  \"gradient\": \"" << gradient << "\""
             << ",\n  \"reps\": " << reps << ",\n  \"results\": [\n";
   for (size_t i = 0; i < sizes.size(); ++i) {
     const size_t bytes = static_cast<size_t>(sizes[i]) << 20;
@@ -328,7 +308,38 @@ int Main(int argc, char** argv) {
     std::fflush(stdout);
   }
   std::cout << "  ]\n}" << std::endl;
-  return 0;
+}
+
+int Main(int argc, char** argv) {
+  ApplyProcessSettings();
+  FlushDenormalsToZero();
+  if (argc == 4 && std::string(argv[1]) == "--serve") {
+    return Serve(std::stoul(argv[2]), std::stoul(argv[3]));
+  }
+  if (argc == 3 && std::string(argv[1]) == "--tcp-sink") return TcpSink(std::stoul(argv[2]));
+  Options o;
+  const ProgramText text{"transport_bench",
+                         "Push and pull through gRPC and shared memory next to a TCP pump and "
+                         "memcpy; prints JSON.",
+                         ""};
+  return RunProgram(argc, argv, text, [&](Command& program, int*) {
+    program.Option("--reps", &o.reps, "repetitions per figure (their median counts)")
+        .InRange(1, 1000)
+        .ShowDefault();
+    program.Option("--sizes", &o.sizes, "MiB moved per push or pull, e.g. 1,4,16,64")
+        .InRange(1, 4096);
+    program.Option("--chunk-mib", &o.chunk_mib, "MiB per chunk").InRange(1, 32).ShowDefault();
+    program.Option("--in-flight", &o.in_flight, "chunk calls in flight")
+        .InRange(1, 64)
+        .ShowDefault();
+    program
+        .Option("--gradient", &o.gradient,
+                "checked: the gradient comes from a model (scanned for NaN in its copy); raw: "
+                "the push scans it")
+        .OneOf({"checked", "raw"})
+        .ShowDefault();
+    program.OnRun([&] { Report(o); });
+  });
 }
 
 }  // namespace

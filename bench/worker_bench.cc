@@ -28,6 +28,7 @@
 #include "bench/child_process.h"
 #include "bench/median.h"
 #include "bench/step_shapes.h"
+#include "core/cli/command_line.h"
 #include "core/compute/cpu/blas_kernels.h"
 #include "core/compute/cpu/cpu_backend.h"
 #include "core/config/derived_values.h"
@@ -183,30 +184,16 @@ Figures WithServer(const Dataset& data, Algorithm algorithm, int batch, int step
   return {report->samples / report->wall_seconds, report->comm_seconds / report->wall_seconds};
 }
 
-int Main(int argc, char** argv) {
-  RestartWith({BlasKernelsVariable()}, argv);  // the kernels a job's worker gets
-  ApplyProcessSettings();
-  FlushDenormalsToZero();
-  if (argc == 4 && std::string(argv[1]) == "--serve") {
-    return Serve(std::string(argv[2]) == "easgd" ? Algorithm::kEasgd : Algorithm::kDownpour,
-                 std::stoi(argv[3]));
-  }
+// What the command line chose.
+struct Options {
   int steps = 10000, batch = 64, tau = 8, rounds = 5;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    if (flag == "--steps") {
-      steps = std::max(kStepsPerEpoch, std::stoi(argv[i + 1]) / kStepsPerEpoch * kStepsPerEpoch);
-    } else if (flag == "--batch") {
-      batch = std::stoi(argv[i + 1]);
-    } else if (flag == "--tau") {
-      tau = std::stoi(argv[i + 1]);
-    } else if (flag == "--rounds") {
-      rounds = std::max(1, std::stoi(argv[i + 1]));
-    } else {
-      std::cerr << "usage: worker_bench [--steps N] [--batch B] [--tau T] [--rounds R]\n";
-      return 2;
-    }
-  }
+};
+
+// Prints the table and the JSON object: each worker loop against the lone worker.
+void Report(const Options& o) {
+  const int batch = o.batch, tau = o.tau, rounds = o.rounds;
+  // Whole epochs of the bench's data.
+  const int steps = std::max(kStepsPerEpoch, o.steps / kStepsPerEpoch * kStepsPerEpoch);
   const int round_steps =
       std::max(kStepsPerEpoch, steps / rounds / kStepsPerEpoch * kStepsPerEpoch);
   const Dataset data = RandomImages(kStepsPerEpoch * batch);
@@ -255,7 +242,34 @@ int Main(int argc, char** argv) {
   std::printf("%-34s %12s %12s %8.3f\n", "data streamed from .npy files", "", "", streamed);
   absl::StrAppendFormat(&json, ", \"streamed_data_ratio\": %.3f", streamed);
   std::printf("%s}\n", json.c_str());
-  return 0;
+}
+
+int Main(int argc, char** argv) {
+  RestartWith({BlasKernelsVariable()}, argv);  // the kernels a job's worker gets
+  ApplyProcessSettings();
+  FlushDenormalsToZero();
+  if (argc == 4 && std::string(argv[1]) == "--serve") {
+    return Serve(std::string(argv[2]) == "easgd" ? Algorithm::kEasgd : Algorithm::kDownpour,
+                 std::stoi(argv[3]));
+  }
+  Options o;
+  const ProgramText text{"worker_bench",
+                         "A worker's loop with a server process against the lone worker; prints "
+                         "JSON last.",
+                         ""};
+  return RunProgram(argc, argv, text, [&](Command& program, int*) {
+    program.Option("--steps", &o.steps, "steps in all (whole epochs of the bench's data)")
+        .InRange(1, 100000000)
+        .ShowDefault();
+    program.Option("--batch", &o.batch, "examples per step").InRange(1, 65536).ShowDefault();
+    program.Option("--tau", &o.tau, "EASGD's steps between exchanges")
+        .InRange(1, 100000)
+        .ShowDefault();
+    program.Option("--rounds", &o.rounds, "rounds, each measuring the lone worker again")
+        .InRange(1, 1000)
+        .ShowDefault();
+    program.OnRun([&] { Report(o); });
+  });
 }
 
 }  // namespace

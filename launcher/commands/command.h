@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "core/cli/command_line.h"
 #include "core/config/job_config.h"
 #include "core/run/run_dir.h"
 #include "launcher/cluster/role_assignment.h"
-#include "launcher/commands/command_line.h"
 #include "launcher/local/local_job.h"
 #include "launcher/local/process_group.h"
 

@@ -1,9 +1,9 @@
-// The `monsoon` command line as the commands declare it: each command file adds its
-// subcommand, options and action through Command and CommandOption, and command_line.cc alone
-// builds them with CLI11, parses argv and writes the help (CLI11's header costs every file that
-// includes it seconds of compile time).
-#ifndef MONSOON_LAUNCHER_COMMANDS_COMMAND_LINE_H_
-#define MONSOON_LAUNCHER_COMMANDS_COMMAND_LINE_H_
+// Command lines as Monsoon's programs declare them: `monsoon`'s command files each add a
+// subcommand, and a benchmark its options, through Command and CommandOption; command_line.cc
+// alone builds them with CLI11, parses argv and writes the help (CLI11's header costs every file
+// that includes it seconds of compile time).
+#ifndef MONSOON_CORE_CLI_COMMAND_LINE_H_
+#define MONSOON_CORE_CLI_COMMAND_LINE_H_
 
 #include <cstdint>
 #include <functional>
@@ -63,6 +63,8 @@ class Command {
   CommandOption Option(const std::string& name, double* value, const std::string& help);
   CommandOption Option(const std::string& name, std::vector<std::string>* values,
                        const std::string& help);
+  // Integers separated by commas (--sizes 1,4,16).
+  CommandOption Option(const std::string& name, std::vector<int>* values, const std::string& help);
   CommandOption Flag(const std::string& name, bool* value, const std::string& help);
   // Runs when the command line names this command, once its options are parsed.
   void OnRun(std::function<void()> action);
@@ -71,7 +73,7 @@ class Command {
   CLI::App* app_;
 };
 
-// The program's name, its help's first line and its --version line.
+// The program's name, its help's first line and its --version line (none when empty).
 struct ProgramText {
   std::string name, about, version;
 };
@@ -85,6 +87,12 @@ int RunCommandLine(int argc, char** argv, const ProgramText& text,
                    const std::function<void(Command&, int* exit_code)>& declare,
                    const std::function<void()>& ready);
 
+// A program without subcommands: `declare` adds its options and its action to the program
+// itself. Returns 2 with one line "NAME: WHAT (see NAME --help)" for a bad command line, 0 after
+// --help; otherwise the exit status the action left.
+int RunProgram(int argc, char** argv, const ProgramText& text,
+               const std::function<void(Command&, int* exit_code)>& declare);
+
 }  // namespace monsoon
 
-#endif  // MONSOON_LAUNCHER_COMMANDS_COMMAND_LINE_H_
+#endif  // MONSOON_CORE_CLI_COMMAND_LINE_H_

@@ -1,4 +1,4 @@
-#include "launcher/commands/command_line.h"
+#include "core/cli/command_line.h"
 
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -103,6 +103,11 @@ CommandOption Command::Option(const std::string& name, std::vector<std::string>*
   return CommandOption(app_->add_option(name, *values, help));
 }
 
+CommandOption Command::Option(const std::string& name, std::vector<int>* values,
+                              const std::string& help) {
+  return CommandOption(app_->add_option(name, *values, help)->delimiter(','));
+}
+
 CommandOption Command::Flag(const std::string& name, bool* value, const std::string& help) {
   return CommandOption(app_->add_flag(name, *value, help));
 }
@@ -118,6 +123,16 @@ int ExitForParseError(CLI::App& app, const CLI::ParseError& e) {
   std::cerr << app.get_name() << ": " << e.what() << " (see " << app.get_name()
             << (chosen.empty() ? "" : " " + chosen.front()->get_name()) << " --help)" << std::endl;
   return 2;
+}
+
+// Parses argv into `app` (running the actions of the commands it names); then `exit_code`.
+int Parse(CLI::App& app, int argc, char** argv, const int& exit_code) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return ExitForParseError(app, e);
+  }
+  return exit_code;
 }
 
 }  // namespace
@@ -143,12 +158,17 @@ int RunCommandLine(int argc, char** argv, const ProgramText& text,
     return 2;
   }
   ready();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return ExitForParseError(app, e);
-  }
-  return exit_code;
+  return Parse(app, argc, argv, exit_code);
+}
+
+int RunProgram(int argc, char** argv, const ProgramText& text,
+               const std::function<void(Command&, int* exit_code)>& declare) {
+  CLI::App app{text.about, text.name};
+  if (!text.version.empty()) app.set_version_flag("--version", text.version);
+  Command program(&app);
+  int exit_code = 0;
+  declare(program, &exit_code);
+  return Parse(app, argc, argv, exit_code);
 }
 
 }  // namespace monsoon
