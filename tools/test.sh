@@ -25,11 +25,14 @@ bazel test --noshow_progress "${long[@]}" //... 2>&1 | tee "$log"
 bazel_status=${PIPESTATUS[0]}
 
 # A test that could not run its subject here (no GPU, not root) passes with a "SKIPPED: why"
-# line in its log (tests/launcher/test_lib.sh's skip): it counts as skipped, named here.
+# line in its log, or in each of its shards' logs (tests/launcher/test_lib.sh's skip): it counts
+# as skipped, named here.
 passed=0 skipped=0
 for target in $(grep -E '^//[^ ]+ +(\(cached\) )?PASSED' "$log" | awk '{ print $1 }'); do
-  test_log="bazel-testlogs/${target#//}"
-  reason=$(grep -m1 '^SKIPPED: ' "${test_log/://}/test.log" 2>/dev/null | cut -c10-)
+  logs="bazel-testlogs/${target#//}"
+  logs="${logs/://}"
+  reason=$(cat "$logs/test.log" "$logs"/shard_*/test.log 2>/dev/null | grep -m1 '^SKIPPED: ' \
+    | cut -c10-)
   if [ -n "$reason" ]; then
     echo "skipped: $target: $reason"
     skipped=$((skipped + 1))

@@ -17,6 +17,24 @@ at_least() {  # at_least WHAT VALUE MIN
     && pass "$1: $2 >= $3" || fail "$1: $2 < $3"
 }
 
+# job NAME SCRIPT [WORKERS]: runs SCRIPT as the worker program of WORKERS (1) workers, no
+# evaluator; output in $WORK/NAME.txt
+job() {
+  sed -e "s|pytorch_mlp.py|$2|" examples/pytorch_mlp.yaml >"$WORK/$1.yaml"
+  timeout 120 "$MONSOON" run "$WORK/$1.yaml" --run-dir "$WORK/$1" --set training.epochs=1 \
+    --set cluster.workers="${3:-1}" --set reliability.worker_restarts=0 \
+    --set cluster.evaluator=false >"$WORK/$1.txt" 2>&1
+}
+expect_failure() {  # expect_failure NAME TEXT: the job failed, saying TEXT
+  local status=$?
+  [ "$status" -ne 0 ] && grep -qF "$2" "$WORK/$1.txt" \
+    && pass "$1: exit $status, says '$2'" || { fail "$1: exit $status, output:"; cat "$WORK/$1.txt"; }
+}
+
+# Two halves, each a shard of its own where Bazel runs the test sharded (BUILD), so that the
+# suite is not left waiting on one long test; unsharded, both run.
+if in_shard 0; then
+
 # The shipped example, its worker 0 killed on the way: a killed Python worker is a killed C++
 # worker, restarted where the servers last heard from it, every push applied exactly once
 # (the servers' ledgers), and the job still trains: 4 epochs end at 0.845-0.857 (alone, and
@@ -164,20 +182,23 @@ expect_eq "client.report's rows as TensorBoard scalars" "$?" "0"
 tests/launcher/python_client_test.py bench/transport_bench
 expect_eq "monsoon.Client (python_client_test.py)" "$?" "0"
 
+# Bad use outside a job.
+python3 -c "import monsoon; monsoon.job()" >"$WORK/outside.txt" 2>&1
+expect_failure outside "monsoon.Error: MONSOON_ROLE is not set"
+MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" MONSOON_INDEX=0 MONSOON_GPU=-1 MONSOON_SEED=1 \
+  python3 - >"$WORK/float64.txt" 2>&1 <<'PY'
+import numpy as np
+import monsoon
+class Model:
+    params = np.zeros(235146)  # float64
+    grads = np.zeros(235146, np.float32)
+monsoon.run_role(Model())
+PY
+expect_failure float64 "model.params must be a float32 NumPy array"
+fi
+
+if in_shard 1; then
 # Bad use. Each program below is the worker program of a short job.
-# job NAME SCRIPT [WORKERS]: runs SCRIPT as the worker program of WORKERS (1) workers, no
-# evaluator; output in $WORK/NAME.txt
-job() {
-  sed -e "s|pytorch_mlp.py|$2|" examples/pytorch_mlp.yaml >"$WORK/$1.yaml"
-  timeout 120 "$MONSOON" run "$WORK/$1.yaml" --run-dir "$WORK/$1" --set training.epochs=1 \
-    --set cluster.workers="${3:-1}" --set reliability.worker_restarts=0 \
-    --set cluster.evaluator=false >"$WORK/$1.txt" 2>&1
-}
-expect_failure() {  # expect_failure NAME TEXT: the job failed, saying TEXT
-  local status=$?
-  [ "$status" -ne 0 ] && grep -qF "$2" "$WORK/$1.txt" \
-    && pass "$1: exit $status, says '$2'" || { fail "$1: exit $status, output:"; cat "$WORK/$1.txt"; }
-}
 cat >"$WORK/raises.py" <<'PY'
 import torch.nn as nn
 import monsoon.torch
@@ -272,18 +293,6 @@ monsoon.torch.run(lambda: nn.Sequential(nn.Flatten(), Interrupted(784, 10)))
 PY
 job interrupted interrupted.py
 expect_failure interrupted "failed (the model raised KeyboardInterrupt: the program's own"
-python3 -c "import monsoon; monsoon.job()" >"$WORK/outside.txt" 2>&1
-expect_failure outside "monsoon.Error: MONSOON_ROLE is not set"
-MONSOON_ROLE=worker MONSOON_RUN_DIR="$WORK/downpour" MONSOON_INDEX=0 MONSOON_GPU=-1 MONSOON_SEED=1 \
-  python3 - >"$WORK/float64.txt" 2>&1 <<'PY'
-import numpy as np
-import monsoon
-class Model:
-    params = np.zeros(235146)  # float64
-    grads = np.zeros(235146, np.float32)
-monsoon.run_role(Model())
-PY
-expect_failure float64 "model.params must be a float32 NumPy array"
 
 # Worker 1 hangs: in its forward at step 10, or in make_model before it connects (hangs.py
 # model). A forward with stall_seconds 3: the worker names itself and ends, and Downpour
@@ -390,4 +399,6 @@ FIRST_STEP_SECONDS=8 timeout 120 "$MONSOON" run "$WORK/first_step.yaml" --run-di
   --set reliability.stall_seconds=4 --set training.max_steps=20 --set cluster.evaluator=false \
   >"$WORK/slow_start.txt" 2>&1
 expect_eq "an 8 s first step under stall_seconds 4: exit status" "$?" "0"
+fi
+
 finish

@@ -10,6 +10,14 @@ failures=0
 # same things.
 long_form() { [ "${MONSOON_LONG_TESTS:-0}" = 1 ]; }
 
+# in_shard N: whether this run takes part N (from 0) of a test that Bazel shards (BUILD's
+# shard_count: each shard a run of its own, with TEST_SHARD_INDEX of TEST_TOTAL_SHARDS); every
+# part when it is not sharded. Tells Bazel that the test shards.
+in_shard() {
+  [ -z "${TEST_SHARD_STATUS_FILE:-}" ] || touch "$TEST_SHARD_STATUS_FILE"
+  [ -z "${TEST_TOTAL_SHARDS:-}" ] || [ $(($1 % TEST_TOTAL_SHARDS)) = "${TEST_SHARD_INDEX:-0}" ]
+}
+
 # Each check's line carries the seconds since the test started, so a log shows where its time goes.
 pass() { echo "PASS (${SECONDS}s): $*"; }
 fail() { echo "FAIL (${SECONDS}s): $*"; failures=$((failures + 1)); }
