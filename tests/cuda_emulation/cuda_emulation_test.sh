@@ -31,9 +31,6 @@ emulated() {
     LD_PRELOAD="$sanitizers" "$@"
 }
 
-# Shard 0 (where Bazel shards the test: BUILD) runs the checks up to the mutants and every other
-# mutant; shard 1 the other mutants.
-if in_shard 0; then
 for schedule in lazy eager random:1 random:2 random:3; do
   emulated "$plugin" MONSOON_CUDA_EMULATION="$schedule" timeout 300 "$parity" \
     >"$WORK/parity-$schedule.txt" 2>&1
@@ -71,7 +68,6 @@ bound=$(( (256 << 20) + 4 * 224 * 224 * 256 ))
 [ -n "$peak" ] && [ "$workspace" -le "$bound" ] \
   && pass "full-size layer: workspace $((workspace >> 20)) MiB within 256 MiB (peak $((peak >> 20)) MiB)" \
   || fail "full-size layer: peak ${peak:-unknown} bytes, workspace $workspace > $bound"
-fi
 
 # Each mutant below is the plugin rebuilt (g++) with OLD replaced by NEW in FILE (once); the
 # parity test (lazy schedule, stopped at its first failure) must fail on it. A mutated file
@@ -167,13 +163,11 @@ PY
       2>>"$WORK/$name.build.txt"
 }
 for ((i = 0; i < ${#mutants[@]}; i += 4)); do
-  in_shard $((i / 4)) || continue
   [ "$(jobs -rp | wc -l)" -lt 2 ] || wait -n
   build_mutant "${mutants[@]:i:4}" &
 done
 wait
 for ((i = 0; i < ${#mutants[@]}; i += 4)); do
-  in_shard $((i / 4)) || continue
   name=${mutants[i]}
   if [ ! -f "$WORK/src-$name/plugin.so" ]; then
     fail "$name: the mutated plugin did not build: $(head -3 "$WORK/$name.build.txt")"
