@@ -109,7 +109,8 @@ expect_eq "TLS job exit status" "$?" "0"
 fits_line "$T/run" && pass "the TLS job fits the line" || fail "TLS job's fit"
 # --- 8 concurrent unauthenticated 200 MB requests -----------------------------------------
 # A push is refused for its missing token from the call's metadata, before its message is
-# read, so the server buffers at most a flow-control window of each.
+# read, so the server buffers at most a flow-control window of each: its peak RSS grows by
+# less than 40 MiB, a fifth of one request (the job's own growth included: 18 MiB in a CI run).
 O="$WORK/oversize"
 pace 20  # training outlasts the attack (5 s alone) several times over
 timeout 120 "$MONSOON" run "$cfg" --run-dir "$O" "${paced[@]}" >"$O.txt" 2>&1 &
@@ -123,7 +124,7 @@ echo "attack: $(cut -d: -f2- "$O.attack.txt" | sort | uniq -c | tr '\n' ';')"
 echo "server 0 peak RSS: $((before / 1024)) MiB before the attack, $((after / 1024)) MiB after"
 expect_eq "attack calls refused for their token (of 8)" \
   "$(grep -c ': 16 missing job token' "$O.attack.txt")" "8"
-[ "$after" -lt $((before + 16 * 1024)) ] \
+[ "$after" -lt $((before + 40 * 1024)) ] \
   && pass "server memory grew by $(((after - before) / 1024)) MiB under 1.6 GB of requests" \
   || fail "server peak RSS grew from $((before / 1024)) to $((after / 1024)) MiB under 8 x 200 MB"
 wait "$job_o"

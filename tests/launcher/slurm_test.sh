@@ -211,8 +211,14 @@ elapsed=$(seconds_until_gone "$start" 60)
 echo "job $job ended ${elapsed}s after SIGUSR1"
 python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) < 20 else 1)" "$elapsed" \
   && pass "SIGUSR1 ends the job within 20 s" || fail "SIGUSR1: job still there after ${elapsed}s"
+# A worker on a loaded machine may finish its epochs before the signal comes (CI: worker 1 done,
+# worker 0 at epoch 9): it ends "done", every other role "stopped by signal".
 stopped=$(grep -l "stopped by signal" "$run"/logs/task-*.log | wc -l)
-expect_eq "every role reports the signal" "$stopped" "5"
+done_before=$(grep -L "stopped by signal" "$run"/logs/task-*.log | xargs -r grep -l "worker [01] done:" \
+  | wc -l)
+expect_eq "every role reports the signal, or a worker had finished before it" \
+  "$stopped + $done_before, servers $(grep -l "server stopped by signal" "$run"/logs/task-*.log | wc -l)" \
+  "$((5 - done_before)) + $done_before, servers 2"
 python3 - "$run/metrics" <<'PY'
 import csv, glob, sys
 for f in glob.glob(sys.argv[1] + "/*.csv"):
