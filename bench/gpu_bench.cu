@@ -157,7 +157,7 @@ int Main(int argc, char** argv) {
                          ""};
   return RunProgram(argc, argv, text, [&](Command& program, int* exit_code) {
     program.Option("--precision", &precision, "compute.precision")
-        .OneOf({"fp32", "tf32", "bf16"})
+        .OneOf(kPrecisionNames.AllNames())
         .ShowDefault();
     program.Option("--cudnn-path", &cudnn_path, "compute.cudnn_path: auto, off or a PATH")
         .ShowDefault();
