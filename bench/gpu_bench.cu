@@ -74,6 +74,17 @@ void PrintSteps(ComputeBackend& backend, const char* key, const ModelSpec& spec,
     const int64_t graphed_before = (*model)->graphed_steps();
     const double step_s = TimePerCall(backend, reps, step);
     const bool graphed = (*model)->graphed_steps() - graphed_before >= reps;
+    // As a worker whose shard is not on the GPU: two batch buffers, each batch uploaded during
+    // the step before it (Model::PrefetchBatch).
+    std::vector<float> x2 = x;
+    const HostPin pin2 = (*model)->PinHostMemory(absl::MakeSpan(x2));
+    int turn = 0;
+    const double prefetched_s = TimePerCall(backend, reps, [&] {
+      (*model)->PrefetchBatch((turn == 0 ? x2 : x).data(), y.data(), batch);
+      (*model)->ComputeGradients((turn == 0 ? x : x2).data(), y.data(), batch);
+      (*model)->GetGrads(grads.data());
+      turn = 1 - turn;
+    });
     (*model)->StreamGradientsTo(nullptr);
     const std::vector<GemmShape> shapes = gemms_of(batch);
     std::vector<DeviceBuffer> a, b, c;
@@ -91,9 +102,10 @@ void PrintSteps(ComputeBackend& backend, const char* key, const ModelSpec& spec,
     });
     std::printf(
         "    {\"batch\": %d, \"step_samples_per_second\": %.0f, \"gemm_samples_per_second\": %.0f,"
-        " \"ratio\": %.3f, \"graphed\": %s, \"call_by_call_step_samples_per_second\": %.0f}%s\n",
+        " \"ratio\": %.3f, \"graphed\": %s, \"call_by_call_step_samples_per_second\": %.0f,"
+        " \"prefetched_step_samples_per_second\": %.0f}%s\n",
         batch, batch / step_s, batch / gemm_s, gemm_s / step_s, graphed ? "true" : "false",
-        batch / calls_s, bi + 1 < batches.size() ? "," : "");
+        batch / calls_s, batch / prefetched_s, bi + 1 < batches.size() ? "," : "");
   }
   std::printf("  ],\n");
 }

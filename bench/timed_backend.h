@@ -27,6 +27,9 @@ class TimedBackend : public ComputeBackend {
   void CopyToHost(const float* device, float* host, size_t n) override {
     Timed("copies", [&] { inner_->CopyToHost(device, host, n); });
   }
+  void CopyOnDevice(const float* from, float* to, size_t n) override {
+    Timed("copies", [&] { inner_->CopyOnDevice(from, to, n); });
+  }
   size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) override {
     size_t first = n;
     Timed("copies", [&] { first = inner_->CopyToHostFindingNonFinite(device, host, n); });

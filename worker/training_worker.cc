@@ -55,6 +55,7 @@ TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableMode
       index_(index),
       model_(model),
       shard_(shard),
+      batches_(shard, model, rules_.batch_size),
       client_(client),
       metrics_(metrics),
       trace_(trace),
@@ -99,7 +100,7 @@ absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport*
   // as many examples as its, or one fewer).
   DataPosition position = resume.position;
   position.cursor = std::min<uint64_t>(position.cursor, shard_->size());
-  MONSOON_RETURN_IF_ERROR(shard_->Seek(position));
+  MONSOON_RETURN_IF_ERROR(batches_.Seek(position));
   report->steps = resume.position.step;
   report->pushes = static_cast<int64_t>(resume.sequence);
   resumed_after_ = resume.sequence;
@@ -113,8 +114,8 @@ absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport*
 PushOrigin TrainingWorker::NextOrigin(const WorkerReport& report) const {
   PushOrigin origin;
   origin.sequence = static_cast<uint64_t>(report.pushes) + 1;
-  origin.position = shard_->Position(report.steps);
-  origin.epoch = shard_->progress();
+  origin.position = batches_.Position(report.steps);
+  origin.epoch = batches_.progress();
   return origin;  // the client adds its incarnation
 }
 
@@ -138,7 +139,7 @@ auto TrainingWorker::Timed(WorkerReport* report, std::string_view name, Call cal
   return result;
 }
 
-float TrainingWorker::RateScale() const { return rules_.learning_rate.Scale(shard_->progress()); }
+float TrainingWorker::RateScale() const { return rules_.learning_rate.Scale(batches_.progress()); }
 
 absl::Status TrainingWorker::CheckOwnLoopSteps(const WorkerReport& report) const {
   if (report.steps == 0) {
@@ -161,31 +162,25 @@ absl::Status TrainingWorker::CheckOwnLoopSteps(const WorkerReport& report) const
 
 bool TrainingWorker::Done(const WorkerReport& report) const {
   const bool epochs_done =
-      model_->trained_by_own_loop() ? model_->loop_ended() : shard_->progress() >= rules_.epochs;
+      model_->trained_by_own_loop() ? model_->loop_ended() : batches_.progress() >= rules_.epochs;
   return epochs_done || (rules_.max_steps > 0 && report.steps >= rules_.max_steps);
 }
 
-absl::StatusOr<int> TrainingWorker::NextBatch() {
-  if (held_by_model_) {
-    shard_->NextBatchRows(rules_.batch_size, &batch_rows_);
-    return static_cast<int>(batch_rows_.size());
-  }
-  MONSOON_ASSIGN_OR_RETURN(const int rows, shard_->NextBatch(rules_.batch_size, &x_, &y_));
-  if (batch_pins_.empty() && rows == rules_.batch_size) {
-    // Full: x_ and y_ never move again (no batch is larger).
-    batch_pins_ = PinAll(model_, {absl::MakeSpan(x_), absl::MakeSpan(y_)});
-  }
-  return rows;
+absl::StatusOr<HostBatches::Batch> TrainingWorker::NextBatch() {
+  if (!held_by_model_) return batches_.Next();
+  shard_->NextBatchRows(rules_.batch_size, &batch_rows_);
+  return HostBatches::Batch{nullptr, nullptr, static_cast<int>(batch_rows_.size())};
 }
 
 absl::Status TrainingWorker::ComputeStep(WorkerReport* report) {
-  MONSOON_ASSIGN_OR_RETURN(const int rows, NextBatch());
+  MONSOON_ASSIGN_OR_RETURN(const HostBatches::Batch next, NextBatch());
+  const int rows = next.rows;
   // Dropout masks from (seed, worker, step): a replayed step draws the same ones.
   model_->set_batch_seed(SplitMix64(SplitMix64(rules_.seed, index_), report->steps));
   model_->set_steps_done(report->steps);
   const absl::Time start = clock_.Now();
   const BatchResult batch = held_by_model_ ? model_->ComputeGradientsOnHeld(batch_rows_)
-                                           : model_->ComputeGradients(x_.data(), y_.data(), rows);
+                                           : model_->ComputeGradients(next.x, next.y, rows);
   if (model_->loop_ended()) return absl::OkStatus();
   const bool slow = rules_.stragglers.slow_factor > 1;
   // A slow worker's factor applies to the compute itself, not to its launch on a GPU.
@@ -209,7 +204,7 @@ absl::Status TrainingWorker::AppendMetrics(const WorkerReport& report, const Pul
   if (metrics_ == nullptr) return absl::OkStatus();
   WorkerMetricsRow row;
   row.step = static_cast<double>(report.steps);
-  row.epoch = shard_->progress();
+  row.epoch = batches_.progress();
   row.loss = report.last_loss;
   row.version = static_cast<double>(pull.min_version);
   row.clock = static_cast<double>(report.pushes);

@@ -16,14 +16,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "core/data/data_shard.h"
 #include "core/clock.h"
 #include "core/config/job_config.h"
+#include "core/data/data_shard.h"
 #include "core/metrics/metrics.h"
 #include "core/metrics/trace.h"
 #include "core/model/state_layout.h"
 #include "core/model/trainable_model.h"
 #include "worker/elastic_exchanger.h"
+#include "worker/host_batches.h"
 #include "worker/ps_client.h"
 #include "worker/pull_schedule.h"
 #include "worker/push_pipeline.h"
@@ -121,9 +122,9 @@ class TrainingWorker {
   absl::Status CheckOwnLoopSteps(const WorkerReport& report) const;
   // The learning-rate schedule's factor for a local step at the shard's current progress.
   float RateScale() const;
-  // The next batch's row count: their numbers in batch_rows_ where the model holds the shard,
-  // else their values in x_ and y_ (pinned once a batch has filled them).
-  absl::StatusOr<int> NextBatch();
+  // The next batch: its row numbers in batch_rows_ where the model holds the shard (no
+  // values), else batches_' next.
+  absl::StatusOr<HostBatches::Batch> NextBatch();
   // Computes one batch's gradient into the model, then sleeps what the stragglers emulation
   // adds to the step (StragglerDelaySeconds); updates the report.
   absl::Status ComputeStep(WorkerReport* report);
@@ -144,6 +145,7 @@ class TrainingWorker {
   const int index_;
   TrainableModel* const model_;
   DataShard* const shard_;
+  HostBatches batches_;  // shard_'s batches, and its position as of them
   PsClient* const client_;
   WorkerMetricsRecorder* const metrics_;
   TraceWriter* const trace_;
@@ -155,8 +157,6 @@ class TrainingWorker {
   uint64_t resumed_after_ = 0;         // pushes already processed when this process started
   bool held_by_model_ = false;         // the model holds the shard's rows (HoldRows)
   std::vector<uint32_t> batch_rows_;   // then: the current batch's row numbers
-  std::vector<float> x_, y_;           // else: the current batch
-  std::vector<HostPin> batch_pins_;    // x_ and y_, once a batch has filled them
   std::vector<float> velocity_;        // EAMSGD: the model's velocity at an exchange
   StallWatch stall_watch_;             // over each step's compute
 };

@@ -173,6 +173,17 @@ class ComputeBackend {
   // for them (and unpacks them, where `host` is not pinned). Until then `host` must not be
   // read or written. Nothing to start where backend memory is host memory.
   virtual void StartCopyToHost(const float* /*device*/, float* /*host*/, size_t /*n*/) {}
+  // Starts copying [host, host + n) to [device, device + n) once the work queued so far is
+  // done, while later work runs (a GPU's copy stream): work queued after it may not touch
+  // [device, device + n) until AwaitStartedUploads, and `host` must not be written until work
+  // queued after that has been waited for. Where backend memory is host memory, a copy now.
+  virtual void StartCopyToDevice(const float* host, float* device, size_t n) {
+    CopyToDevice(host, device, n);
+  }
+  // Work queued from now on runs after every upload StartCopyToDevice has started.
+  virtual void AwaitStartedUploads() {}
+  // to = from, n values of backend memory, queued like any other work.
+  virtual void CopyOnDevice(const float* from, float* to, size_t n) = 0;
 
   // C[m x n] = alpha * op(A) * op(B) + beta * C, with op(A) of shape m x k and op(B) k x n.
   virtual void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,

@@ -457,8 +457,8 @@ void VisitCompute(JobConfig& c, V& v) {
     v.Field("gpu_data_mib", &c.compute.gpu_data_mib, IntRange{0, 1 << 20},
             "the most GPU memory, in MiB, a worker's shard of the training data may take on "
             "its GPU: a shard that fits is uploaded once and each batch gathered there; a "
-            "larger one (or data streamed from its files) goes up batch by batch. 0: always "
-            "batch by batch");
+            "larger one (or data streamed from its files) goes up batch by batch, each during "
+            "the step before it. 0: always batch by batch");
     v.Field("cudnn_path", &c.compute.cudnn_path, CudnnPath{},
             Doc("where a GPU worker finds cuDNN 9 for its convolutions, pooling and batch "
                 "normalisation: `auto` looks for libcudnn.so.9 on the library path "

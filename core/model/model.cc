@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
@@ -477,6 +478,36 @@ void Model::UploadBatch(const float* x_host, const float* targets_host, int rows
   backend_->CopyToDevice(targets_host, targets_.data(), static_cast<size_t>(rows) * target_cols());
 }
 
+void Model::TakeBatch(const HostBatch& batch) {
+  if (batch.rows == 0 || !(batch == prefetched_)) {
+    UploadBatch(batch.x, batch.targets, batch.rows);
+    return;
+  }
+  prefetched_ = {};
+  ++prefetched_batches_;
+  EnsureWorkspace(batch.rows);
+  backend_->AwaitStartedUploads();
+  backend_->CopyOnDevice(prefetched_x_.data(), activations_[0].data(),
+                         static_cast<size_t>(batch.rows) * spec_.input_dim);
+  backend_->CopyOnDevice(prefetched_targets_.data(), targets_.data(),
+                         static_cast<size_t>(batch.rows) * target_cols());
+}
+
+void Model::StartPrefetch() {
+  const HostBatch next = std::exchange(to_prefetch_, HostBatch{});
+  if (next.rows <= 0) return;
+  const size_t x_size = static_cast<size_t>(next.rows) * spec_.input_dim;
+  const size_t targets_size = static_cast<size_t>(next.rows) * target_cols();
+  if (prefetched_x_.size() < x_size || prefetched_targets_.size() < targets_size) {
+    const Allocating allocating(absl::StrCat("a prefetched batch of ", next.rows));
+    prefetched_x_ = backend_->Allocate(x_size);
+    prefetched_targets_ = backend_->Allocate(targets_size);
+  }
+  backend_->StartCopyToDevice(next.x, prefetched_x_.data(), x_size);
+  backend_->StartCopyToDevice(next.targets, prefetched_targets_.data(), targets_size);
+  prefetched_ = next;
+}
+
 void Model::GatherBatch(absl::Span<const uint32_t> rows) {
   const int n = static_cast<int>(rows.size());
   EnsureWorkspace(n);
@@ -591,7 +622,8 @@ void Model::DropGraphs() {
 }
 
 BatchResult Model::ComputeGradients(const float* x_host, const float* targets_host, int rows) {
-  UploadBatch(x_host, targets_host, rows);
+  TakeBatch({x_host, targets_host, rows});
+  StartPrefetch();  // after the copies out of its buffers, beside this step
   TrainStep(rows);
   return ReadLoss(rows);
 }

@@ -103,6 +103,8 @@ class Model : public TrainableModel {
   // default; off: every step call by call, for comparison).
   int64_t graphed_steps() const { return graphed_steps_; }
   void set_graphs(bool on);
+  // Batches ComputeGradients took from where PrefetchBatch had them uploaded, so far.
+  int64_t prefetched_batches() const { return prefetched_batches_; }
   const std::vector<ParamTensor>& tensors() const { return tensors_; }
   size_t num_params() const override { return num_params_; }
   size_t num_state() const override { return num_state_; }
@@ -131,6 +133,13 @@ class Model : public TrainableModel {
   void AddToParams(const float* delta_host, float scale) override;
   absl::Status Synchronize() override { return backend_->Synchronize(); }
   BatchResult ComputeGradients(const float* x_host, const float* targets_host, int rows) override;
+  // On a backend with separate memory: the batch goes up on the backend's copy stream during
+  // the next ComputeGradients (StartCopyToDevice), into buffers of its own that the
+  // ComputeGradients taking it copies from on the device.
+  bool prefetches_batches() const override { return backend_->separate_memory(); }
+  void PrefetchBatch(const float* x_host, const float* targets_host, int rows) override {
+    to_prefetch_ = {x_host, targets_host, rows};
+  }
   // Holds the rows on a backend with separate memory (there is room for fewer than
   // kMaxGatherRows rows); gathers each batch there.
   bool HoldRows(absl::Span<const float> features, absl::Span<const float> targets,
@@ -142,9 +151,22 @@ class Model : public TrainableModel {
  private:
   Model(const ModelSpec& spec, ComputeBackend* backend);
   void EnsureWorkspace(int rows);
-  // The batch into activations_[0] and targets_: uploaded, or gathered from the held rows.
+  // A batch in host memory, as PrefetchBatch names it.
+  struct HostBatch {
+    const float* x = nullptr;
+    const float* targets = nullptr;
+    int rows = 0;
+    bool operator==(const HostBatch& o) const {
+      return x == o.x && targets == o.targets && rows == o.rows;
+    }
+  };
+  // The batch into activations_[0] and targets_: uploaded, copied from where it was
+  // prefetched, or gathered from the held rows.
   void UploadBatch(const float* x_host, const float* targets_host, int rows);
+  void TakeBatch(const HostBatch& batch);
   void GatherBatch(absl::Span<const uint32_t> rows);
+  // Starts uploading the batch PrefetchBatch named, if any, into prefetched_x_ and _targets_.
+  void StartPrefetch();
   // Queues the forward pass and the loss over the batch in activations_[0] and targets_.
   void Forward(int rows, bool training);
   // The loss Forward queued, once the work queued before has run (after backward, so that
@@ -183,6 +205,7 @@ class Model : public TrainableModel {
   std::set<int> stepped_rows_;    // batch sizes trained once since the last DropGraphs
   std::map<int, int> graphs_;     // batch size -> the backend's graph
   int64_t graphed_steps_ = 0;
+  int64_t prefetched_batches_ = 0;
   uint64_t batch_seed_ = 0;
   size_t num_params_ = 0;
   size_t num_state_ = 0;
@@ -200,6 +223,9 @@ class Model : public TrainableModel {
   DeviceBuffer held_features_, held_targets_, batch_rows_;
   std::vector<float> batch_rows_host_;
   DeviceBuffer scratch_[2];  // ping-pong dL/d(activation) buffers for Backward
+  HostBatch to_prefetch_;    // PrefetchBatch's, not started yet
+  HostBatch prefetched_;     // started into these:
+  DeviceBuffer prefetched_x_, prefetched_targets_;
   int workspace_rows_ = 0;
 };
 

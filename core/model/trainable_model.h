@@ -76,6 +76,13 @@ class TrainableModel {
   // [rows x targets] (regression). Overwrites grads with the batch-mean loss gradient.
   virtual BatchResult ComputeGradients(const float* x_host, const float* targets_host,
                                        int rows) = 0;
+  // Whether PrefetchBatch buys anything: the model uploads each batch to memory of its own.
+  virtual bool prefetches_batches() const { return false; }
+  // A hint that the ComputeGradients after the next one takes x_host [rows x features] and
+  // targets_host: the next ComputeGradients may upload them while it computes. Neither may be
+  // written until the ComputeGradients that takes them returns.
+  virtual void PrefetchBatch(const float* /*x_host*/, const float* /*targets_host*/, int /*rows*/) {
+  }
   // Keeps a copy of a shard's rows (features [n x input dim], targets) in the model's own
   // memory where that is apart from the host's (a GPU's) and the copy takes at most
   // `budget_bytes`, so that ComputeGradientsOnHeld takes its batches from there instead of

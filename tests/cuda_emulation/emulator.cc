@@ -556,11 +556,15 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attributes, const vo
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream) {
   std::lock_guard<std::recursive_mutex> lock(Dev().mu);
-  const bool to_device = kind == cudaMemcpyHostToDevice;
-  if (!to_device && kind != cudaMemcpyDeviceToHost) return cudaErrorInvalidValue;
-  cuda_emulation::CheckRange(dst, bytes, to_device ? Kind::kDevice : Kind::kPinned,
+  if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToHost &&
+      kind != cudaMemcpyDeviceToDevice) {
+    return cudaErrorInvalidValue;
+  }
+  cuda_emulation::CheckRange(dst, bytes,
+                             kind == cudaMemcpyDeviceToHost ? Kind::kPinned : Kind::kDevice,
                              "cudaMemcpyAsync destination");
-  cuda_emulation::CheckRange(src, bytes, to_device ? Kind::kPinned : Kind::kDevice,
+  cuda_emulation::CheckRange(src, bytes,
+                             kind == cudaMemcpyHostToDevice ? Kind::kPinned : Kind::kDevice,
                              "cudaMemcpyAsync source");
   cuda_emulation::Enqueue(stream, {[dst, src, bytes] { std::memcpy(dst, src, bytes); }});
   return cudaSuccess;

@@ -89,13 +89,12 @@ void ExpectSameGradients(Model* on_cpu, Model* on_gpu, const BatchResult& bc,
 
 // One training step of both models on the same batch, the GPU's gradient streamed where
 // `stream`: their losses and gradients (within `margin`) must agree. Returns the CPU's.
-std::vector<float> ExpectSameStep(Model* on_cpu, Model* on_gpu, const std::vector<float>& x,
-                                  const std::vector<float>& y, int rows, bool stream,
-                                  double margin) {
+std::vector<float> ExpectSameStep(Model* on_cpu, Model* on_gpu, const float* x, const float* y,
+                                  int rows, bool stream, double margin) {
   std::vector<float> gc(on_cpu->num_params()), gg(gc.size());
   on_gpu->StreamGradientsTo(stream ? gg.data() : nullptr);
-  const BatchResult bc = on_cpu->ComputeGradients(x.data(), y.data(), rows);
-  const BatchResult bg = on_gpu->ComputeGradients(x.data(), y.data(), rows);
+  const BatchResult bc = on_cpu->ComputeGradients(x, y, rows);
+  const BatchResult bg = on_gpu->ComputeGradients(x, y, rows);
   on_cpu->GetGrads(gc.data());
   on_gpu->GetGrads(gg.data());
   REQUIRE_OK(on_gpu->Synchronize());
@@ -388,6 +387,63 @@ TEST_CASE("CublasBackend: batches gathered from held rows match the CPU", "[gpu]
   }
 }
 
+// A batch prefetched during the step before it (Model::PrefetchBatch), as a worker streams its
+// batches through two host buffers: each step's loss and gradient match the CPU's, pinned
+// buffers or not, replayed as graphs or not, through a short batch, a step whose batch was not
+// the one prefetched and a step with no prefetch before it.
+TEST_CASE("CublasBackend: batches prefetched during the step before match the CPU",
+          "[gpu][parity][graph]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  const bool pinned = GENERATE(true, false);
+  INFO("pinned buffers " << pinned);
+  CpuBackend cpu;
+  const ModelSpec spec = Mlp(23, {11}, 4);
+  auto [on_cpu, on_gpu, params] = MakeTwins(spec, &cpu, gpu.get(), 5);
+  REQUIRE(on_gpu->prefetches_batches());
+  const int full = 9;
+  std::vector<float> x[2], y[2];
+  std::vector<HostPin> pins;
+  for (int b = 0; b < 2; ++b) {
+    x[b].resize(full * 23);
+    y[b].resize(full);
+    if (pinned) {
+      pins.push_back(gpu->PinHostMemory(x[b].data(), x[b].size()));
+      pins.push_back(gpu->PinHostMemory(y[b].data(), y[b].size()));
+    }
+  }
+  // Step s trains on buffer s % 2 holding batch s; 5 is short; 7 is prefetched but step 7
+  // trains on a fresh copy of it; none is prefetched for step 11.
+  const std::vector<int> rows = {9, 9, 9, 9, 9, 4, 9, 9, 9, 9, 9, 9};
+  auto fill = [&](int step) {
+    const int b = step % 2;
+    const std::vector<float> values = Random(static_cast<size_t>(rows[step]) * 23, 70 + step);
+    std::copy(values.begin(), values.end(), x[b].begin());
+    for (int r = 0; r < rows[step]; ++r) y[b][r] = static_cast<float>((r + step) % 4);
+  };
+  fill(0);
+  for (int step = 0; step < static_cast<int>(rows.size()); ++step) {
+    INFO("step " << step);
+    const int b = step % 2;
+    if (step + 1 < static_cast<int>(rows.size()) - 1) {
+      fill(step + 1);
+      on_gpu->PrefetchBatch(x[1 - b].data(), y[1 - b].data(), rows[step + 1]);
+    } else if (step + 1 < static_cast<int>(rows.size())) {
+      fill(step + 1);
+    }
+    on_cpu->SetParams(params.data());
+    on_gpu->SetParams(params.data());
+    // Step 7's batch as a fresh copy: not the memory prefetched.
+    const std::vector<float> xs = x[b], ys = y[b];
+    const bool copy = step == 7;
+    const std::vector<float> gc =
+        ExpectSameStep(on_cpu.get(), on_gpu.get(), (copy ? xs : x[b]).data(),
+                       (copy ? ys : y[b]).data(), rows[step], step % 3 == 0, 1e-5);
+    for (size_t i = 0; i < params.size(); ++i) params[i] -= 0.1f * gc[i];
+  }
+  CHECK(on_gpu->prefetched_batches() == 9);  // steps 1-10 but 7
+}
+
 // Training steps replayed as graphs: the second step of each batch size is recorded, later
 // ones replay it on the current weights and batch; a larger batch (new buffers) drops the
 // graphs; a model with dropout (new masks every batch) is never graphed.
@@ -420,7 +476,7 @@ TEST_CASE("CublasBackend: steps replayed as graphs match the CPU step by step",
       std::vector<float> y(rows);
       for (int r = 0; r < rows; ++r) y[r] = static_cast<float>((r + step) % 4);
       const std::vector<float> gc =
-          ExpectSameStep(on_cpu.get(), on_gpu.get(), x, y, rows, /*stream=*/true, 1e-4);
+          ExpectSameStep(on_cpu.get(), on_gpu.get(), x.data(), y.data(), rows, true, 1e-4);
       // The next step's weights: one SGD step, so that a replay must read the new ones.
       for (size_t i = 0; i < params.size(); ++i) params[i] -= 0.1f * gc[i];
       ++step;
@@ -683,7 +739,7 @@ TEST_CASE("CublasBackend: random CNN stacks match the CPU, gradients streamed",
       on_cpu->set_batch_seed(rows);
       on_gpu->set_batch_seed(rows);
       INFO("batch " << rows);
-      ExpectSameStep(on_cpu.get(), on_gpu.get(), x, y, rows, stack % 2 == 0, 1e-5);
+      ExpectSameStep(on_cpu.get(), on_gpu.get(), x.data(), y.data(), rows, stack % 2 == 0, 1e-5);
       // Evaluating with the running statistics.
       const BatchResult ec = on_cpu->Evaluate(x.data(), y.data(), rows);
       const BatchResult eg = on_gpu->Evaluate(x.data(), y.data(), rows);
@@ -759,6 +815,28 @@ TEST_CASE("CublasBackend: an upload from pinned memory is done when it returns",
     REQUIRE_OK(gpu->Synchronize());
     CHECK(back == sent);
   }
+}
+
+// An upload started beside compute (StartCopyToDevice) reaches the compute queued after
+// AwaitStartedUploads, though only the compute stream is waited for.
+TEST_CASE("CublasBackend: a started upload reaches the compute that awaits it", "[gpu][parity]") {
+  auto gpu = GpuOrSkip();
+  if (gpu == nullptr) return;
+  const size_t n = 1000;
+  std::vector<float> host = Random(n, 10);
+  const bool pinned = GENERATE(true, false);
+  INFO("pinned " << pinned);
+  const HostPin pin = pinned ? gpu->PinHostMemory(host.data(), n) : HostPin();
+  CHECK(pin.pinned() == pinned);
+  DeviceBuffer uploaded = gpu->Allocate(n), sum = gpu->Allocate(n);
+  gpu->StartCopyToDevice(host.data(), uploaded.data(), n);
+  gpu->AwaitStartedUploads();
+  gpu->Axpy(1.0f, uploaded.data(), sum.data(), n);
+  REQUIRE_OK(gpu->Synchronize());
+  std::vector<float> back(n);
+  gpu->CopyToHost(sum.data(), back.data(), n);
+  REQUIRE_OK(gpu->Synchronize());
+  CHECK(back == host);
 }
 
 // A CNN's life on the device: create, weights in, three steps (one streamed), gradients and

@@ -16,6 +16,7 @@
 #include "tests/test_util.h"
 #include "tests/worker/fault_injecting_ps_client.h"
 #include "worker/evaluator.h"
+#include "worker/host_batches.h"
 #include "worker/in_process_ps_client.h"
 
 namespace monsoon {
@@ -457,6 +458,7 @@ TEST_CASE("TrainingWorker: overlapping pushes and pulls with compute keeps each 
 // and whether every copy during training touches pinned memory only.
 class PinCountingBackend : public CpuBackend {
  public:
+  bool separate_memory() const override { return separate; }
   HostPin PinHostMemory(float* host, size_t n) override {
     pinned_.emplace(host, n);
     return HostPin([this, host] { pinned_.erase(host); });
@@ -473,8 +475,14 @@ class PinCountingBackend : public CpuBackend {
     Touch(host, n);
     ++started;
   }
+  void StartCopyToDevice(const float* host, float* device, size_t n) override {
+    Touch(host, n);
+    ++started_uploads;
+    CpuBackend::CopyToDevice(host, device, n);
+  }
+  bool separate = false;  // as a GPU's memory: batches prefetched
   bool training = false;  // count copies from now on
-  int copies = 0, unpinned_copies = 0, started = 0;
+  int copies = 0, unpinned_copies = 0, started = 0, started_uploads = 0;
   size_t pins() const { return pinned_.size(); }
 
  private:
@@ -489,18 +497,24 @@ class PinCountingBackend : public CpuBackend {
   std::map<const float*, size_t> pinned_;
 };
 
+// With memory apart from the host's (and no room to hold the shard there), each batch is
+// prefetched from the other of two pinned buffers.
 TEST_CASE("TrainingWorker: every copy of a training step goes through pinned buffers",
           "[worker][pinned]") {
+  const bool separate = GENERATE(false, true);
   for (const Overlap overlap : {Overlap::kNone, Overlap::kPushPull}) {
     for (const int n_push : {1, 2}) {
-      INFO("overlap " << kOverlapNames.Name(overlap) << ", n_push " << n_push);
+      INFO("overlap " << kOverlapNames.Name(overlap) << ", n_push " << n_push << ", separate "
+                      << separate);
       LinearSetup setup(2, 0.1f, 1);
       setup.config.training.epochs = 2;
       setup.config.training.batch_size = 30;  // 400 rows: a last batch of 10 in each epoch
       setup.config.downpour.n_push = n_push;
       setup.config.transport.overlap = overlap;
+      setup.config.compute.gpu_data_mib = 0;
       setup.Start();
       PinCountingBackend backend;
+      backend.separate = separate;
       auto model = Model::Create(setup.config.model, &backend);
       REQUIRE(model.ok());
       DataShard shard(setup.data, 0, 3);
@@ -514,8 +528,11 @@ TEST_CASE("TrainingWorker: every copy of a training step goes through pinned buf
         // Weights in and the batch each step, the gradient out, started layer by layer.
         CHECK(backend.copies >= 3 * 28);
         CHECK(backend.started == 28);
+        // Each step starts the next batch, the 29th too (the next epoch's first).
+        CHECK(backend.started_uploads == (separate ? 2 * 28 : 0));
+        CHECK((*model)->prefetched_batches() == (separate ? 27 : 0));
         CHECK(backend.unpinned_copies == 0);
-        CHECK(backend.pins() == 2);  // the batch's, which live with the worker
+        CHECK(backend.pins() == (separate ? 4 : 2));  // the batches', which live with the worker
       }
       CHECK(backend.pins() == 0);
     }
@@ -533,6 +550,48 @@ class SeparateMemoryBackend : public CpuBackend {
   }
   int gathers = 0;
 };
+
+// For a model that prefetches, each batch is drawn a step ahead; the batches and the position
+// and progress reported are those of the shard without it, across epochs and a Seek.
+TEST_CASE("HostBatches: batches drawn ahead are the shard's, at the shard's position",
+          "[worker][prefetch]") {
+  Dataset rows;
+  rows.feature_dim = 3;
+  for (int r = 0; r < 25; ++r) {
+    rows.features.insert(rows.features.end(), {1.0f * r, 2.0f * r, 3.0f * r});
+    rows.targets.push_back(static_cast<float>(r % 4));
+  }
+  DataShard shard(rows, 0, 7), plain(rows, 0, 7);
+  SeparateMemoryBackend backend;
+  ModelSpec spec;
+  spec.type = ModelType::kSoftmaxRegression;
+  spec.input_dim = 3;
+  spec.output_dim = 4;
+  auto model = Model::Create(spec, &backend);
+  REQUIRE(model.ok());
+  REQUIRE((*model)->prefetches_batches());
+  HostBatches batches(&shard, model->get(), 10);
+  std::vector<float> x, y;
+  for (int step = 0; step < 12; ++step) {
+    INFO("step " << step);
+    if (step == 8) {  // back to the middle of epoch 1
+      const DataPosition at{5, 1, 10};
+      REQUIRE(batches.Seek(at).ok());
+      REQUIRE(plain.Seek(at).ok());
+    }
+    const auto batch = batches.Next();
+    REQUIRE(batch.ok());
+    const auto want = plain.NextBatch(10, &x, &y);
+    REQUIRE(want.ok());
+    REQUIRE(batch->rows == *want);  // 10, 10, 5 each epoch
+    CHECK(std::vector<float>(batch->x, batch->x + 3 * batch->rows) == x);
+    CHECK(std::vector<float>(batch->y, batch->y + batch->rows) == y);
+    CHECK(batches.progress() == plain.progress());
+    const DataPosition got = batches.Position(step), expected = plain.Position(step);
+    CHECK(got.epoch == expected.epoch);
+    CHECK(got.cursor == expected.cursor);
+  }
+}
 
 TEST_CASE("TrainingWorker: a model holding the shard trains exactly as one uploading batches",
           "[worker][held]") {
@@ -557,6 +616,8 @@ TEST_CASE("TrainingWorker: a model holding the shard trains exactly as one uploa
       // Features and targets of each of 10 x 14 batches, where the shard fits the budget.
       CHECK(static_cast<SeparateMemoryBackend*>(backend.get())->gathers ==
             (way == "held" ? 2 * 140 : 0));
+      // Over budget, every batch but the first was prefetched during the step before it.
+      CHECK((*model)->prefetched_batches() == (way == "held" ? 0 : 139));
     }
   }
   CHECK(weights["held"] == weights["uploaded"]);

@@ -41,6 +41,10 @@ void CpuBackend::CopyToHost(const float* device, float* host, size_t n) {
   if (host != device) std::memcpy(host, device, n * sizeof(float));
 }
 
+void CpuBackend::CopyOnDevice(const float* from, float* to, size_t n) {
+  if (from != to) std::memcpy(to, from, n * sizeof(float));
+}
+
 size_t CpuBackend::CopyToHostFindingNonFinite(const float* device, float* host, size_t n) {
   return CopyFindingNonFinite(device, host, n);
 }

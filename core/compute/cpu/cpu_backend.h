@@ -23,6 +23,7 @@ class CpuBackend : public ComputeBackend {
   void CopyToDevice(const float* host, float* device, size_t n) override;
   void CopyToHost(const float* device, float* host, size_t n) override;
   size_t CopyToHostFindingNonFinite(const float* device, float* host, size_t n) override;
+  void CopyOnDevice(const float* from, float* to, size_t n) override;
   void Gemm(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a,
             const float* b, float beta, float* c) override;
   void GatherRows(const float* table, int cols, const float* index, int rows, float* out) override;

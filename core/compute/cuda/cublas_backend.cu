@@ -318,8 +318,10 @@ class CublasBackend : public ComputeBackend {
       : device_(device), device_name_(device_name), options_(options) {}
   ~CublasBackend() override {
     DropGraphs();
-    for (auto& [device, copy] : started_) {
-      if (copy.done != nullptr) cudaEventDestroy(copy.done);
+    for (const auto* copies : {&started_, &started_uploads_}) {
+      for (const auto& [device, copy] : *copies) {
+        if (copy.done != nullptr) cudaEventDestroy(copy.done);
+      }
     }
     lt_.reset();
     if (handle_ != nullptr) cublasDestroy(handle_);
@@ -433,11 +435,9 @@ class CublasBackend : public ComputeBackend {
   // buffer and event for the next step (a model streams the same ranges every step).
   void StartCopyToHost(const float* device, float* host, size_t n) override {
     if (!status_.ok() || n == 0) return;
-    StartedCopy& copy = started_[device];
-    if (copy.done == nullptr &&
-        !Check(cudaEventCreateWithFlags(&copy.done, cudaEventDisableTiming), "cudaEventCreate")) {
-      return;
-    }
+    StartedCopy* const started = Started(&started_, device);
+    if (started == nullptr) return;
+    StartedCopy& copy = *started;
     // A copy never collected by CopyToHost must be done before its buffer is written again.
     if (copy.pending && !Check(cudaEventSynchronize(copy.done), "cudaEventSynchronize")) return;
     copy.direct = Pinned(host, n);
@@ -450,6 +450,45 @@ class CublasBackend : public ComputeBackend {
     copy.host = host;
     copy.n = n;
     copy.pending = true;
+  }
+
+  // [host, host + n) -> device on the copy stream once the compute queued so far is done,
+  // straight from pinned `host` or from a staging buffer of this range's own (filled now, so
+  // `host` is free at once); compute waits for it only from AwaitStartedUploads on.
+  void StartCopyToDevice(const float* host, float* device, size_t n) override {
+    if (!status_.ok() || n == 0) return;
+    StartedCopy* copy = Started(&started_uploads_, device);
+    const float* from = host;
+    if (copy != nullptr && !Pinned(host, n)) {
+      // The range's previous upload must have left the staging buffer.
+      if (!Check(cudaEventSynchronize(copy->done), "cudaEventSynchronize")) return;
+      cudaError_t error = cudaSuccess;
+      float* staging = copy->staging.Reserve(n, &error);
+      if (!Check(error, "cudaMallocHost")) return;
+      std::memcpy(staging, host, n * sizeof(float));
+      from = staging;
+    }
+    if (copy == nullptr || !CopyAfterCompute() ||
+        !Check(cudaMemcpyAsync(device, from, n * sizeof(float), cudaMemcpyHostToDevice, copy_),
+               "cudaMemcpyAsync (host to device)") ||
+        !Check(cudaEventRecord(copy->done, copy_), "cudaEventRecord")) {
+      return;
+    }
+    copy->pending = true;
+  }
+
+  void AwaitStartedUploads() override {
+    for (auto& [device, copy] : started_uploads_) {
+      if (!copy.pending) continue;
+      if (!Check(cudaStreamWaitEvent(compute_, copy.done, 0), "cudaStreamWaitEvent")) return;
+      copy.pending = false;
+    }
+  }
+
+  void CopyOnDevice(const float* from, float* to, size_t n) override {
+    if (!status_.ok() || n == 0 || from == to) return;
+    Check(cudaMemcpyAsync(to, from, n * sizeof(float), cudaMemcpyDeviceToDevice, compute_),
+          "cudaMemcpyAsync (device to device)");
   }
 
   // Graphs: the compute stream captured (this thread's calls only) into a CUDA Graph.
@@ -961,7 +1000,8 @@ class CublasBackend : public ComputeBackend {
   }
 
   // A copy StartCopyToHost queued: into `host` (direct) or `staging`, finished when `done` has
-  // fired; pending until CopyToHost has collected it.
+  // fired; pending until CopyToHost has collected it. Or one StartCopyToDevice queued (from
+  // `host` or `staging`; `host`, `n` and `direct` unused): pending until AwaitStartedUploads.
   struct StartedCopy {
     PinnedBuffer staging;
     float* host = nullptr;
@@ -970,6 +1010,16 @@ class CublasBackend : public ComputeBackend {
     cudaEvent_t done = nullptr;
     bool pending = false;
   };
+
+  // The started copy of `copies` at `device`, its event created; null after an error.
+  StartedCopy* Started(std::map<const float*, StartedCopy>* copies, const float* device) {
+    StartedCopy& copy = (*copies)[device];
+    if (copy.done == nullptr &&
+        !Check(cudaEventCreateWithFlags(&copy.done, cudaEventDisableTiming), "cudaEventCreate")) {
+      return nullptr;
+    }
+    return &copy;
+  }
 
   // When pending started copies tile [device, device + n) into [host, host + n) exactly: waits
   // for them, fills host from the staged ones, and returns the index of its first non-finite
@@ -1009,7 +1059,8 @@ class CublasBackend : public ComputeBackend {
   cublasHandle_t handle_ = nullptr;
   PinnedBuffer upload_;
   PinnedBuffer download_;
-  std::map<const float*, StartedCopy> started_;  // by device address
+  std::map<const float*, StartedCopy> started_;          // by device address
+  std::map<const float*, StartedCopy> started_uploads_;  // by device address
   bool capturing_ = false;                       // between BeginGraph and EndGraph
   std::vector<cudaGraphExec_t> graphs_;          // by number; null once dropped
   DeviceBuffer ones_;
