@@ -62,15 +62,15 @@ done
 
 # A stop inside a wrapper without exec: the program records the stop, the wrapper exits with
 # its status, and the launcher restarts the worker; the stopped incarnation's helpers end
-# with it. 8 epochs (about 20 s; 5 took 12 s in a CI run whose stop came too late): finding
-# the helper may take seconds beside other tests, and the stop must come before worker 0 has
-# finished.
+# with it. Worker 0 holds its fourth step until the stop has been sent (STEP_GATE), so the
+# stop lands mid-training however slow the machine.
 export HELPER_TAG=7790
 run="$WORK/stopped"
-STEP_SLEEP=0.05 timeout 120 "$MONSOON" run "$WORK/plain.yaml" --run-dir "$run" \
-  --set reliability.worker_restarts=1 --set training.epochs=8 >"$run.txt" 2>&1 &
+STEP_GATE="$WORK/stop-sent" timeout 120 "$MONSOON" run "$WORK/plain.yaml" --run-dir "$run" \
+  --set reliability.worker_restarts=1 >"$run.txt" 2>&1 &
 launcher=$!
-for _ in $(seq 300); do [ "$(rows "$run/metrics/worker-0.csv")" -gt 3 ] && break; sleep 0.1; done
+# Its three steps before the gate: run_role (which takes stop signals) is under way.
+for _ in $(seq 600); do [ "$(rows "$run/metrics/worker-0.csv")" -ge 3 ] && break; sleep 0.1; done
 first_helper=""
 for _ in $(seq 100); do
   for p in $(pgrep -f "sleep ${HELPER_TAG}1" || true); do
@@ -79,10 +79,14 @@ for _ in $(seq 100); do
   [ -n "$first_helper" ] && break
   sleep 0.1
 done
+stopped=""
 for p in $(pgrep -f "python3 $program" || true); do
   tr '\0' '\n' <"/proc/$p/environ" | grep -qx "MONSOON_INDEX=0" &&
-    tr '\0' '\n' <"/proc/$p/environ" | grep -qx "MONSOON_ROLE=worker" && kill -TERM "$p"
+    tr '\0' '\n' <"/proc/$p/environ" | grep -qx "MONSOON_ROLE=worker" && kill -TERM "$p" &&
+    stopped+=" $p"
 done
+touch "$WORK/stop-sent"
+[ -n "$stopped" ] && pass "worker 0's program found and stopped" || fail "worker 0's program not found"
 for _ in $(seq 100); do kill -0 "$first_helper" 2>/dev/null || break; sleep 0.1; done
 [ -n "$first_helper" ] && ! kill -0 "$first_helper" 2>/dev/null \
   && pass "the stopped worker's helper ended with it" || fail "helper '$first_helper' outlived its role"
