@@ -1,7 +1,6 @@
 #include "core/data/array_files.h"
 
 #include <fcntl.h>
-#include <hdf5.h>
 #include <unistd.h>
 #include <zip.h>
 
@@ -18,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "core/data/hdf5_library.h"
 #include "core/file_util.h"
 #include "core/status_macros.h"
 
@@ -45,6 +45,9 @@ void ConvertFrom(const unsigned char* p, size_t count, float scale, float* out) 
   }
 }
 
+// The HDF5 library. REQUIRES: LoadHdf5Library() has succeeded (OpenHdf5Source checks first).
+const Hdf5Library& H5() { return **LoadHdf5Library(); }
+
 // An element type the readers accept: its converter to float, and HDF5's in-memory type for it.
 struct TypeInfo {
   ElementType type;
@@ -55,16 +58,16 @@ struct TypeInfo {
 // `t`'s entry, or nullptr for a type the readers do not accept.
 const TypeInfo* Lookup(ElementType t) {
   static const TypeInfo kTypes[] = {
-      {{'u', 1}, ConvertFrom<uint8_t>, [] { return H5T_NATIVE_UINT8; }},
-      {{'u', 2}, ConvertFrom<uint16_t>, [] { return H5T_NATIVE_UINT16; }},
-      {{'u', 4}, ConvertFrom<uint32_t>, [] { return H5T_NATIVE_UINT32; }},
-      {{'u', 8}, ConvertFrom<uint64_t>, [] { return H5T_NATIVE_UINT64; }},
-      {{'i', 1}, ConvertFrom<int8_t>, [] { return H5T_NATIVE_INT8; }},
-      {{'i', 2}, ConvertFrom<int16_t>, [] { return H5T_NATIVE_INT16; }},
-      {{'i', 4}, ConvertFrom<int32_t>, [] { return H5T_NATIVE_INT32; }},
-      {{'i', 8}, ConvertFrom<int64_t>, [] { return H5T_NATIVE_INT64; }},
-      {{'f', 4}, ConvertFrom<float>, [] { return H5T_NATIVE_FLOAT; }},
-      {{'f', 8}, ConvertFrom<double>, [] { return H5T_NATIVE_DOUBLE; }},
+      {{'u', 1}, ConvertFrom<uint8_t>, [] { return *H5().H5T_NATIVE_UINT8_g; }},
+      {{'u', 2}, ConvertFrom<uint16_t>, [] { return *H5().H5T_NATIVE_UINT16_g; }},
+      {{'u', 4}, ConvertFrom<uint32_t>, [] { return *H5().H5T_NATIVE_UINT32_g; }},
+      {{'u', 8}, ConvertFrom<uint64_t>, [] { return *H5().H5T_NATIVE_UINT64_g; }},
+      {{'i', 1}, ConvertFrom<int8_t>, [] { return *H5().H5T_NATIVE_INT8_g; }},
+      {{'i', 2}, ConvertFrom<int16_t>, [] { return *H5().H5T_NATIVE_INT16_g; }},
+      {{'i', 4}, ConvertFrom<int32_t>, [] { return *H5().H5T_NATIVE_INT32_g; }},
+      {{'i', 8}, ConvertFrom<int64_t>, [] { return *H5().H5T_NATIVE_INT64_g; }},
+      {{'f', 4}, ConvertFrom<float>, [] { return *H5().H5T_NATIVE_FLOAT_g; }},
+      {{'f', 8}, ConvertFrom<double>, [] { return *H5().H5T_NATIVE_DOUBLE_g; }},
   };
   for (const TypeInfo& info : kTypes) {
     if (info.type.kind == t.kind && info.type.bytes == t.bytes) return &info;
@@ -421,8 +424,8 @@ absl::StatusOr<std::string> ResolveLinks(hid_t file, const std::string& path,
     const std::string next = absl::StrCat(resolved, "/", todo.back());
     todo.pop_back();
     H5L_info_t link;
-    if (H5Lexists(file, next.c_str(), H5P_DEFAULT) <= 0 ||
-        H5Lget_info(file, next.c_str(), &link, H5P_DEFAULT) < 0) {
+    if (H5().H5Lexists(file, next.c_str(), H5P_DEFAULT) <= 0 ||
+        H5().H5Lget_info(file, next.c_str(), &link, H5P_DEFAULT) < 0) {
       const std::string via = next == absl::StrCat("/", name) ? "" : absl::StrCat(" (", next, ")");
       return absl::InvalidArgumentError(absl::StrCat(path, ": has no dataset '", name, "'", via));
     }
@@ -440,7 +443,7 @@ absl::StatusOr<std::string> ResolveLinks(hid_t file, const std::string& path,
                                                      kMaxLinkHops, " soft links (a cycle?)"));
     }
     std::string target(link.u.val_size, '\0');
-    if (H5Lget_val(file, next.c_str(), target.data(), target.size(), H5P_DEFAULT) < 0) {
+    if (H5().H5Lget_val(file, next.c_str(), target.data(), target.size(), H5P_DEFAULT) < 0) {
       return absl::InvalidArgumentError(absl::StrCat(path, ":", next, ": unreadable soft link"));
     }
     target.resize(std::strlen(target.c_str()));
@@ -455,14 +458,14 @@ absl::StatusOr<std::string> ResolveLinks(hid_t file, const std::string& path,
 // built-in ones (deflate, shuffle, fletcher32, n-bit, scale-offset) and those a plugin on
 // HDF5's plugin path provides.
 absl::Status CheckFilters(hid_t plist, const std::string& where) {
-  const int filters = H5Pget_nfilters(plist);
+  const int filters = H5().H5Pget_nfilters(plist);
   for (int i = 0; i < filters; ++i) {
     unsigned flags = 0, config = 0;
     size_t values = 0;
     char name[128] = {};
     const H5Z_filter_t id =
-        H5Pget_filter2(plist, i, &flags, &values, nullptr, sizeof(name), name, &config);
-    if (id >= 0 && H5Zfilter_avail(id) > 0) continue;
+        H5().H5Pget_filter2(plist, i, &flags, &values, nullptr, sizeof(name), name, &config);
+    if (id >= 0 && H5().H5Zfilter_avail(id) > 0) continue;
     return absl::FailedPreconditionError(absl::StrCat(
         where, ": compressed with HDF5 filter ", id, name[0] ? absl::StrCat(" (", name, ")") : "",
         ", which this HDF5 cannot decode: install its plugin (lzf: Debian's hdf5-plugin-lzf) "
@@ -475,7 +478,7 @@ absl::Status CheckFilters(hid_t plist, const std::string& where) {
 // The chunks a chunked dataset of extent `dims` needs, `plist` giving their shape.
 uint64_t ChunksNeeded(hid_t plist, const std::vector<hsize_t>& dims) {
   std::vector<hsize_t> chunk(dims.size(), 1);
-  H5Pget_chunk(plist, static_cast<int>(chunk.size()), chunk.data());
+  H5().H5Pget_chunk(plist, static_cast<int>(chunk.size()), chunk.data());
   uint64_t needed = 1;
   for (size_t i = 0; i < dims.size(); ++i) needed *= (dims[i] + chunk[i] - 1) / chunk[i];
   return needed;
@@ -486,13 +489,13 @@ uint64_t ChunksNeeded(hid_t plist, const std::vector<hsize_t>& dims) {
 // part-allocated), or a contiguous one's storage allocated. Rows never written read as fill
 // values.
 absl::Status CheckAllWritten(const Hid& dataset, hid_t plist, const std::string& where) {
-  if (H5Pget_layout(plist) == H5D_CHUNKED) {
-    const Hid space(H5Dget_space(dataset.get()), H5Sclose);
-    std::vector<hsize_t> dims(std::max(H5Sget_simple_extent_ndims(space.get()), 0));
-    H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  if (H5().H5Pget_layout(plist) == H5D_CHUNKED) {
+    const Hid space(H5().H5Dget_space(dataset.get()), H5().H5Sclose);
+    std::vector<hsize_t> dims(std::max(H5().H5Sget_simple_extent_ndims(space.get()), 0));
+    H5().H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
     hsize_t written = 0;
     const uint64_t needed = ChunksNeeded(plist, dims);
-    if (H5Dget_num_chunks(dataset.get(), space.get(), &written) < 0 || written >= needed) {
+    if (H5().H5Dget_num_chunks(dataset.get(), space.get(), &written) < 0 || written >= needed) {
       return absl::OkStatus();
     }
     return absl::InvalidArgumentError(absl::StrCat(
@@ -500,7 +503,7 @@ absl::Status CheckAllWritten(const Hid& dataset, hid_t plist, const std::string&
         "so their rows would read as fill values"));
   }
   H5D_space_status_t allocated = H5D_SPACE_STATUS_ERROR;
-  if (H5Dget_space_status(dataset.get(), &allocated) < 0 ||
+  if (H5().H5Dget_space_status(dataset.get(), &allocated) < 0 ||
       allocated != H5D_SPACE_STATUS_ALLOCATED) {
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": refused: its rows were never (all) written, so they would read as fill values"));
@@ -514,15 +517,15 @@ absl::Status CheckAllWritten(const Hid& dataset, hid_t plist, const std::string&
 absl::Status CheckSelfContained(const Hid& dataset, const std::string& where) {
   const std::string copy =
       " (make a self-contained copy of the file, e.g. `h5repack -l CONTI FILE COPY`)";
-  const Hid plist(H5Dget_create_plist(dataset.get()), H5Pclose);
+  const Hid plist(H5().H5Dget_create_plist(dataset.get()), H5().H5Pclose);
   if (!plist.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": unreadable storage properties"));
   }
-  if (H5Pget_external_count(plist.get()) > 0) {
+  if (H5().H5Pget_external_count(plist.get()) > 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": refused: its rows are stored in external files", copy));
   }
-  if (H5Pget_layout(plist.get()) == H5D_VIRTUAL) {
+  if (H5().H5Pget_layout(plist.get()) == H5D_VIRTUAL) {
     return absl::InvalidArgumentError(
         absl::StrCat(where, ": refused: a virtual dataset, whose rows come from other files", copy));
   }
@@ -540,9 +543,9 @@ constexpr uint64_t kMaxChunkCacheBytes = 64 << 20;
 // cuts rows across many chunks (h5py's default for images), and a read of scattered rows then
 // decompresses every chunk again for each row.
 Hid RowChunkCache(hid_t plist, const std::vector<hsize_t>& dims, size_t element_bytes) {
-  Hid access(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  Hid access(H5().H5Pcreate(*H5().H5P_CLS_DATASET_ACCESS_ID_g), H5().H5Pclose);
   std::vector<hsize_t> chunk(dims.size(), 1);
-  H5Pget_chunk(plist, static_cast<int>(chunk.size()), chunk.data());
+  H5().H5Pget_chunk(plist, static_cast<int>(chunk.size()), chunk.data());
   uint64_t chunks_per_row = 1, row_bytes = chunk[0] * element_bytes;
   for (size_t i = 1; i < dims.size(); ++i) {
     const uint64_t across = (dims[i] + chunk[i] - 1) / chunk[i];
@@ -551,23 +554,24 @@ Hid RowChunkCache(hid_t plist, const std::vector<hsize_t>& dims, size_t element_
   }
   const uint64_t bytes = std::clamp<uint64_t>(2 * row_bytes, 1 << 20, kMaxChunkCacheBytes);
   const uint64_t slots = std::max<uint64_t>(521, 20 * chunks_per_row + 1);
-  H5Pset_chunk_cache(access.get(), slots, bytes, /*w0=*/1.0);
+  H5().H5Pset_chunk_cache(access.get(), slots, bytes, /*w0=*/1.0);
   return access;
 }
 
 // The access properties to open `name` (a path of hard links) in `file` with: RowChunkCache
 // when it is chunked, else the default.
 Hid AccessProperties(hid_t file, const std::string& name) {
-  const Hid dataset(H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5Dclose);
-  const Hid plist(dataset.ok() ? H5Dget_create_plist(dataset.get()) : -1, H5Pclose);
-  const Hid space(dataset.ok() ? H5Dget_space(dataset.get()) : -1, H5Sclose);
-  const Hid type(dataset.ok() ? H5Dget_type(dataset.get()) : -1, H5Tclose);
-  std::vector<hsize_t> dims(std::max(space.ok() ? H5Sget_simple_extent_ndims(space.get()) : 0, 0));
-  if (!plist.ok() || !type.ok() || dims.empty() || H5Pget_layout(plist.get()) != H5D_CHUNKED) {
-    return Hid(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
+  const Hid dataset(H5().H5Dopen2(file, name.c_str(), H5P_DEFAULT), H5().H5Dclose);
+  const Hid plist(dataset.ok() ? H5().H5Dget_create_plist(dataset.get()) : -1, H5().H5Pclose);
+  const Hid space(dataset.ok() ? H5().H5Dget_space(dataset.get()) : -1, H5().H5Sclose);
+  const Hid type(dataset.ok() ? H5().H5Dget_type(dataset.get()) : -1, H5().H5Tclose);
+  std::vector<hsize_t> dims(
+      std::max(space.ok() ? H5().H5Sget_simple_extent_ndims(space.get()) : 0, 0));
+  if (!plist.ok() || !type.ok() || dims.empty() || H5().H5Pget_layout(plist.get()) != H5D_CHUNKED) {
+    return Hid(H5().H5Pcreate(*H5().H5P_CLS_DATASET_ACCESS_ID_g), H5().H5Pclose);
   }
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  return RowChunkCache(plist.get(), dims, H5Tget_size(type.get()));
+  H5().H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  return RowChunkCache(plist.get(), dims, H5().H5Tget_size(type.get()));
 }
 
 // `name` (a path of hard links) in `file`, opened with AccessProperties. HDF5 shares one open
@@ -575,7 +579,7 @@ Hid AccessProperties(hid_t file, const std::string& name) {
 // closed before this one opens.
 Hid OpenDataset(hid_t file, const std::string& name) {
   const Hid access = AccessProperties(file, name);
-  return Hid(H5Dopen2(file, name.c_str(), access.get()), H5Dclose);
+  return Hid(H5().H5Dopen2(file, name.c_str(), access.get()), H5().H5Dclose);
 }
 
 absl::StatusOr<std::unique_ptr<ArrayReader>> Hdf5Reader::Open(std::shared_ptr<Hid> file,
@@ -589,24 +593,24 @@ absl::StatusOr<std::unique_ptr<ArrayReader>> Hdf5Reader::Open(std::shared_ptr<Hi
     return absl::InvalidArgumentError(absl::StrCat(path, ": has no dataset '", name, "'"));
   }
   MONSOON_RETURN_IF_ERROR(CheckSelfContained(dataset, part.where));
-  const Hid type(H5Dget_type(dataset.get()), H5Tclose);
-  const H5T_class_t type_class = H5Tget_class(type.get());
-  part.type.bytes = static_cast<int>(H5Tget_size(type.get()));
-  part.type.kind = type_class == H5T_FLOAT                   ? 'f'
-                   : type_class != H5T_INTEGER               ? '?'
-                   : H5Tget_sign(type.get()) == H5T_SGN_NONE ? 'u'
-                                                             : 'i';
+  const Hid type(H5().H5Dget_type(dataset.get()), H5().H5Tclose);
+  const H5T_class_t type_class = H5().H5Tget_class(type.get());
+  part.type.bytes = static_cast<int>(H5().H5Tget_size(type.get()));
+  part.type.kind = type_class == H5T_FLOAT                        ? 'f'
+                   : type_class != H5T_INTEGER                    ? '?'
+                   : H5().H5Tget_sign(type.get()) == H5T_SGN_NONE ? 'u'
+                                                                  : 'i';
   if (Lookup(part.type) == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat(part.where, ": is not of an integer or float type of 1 to 8 bytes"));
   }
-  const Hid space(H5Dget_space(dataset.get()), H5Sclose);
-  const int rank = H5Sget_simple_extent_ndims(space.get());
+  const Hid space(H5().H5Dget_space(dataset.get()), H5().H5Sclose);
+  const int rank = H5().H5Sget_simple_extent_ndims(space.get());
   if (rank < 1 || rank > 5) {
     return absl::InvalidArgumentError(absl::StrCat(part.where, ": has ", rank, " dimensions"));
   }
   std::vector<hsize_t> dims(rank);
-  H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
+  H5().H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
   part.dims.assign(dims.begin(), dims.end());
   return std::unique_ptr<ArrayReader>(
       new Hdf5Reader(std::move(file), std::move(dataset), std::move(part)));
@@ -616,14 +620,15 @@ absl::Status Hdf5Reader::ReadRun(uint64_t first, uint64_t count, unsigned char* 
   std::vector<hsize_t> start(part_.dims.size(), 0), extent(part_.dims.begin(), part_.dims.end());
   start[0] = first;
   extent[0] = count;
-  const Hid file_space(H5Dget_space(dataset_.get()), H5Sclose);
-  const Hid memory_space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
-                         H5Sclose);
+  const Hid file_space(H5().H5Dget_space(dataset_.get()), H5().H5Sclose);
+  const Hid memory_space(
+      H5().H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
+      H5().H5Sclose);
   const bool read = file_space.ok() && memory_space.ok() &&
-                    H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr,
-                                        extent.data(), nullptr) >= 0 &&
-                    H5Dread(dataset_.get(), Lookup(part_.type)->hdf5_native(), memory_space.get(),
-                            file_space.get(), H5P_DEFAULT, out) >= 0;
+                    H5().H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(),
+                                             nullptr, extent.data(), nullptr) >= 0 &&
+                    H5().H5Dread(dataset_.get(), Lookup(part_.type)->hdf5_native(),
+                                 memory_space.get(), file_space.get(), H5P_DEFAULT, out) >= 0;
   if (!read) {
     return absl::DataLossError(
         absl::StrCat(part_.where, ": cannot read rows ", first, " to ", first + count - 1));
@@ -633,11 +638,11 @@ absl::Status Hdf5Reader::ReadRun(uint64_t first, uint64_t count, unsigned char* 
 
 absl::StatusOr<std::shared_ptr<Hid>> OpenHdf5File(const std::string& path) {
   MONSOON_RETURN_IF_ERROR(CheckRegularFile(path).status());
-  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors come back as statuses, not printed
-  if (H5Fis_hdf5(path.c_str()) <= 0) {
+  if (H5().H5Fis_hdf5(path.c_str()) <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": not an HDF5 file"));
   }
-  auto file = std::make_shared<Hid>(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  auto file =
+      std::make_shared<Hid>(H5().H5Fopen(path.c_str(), kHdf5ReadOnly, H5P_DEFAULT), H5().H5Fclose);
   if (!file->ok()) {
     return absl::InvalidArgumentError(absl::StrCat(path, ": cannot open as HDF5 (damaged?)"));
   }
@@ -660,6 +665,7 @@ absl::StatusOr<std::unique_ptr<DataSource>> OpenHdf5Source(const std::vector<std
                                                            const std::string& targets_name,
                                                            const TargetSpec& targets) {
   if (files.empty()) return absl::InvalidArgumentError("no HDF5 files");
+  MONSOON_RETURN_IF_ERROR(LoadHdf5Library().status());
   std::vector<ArraySource::Pair> pairs;
   for (const std::string& path : files) {
     MONSOON_ASSIGN_OR_RETURN(std::shared_ptr<Hid> file, OpenHdf5File(path));

@@ -4,9 +4,13 @@
 # over two files) trains to the IDX job's accuracy, each worker reading only its shard; the
 # same HDF5 files compressed by h5py (gzip; lzf with shuffle and fletcher32), their images
 # reached through a soft link, train too, and one with chunks never written is refused
-# counting them; a truncated .npy file is named with its shape.
+# counting them; a truncated .npy file is named with its shape. `monsoon` loads HDF5's library
+# only to read HDF5 files: it does not link it.
 source tests/launcher/test_lib.sh
 FMNIST=/usr/share/datasets/fashion-mnist
+
+linked=$(ldd "$MONSOON" | grep -E -o "libhdf5[^ ]*|libcurl[^ ]*" | tr '\n' ' ')
+expect_eq "monsoon links neither HDF5 nor its closure" "$linked" ""
 
 /usr/bin/python3 - "$FMNIST" "$WORK" <<'PY'
 import gzip, sys
