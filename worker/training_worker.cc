@@ -66,10 +66,7 @@ TrainingWorker::TrainingWorker(const JobConfig& config, int index, TrainableMode
 
 absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) {
   start_ = clock_.Now() - absl::Seconds(earlier_.wall_seconds);
-  if (!shard_->streamed()) {
-    const Dataset& rows = shard_->held();
-    held_by_model_ = model_->HoldRows(rows.features, rows.targets, rules_.model_data_bytes);
-  }
+  PlaceShard();
   absl::StatusOr<WorkerReport> report =
       PushesGradients(rules_.algorithm) ? TrainPushingGradients(stop) : TrainElastic(stop);
   if (report.ok() && model_->trained_by_own_loop()) {
@@ -89,6 +86,19 @@ absl::StatusOr<WorkerReport> TrainingWorker::Run(const std::atomic<bool>* stop) 
                                                : absl::ToDoubleSeconds(clock_.Now() - start_);
   }
   return report;
+}
+
+void TrainingWorker::PlaceShard() {
+  if (!shard_->streamed()) {
+    const Dataset& rows = shard_->held();
+    held_by_model_ = model_->HoldRows(rows.features, rows.targets, rules_.model_data_bytes);
+  }
+  if (!model_->prefetches_batches()) return;
+  LOG(INFO) << "worker " << index_ << ": "
+            << (held_by_model_ ? "its shard is held on the device, each batch gathered there"
+                : shard_->streamed()
+                    ? "its shard is streamed from its files, each batch uploaded a step ahead"
+                    : "its shard is over compute.gpu_data_mib, each batch uploaded a step ahead");
 }
 
 absl::Status TrainingWorker::ResumeFrom(const ResumePoint& resume, WorkerReport* report) {

@@ -106,6 +106,9 @@ class TrainingWorker {
   absl::Status FinishExchange(ElasticExchanger* exchanger, PullResult* pull, PushSummary* exchange,
                               WorkerReport* report);
   void ApplyForce(const ElasticExchanger& exchanger, PullResult* pull);
+  // Has the model hold the shard where it can (TrainableModel::HoldRows) and, for a model on a
+  // device, logs where the batches come from.
+  void PlaceShard();
   // Moves the shard and the report to the servers' resume point, and carries the earlier
   // processes' totals into the report.
   absl::Status ResumeFrom(const ResumePoint& resume, WorkerReport* report);
