@@ -6,6 +6,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -552,7 +553,8 @@ class SeparateMemoryBackend : public CpuBackend {
 };
 
 // For a model that prefetches, each batch is drawn a step ahead; the batches and the position
-// and progress reported are those of the shard without it, across epochs and a Seek.
+// and progress reported are those of the shard without it, across epochs and a Seek, whether
+// the shard is held or streamed.
 TEST_CASE("HostBatches: batches drawn ahead are the shard's, at the shard's position",
           "[worker][prefetch]") {
   Dataset rows;
@@ -561,7 +563,15 @@ TEST_CASE("HostBatches: batches drawn ahead are the shard's, at the shard's posi
     rows.features.insert(rows.features.end(), {1.0f * r, 2.0f * r, 3.0f * r});
     rows.targets.push_back(static_cast<float>(r % 4));
   }
-  DataShard shard(rows, 0, 7), plain(rows, 0, 7);
+  // Held in memory, or read from its source batch by batch (a read of its own ahead too).
+  const bool streamed = GENERATE(false, true);
+  INFO("streamed " << streamed);
+  std::vector<uint64_t> all(25);
+  std::iota(all.begin(), all.end(), 0);
+  DataShard held(rows, 0, 7), plain(rows, 0, 7);
+  DataShard from_source(std::make_unique<InMemorySource>(rows), all, 0, 7);
+  DataShard& shard = streamed ? from_source : held;
+  REQUIRE(shard.streamed() == streamed);
   SeparateMemoryBackend backend;
   ModelSpec spec;
   spec.type = ModelType::kSoftmaxRegression;
