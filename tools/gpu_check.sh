@@ -151,15 +151,19 @@ try:  # each profiled kernel's name and duration in microseconds
     report["ncu_mlp_step_kernels_us"] = list(zip(names, times))
 except (OSError, KeyError):
     pass
-def speedups(on, off, key):  # a model's step samples/s on cuBLASLt over without, by batch
+def speedups(on, off, key, on_figure="step_samples_per_second"):  # on / off, by batch
     try:
-        return {str(a["batch"]): round(a["step_samples_per_second"] / b["step_samples_per_second"], 3)
+        return {str(a["batch"]): round(a[on_figure] / b["step_samples_per_second"], 3)
                 for a, b in zip(on[key], off[key])}
     except (KeyError, TypeError, ZeroDivisionError):
         return None
+models = ("step", "cnn_step", "resnet_step")
 report["cublaslt_step_speedup"] = {
-    key: speedups(report["gpu_bench"], report["gpu_bench_no_cublaslt"], key)
-    for key in ("step", "cnn_step", "resnet_step")}
+    key: speedups(report["gpu_bench"], report["gpu_bench_no_cublaslt"], key) for key in models}
+# Each batch uploaded during the step before (Model::PrefetchBatch) against uploaded in its own.
+report["prefetch_step_speedup"] = {
+    key: speedups(report["gpu_bench"], report["gpu_bench"], key,
+                  "prefetched_step_samples_per_second") for key in models}
 if gpu_job["samples_per_second"] and cpu_job["samples_per_second"]:
     report["gpu_job_vs_cpu_job"] = round(gpu_job["samples_per_second"] / cpu_job["samples_per_second"], 3)
 json.dump(report, open(os.path.join(out, "gpu_check.json"), "w"), indent=1)
