@@ -34,10 +34,10 @@ job_config() {
 }
 
 # left_of RUN: the processes still alive that belong to RUN: by their environment or command
-# line (helpers' sleeps are named by $HELPER_TAG).
+# line (helpers' sleeps are named by $HELPER_TAG, unique to this test process).
 left_of() {
   local p
-  for p in $(pgrep -f "sleep $HELPER_TAG" || true); do echo "$p: $(tr '\0' ' ' <"/proc/$p/cmdline")"; done
+  for p in $(pgrep -f "^sleep $HELPER_TAG[1-4]\$" || true); do echo "$p: $(tr '\0' ' ' <"/proc/$p/cmdline")"; done
   for p in /proc/[0-9]*; do
     { tr '\0' '\n' <"$p/environ"; } 2>/dev/null | grep -qx "MONSOON_RUN_DIR=$1" && echo "${p#/proc/}"
   done
@@ -46,7 +46,7 @@ left_of() {
 n=0
 for wrapper in none exec plain nested; do
   n=$((n + 1))
-  export HELPER_TAG="77$n"
+  export HELPER_TAG="77$$0$n"
   case $wrapper in
     none) job_config "$wrapper" /usr/bin/python3 "$program" ;;
     *) job_config "$wrapper" bash "$WORK/$wrapper.sh" "$program" ;;
@@ -64,7 +64,7 @@ done
 # its status, and the launcher restarts the worker; the stopped incarnation's helpers end
 # with it. Worker 0 holds its fourth step until the stop has been sent (STEP_GATE), so the
 # stop lands mid-training however slow the machine.
-export HELPER_TAG=7790
+export HELPER_TAG="77$$90"
 run="$WORK/stopped"
 STEP_GATE="$WORK/stop-sent" timeout 120 "$MONSOON" run "$WORK/plain.yaml" --run-dir "$run" \
   --set reliability.worker_restarts=1 >"$run.txt" 2>&1 &
@@ -73,7 +73,7 @@ launcher=$!
 for _ in $(seq 600); do [ "$(rows "$run/metrics/worker-0.csv")" -ge 3 ] && break; sleep 0.1; done
 first_helper=""
 for _ in $(seq 100); do
-  for p in $(pgrep -f "sleep ${HELPER_TAG}1" || true); do
+  for p in $(pgrep -f "^sleep ${HELPER_TAG}1\$" || true); do
     { tr '\0' '\n' <"/proc/$p/environ"; } 2>/dev/null | grep -qx "MONSOON_INDEX=0" && first_helper=$p
   done
   [ -n "$first_helper" ] && break
@@ -81,9 +81,9 @@ for _ in $(seq 100); do
 done
 stopped=""
 for p in $(pgrep -f "python3 $program" || true); do
-  tr '\0' '\n' <"/proc/$p/environ" | grep -qx "MONSOON_INDEX=0" &&
-    tr '\0' '\n' <"/proc/$p/environ" | grep -qx "MONSOON_ROLE=worker" && kill -TERM "$p" &&
-    stopped+=" $p"
+  environ=$(tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null)
+  grep -qx "MONSOON_RUN_DIR=$run" <<<"$environ" && grep -qx "MONSOON_INDEX=0" <<<"$environ" &&
+    grep -qx "MONSOON_ROLE=worker" <<<"$environ" && kill -TERM "$p" && stopped+=" $p"
 done
 touch "$WORK/stop-sent"
 [ -n "$stopped" ] && pass "worker 0's program found and stopped" || fail "worker 0's program not found"
