@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -16,7 +17,7 @@ absl::StatusOr<const Hdf5Library*> Load() {
     return absl::FailedPreconditionError(absl::StrCat(
         "reading HDF5 files needs HDF5's library (Debian's libhdf5-103-1): ", dlerror()));
   }
-  auto* library = new Hdf5Library;
+  auto library = std::make_unique<Hdf5Library>();
   std::string missing;
   const auto find = [&](const char* name) {
     void* symbol = dlsym(handle, name);
@@ -35,7 +36,7 @@ absl::StatusOr<const Hdf5Library*> Load() {
     return absl::FailedPreconditionError(absl::StrCat(kHdf5Library, ": H5open failed"));
   }
   library->H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // errors come back as statuses
-  return library;
+  return library.release();                              // kept for the process's life
 }
 
 }  // namespace

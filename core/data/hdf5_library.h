@@ -18,26 +18,23 @@ inline constexpr char kHdf5Library[] = "libhdf5_serial.so.103";
 // symbols (the loader calls H5open).
 inline constexpr unsigned kHdf5ReadOnly = 0x0000u;
 
-#define MONSOON_HDF5_FUNCTIONS(X)                                                                \
-  X(H5open)                                                                                      \
-  X(H5Eset_auto2)                                                                                \
-  X(H5Fis_hdf5)                                                                                  \
-  X(H5Fopen) X(H5Fclose) X(H5Lexists) X(H5Lget_info) X(H5Lget_val) X(H5Pcreate) X(H5Pclose)      \
-      X(H5Pget_nfilters) X(H5Pget_filter2) X(H5Zfilter_avail) X(H5Pget_chunk) X(H5Pget_layout)   \
-          X(H5Pget_external_count) X(H5Pset_chunk_cache) X(H5Dopen2) X(H5Dclose) X(H5Dget_space) \
-              X(H5Dget_type) X(H5Dget_create_plist) X(H5Dget_num_chunks) X(H5Dget_space_status)  \
-                  X(H5Dread) X(H5Sclose) X(H5Screate_simple) X(H5Sget_simple_extent_ndims)       \
-                      X(H5Sget_simple_extent_dims) X(H5Sselect_hyperslab) X(H5Tclose)            \
-                          X(H5Tget_class) X(H5Tget_size) X(H5Tget_sign)
+// clang-format off
+#define MONSOON_HDF5_FUNCTIONS(X)                                                               \
+  X(H5open) X(H5Eset_auto2) X(H5Fis_hdf5) X(H5Fopen) X(H5Fclose)                                \
+  X(H5Lexists) X(H5Lget_info) X(H5Lget_val)                                                     \
+  X(H5Pcreate) X(H5Pclose) X(H5Pget_nfilters) X(H5Pget_filter2) X(H5Pget_chunk)                \
+  X(H5Pget_layout) X(H5Pget_external_count) X(H5Pset_chunk_cache) X(H5Zfilter_avail)           \
+  X(H5Dopen2) X(H5Dclose) X(H5Dget_space) X(H5Dget_type) X(H5Dget_create_plist)                 \
+  X(H5Dget_num_chunks) X(H5Dget_space_status) X(H5Dread)                                        \
+  X(H5Sclose) X(H5Screate_simple) X(H5Sget_simple_extent_ndims) X(H5Sget_simple_extent_dims)   \
+  X(H5Sselect_hyperslab) X(H5Tclose) X(H5Tget_class) X(H5Tget_size) X(H5Tget_sign)
 
 // The ids hdf5.h's H5T_NATIVE_* and H5P_DATASET_ACCESS stand for, valid after H5open.
-#define MONSOON_HDF5_GLOBALS(X)                                                           \
-  X(H5T_NATIVE_UINT8_g)                                                                   \
-  X(H5T_NATIVE_UINT16_g)                                                                  \
-  X(H5T_NATIVE_UINT32_g)                                                                  \
-  X(H5T_NATIVE_UINT64_g) X(H5T_NATIVE_INT8_g) X(H5T_NATIVE_INT16_g) X(H5T_NATIVE_INT32_g) \
-      X(H5T_NATIVE_INT64_g) X(H5T_NATIVE_FLOAT_g) X(H5T_NATIVE_DOUBLE_g)                  \
-          X(H5P_CLS_DATASET_ACCESS_ID_g)
+#define MONSOON_HDF5_GLOBALS(X)                                                                 \
+  X(H5T_NATIVE_UINT8_g) X(H5T_NATIVE_UINT16_g) X(H5T_NATIVE_UINT32_g) X(H5T_NATIVE_UINT64_g)   \
+  X(H5T_NATIVE_INT8_g) X(H5T_NATIVE_INT16_g) X(H5T_NATIVE_INT32_g) X(H5T_NATIVE_INT64_g)       \
+  X(H5T_NATIVE_FLOAT_g) X(H5T_NATIVE_DOUBLE_g) X(H5P_CLS_DATASET_ACCESS_ID_g)
+// clang-format on
 
 // Each member is named as the library's symbol: lib.H5Fopen(...), *lib.H5T_NATIVE_FLOAT_g.
 struct Hdf5Library {
