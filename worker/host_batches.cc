@@ -6,6 +6,14 @@
 
 namespace monsoon {
 
+std::vector<HostPin> PinAll(TrainableModel* model, const std::vector<absl::Span<float>>& buffers) {
+  std::vector<HostPin> pins;
+  for (const absl::Span<float> buffer : buffers) {
+    if (!buffer.empty()) pins.push_back(model->PinHostMemory(buffer));
+  }
+  return pins;
+}
+
 HostBatches::HostBatches(DataShard* shard, TrainableModel* model, int batch_size)
     : shard_(shard), model_(model), batch_size_(batch_size) {}
 
@@ -47,9 +55,7 @@ absl::Status HostBatches::Seek(const DataPosition& position) {
 absl::Status HostBatches::Draw(Buffer* into) {
   MONSOON_ASSIGN_OR_RETURN(into->rows, shard_->NextBatch(batch_size_, &into->x, &into->y));
   if (into->pins.empty() && into->rows == batch_size_) {
-    for (std::vector<float>* values : {&into->x, &into->y}) {
-      if (!values->empty()) into->pins.push_back(model_->PinHostMemory(absl::MakeSpan(*values)));
-    }
+    into->pins = PinAll(model_, {absl::MakeSpan(into->x), absl::MakeSpan(into->y)});
   }
   return absl::OkStatus();
 }

@@ -12,11 +12,15 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "core/compute/compute_backend.h"
 #include "core/data/data_shard.h"
 #include "core/model/trainable_model.h"
 
 namespace monsoon {
+
+// The model's pins of the non-empty `buffers`: host memory its copies reach directly.
+std::vector<HostPin> PinAll(TrainableModel* model, const std::vector<absl::Span<float>>& buffers);
 
 class HostBatches {
  public:

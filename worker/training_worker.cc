@@ -28,15 +28,6 @@ absl::Status WithDivergenceCauses(const absl::Status& refused) {
                                      kDivergenceRemedies, "), or the data holds a NaN or an infinity")));
 }
 
-// The model's pins of the non-empty `buffers`: host memory its copies reach directly.
-std::vector<HostPin> PinAll(TrainableModel* model, const std::vector<absl::Span<float>>& buffers) {
-  std::vector<HostPin> pins;
-  for (const absl::Span<float> buffer : buffers) {
-    if (!buffer.empty()) pins.push_back(model->PinHostMemory(buffer));
-  }
-  return pins;
-}
-
 }  // namespace
 
 const std::vector<std::string>& WorkerTraceThreads() {
