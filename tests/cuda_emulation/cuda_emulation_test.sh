@@ -90,7 +90,7 @@ mutants=(
   event-wait-dropped "$cuda"
   'Check(cudaStreamWaitEvent(compute_, copy_done_, 0), "cudaStreamWaitEvent")' "true"
   pinned-upload-unwaited "$cuda" 'Check(cudaEventSynchronize(copy_done_), "cudaEventSynchronize");' ""
-  started-upload-early "$cuda" "copy == nullptr || !CopyAfterCompute() ||" "copy == nullptr ||"
+  started-upload-early "$cuda" "if (!CopyAfterCompute() ||" "if ("
   started-upload-unawaited "$cuda" 'Check(cudaStreamWaitEvent(compute_, copy.done, 0), "cudaStreamWaitEvent")'
   "true"
   pinned-download-unscanned "$cuda" "return direct ? FirstNonFinite(absl::MakeConstSpan(host, n))"

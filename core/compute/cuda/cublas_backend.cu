@@ -457,9 +457,10 @@ class CublasBackend : public ComputeBackend {
   // `host` is free at once); compute waits for it only from AwaitStartedUploads on.
   void StartCopyToDevice(const float* host, float* device, size_t n) override {
     if (!status_.ok() || n == 0) return;
-    StartedCopy* copy = Started(&started_uploads_, device);
+    StartedCopy* const copy = Started(&started_uploads_, device);
+    if (copy == nullptr) return;
     const float* from = host;
-    if (copy != nullptr && !Pinned(host, n)) {
+    if (!Pinned(host, n)) {
       // The range's previous upload must have left the staging buffer.
       if (!Check(cudaEventSynchronize(copy->done), "cudaEventSynchronize")) return;
       cudaError_t error = cudaSuccess;
@@ -468,7 +469,7 @@ class CublasBackend : public ComputeBackend {
       std::memcpy(staging, host, n * sizeof(float));
       from = staging;
     }
-    if (copy == nullptr || !CopyAfterCompute() ||
+    if (!CopyAfterCompute() ||
         !Check(cudaMemcpyAsync(device, from, n * sizeof(float), cudaMemcpyHostToDevice, copy_),
                "cudaMemcpyAsync (host to device)") ||
         !Check(cudaEventRecord(copy->done, copy_), "cudaEventRecord")) {
