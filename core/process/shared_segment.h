@@ -28,14 +28,20 @@ inline constexpr NamedValue<LocalTransport> kLocalTransportValues[] = {
 inline constexpr EnumNames<LocalTransport> kLocalTransportNames{"local transport",
                                                                 kLocalTransportValues};
 
+// What a process may do with a segment it maps.
+enum class SegmentAccess { kReadWrite, kReadOnly };
+
 class SharedSegment {
  public:
   // A fresh zero-filled segment of `bytes` (> 0), mapped read-write; its pages are allocated
-  // as they are first written.
-  static absl::StatusOr<std::unique_ptr<SharedSegment>> Create(size_t bytes);
+  // as they are first written. With `others` kReadOnly the segment is sealed once mapped: every
+  // later mapping, in any process, is read-only.
+  static absl::StatusOr<std::unique_ptr<SharedSegment>> Create(
+      size_t bytes, SegmentAccess others = SegmentAccess::kReadWrite);
   // Maps the segment that process `pid` holds as descriptor `fd`; FailedPrecondition when it
-  // cannot be opened or is not `bytes` long.
-  static absl::StatusOr<std::unique_ptr<SharedSegment>> Attach(pid_t pid, int fd, size_t bytes);
+  // cannot be opened or is not `bytes` long. With kReadOnly, data() must not be written.
+  static absl::StatusOr<std::unique_ptr<SharedSegment>> Attach(
+      pid_t pid, int fd, size_t bytes, SegmentAccess access = SegmentAccess::kReadWrite);
   ~SharedSegment();
   SharedSegment(const SharedSegment&) = delete;
   SharedSegment& operator=(const SharedSegment&) = delete;
