@@ -1,7 +1,8 @@
 // Transport benchmark: push and pull goodput through one parameter server (a separate
 // process on this host) for 1, 4, 16 and 64 MiB tensors, through gRPC (transport.local grpc)
-// next to a raw TCP socket pump between two processes, and through the shared segment
-// (transport.local shm) next to a single-threaded memcpy of the same bytes and to gRPC, all
+// next to a raw TCP socket pump between two processes, and through shared memory
+// (transport.local shm: a push through the segment's slots, a pull read from the server's
+// chunk window) next to a single-threaded memcpy of the same bytes and to gRPC, all
 // measured in the same run, repetition by repetition (medians). Each transfer's
 // CPU time (both processes, user and kernel) is measured too: on a machine whose cores are
 // all busy, goodput follows CPU per byte, and `*_cpu_ceiling` is the share of the pump's

@@ -30,6 +30,9 @@ struct ChunkState {
   // DC-ASGD: pulled[w] is the chunk as worker w last pulled it (empty without dc_lambda).
   std::vector<std::shared_ptr<const std::vector<float>>> pulled ABSL_GUARDED_BY(mu);
   WaitQueue waiters ABSL_GUARDED_BY(mu);
+  // The version whose values the server's chunk window holds (kNotPublished: none yet).
+  static constexpr uint64_t kNotPublished = ~uint64_t{0};
+  uint64_t published_version ABSL_GUARDED_BY(mu) = kNotPublished;
 
   // The values for changing: first copied into a buffer of their own when a snapshot still
   // holds them (copy-on-write).

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "core/status_macros.h"
+#include "glog/logging.h"
 #include "proto/channel_security.h"
 #include "proto/data_position.h"
 #include "proto/frame.h"
@@ -133,6 +134,7 @@ class ParameterServerService final : public RawService {
         segment->set_bytes(offer.layout.bytes());
         segment->set_slots(offer.layout.slots);
         segment->set_slot_bytes(offer.layout.slot_bytes);
+        if (offer.id != 0) OfferWindow(segment);
       }
       *resp = EncodeFrame(response);
       return absl::OkStatus();
@@ -220,6 +222,7 @@ class ParameterServerService final : public RawService {
     auto frame = ReceivedFrame::Parse(*req, &request);
     if (!frame.ok()) return frame.status();
     const wire::ChunkUpdateHeader& update = request.update();
+    CountWindowReads(update.window_reads());
     MONSOON_ASSIGN_OR_RETURN(const std::shared_ptr<SharedSegment> segment,
                              UpdateSegment(update, request.segment(), via));
     MONSOON_ASSIGN_OR_RETURN(const PayloadView payload,
@@ -239,7 +242,7 @@ class ParameterServerService final : public RawService {
     response.set_staleness(result->staleness);
     response.set_applied(result->applied);
     response.set_duplicate(result->duplicate);
-    if (!request.pull_after()) {
+    if (!request.pull_after() || request.pull_from_window()) {
       *resp = EncodeFrame(response);
       return absl::OkStatus();
     }
@@ -263,6 +266,7 @@ class ParameterServerService final : public RawService {
     auto frame = ReceivedFrame::Parse(*req, &request);
     if (!frame.ok()) return frame.status();
     const wire::ChunkUpdateHeader& update = request.update();
+    CountWindowReads(update.window_reads());
     const wire::SegmentUse& use = request.segment();
     MONSOON_ASSIGN_OR_RETURN(const std::shared_ptr<SharedSegment> segment,
                              UpdateSegment(update, use, via));
@@ -319,6 +323,7 @@ class ParameterServerService final : public RawService {
       auto frame = ReceivedFrame::Parse(*req, &request);
       if (!frame.ok()) return frame.status();
       MONSOON_ASSIGN_OR_RETURN(const RoleKind role, RoleFromWire(request.role(), "finish"));
+      CountWindowReads(request.window_reads());
       const absl::Status finished = logic_->Finish(role, request.index());
       if (!finished.ok()) return finished;
       *resp = EncodeFrame(wire::FinishResponse());
@@ -327,6 +332,25 @@ class ParameterServerService final : public RawService {
   }
 
  private:
+  // Adds the server's chunk window to a segment's offer, when the job has one; a window that
+  // cannot be made is logged, and pulls then go through calls.
+  void OfferWindow(wire::SegmentOffer* offer) {
+    const absl::StatusOr<const ChunkWindow*> window = logic_->Window();
+    if (!window.ok()) {
+      LOG_FIRST_N(WARNING, 1) << "server " << logic_->index()
+                              << ": no chunk window, pulls go through calls: " << window.status();
+      return;
+    }
+    if (*window == nullptr) return;
+    offer->set_window_fd((*window)->fd());
+    offer->set_window_bytes((*window)->bytes());
+  }
+
+  // Counts the pulls a client reports having read from the chunk window.
+  void CountWindowReads(const wire::WindowReads& reads) {
+    if (reads.reads() > 0) logic_->RecordWindowReads(reads.reads(), reads.bytes());
+  }
+
   // Checks the token, runs `handle` and finishes the call with its status.
   template <typename Handler>
   grpc::ServerUnaryReactor* Respond(grpc::CallbackServerContext* ctx, Handler handle) {

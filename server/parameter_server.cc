@@ -175,14 +175,45 @@ absl::StatusOr<ChunkSnapshot> ParameterServer::Snapshot(int chunk_id, int worker
       chunk->pulled[worker] = chunk->values;
     }
     snapshot.info.version = chunk->version;
-    snapshot.info.slowest_clock = membership_.SlowestClock(chunk->ledger.clock);
-  }
-  if (snapshot.info.slowest_clock == std::numeric_limits<uint64_t>::max()) {
-    snapshot.info.slowest_clock = 0;
+    snapshot.info.slowest_clock = SlowestClock(*chunk);
   }
   pulls_served_.fetch_add(1, std::memory_order_relaxed);
   bytes_sent_.fetch_add(chunk->meta.size * sizeof(float), std::memory_order_relaxed);
   return snapshot;
+}
+
+uint64_t ParameterServer::SlowestClock(const ChunkState& chunk) const {
+  const uint64_t clock = membership_.SlowestClock(chunk.ledger.clock);
+  return clock == std::numeric_limits<uint64_t>::max() ? 0 : clock;
+}
+
+absl::StatusOr<const ChunkWindow*> ParameterServer::Window() {
+  if (rules_.staleness.dc_lambda > 0) return nullptr;
+  absl::MutexLock lock(&window_mu_);
+  if (window_owner_ != nullptr) return window_owner_.get();
+  MONSOON_ASSIGN_OR_RETURN(window_owner_, ChunkWindow::Create(plan_, index_));
+  // Changes from here on are published by whoever makes them; this fills in the rest.
+  window_.store(window_owner_.get(), std::memory_order_release);
+  window_bytes_.store(window_owner_->bytes());
+  for (auto& [id, chunk] : chunks_) {
+    absl::MutexLock chunk_lock(&chunk->mu);
+    Publish(chunk.get());
+  }
+  return window_owner_.get();
+}
+
+void ParameterServer::Publish(ChunkState* chunk) {
+  ChunkWindow* window = window_.load(std::memory_order_acquire);
+  if (window == nullptr) return;
+  absl::Span<const float> changed;
+  if (chunk->published_version != chunk->version) changed = *chunk->values;
+  window->Publish(chunk->meta.id, {chunk->version, SlowestClock(*chunk)}, changed);
+  chunk->published_version = chunk->version;
+}
+
+void ParameterServer::RecordWindowReads(uint64_t reads, uint64_t bytes) {
+  pulls_served_.fetch_add(reads, std::memory_order_relaxed);
+  bytes_sent_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
 absl::StatusOr<PullInfo> ParameterServer::Read(int chunk_id, absl::Span<float> out, int worker) {
@@ -276,6 +307,7 @@ void ParameterServer::Book(ChunkState* chunk, int worker, const PushOrigin& orig
                            PushResult* result, std::vector<Release>* released) {
   chunk->ledger.Book(worker, origin, result->applied);
   result->version = chunk->version;
+  Publish(chunk);
   if (!chunk->waiters.empty()) CollectWaiters(chunk, absl::InfinitePast(), released);
 }
 
@@ -398,6 +430,7 @@ void ParameterServer::LiveWorkersChanged() {
   for (auto& [id, chunk] : chunks_) {
     absl::MutexLock lock(&chunk->mu);
     updater_->OnLiveWorkersChanged(chunk.get());
+    Publish(chunk.get());
   }
   ReleaseWaiters(absl::InfinitePast());
 }
@@ -476,6 +509,8 @@ absl::Status ParameterServer::LoadCheckpoint(CheckpointReader* in) {
                                               " where chunk ", id, " was expected"));
     }
     chunk->values = std::move(values);
+    chunk->published_version = ChunkState::kNotPublished;
+    Publish(chunk.get());
     // DC-ASGD: what each worker pulled is not kept; it pulls again after the restart.
     for (auto& pulled : chunk->pulled) pulled = chunk->values;
   }

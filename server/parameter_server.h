@@ -25,6 +25,7 @@
 #include "absl/types/span.h"
 #include "core/clock.h"
 #include "core/model/model.h"
+#include "core/process/chunk_window.h"
 #include "core/run/checkpoint_file.h"
 #include "core/sharding_plan.h"
 #include "server/chunk_state.h"
@@ -80,8 +81,8 @@ class ParameterServer {
   int index() const { return index_; }
   const ShardingPlan& plan() const { return plan_; }
   // Bytes of everything this server holds per chunk: weights, optimizer state, a sync round's
-  // sum, DC-ASGD's per-worker copies.
-  size_t state_bytes() const { return state_bytes_; }
+  // sum, DC-ASGD's per-worker copies, and the chunk window once it is made.
+  size_t state_bytes() const { return state_bytes_ + window_bytes_.load(); }
   const ServerRules& rules() const { return rules_; }
 
   // A client announces itself: FailedPrecondition when its plan fingerprint differs from this
@@ -137,6 +138,13 @@ class ParameterServer {
   // the weights its next gradient for the chunk is computed on. InvalidArgument for a worker
   // (not kNotAWorker) the job does not have.
   absl::StatusOr<ChunkSnapshot> Snapshot(int chunk_id, int worker = kNotAWorker);
+  // The window this server publishes its chunks in for the clients on its host, made and
+  // filled by the first call (every later change to a chunk is published under its lock). Null
+  // when the job must see every pull: DC-ASGD remembers what each worker pulled.
+  absl::StatusOr<const ChunkWindow*> Window();
+  // Counts `reads` pulls of `bytes` payload bytes that a client made through the window.
+  void RecordWindowReads(uint64_t reads, uint64_t bytes);
+
   // Snapshot copied into out, which must hold exactly ChunkSize(chunk_id) floats.
   absl::StatusOr<PullInfo> Read(int chunk_id, absl::Span<float> out, int worker = kNotAWorker);
 
@@ -195,6 +203,11 @@ class ParameterServer {
             std::vector<Release>* released) ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
   bool Satisfied(const ChunkState& chunk, const PullCondition& c) const
       ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
+  // The fewest pushes of the chunk any live worker has made (0 with none live).
+  uint64_t SlowestClock(const ChunkState& chunk) const ABSL_SHARED_LOCKS_REQUIRED(chunk.mu);
+  // Writes the chunk's version and clock to the window, once there is one, and its values
+  // when they changed since it last did.
+  void Publish(ChunkState* chunk) ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
   // Moves the waiters that are satisfied (or, at `now`, expired) into *released.
   void CollectWaiters(ChunkState* chunk, absl::Time now, std::vector<Release>* released)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(chunk->mu);
@@ -228,6 +241,12 @@ class ParameterServer {
   std::array<std::atomic<uint64_t>, kStalenessBuckets> staleness_{};
   std::atomic<int> waiting_{0};  // waiters queued on all chunks
   std::atomic<bool> closed_{false};
+
+  // Made once by Window(); window_ is set only when it is filled.
+  absl::Mutex window_mu_;
+  std::unique_ptr<ChunkWindow> window_owner_ ABSL_GUARDED_BY(window_mu_);
+  std::atomic<ChunkWindow*> window_{nullptr};
+  std::atomic<size_t> window_bytes_{0};
 
   // Lock order: a chunk's mu before the membership's.
   // With ServerTicks::kOwnThread, calls Tick every few milliseconds while pulls wait, and

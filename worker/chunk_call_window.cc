@@ -112,12 +112,14 @@ void ChunkCallWindow::Handle(InFlight* call) {
   }
 }
 
-absl::Status ChunkCallWindow::Run() {
+absl::Status ChunkCallWindow::Run(const std::vector<bool>& done) {
   std::vector<InFlight*> first_calls;
   {
     absl::MutexLock lock(&mu_);
     pending_.resize(plan_.num_servers());
-    for (const Chunk& c : plan_.chunks()) pending_[c.server].push_back(&c);
+    for (const Chunk& c : plan_.chunks()) {
+      if (done.empty() || !done[c.id]) pending_[c.server].push_back(&c);
+    }
     for (int server = 0; server < plan_.num_servers(); ++server) {
       for (int i = 0; i < options_.max_in_flight; ++i) {
         if (InFlight* call = ClaimNext(server)) first_calls.push_back(call);

@@ -69,8 +69,9 @@ class ChunkCallWindow {
   ChunkCallWindow(const ChunkCallWindow&) = delete;
   ChunkCallWindow& operator=(const ChunkCallWindow&) = delete;
 
-  // Calls every chunk of the plan; after an error no new call starts. Returns the first error.
-  absl::Status Run();
+  // Calls every chunk of the plan but those `done` marks (by chunk id; empty: none); after an
+  // error no new call starts. Returns the first error.
+  absl::Status Run(const std::vector<bool>& done = {});
 
  private:
   struct InFlight {

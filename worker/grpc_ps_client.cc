@@ -161,7 +161,9 @@ GrpcPsClient::GrpcPsClient(std::vector<std::string> addresses, const ShardingPla
       plan_(plan),
       identity_(identity),
       options_(options),
-      segments_(plan.num_servers()) {
+      segments_(plan.num_servers()),
+      windows_(plan.num_servers()),
+      unreported_(plan.num_servers()) {
   const int max_message = static_cast<int>(plan_.max_chunk_size() * sizeof(float)) + (64 << 10);
   // Heartbeats (and other small calls) go through channel 0; chunk calls alternate over all.
   for (const std::string& address : addresses_) {
@@ -269,13 +271,70 @@ absl::Status GrpcPsClient::AttachSegment(int server, const wire::SegmentOffer& o
   }
   segments_[server] =
       std::make_unique<SegmentSlots>(*std::move(memory), offer.id(), layout, offer.pid());
+  if (offer.window_bytes() == 0) return absl::OkStatus();
+  absl::StatusOr<std::unique_ptr<ChunkWindow>> window =
+      ChunkWindow::Attach(plan_, server, offer.pid(), offer.window_fd(), offer.window_bytes());
+  if (!window.ok()) {
+    return required ? Annotate(server, "chunk window", window.status()) : absl::OkStatus();
+  }
+  windows_[server] = *std::move(window);
   return absl::OkStatus();
+}
+
+std::vector<bool> GrpcPsClient::WindowedChunks() const {
+  std::vector<bool> readable(plan_.num_servers(), false);
+  for (int j = 0; j < plan_.num_servers(); ++j) {
+    readable[j] = windows_[j] != nullptr && !segments_[j]->ServerGone();
+  }
+  std::vector<bool> windowed(plan_.num_chunks(), false);
+  for (const Chunk& c : plan_.chunks()) windowed[c.id] = readable[c.server];
+  return windowed;
+}
+
+std::vector<bool> GrpcPsClient::ReadWindows(absl::Span<float> params, const PullWait& wait,
+                                            const std::vector<bool>& wanted, PullResult* result,
+                                            ChunkVersions* versions) {
+  std::vector<bool> done(plan_.num_chunks(), false);
+  for (const Chunk& c : plan_.chunks()) done[c.id] = !wanted.empty() && !wanted[c.id];
+  if (wait.min_clock > 0) return done;
+  const std::vector<bool> windowed = WindowedChunks();
+  // A read that overlapped the server's write is tried once more before the chunk is called.
+  constexpr int kAttempts = 2;
+  for (const Chunk& c : plan_.chunks()) {
+    if (done[c.id] || !windowed[c.id]) continue;
+    WindowedChunk seen;
+    bool read = false;
+    for (int attempt = 0; attempt < kAttempts && !read; ++attempt) {
+      read = windows_[c.server]->Read(c.id, wait.ForChunk(c.id).min_version,
+                                      params.subspan(c.offset, c.size), &seen);
+    }
+    if (!read) continue;
+    done[c.id] = true;
+    result->TakeChunk(seen.version, seen.slowest_clock);
+    if (versions != nullptr) (*versions)[c.id] = seen.version;
+    unreported_[c.server].reads.fetch_add(1, std::memory_order_relaxed);
+    unreported_[c.server].bytes.fetch_add(c.size * sizeof(float), std::memory_order_relaxed);
+  }
+  return done;
+}
+
+void GrpcPsClient::TakeUnreportedReads(int server, wire::WindowReads* out) {
+  out->set_reads(unreported_[server].reads.exchange(0, std::memory_order_relaxed));
+  out->set_bytes(unreported_[server].bytes.exchange(0, std::memory_order_relaxed));
 }
 
 std::vector<int> GrpcPsClient::SharedMemoryServers() const {
   std::vector<int> servers;
   for (int j = 0; j < plan_.num_servers(); ++j) {
     if (segments_[j] != nullptr) servers.push_back(j);
+  }
+  return servers;
+}
+
+std::vector<int> GrpcPsClient::WindowServers() const {
+  std::vector<int> servers;
+  for (int j = 0; j < plan_.num_servers(); ++j) {
+    if (windows_[j] != nullptr) servers.push_back(j);
   }
   return servers;
 }
@@ -298,7 +357,8 @@ absl::Status GrpcPsClient::Call(int server, const std::string& method,
 
 absl::Status GrpcPsClient::ForEachChunk(const ChunkMethod& method,
                                         const ChunkCallWindow::MakeRequest& request,
-                                        const ChunkCallWindow::OnReply& on_reply) {
+                                        const ChunkCallWindow::OnReply& on_reply,
+                                        const std::vector<bool>& done) {
   ChunkCallWindow::Options window;
   window.token = options_.secrets.token;
   window.max_in_flight = options_.max_in_flight;
@@ -308,7 +368,7 @@ absl::Status GrpcPsClient::ForEachChunk(const ChunkMethod& method,
                          [this](int server, const std::string& what, const absl::Status& status) {
                            return Annotate(server, what, status);
                          })
-      .Run();
+      .Run(done);
 }
 
 absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const PullWait& wait,
@@ -317,8 +377,17 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
     return absl::InvalidArgumentError(
         absl::StrCat("pull into ", params.size(), " floats; the model has ", plan_.num_params()));
   }
-  PullResult result = PullResult::BeforeChunks();
   if (versions != nullptr) versions->assign(plan_.num_chunks(), 0);
+  MONSOON_ASSIGN_OR_RETURN(PullResult result, PullChunks(params, wait, {}, versions));
+  bytes_received_ += params.size() * sizeof(float);
+  return result;
+}
+
+absl::StatusOr<PullResult> GrpcPsClient::PullChunks(absl::Span<float> params, const PullWait& wait,
+                                                    const std::vector<bool>& wanted,
+                                                    ChunkVersions* versions) {
+  PullResult result = PullResult::BeforeChunks();
+  const std::vector<bool> done = ReadWindows(params, wait, wanted, &result, versions);
   HeldSlots held(plan_.num_chunks());
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPull,
@@ -345,8 +414,8 @@ absl::StatusOr<PullResult> GrpcPsClient::PullAll(absl::Span<float> params, const
             header.version(), header.slowest_clock(), params, &result, versions);
         ReleaseSlots(SlotsOf(c), c, &held);
         return taken;
-      }));
-  bytes_received_ += params.size() * sizeof(float);
+      },
+      done));
   return result;
 }
 
@@ -395,32 +464,39 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
   std::atomic<uint64_t> sent{0};  // payload bytes, after encoding
   // Written per chunk by the replies; base_versions stays valid even if it is *pull->versions.
   ChunkVersions pulled_versions(pull != nullptr ? plan_.num_chunks() : 0);
-  if (pull != nullptr) {
-    pull->result = PullResult::BeforeChunks();
-  }
+  // With `pull`, a chunk whose server has a window is read from it after its push, at the
+  // version the push made at least; the others' replies bring their weights.
+  const std::vector<bool> windowed =
+      pull != nullptr ? WindowedChunks() : std::vector<bool>(plan_.num_chunks(), false);
+  PullWait after_push{ChunkVersions(plan_.num_chunks(), 0), 0};
+  if (pull != nullptr) pull->result = PullResult::BeforeChunks();
   HeldSlots held(plan_.num_chunks());
   MONSOON_RETURN_IF_ERROR(ForEachChunk(
       kPush,
       [&](const Chunk& c) {
+        const bool weights_in_reply = pull != nullptr && !windowed[c.id];
         wire::PushRequest request;
         FillUpdateHeader(c, identity_, base_versions[c.id], origin, request.mutable_update());
+        TakeUnreportedReads(c.server, request.mutable_update()->mutable_window_reads());
         request.set_pull_after(pull != nullptr);
-        if (pull != nullptr) UseReplySlot(SlotsOf(c), c, request.mutable_segment(), &held);
+        request.set_pull_from_window(windowed[c.id]);
+        if (weights_in_reply) UseReplySlot(SlotsOf(c), c, request.mutable_segment(), &held);
         grpc::Slice payload =
             EncodeGradient(c, gradient.subspan(c.offset, c.size),
                            ClaimRequestSlot(SlotsOf(c), c, &held), &request);
         const bool in_segment = request.segment().request();
         sent += in_segment ? request.segment().request_bytes() : payload.size();
         return ChunkRequest{EncodeFrame(request, std::move(payload)),
-                            in_segment ? CallSlot(c, true, pull != nullptr, held) : -1};
+                            in_segment ? CallSlot(c, true, weights_in_reply, held) : -1};
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
         wire::PushResponse header;
         MONSOON_ASSIGN_OR_RETURN(ReceivedFrame frame, ReceivedFrame::Parse(reply, &header));
         summary.AddChunk(header.staleness(), header.applied(), header.duplicate(),
                          plan_.num_chunks());
+        after_push.min_versions[c.id] = header.version();
         absl::Status taken;
-        if (pull != nullptr) {
+        if (pull != nullptr && !windowed[c.id]) {
           taken = TakePulledChunk(
               c, ReplyPayload(SlotsOf(c), c, header.payload_in_segment(), frame, held),
               header.pulled_version(), header.slowest_clock(), pull->params, &pull->result,
@@ -430,10 +506,14 @@ absl::StatusOr<PushSummary> GrpcPsClient::PushChunks(absl::Span<const float> gra
         return taken;
       }));
   bytes_sent_ += sent.load();
-  if (pull != nullptr) {
-    *pull->versions = std::move(pulled_versions);
-    bytes_received_ += pull->params.size() * sizeof(float);
+  if (pull == nullptr) return summary;
+  if (std::find(windowed.begin(), windowed.end(), true) != windowed.end()) {
+    MONSOON_ASSIGN_OR_RETURN(const PullResult read,
+                             PullChunks(pull->params, after_push, windowed, &pulled_versions));
+    pull->result.TakeChunk(read.min_version, read.slowest_clock);
   }
+  *pull->versions = std::move(pulled_versions);
+  bytes_received_ += pull->params.size() * sizeof(float);
   return summary;
 }
 
@@ -456,6 +536,7 @@ absl::StatusOr<PushSummary> GrpcPsClient::ExchangeAll(absl::Span<const float> we
       [&](const Chunk& c) {
         wire::ExchangeRequest request;
         FillUpdateHeader(c, identity_, (*versions)[c.id], origin, request.mutable_update());
+        TakeUnreportedReads(c.server, request.mutable_update()->mutable_window_reads());
         UseReplySlot(SlotsOf(c), c, request.mutable_segment(), &held);
         const absl::Span<const float> values = weights.subspan(c.offset, c.size);
         const int slot = ClaimRequestSlot(SlotsOf(c), c, &held);
@@ -531,6 +612,7 @@ absl::Status GrpcPsClient::Finish() {
   request.set_role(RoleToWire(identity_.role));
   request.set_index(identity_.index);
   for (int j = 0; j < plan_.num_servers(); ++j) {
+    TakeUnreportedReads(j, request.mutable_window_reads());
     grpc::ByteBuffer reply;
     MONSOON_RETURN_IF_ERROR(Call(j, kFinish, EncodeFrame(request), &reply));
   }

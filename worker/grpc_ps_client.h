@@ -19,13 +19,14 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "core/compression.h"
+#include "core/process/chunk_window.h"
 #include "core/process/shared_segment.h"
 #include "core/run/job_secrets.h"
 #include "core/run/run_dir.h"
 #include "core/sharding_plan.h"
 #include "worker/chunk_call_window.h"
-#include "worker/segment_slots.h"
 #include "worker/ps_client.h"
+#include "worker/segment_slots.h"
 
 namespace grpc {
 class ByteBuffer;
@@ -39,6 +40,7 @@ namespace monsoon {
 namespace wire {
 class PushRequest;
 class SegmentOffer;
+class WindowReads;
 }  // namespace wire
 
 struct GrpcPsClientOptions {
@@ -86,16 +88,34 @@ class GrpcPsClient : public PsClient {
   const ShardingPlan& plan() const override { return plan_; }
   // The servers whose chunk payloads go through a shared segment.
   std::vector<int> SharedMemoryServers() const;
+  // The servers whose chunk windows this client's pulls read (a subset of the above).
+  std::vector<int> WindowServers() const;
 
  private:
   GrpcPsClient(std::vector<std::string> addresses, const ShardingPlan& plan,
                ClientIdentity identity, const GrpcPsClientOptions& options);
 
-  // Builds one request per chunk and runs them, at most max_in_flight per server at a time;
-  // on_reply runs on the calling thread, one reply at a time, while later calls are still in
-  // flight. After an error no new call starts; returns the first error.
+  // Builds one request per chunk (but those `done` marks, by chunk id) and runs them, at most
+  // max_in_flight per server at a time; on_reply runs on the calling thread, one reply at a
+  // time, while later calls are still in flight. After an error no new call starts; returns
+  // the first error.
   absl::Status ForEachChunk(const ChunkMethod& method, const ChunkCallWindow::MakeRequest& request,
-                            const ChunkCallWindow::OnReply& on_reply);
+                            const ChunkCallWindow::OnReply& on_reply,
+                            const std::vector<bool>& done = {});
+  // PullAll's work for the chunks `wanted` marks (by chunk id; empty: all), which it writes
+  // into `params` and *versions (when not null).
+  absl::StatusOr<PullResult> PullChunks(absl::Span<float> params, const PullWait& wait,
+                                        const std::vector<bool>& wanted, ChunkVersions* versions);
+  // By chunk id: whether its server shares a chunk window and is still there.
+  std::vector<bool> WindowedChunks() const;
+  // Reads into `params` each chunk `wanted` marks (empty: all) whose server's window holds it
+  // as `wait` asks (a wait for a clock always calls), noting each in *result and *versions
+  // (when not null). Returns the chunks left for calls as false, by chunk id.
+  std::vector<bool> ReadWindows(absl::Span<float> params, const PullWait& wait,
+                                const std::vector<bool>& wanted, PullResult* result,
+                                ChunkVersions* versions);
+  // Moves the window reads not yet reported to `server` into `out`.
+  void TakeUnreportedReads(int server, wire::WindowReads* out);
   // PushAll, and PushPullAll when `pull` is not null.
   absl::StatusOr<PushSummary> PushChunks(absl::Span<const float> gradient,
                                          const ChunkVersions& base_versions,
@@ -108,8 +128,8 @@ class GrpcPsClient : public PsClient {
                              wire::PushRequest* request) const;
   // The segment chunk c's server shares with this client; null when none.
   SegmentSlots* SlotsOf(const Chunk& c) const { return segments_[c.server].get(); }
-  // Maps server j's offered segment (Connect); a failure is an error only with
-  // transport.local shm.
+  // Maps server j's offered segment and chunk window (Connect); a failure is an error only
+  // with transport.local shm.
   absl::Status AttachSegment(int server, const wire::SegmentOffer& offer);
   // One blocking call to one server, with options_.rpc_timeout unless `timeout` is given.
   absl::Status Call(int server, const std::string& method, const grpc::ByteBuffer& request,
@@ -128,6 +148,14 @@ class GrpcPsClient : public PsClient {
   std::vector<std::vector<std::unique_ptr<grpc::GenericStub>>> stubs_;
   // segments_[server]: the segment it shares with this client; null when none (set by Connect).
   std::vector<std::unique_ptr<SegmentSlots>> segments_;
+  // windows_[server]: its chunk window, read while its segment's server lives; null when none.
+  std::vector<std::unique_ptr<ChunkWindow>> windows_;
+  // Per server, the window reads not yet reported to it (with a push, or Finish).
+  struct UnreportedReads {
+    std::atomic<uint64_t> reads{0};
+    std::atomic<uint64_t> bytes{0};
+  };
+  std::vector<UnreportedReads> unreported_;
 
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};

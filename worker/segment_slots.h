@@ -50,6 +50,8 @@ class SegmentSlots {
   // DeadlineExceeded when no answer came within a grace period after the request's deadline.
   // Thread-safe.
   void Call(int slot, const SegmentRequest& request, Answered answered);
+  // Whether the server has closed the segment or its process has ended. Thread-safe.
+  bool ServerGone() const;
 
  private:
   struct Waiting {
@@ -62,8 +64,6 @@ class SegmentSlots {
   // waiting_, each with its answer.
   std::vector<std::pair<Answered, absl::StatusOr<grpc::ByteBuffer>>> TakeEnded()
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Whether the server has closed the segment or its process has ended.
-  bool ServerGone() const;
   bool Busy() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return closing_ || !waiting_.empty(); }
 
   const std::unique_ptr<SharedSegment> memory_;

@@ -64,9 +64,11 @@ absl::StatusOr<std::unique_ptr<GrpcPsClient>> ConnectDirectly(const JobConfig& c
   MONSOON_ASSIGN_OR_RETURN(std::unique_ptr<GrpcPsClient> client,
                            GrpcPsClient::Connect(addresses, plan, identity, options));
   const std::vector<int> shared = client->SharedMemoryServers();
+  const std::vector<int> windows = client->WindowServers();
   LOG(INFO) << "chunk payloads through shared memory with " << shared.size() << " of "
             << client->plan().num_servers() << " servers (" << absl::StrJoin(shared, ", ")
-            << "), through gRPC with the rest";
+            << "), through gRPC with the rest; pulls read the chunk windows of " << windows.size()
+            << " (" << absl::StrJoin(windows, ", ") << ") without a call";
   return client;
 }
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_format.h"
 #include "core/config/derived_values.h"
 #include "core/model/model.h"
+#include "core/process/chunk_window.h"
 #include "core/process/segment_layout.h"
 
 namespace monsoon {
@@ -58,16 +59,17 @@ uint64_t LargestServerShare(const JobConfig& config, uint64_t params) {
   return largest;
 }
 
-// The shared segments (core/process/segment_layout.h) server 0 makes for its clients when they
-// share its host, counted on the server (its clients map the same pages): none with
-// transport.local grpc.
+// The shared memory server 0 makes for its clients when they share its host, counted on the
+// server (its clients map the same pages): a segment per client and the chunk window (none
+// with DC-ASGD); nothing with transport.local grpc.
 uint64_t SegmentBytes(const JobConfig& config) {
   const absl::StatusOr<ShardingPlan> plan = JobShardingPlan(config);
   if (!plan.ok() || config.transport.local == LocalTransport::kGrpc) return 0;
   const SegmentLayout layout = SegmentLayout::For(
       *plan, SegmentLayout::SlotsWanted(*plan, 0, config.transport.max_in_flight));
   const int clients = config.cluster.pushing_clients() + (config.cluster.evaluator ? 1 : 0);
-  return layout.bytes() * static_cast<uint64_t>(clients);
+  const uint64_t window = config.staleness.dc_lambda > 0 ? 0 : ChunkWindow::BytesFor(*plan, 0);
+  return layout.bytes() * static_cast<uint64_t>(clients) + window;
 }
 
 // A worker's share of its node's segment and its pusher's sum (worker/node_aggregation.h):

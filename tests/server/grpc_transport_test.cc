@@ -20,6 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "core/compression.h"
 #include "core/finite.h"
+#include "core/process/chunk_window.h"
 #include "core/process/futex.h"
 #include "core/process/segment_layout.h"
 #include "proto/frame.h"
@@ -46,7 +47,7 @@ LocalTransport TestPath() {
 // push of g moves the weights by exactly -g.
 struct Cluster {
   Cluster(size_t params, int servers, size_t chunk_floats,
-          Algorithm algorithm = Algorithm::kDownpour) {
+          Algorithm algorithm = Algorithm::kDownpour, const StalenessConfig& staleness = {}) {
     spec.type = ModelType::kLinearRegression;
     spec.input_dim = static_cast<int>(params - 1);
     spec.output_dim = 1;
@@ -54,6 +55,7 @@ struct Cluster {
     plan = *ShardingPlan::Create(params, servers, chunk_floats);
     ServerRules rules;
     rules.algorithm = algorithm;
+    rules.staleness = staleness;
     rules.optimizer.learning_rate = 1.0f;
     rules.easgd.alpha = 0.5;
     for (int j = 0; j < servers; ++j) {
@@ -137,10 +139,19 @@ TEST_CASE("gRPC: push then pull round-trips every chunk across servers", "[grpc]
   CHECK((*client)->counters().bytes_sent == 10001 * 4);
   CHECK((*client)->SharedMemoryServers() ==
         (TestPath() == LocalTransport::kShm ? std::vector<int>{0, 1, 2} : std::vector<int>{}));
+  CHECK((*client)->WindowServers() == (*client)->SharedMemoryServers());
   auto stats = (*client)->AllStats();
   REQUIRE(stats.ok());
   CHECK(stats->size() == 3);
-  CHECK((*stats)[0].pulls_served == 2 * cluster.plan.ChunksOf(0).size());
+  // Through shared memory, pulls read the servers' chunk windows without a call, and a server
+  // learns of them with the client's next push to it (the first pull's), or its Finish.
+  const size_t chunks = cluster.plan.ChunksOf(0).size();
+  CHECK((*stats)[0].pulls_served == (TestPath() == LocalTransport::kShm ? 1 : 2) * chunks);
+  REQUIRE((*client)->Finish().ok());
+  stats = (*client)->AllStats();
+  REQUIRE(stats.ok());
+  CHECK((*stats)[0].pulls_served == 2 * chunks);
+  CHECK((*stats)[0].bytes_sent == 2 * cluster.plan.FloatsOf(0) * sizeof(float));
 }
 
 TEST_CASE("gRPC: a push brings back every chunk's weights right after it (PushPullAll)",
@@ -653,6 +664,34 @@ TEST_CASE("shared memory: a server offers a segment only to a client on its own 
   CHECK(local.segment().slots() == 6);
   CHECK(local.segment().slot_bytes() == 1024);
   CHECK(local.segment().bytes() == 7 * kSegmentPage + 6 * 1024);
+  // With it, the server's chunk window: 2 chunks of 250 floats, each after a 64-byte header.
+  CHECK(local.segment().window_bytes() == 2 * (64 + 1024));
+  CHECK(local.segment().window_bytes() == ChunkWindow::BytesFor(cluster.plan, 0));
+}
+
+TEST_CASE("shared memory: a DC-ASGD server offers no chunk window: it must see every pull",
+          "[grpc][shm]") {
+  StalenessConfig dc_asgd;
+  dc_asgd.dc_lambda = 0.5;
+  Cluster cluster(1000, 1, 250, Algorithm::kDownpour, dc_asgd);
+  const wire::SegmentOffer offer =
+      HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity()).segment();
+  CHECK(offer.id() != 0);
+  CHECK(offer.window_bytes() == 0);
+}
+
+TEST_CASE(
+    "shared memory: once its server has shut down, a pull fails instead of reading the "
+    "window it left",
+    "[grpc][shm]") {
+  Cluster cluster(1000, 1, 250);
+  auto client = cluster.Connect("secret");
+  REQUIRE(client.ok());
+  std::vector<float> params(1000);
+  REQUIRE((*client)->PullAll(absl::MakeSpan(params), {}, nullptr).ok());
+  cluster.grpc_servers[0]->Shutdown();
+  const absl::StatusOr<PullResult> pulled = (*client)->PullAll(absl::MakeSpan(params), {}, nullptr);
+  CHECK(absl::IsUnavailable(pulled.status()));
 }
 
 TEST_CASE("shared memory: a push naming a segment the server does not hold, a slot it does not "
