@@ -1,5 +1,7 @@
 #include "server/parameter_server.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -135,6 +137,65 @@ TEST_CASE("ParameterServer: a snapshot keeps the values it was taken at, without
   CHECK(*first->values == w0);
   CHECK(fourth->values->size() == 8);
 }
+// Chunk `chunk` (of `size` floats) read through a window mapped as a client maps it; its
+// version into *version.
+std::vector<float> ReadWindow(const ChunkWindow& window, int chunk, size_t size,
+                              uint64_t* version) {
+  std::vector<float> w(size);
+  WindowedChunk seen;
+  REQUIRE(window.Read(chunk, 0, absl::MakeSpan(w), &seen));
+  *version = seen.version;
+  return w;
+}
+
+TEST_CASE(
+    "ParameterServer: with a chunk window, every update is published in it; snapshots, "
+    "reads and checkpoints still see each version",
+    "[server][downpour][shm]") {
+  auto plan = ShardingPlan::Create(8, 1, 8);
+  auto server = MakeServer(*plan, 0);
+  auto first = server->Snapshot(0);
+  REQUIRE(first.ok());
+  const std::vector<float> w0 = *first->values;
+  auto made = server->Window();
+  REQUIRE(made.ok());
+  REQUIRE(*made != nullptr);
+  auto client = ChunkWindow::Attach(*plan, 0, getpid(), (*made)->fd(), (*made)->bytes());
+  REQUIRE(client.ok());
+  uint64_t version = 99;
+  CHECK(ReadWindow(**client, 0, 8, &version) == w0);
+  CHECK(version == 0);
+  CHECK(server->state_bytes() == 8 * sizeof(float) + (*made)->bytes());
+
+  REQUIRE(server->Push(0, 0, 0, std::vector<float>(8, 1.0f)).ok());
+  const std::vector<float> w1 = ReadWindow(**client, 0, 8, &version);
+  CHECK(version == 1);
+  CHECK(w1 != w0);
+  CHECK(*first->values == w0);  // a snapshot keeps its values
+  CHECK(Values(*server) == w1);
+  auto second = server->Snapshot(0);
+  auto third = server->Snapshot(0);
+  CHECK(second->values.get() == third->values.get());  // shared while nothing changed
+  CHECK(third->info.version == 1);
+
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/window_checkpoint";
+  {
+    auto out = CheckpointWriter::Begin(dir);
+    REQUIRE(out.ok());
+    server->SaveCheckpoint(out->get());
+    REQUIRE((*out)->Commit(1).ok());
+  }
+  REQUIRE(server->Push(0, 0, 1, std::vector<float>(8, 1.0f)).ok());
+  CHECK(ReadWindow(**client, 0, 8, &version) != w1);
+  std::vector<std::string> skipped;
+  auto in = OpenNewestCheckpoint(dir, &skipped);
+  REQUIRE(in.ok());
+  REQUIRE(server->LoadCheckpoint(in->get()).ok());
+  CHECK(ReadWindow(**client, 0, 8, &version) == w1);  // the checkpoint held version 1
+  CHECK(version == 1);
+  CHECK(Values(*server) == w1);
+}
+
 TEST_CASE(
     "ParameterServer: wrong-size, NaN/Inf and unknown-chunk pushes are rejected and leave "
     "the weights unchanged",
