@@ -4,6 +4,7 @@
 #ifndef MONSOON_PROTO_FRAME_H_
 #define MONSOON_PROTO_FRAME_H_
 
+#include <grpc/slice.h>
 #include <grpcpp/support/byte_buffer.h>
 #include <grpcpp/support/slice.h>
 
@@ -29,10 +30,12 @@ grpc::Slice ShareFloats(std::shared_ptr<const std::vector<float>> floats);
 
 // A payload slice that owns fresh memory for n floats, returned through *data for filling.
 grpc::Slice AllocateFloats(size_t n, float** data);
-// The same for n values of another 2- or 4-byte type (encoded gradients).
+// The same for n values of another 2- or 4-byte type (encoded gradients). The memory is on the
+// heap even for a few bytes, which a plain grpc::Slice would hold inline: *data then stays
+// valid once the slice is moved.
 template <typename T>
 grpc::Slice AllocatePayload(size_t n, T** data) {
-  grpc::Slice slice(n * sizeof(T));
+  grpc::Slice slice(grpc_slice_malloc_large(n * sizeof(T)), grpc::Slice::STEAL_REF);
   *data = reinterpret_cast<T*>(const_cast<uint8_t*>(slice.begin()));
   return slice;
 }
