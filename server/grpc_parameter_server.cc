@@ -186,13 +186,14 @@ class ParameterServerService final : public RawService {
     condition.min_clock = request.min_clock();
     const int chunk_id = request.chunk_id();
     const uint32_t slot = request.segment().reply_slot();
+    const bool from_window = request.from_window();
     logic_->WhenReady(chunk_id, condition, deadline,
-                      [this, answer = std::move(answer), chunk_id, worker, slot,
+                      [this, answer = std::move(answer), chunk_id, worker, slot, from_window,
                        segment = *std::move(segment)](absl::Status ready) {
                         if (!ready.ok()) {
                           answer(ready);
                         } else {
-                          answer(ReadChunk(chunk_id, worker, segment.get(), slot));
+                          answer(ReadChunk(chunk_id, worker, segment.get(), slot, from_window));
                         }
                       });
   }
@@ -363,13 +364,17 @@ class ParameterServerService final : public RawService {
   // The chunk's current values as a Pull reply to `worker` (or kNotAWorker): into slot `slot`
   // of the client's segment when `segment` is given, else a frame holding a snapshot (no copy).
   absl::StatusOr<grpc::ByteBuffer> ReadChunk(int chunk_id, int worker, const SharedSegment* segment,
-                                             uint32_t slot) {
+                                             uint32_t slot, bool from_window) {
     MONSOON_ASSIGN_OR_RETURN(ChunkSnapshot snapshot, logic_->Snapshot(chunk_id, worker));
     wire::PullResponse response;
     response.set_chunk_id(chunk_id);
     response.set_num_floats(snapshot.values->size());
     response.set_version(snapshot.info.version);
     response.set_slowest_clock(snapshot.info.slowest_clock);
+    if (from_window && logic_->HasWindow()) {
+      response.set_payload_in_window(true);
+      return EncodeFrame(response);
+    }
     response.set_payload_in_segment(segment != nullptr);
     MONSOON_ASSIGN_OR_RETURN(grpc::Slice values,
                              ReplyPayload(std::move(snapshot.values), segment, slot));

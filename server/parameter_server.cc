@@ -194,11 +194,11 @@ absl::StatusOr<const ChunkWindow*> ParameterServer::Window() {
   MONSOON_ASSIGN_OR_RETURN(window_owner_, ChunkWindow::Create(plan_, index_));
   // Changes from here on are published by whoever makes them; this fills in the rest.
   window_.store(window_owner_.get(), std::memory_order_release);
-  window_bytes_.store(window_owner_->bytes());
   for (auto& [id, chunk] : chunks_) {
     absl::MutexLock chunk_lock(&chunk->mu);
     Publish(chunk.get());
   }
+  window_bytes_.store(window_owner_->bytes());
   return window_owner_.get();
 }
 

@@ -142,6 +142,8 @@ class ParameterServer {
   // filled by the first call (every later change to a chunk is published under its lock). Null
   // when the job must see every pull: DC-ASGD remembers what each worker pulled.
   absl::StatusOr<const ChunkWindow*> Window();
+  // Whether Window() has made and filled the window.
+  bool HasWindow() const { return window_bytes_.load() > 0; }
   // Counts `reads` pulls of `bytes` payload bytes that a client made through the window.
   void RecordWindowReads(uint64_t reads, uint64_t bytes);
 

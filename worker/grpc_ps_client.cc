@@ -298,17 +298,10 @@ std::vector<bool> GrpcPsClient::ReadWindows(absl::Span<float> params, const Pull
   for (const Chunk& c : plan_.chunks()) done[c.id] = !wanted.empty() && !wanted[c.id];
   if (wait.min_clock > 0) return done;
   const std::vector<bool> windowed = WindowedChunks();
-  // A read that overlapped the server's write is tried once more before the chunk is called.
-  constexpr int kAttempts = 2;
   for (const Chunk& c : plan_.chunks()) {
     if (done[c.id] || !windowed[c.id]) continue;
     WindowedChunk seen;
-    bool read = false;
-    for (int attempt = 0; attempt < kAttempts && !read; ++attempt) {
-      read = windows_[c.server]->Read(c.id, wait.ForChunk(c.id).min_version,
-                                      params.subspan(c.offset, c.size), &seen);
-    }
-    if (!read) continue;
+    if (!ReadWindow(c, wait.ForChunk(c.id).min_version, params, &seen)) continue;
     done[c.id] = true;
     result->TakeChunk(seen.version, seen.slowest_clock);
     if (versions != nullptr) (*versions)[c.id] = seen.version;
@@ -316,6 +309,18 @@ std::vector<bool> GrpcPsClient::ReadWindows(absl::Span<float> params, const Pull
     unreported_[c.server].bytes.fetch_add(c.size * sizeof(float), std::memory_order_relaxed);
   }
   return done;
+}
+
+bool GrpcPsClient::ReadWindow(const Chunk& c, uint64_t min_version, absl::Span<float> params,
+                              WindowedChunk* seen) const {
+  // A read that overlapped the server's write is tried once more.
+  constexpr int kAttempts = 2;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    if (windows_[c.server]->Read(c.id, min_version, params.subspan(c.offset, c.size), seen)) {
+      return true;
+    }
+  }
+  return false;
 }
 
 void GrpcPsClient::TakeUnreportedReads(int server, wire::WindowReads* out) {
@@ -387,9 +392,24 @@ absl::StatusOr<PullResult> GrpcPsClient::PullChunks(absl::Span<float> params, co
                                                     const std::vector<bool>& wanted,
                                                     ChunkVersions* versions) {
   PullResult result = PullResult::BeforeChunks();
-  const std::vector<bool> done = ReadWindows(params, wait, wanted, &result, versions);
+  std::vector<bool> done = ReadWindows(params, wait, wanted, &result, versions);
+  // The rest are called for. A windowed chunk's call only waits for its condition, then the
+  // window is read; one whose read overlapped a write again is called once more, for values.
+  const std::vector<bool> windowed = WindowedChunks();
+  for (const bool from_window : {true, false}) {
+    if (std::find(done.begin(), done.end(), false) == done.end()) break;
+    MONSOON_RETURN_IF_ERROR(CallPulls(params, wait, from_window ? windowed : std::vector<bool>(),
+                                      &done, &result, versions));
+  }
+  return result;
+}
+
+absl::Status GrpcPsClient::CallPulls(absl::Span<float> params, const PullWait& wait,
+                                     const std::vector<bool>& from_window, std::vector<bool>* done,
+                                     PullResult* result, ChunkVersions* versions) {
+  const std::vector<bool> skip = *done;
   HeldSlots held(plan_.num_chunks());
-  MONSOON_RETURN_IF_ERROR(ForEachChunk(
+  return ForEachChunk(
       kPull,
       [&](const Chunk& c) {
         wire::PullRequest request;
@@ -400,6 +420,7 @@ absl::StatusOr<PullResult> GrpcPsClient::PullChunks(absl::Span<float> params, co
         request.set_min_clock(condition.min_clock);
         request.set_role(RoleToWire(identity_.role));
         request.set_index(identity_.index);
+        request.set_from_window(!from_window.empty() && from_window[c.id]);
         return ChunkRequest{EncodeFrame(request), CallSlot(c, false, true, held)};
       },
       [&](const Chunk& c, const grpc::ByteBuffer& reply) -> absl::Status {
@@ -408,15 +429,23 @@ absl::StatusOr<PullResult> GrpcPsClient::PullChunks(absl::Span<float> params, co
         if (header.chunk_id() != c.id) {
           return absl::InternalError(absl::StrCat("reply for chunk ", header.chunk_id()));
         }
-        const absl::Status taken = TakePulledChunk(
-            c,
-            ReplyPayload(SlotsOf(c), c, header.payload_in_segment(), frame, held),
-            header.version(), header.slowest_clock(), params, &result, versions);
+        absl::Status taken;
+        if (!header.payload_in_window()) {
+          taken = TakePulledChunk(
+              c, ReplyPayload(SlotsOf(c), c, header.payload_in_segment(), frame, held),
+              header.version(), header.slowest_clock(), params, result, versions);
+          (*done)[c.id] = taken.ok();
+        } else if (windows_[c.server] == nullptr) {
+          taken = absl::InternalError("a pull's reply points to a chunk window this client lacks");
+        } else if (WindowedChunk seen; ReadWindow(c, header.version(), params, &seen)) {
+          result->TakeChunk(seen.version, header.slowest_clock());
+          if (versions != nullptr) (*versions)[c.id] = seen.version;
+          (*done)[c.id] = true;
+        }
         ReleaseSlots(SlotsOf(c), c, &held);
         return taken;
       },
-      done));
-  return result;
+      skip);
 }
 
 // The header a push and an exchange share: which chunk, from whom, computed on which version,

@@ -106,6 +106,17 @@ class GrpcPsClient : public PsClient {
   // into `params` and *versions (when not null).
   absl::StatusOr<PullResult> PullChunks(absl::Span<float> params, const PullWait& wait,
                                         const std::vector<bool>& wanted, ChunkVersions* versions);
+  // Calls for each chunk `done` leaves, writing it into `params`, *result and *versions (when not
+  // null) and marking it done. A chunk `from_window` marks (by chunk id; empty: none) is read
+  // from its server's window once the call says its condition holds, and left undone when the
+  // read overlapped a write twice.
+  absl::Status CallPulls(absl::Span<float> params, const PullWait& wait,
+                         const std::vector<bool>& from_window, std::vector<bool>* done,
+                         PullResult* result, ChunkVersions* versions);
+  // Copies chunk c from its server's window into its place in `params` when the window holds
+  // it at min_version or later (tried twice when a write overlapped the copy).
+  bool ReadWindow(const Chunk& c, uint64_t min_version, absl::Span<float> params,
+                  WindowedChunk* seen) const;
   // By chunk id: whether its server shares a chunk window and is still there.
   std::vector<bool> WindowedChunks() const;
   // Reads into `params` each chunk `wanted` marks (empty: all) whose server's window holds it

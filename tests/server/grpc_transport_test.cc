@@ -669,6 +669,33 @@ TEST_CASE("shared memory: a server offers a segment only to a client on its own 
   CHECK(local.segment().window_bytes() == ChunkWindow::BytesFor(cluster.plan, 0));
 }
 
+// A raw pull of chunk 1 as worker 0 asking for its values `from_window`; the reply's header
+// and its payload's bytes.
+std::pair<wire::PullResponse, size_t> RawPull(const std::string& address, bool from_window) {
+  wire::PullRequest request;
+  request.set_chunk_id(1);
+  request.set_role(wire::ROLE_WORKER);
+  request.set_from_window(from_window);
+  grpc::ByteBuffer reply;
+  REQUIRE(RawCall(address, "Pull", EncodeFrame(request), &reply).ok());
+  wire::PullResponse header;
+  auto frame = ReceivedFrame::Parse(reply, &header);
+  REQUIRE(frame.ok());
+  return {header, frame->payload_bytes()};
+}
+
+TEST_CASE("shared memory: a pull that asks to read the window gets no values once there is one",
+          "[grpc][shm]") {
+  Cluster cluster(1000, 1, 250);
+  CHECK(RawPull(cluster.addresses[0], true).second == 1000);           // no window yet: the values
+  HelloFrom(cluster.addresses[0], cluster.plan, LocalHostIdentity());  // makes the window
+  const auto [header, bytes] = RawPull(cluster.addresses[0], true);
+  CHECK(header.payload_in_window());
+  CHECK(bytes == 0);
+  CHECK(RawPull(cluster.addresses[0], false).second == 1000);
+  CHECK(cluster.logic[0]->Stats().pulls_served == 3);
+}
+
 TEST_CASE("shared memory: a DC-ASGD server offers no chunk window: it must see every pull",
           "[grpc][shm]") {
   StalenessConfig dc_asgd;
