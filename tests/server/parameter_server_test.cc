@@ -137,6 +137,18 @@ TEST_CASE("ParameterServer: a snapshot keeps the values it was taken at, without
   CHECK(*first->values == w0);
   CHECK(fourth->values->size() == 8);
 }
+
+// Writes `server`'s checkpoint into TEST_TMPDIR/NAME, which keeps the newest `keep`; that
+// directory.
+std::string WriteCheckpoint(const ParameterServer& server, const std::string& name, int keep) {
+  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/" + name;
+  auto out = CheckpointWriter::Begin(dir);
+  REQUIRE(out.ok());
+  server.SaveCheckpoint(out->get());
+  REQUIRE((*out)->Commit(keep).ok());
+  return dir;
+}
+
 // Chunk `chunk` (of `size` floats) read through a window mapped as a client maps it; its
 // version into *version.
 std::vector<float> ReadWindow(const ChunkWindow& window, int chunk, size_t size,
@@ -178,13 +190,7 @@ TEST_CASE(
   CHECK(second->values.get() == third->values.get());  // shared while nothing changed
   CHECK(third->info.version == 1);
 
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/window_checkpoint";
-  {
-    auto out = CheckpointWriter::Begin(dir);
-    REQUIRE(out.ok());
-    server->SaveCheckpoint(out->get());
-    REQUIRE((*out)->Commit(1).ok());
-  }
+  const std::string dir = WriteCheckpoint(*server, "window_checkpoint", 1);
   REQUIRE(server->Push(0, 0, 1, std::vector<float>(8, 1.0f)).ok());
   CHECK(ReadWindow(**client, 0, 8, &version) != w1);
   std::vector<std::string> skipped;
@@ -573,13 +579,7 @@ TEST_CASE("ParameterServer: a checkpoint restores weights, optimizer state, cloc
   }
   REQUIRE(original->Push(1, 0, 0, std::vector<float>(4, -1.0f), Origin(1, 2)).ok());
   REQUIRE(original->Push(0, 1, 3, std::vector<float>(4, 0.5f), Origin(1, 7)).ok());
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/server_checkpoint";
-  {
-    auto out = CheckpointWriter::Begin(dir);
-    REQUIRE(out.ok());
-    original->SaveCheckpoint(out->get());
-    REQUIRE((*out)->Commit(2).ok());
-  }
+  const std::string dir = WriteCheckpoint(*original, "server_checkpoint", 2);
   auto restored = MakeServer(*plan, 0, opt);
   std::vector<std::string> skipped;
   auto in = OpenNewestCheckpoint(dir, &skipped);
@@ -631,13 +631,7 @@ TEST_CASE("ParameterServer: a resumed server continues with the model state it c
   REQUIRE(plan.ok());
   auto original = MakeServer(*plan, 0);
   REQUIRE(original->Push(1, 0, 0, std::vector<float>{4.0f, 9.0f}, Origin(1, 1)).ok());
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/state_checkpoint";
-  {
-    auto out = CheckpointWriter::Begin(dir);
-    REQUIRE(out.ok());
-    original->SaveCheckpoint(out->get());
-    REQUIRE((*out)->Commit(1).ok());
-  }
+  const std::string dir = WriteCheckpoint(*original, "state_checkpoint", 1);
   auto restored = MakeServer(*plan, 0);
   std::vector<std::string> skipped;
   auto in = OpenNewestCheckpoint(dir, &skipped);
@@ -658,13 +652,7 @@ TEST_CASE("ParameterServer: after a checkpoint's load the join timeout starts ag
   ServerRules rules;
   rules.join_timeout = absl::Milliseconds(1500);
   const ManualClock clock;
-  const std::string dir = std::string(std::getenv("TEST_TMPDIR")) + "/join_checkpoint";
-  {
-    auto out = CheckpointWriter::Begin(dir);
-    REQUIRE(out.ok());
-    MakeServer(*plan, 0, {}, rules)->SaveCheckpoint(out->get());
-    REQUIRE((*out)->Commit(1).ok());
-  }
+  const std::string dir = WriteCheckpoint(*MakeServer(*plan, 0, {}, rules), "join_checkpoint", 1);
   ParameterServer restored(0, *plan, ModelInitialValues(TinyModel(), /*seed=*/5), rules,
                            /*workers=*/2,
                            /*evaluator=*/true, clock,
