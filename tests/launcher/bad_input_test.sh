@@ -261,7 +261,7 @@ data:
   train_labels: /usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz
 YAML
 expect_config_error "a model beyond the host's memory: validate" \
-  "the job's roles on this host need 1228.19 GB of memory, more than" \
+  "the job's roles on this host need 1255.27 GB of memory, more than" \
   validate "$WORK/huge.yaml"
 expect_config_error "a model beyond the host's memory: run" \
   "the largest part is the worker's activations at batch 64 (the largest layer is conv0 (conv2d): 10000000 parameters and 676000000 values per example" \
