@@ -1,7 +1,8 @@
 // PsClient over gRPC: a small pool of channels per server, chunk RPCs with a window of
 // max_in_flight per server, payloads as raw slices (pushes and exchanges borrow the caller's
 // buffer; replies decode straight into the caller's vector). With a server on this host, chunk
-// calls travel through the segment it shares with this client instead (transport.local). Every RPC
+// calls travel through the segment it shares with this client instead (transport.local), and
+// pulls copy the chunks out of its chunk window, calling only to wait or to retry. Every RPC
 // carries the job token and a deadline; a pull that waits for a version or clock waits within that
 // deadline. A chunk call that fails with UNAVAILABLE or RESOURCE_EXHAUSTED is retried (pushes are
 // numbered, so a retry is applied at most once); a thread sends heartbeats to every server.
