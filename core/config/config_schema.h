@@ -431,8 +431,9 @@ void VisitRuntime(JobConfig& c, V& v) {
     v.Field("local", &c.transport.local, kLocalTransportNames,
             "how a worker or evaluator moves chunk payloads to and from a server on its own "
             "host (same kernel boot, network and PID namespace): `auto` through a segment of "
-            "shared memory the server makes for it (chunk calls travel through it whole; "
-            "Hello and control calls through gRPC), or gRPC where none can be mapped; `shm` the "
+            "shared memory the server makes for it (pushes travel through it whole, pulls read "
+            "the server's chunk window; Hello and control calls through gRPC), or gRPC where "
+            "none can be mapped; `shm` the "
             "same, but a server elsewhere is an error; `grpc` always through gRPC. See "
             "[Concepts](#concepts)");
   });
