@@ -292,12 +292,12 @@ std::vector<bool> GrpcPsClient::WindowedChunks() const {
 }
 
 std::vector<bool> GrpcPsClient::ReadWindows(absl::Span<float> params, const PullWait& wait,
-                                            const std::vector<bool>& wanted, PullResult* result,
+                                            const std::vector<bool>& wanted,
+                                            const std::vector<bool>& windowed, PullResult* result,
                                             ChunkVersions* versions) {
   std::vector<bool> done(plan_.num_chunks(), false);
   for (const Chunk& c : plan_.chunks()) done[c.id] = !wanted.empty() && !wanted[c.id];
   if (wait.min_clock > 0) return done;
-  const std::vector<bool> windowed = WindowedChunks();
   for (const Chunk& c : plan_.chunks()) {
     if (done[c.id] || !windowed[c.id]) continue;
     WindowedChunk seen;
@@ -392,10 +392,10 @@ absl::StatusOr<PullResult> GrpcPsClient::PullChunks(absl::Span<float> params, co
                                                     const std::vector<bool>& wanted,
                                                     ChunkVersions* versions) {
   PullResult result = PullResult::BeforeChunks();
-  std::vector<bool> done = ReadWindows(params, wait, wanted, &result, versions);
+  const std::vector<bool> windowed = WindowedChunks();
+  std::vector<bool> done = ReadWindows(params, wait, wanted, windowed, &result, versions);
   // The rest are called for. A windowed chunk's call only waits for its condition, then the
   // window is read; one whose read overlapped a write again is called once more, for values.
-  const std::vector<bool> windowed = WindowedChunks();
   for (const bool from_window : {true, false}) {
     if (std::find(done.begin(), done.end(), false) == done.end()) break;
     MONSOON_RETURN_IF_ERROR(CallPulls(params, wait, from_window ? windowed : std::vector<bool>(),

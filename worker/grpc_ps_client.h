@@ -120,12 +120,13 @@ class GrpcPsClient : public PsClient {
                   WindowedChunk* seen) const;
   // By chunk id: whether its server shares a chunk window and is still there.
   std::vector<bool> WindowedChunks() const;
-  // Reads into `params` each chunk `wanted` marks (empty: all) whose server's window holds it
-  // as `wait` asks (a wait for a clock always calls), noting each in *result and *versions
-  // (when not null). Returns the chunks left for calls as false, by chunk id.
+  // Reads into `params` each chunk `wanted` marks (empty: all) that `windowed` marks
+  // (WindowedChunks) and whose window holds it as `wait` asks (a wait for a clock always calls),
+  // noting each in *result and *versions (when not null). Returns the chunks left for calls as
+  // false, by chunk id.
   std::vector<bool> ReadWindows(absl::Span<float> params, const PullWait& wait,
-                                const std::vector<bool>& wanted, PullResult* result,
-                                ChunkVersions* versions);
+                                const std::vector<bool>& wanted, const std::vector<bool>& windowed,
+                                PullResult* result, ChunkVersions* versions);
   // Moves the window reads not yet reported to `server` into `out`.
   void TakeUnreportedReads(int server, wire::WindowReads* out);
   // PushAll, and PushPullAll when `pull` is not null.
