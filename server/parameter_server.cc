@@ -188,7 +188,7 @@ uint64_t ParameterServer::SlowestClock(const ChunkState& chunk) const {
 }
 
 absl::StatusOr<const ChunkWindow*> ParameterServer::Window() {
-  if (rules_.staleness.dc_lambda > 0) return nullptr;
+  if (!OffersChunkWindow(rules_.staleness)) return nullptr;
   absl::MutexLock lock(&window_mu_);
   if (window_owner_ != nullptr) return window_owner_.get();
   MONSOON_ASSIGN_OR_RETURN(window_owner_, ChunkWindow::Create(plan_, index_));

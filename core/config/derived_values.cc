@@ -14,6 +14,8 @@ double ElasticAlpha(const EasgdConfig& easgd, int live_workers) {
 
 double ElasticAlphaBound(double eta) { return (4 - 2 * eta) / (4 - eta); }
 
+bool OffersChunkWindow(const StalenessConfig& staleness) { return staleness.dc_lambda <= 0; }
+
 bool StopsOnWorkerLoss(const JobConfig& config) {
   const WorkerLoss loss = config.reliability.worker_loss;
   if (loss != WorkerLoss::kAuto) return loss == WorkerLoss::kStop;

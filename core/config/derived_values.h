@@ -20,6 +20,10 @@ double ElasticAlpha(const EasgdConfig& easgd, int live_workers);
 // The paper's stability bound on alpha for local step size eta: (4 - 2 eta) / (4 - eta).
 double ElasticAlphaBound(double eta);
 
+// True when servers publish their chunks in a chunk window for the clients on their host:
+// not with DC-ASGD's delay compensation, whose servers must see each worker's pull.
+bool OffersChunkWindow(const StalenessConfig& staleness);
+
 // True when the servers stop the job on losing a worker (reliability.worker_loss resolved).
 bool StopsOnWorkerLoss(const JobConfig& config);
 

@@ -68,7 +68,7 @@ uint64_t SegmentBytes(const JobConfig& config) {
   const SegmentLayout layout = SegmentLayout::For(
       *plan, SegmentLayout::SlotsWanted(*plan, 0, config.transport.max_in_flight));
   const int clients = config.cluster.pushing_clients() + (config.cluster.evaluator ? 1 : 0);
-  const uint64_t window = config.staleness.dc_lambda > 0 ? 0 : ChunkWindow::BytesFor(*plan, 0);
+  const uint64_t window = OffersChunkWindow(config.staleness) ? ChunkWindow::BytesFor(*plan, 0) : 0;
   return layout.bytes() * static_cast<uint64_t>(clients) + window;
 }
 
